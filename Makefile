@@ -1,0 +1,37 @@
+# Zaris — common tasks. `make test` is what CI runs (.ci/run).
+GO ?= go
+PKGS ?= ./...
+BENCHTIME ?= 1s
+
+.PHONY: run test test-short bench lint fuzz build tools
+
+## run: start a single-node server with the embedded default configuration
+run:
+	$(GO) run ./cmd/zaris-server
+
+## build: compile every binary into ./bin
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## test: vet, then the whole suite with the race detector (what CI runs)
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+## test-short: the quick suite (skips multi-process end-to-end tests)
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+## bench: every Go benchmark once; figures go to docs/BENCHMARKS.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzSlot -fuzztime $(FUZZTIME) ./internal/placement/
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)

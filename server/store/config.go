@@ -1,0 +1,166 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// EvictionPolicy decides what a full store does (R-MEM-2/3).
+type EvictionPolicy uint8
+
+const (
+	// EvictLRU drops the least recently used owned records (sampled) when the
+	// owned bytes pass the trigger. Writes keep succeeding. The default.
+	EvictLRU EvictionPolicy = iota
+	// NoEviction refuses a write that would push owned bytes over the cap
+	// with StatusCapacityExceeded, protecting the data already stored.
+	NoEviction
+)
+
+func (p EvictionPolicy) String() string {
+	switch p {
+	case EvictLRU:
+		return "lru"
+	case NoEviction:
+		return "noeviction"
+	}
+	return fmt.Sprintf("EvictionPolicy(%d)", uint8(p))
+}
+
+// ParseEvictionPolicy parses "lru" or "noeviction".
+func ParseEvictionPolicy(s string) (EvictionPolicy, error) {
+	switch s {
+	case "lru", "":
+		return EvictLRU, nil
+	case "noeviction", "none":
+		return NoEviction, nil
+	}
+	return 0, fmt.Errorf("store: unknown eviction policy %q (want lru or noeviction)", s)
+}
+
+// Defaults (R-MEM, R-PLACE-3).
+const (
+	DefaultSegments         = 256
+	DefaultMaxMemoryBytes   = 1 << 30 // 1 GiB of owned data
+	DefaultMaxItemBytes     = 4 << 20 // 4 MiB per value
+	DefaultMaxKeyBytes      = 16 << 10
+	DefaultEvictionInterval = time.Second
+	DefaultEvictionTrigger  = 0.80
+	DefaultEvictionTarget   = 0.70
+	DefaultEvictionSamples  = 8
+	DefaultSweepInterval    = 100 * time.Millisecond
+	DefaultOpLogMaxOps      = 1024
+	DefaultOpLogMaxBytes    = 256 << 10
+)
+
+// Config configures one Store. Build it with DefaultConfig and change fields;
+// New calls Validate.
+type Config struct {
+	// Segments is the number of segments, fixed for the store's life.
+	// Default 256. Must be 1..16384.
+	Segments int
+
+	// MaxMemoryBytes caps the accounted bytes of owned data (R-MEM-1).
+	// Default 1 GiB. There is no "unlimited": zero or negative is invalid.
+	MaxMemoryBytes int64
+
+	// MaxItemBytes caps one value; a larger value is ItemTooLarge (R-MEM-3).
+	// Default 4 MiB. Must be positive and at most MaxMemoryBytes.
+	MaxItemBytes int
+
+	// MaxKeyBytes caps one key; a longer key is BadRequest. Default 16 KiB.
+	MaxKeyBytes int
+
+	// Eviction selects what happens at the cap. Default EvictLRU.
+	Eviction EvictionPolicy
+
+	// EvictionInterval is the cadence of the eviction loop. Default 1 s.
+	EvictionInterval time.Duration
+	// EvictionTrigger is the fraction of MaxMemoryBytes above which an
+	// eviction run starts. Default 0.80.
+	EvictionTrigger float64
+	// EvictionTarget is the fraction a run evicts down to. Default 0.70.
+	// Must be below EvictionTrigger (the hysteresis band).
+	EvictionTarget float64
+	// EvictionSamples is how many records one eviction step samples.
+	// Default 8.
+	EvictionSamples int
+
+	// SweepInterval is the cadence of the expiry sweeper and the tombstone
+	// pruner. Default 100 ms.
+	SweepInterval time.Duration
+
+	// OpLogMaxOps bounds the op-log of one segment in entries. Default 1024.
+	OpLogMaxOps int
+	// OpLogMaxBytes bounds the value bytes retained by one segment's op-log.
+	// Default 256 KiB. A pinned trim floor overrides both bounds.
+	OpLogMaxBytes int
+
+	// Clock supplies time. Default: a coarse clock (1 ms) owned by the store.
+	Clock Clock
+
+	// Seed seeds the eviction sampler. 0 = from the clock.
+	Seed uint64
+
+	// Logger receives the store's rare log lines. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Segments:         DefaultSegments,
+		MaxMemoryBytes:   DefaultMaxMemoryBytes,
+		MaxItemBytes:     DefaultMaxItemBytes,
+		MaxKeyBytes:      DefaultMaxKeyBytes,
+		Eviction:         EvictLRU,
+		EvictionInterval: DefaultEvictionInterval,
+		EvictionTrigger:  DefaultEvictionTrigger,
+		EvictionTarget:   DefaultEvictionTarget,
+		EvictionSamples:  DefaultEvictionSamples,
+		SweepInterval:    DefaultSweepInterval,
+		OpLogMaxOps:      DefaultOpLogMaxOps,
+		OpLogMaxBytes:    DefaultOpLogMaxBytes,
+	}
+}
+
+// ErrInvalidConfig is wrapped by every error Validate returns.
+var ErrInvalidConfig = errors.New("store: invalid config")
+
+// Validate checks every field and the fields against each other.
+func (c *Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.Segments < 1 || c.Segments > 16384:
+		return bad("segments %d out of 1..16384", c.Segments)
+	case c.MaxMemoryBytes <= 0:
+		return bad("max memory bytes must be positive (there is no unlimited), got %d", c.MaxMemoryBytes)
+	case c.MaxItemBytes <= 0:
+		return bad("max item bytes must be positive, got %d", c.MaxItemBytes)
+	case int64(c.MaxItemBytes) > c.MaxMemoryBytes:
+		return bad("max item bytes %d exceeds max memory bytes %d", c.MaxItemBytes, c.MaxMemoryBytes)
+	case c.MaxKeyBytes <= 0:
+		return bad("max key bytes must be positive, got %d", c.MaxKeyBytes)
+	case c.Eviction != EvictLRU && c.Eviction != NoEviction:
+		return bad("unknown eviction policy %d", c.Eviction)
+	case c.EvictionInterval <= 0:
+		return bad("eviction interval must be positive")
+	case !(c.EvictionTrigger > 0 && c.EvictionTrigger <= 1):
+		return bad("eviction trigger %.2f out of (0,1]", c.EvictionTrigger)
+	case !(c.EvictionTarget > 0 && c.EvictionTarget < c.EvictionTrigger):
+		return bad("eviction target %.2f must be in (0, trigger %.2f)", c.EvictionTarget, c.EvictionTrigger)
+	case c.EvictionSamples < 1:
+		return bad("eviction samples must be at least 1")
+	case c.SweepInterval <= 0:
+		return bad("sweep interval must be positive")
+	case c.OpLogMaxOps < 1:
+		return bad("op-log max ops must be at least 1")
+	case c.OpLogMaxBytes < 1:
+		return bad("op-log max bytes must be at least 1")
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package store
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// evictionGoal is the eviction rule (R-MEM-2), pure: a run starts only when
+// owned bytes exceed trigger×cap, and then evicts down to target×cap. The gap
+// between the two is the hysteresis band that stops a node sitting at the
+// edge from evicting on every write.
+func evictionGoal(used, maxBytes int64, trigger, target float64) (run bool, stopAt int64) {
+	if used <= int64(float64(maxBytes)*trigger) {
+		return false, 0
+	}
+	return true, int64(float64(maxBytes) * target)
+}
+
+// maxEvictionsPerRun bounds one run so the loop always comes back to check
+// for shutdown.
+const maxEvictionsPerRun = 1 << 20
+
+func (s *Store) evictLoop(seed uint64) {
+	defer s.wg.Done()
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	t := time.NewTicker(s.cfg.EvictionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.evictRun(rng)
+		}
+	}
+}
+
+// EvictOnce runs one eviction pass now, with the given seed for sampling,
+// and returns how many records it evicted. The background loop does the same
+// every EvictionInterval.
+func (s *Store) EvictOnce(seed uint64) int {
+	return s.evictRun(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
+}
+
+func (s *Store) evictRun(rng *rand.Rand) int {
+	if s.cfg.Eviction != EvictLRU {
+		return 0
+	}
+	run, stopAt := evictionGoal(s.owned.Load(), s.cfg.MaxMemoryBytes, s.cfg.EvictionTrigger, s.cfg.EvictionTarget)
+	if !run {
+		return 0
+	}
+	// The candidate pool survives across steps of a run, as in Redis: a
+	// cold key sampled early stays a candidate until something colder shows
+	// up, which makes a small per-step sample behave like a large one.
+	var pool evictionPool
+	n, misses := 0, 0
+	for s.owned.Load() > stopAt && n < maxEvictionsPerRun {
+		select {
+		case <-s.stop:
+			return n
+		default:
+		}
+		stamp := s.stamp(s.clock.NowNano())
+		for range evictionSegmentsPerStep {
+			s.segments[rng.IntN(len(s.segments))].sampleInto(&pool, s.cfg.EvictionSamples, stamp)
+		}
+		c, ok := pool.popOldest()
+		if !ok {
+			// Only empty or replica segments sampled; after many misses in a
+			// row there is nothing owned left to evict.
+			if misses++; misses > 4*len(s.segments) {
+				break
+			}
+			continue
+		}
+		misses = 0
+		if c.seg.evict(c) {
+			n++
+		}
+	}
+	if n > 0 {
+		s.log.Debug("store: eviction run", "evicted", n, "owned_bytes", s.owned.Load(), "cap", s.cfg.MaxMemoryBytes)
+	}
+	return n
+}
+
+const (
+	evictionSegmentsPerStep = 4
+	evictionPoolSize        = 16
+)
+
+type evictionCandidate struct {
+	seg      *Segment
+	key      string
+	revision uint64 // the record sampled; evicted only if still current
+	age      uint32 // milliseconds since last access when sampled
+	expired  bool
+}
+
+// evictionPool keeps the oldest candidates seen, oldest first.
+type evictionPool struct{ c []evictionCandidate }
+
+func (p *evictionPool) offer(c evictionCandidate) {
+	for _, e := range p.c {
+		if e.seg == c.seg && e.key == c.key {
+			return
+		}
+	}
+	i := len(p.c)
+	for i > 0 && (c.expired && !p.c[i-1].expired || c.expired == p.c[i-1].expired && c.age > p.c[i-1].age) {
+		i--
+	}
+	if i >= evictionPoolSize {
+		return
+	}
+	p.c = append(p.c, evictionCandidate{})
+	copy(p.c[i+1:], p.c[i:])
+	p.c[i] = c
+	if len(p.c) > evictionPoolSize {
+		p.c = p.c[:evictionPoolSize]
+	}
+}
+
+func (p *evictionPool) popOldest() (evictionCandidate, bool) {
+	if len(p.c) == 0 {
+		return evictionCandidate{}, false
+	}
+	c := p.c[0]
+	p.c = p.c[1:]
+	return c, true
+}
+
+// sampleInto offers up to samples live records of an owned segment to the
+// pool. Go's map iteration starts at a random position, which is the sample.
+func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32) {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if !g.owned || g.live == 0 {
+		return
+	}
+	seen := 0
+	for _, r := range g.items {
+		if r.Deleted {
+			continue
+		}
+		p.offer(evictionCandidate{seg: g, key: r.Key, revision: r.Revision,
+			age: stamp - atomic.LoadUint32(&r.access), expired: r.expiredAt(now)})
+		if seen++; seen == samples {
+			return
+		}
+	}
+}
+
+// evict removes the candidate's record if it is still the one sampled and
+// was not read since (a read makes it hot again).
+func (g *Segment) evict(c evictionCandidate) bool {
+	now := g.store.clock.NowNano()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r := g.items[c.key]
+	if r == nil || r.Deleted || r.Revision != c.revision || !g.owned {
+		return false
+	}
+	kind := OpEvicted
+	if r.expiredAt(now) {
+		kind = OpExpired
+	} else if age := g.store.stamp(now) - atomic.LoadUint32(&r.access); age < c.age {
+		return false // read after it was sampled
+	}
+	g.tombstoneLocked(r, kind, now)
+	return true
+}

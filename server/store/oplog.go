@@ -1,0 +1,175 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// OpKind is the kind of a logged mutation.
+type OpKind uint8
+
+const (
+	OpPut     OpKind = iota + 1 // value write (create or overwrite)
+	OpDelete                    // client delete; the record is a tombstone
+	OpExpire                    // TTL set or changed on an existing key
+	OpPersist                   // TTL removed
+	OpExpired                   // the key reached its TTL; record is a tombstone
+	OpEvicted                   // the key was evicted under memory pressure; tombstone
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpPut:
+		return "put"
+	case OpDelete:
+		return "delete"
+	case OpExpire:
+		return "expire"
+	case OpPersist:
+		return "persist"
+	case OpExpired:
+		return "expired"
+	case OpEvicted:
+		return "evicted"
+	}
+	return fmt.Sprintf("OpKind(%d)", uint8(k))
+}
+
+// Op is one entry of a segment's op-log: the mutation's kind and the full
+// record it produced (for deletes, the tombstone). Replaying Ops in revision
+// order through ApplyRecord reproduces the segment.
+type Op struct {
+	Kind   OpKind
+	Record Record
+}
+
+// Revision is the revision of the operation.
+func (o Op) Revision() uint64 { return o.Record.Revision }
+
+// ErrBelowTrimFloor: the caller asked for operations after a revision the
+// op-log no longer holds. The answer would be partial, so it is refused; the
+// caller must fall back to a snapshot (R-REP-1).
+var ErrBelowTrimFloor = errors.New("store: revision below the op-log trim floor")
+
+type logEntry struct {
+	kind OpKind
+	rec  *Record
+}
+
+// opLog is a segment's bounded log of mutations, ordered by revision. It
+// holds every operation with revision > floor. Guarded by the segment lock.
+type opLog struct {
+	entries  []logEntry // ring buffer, len == cap
+	head     int        // index of the oldest entry
+	n        int        // number of entries
+	bytes    int        // value bytes retained
+	floor    uint64     // every op with revision > floor is in the log
+	maxOps   int
+	maxBytes int
+	pins     map[uint64]int // pinned floors → pin count
+}
+
+func newOpLog(maxOps, maxBytes int) opLog {
+	// Start small: most segments of a small store never fill the bound.
+	return opLog{entries: make([]logEntry, min(maxOps, 16)), maxOps: maxOps, maxBytes: maxBytes}
+}
+
+func (l *opLog) at(i int) *logEntry { return &l.entries[(l.head+i)%len(l.entries)] }
+
+// pinnedFloor returns the lowest pinned revision and whether any pin exists.
+func (l *opLog) pinnedFloor() (uint64, bool) {
+	first, ok := uint64(0), false
+	for rev := range l.pins {
+		if !ok || rev < first {
+			first, ok = rev, true
+		}
+	}
+	return first, ok
+}
+
+// append adds an operation. Its revision must exceed every logged revision.
+func (l *opLog) append(kind OpKind, rec *Record) {
+	if l.n == len(l.entries) {
+		if !l.trimOne(true) {
+			l.grow()
+		}
+	}
+	*l.at(l.n) = logEntry{kind: kind, rec: rec}
+	l.n++
+	l.bytes += len(rec.Value)
+	for l.n > 1 && (l.n > l.maxOps || l.bytes > l.maxBytes) {
+		if !l.trimOne(false) {
+			break
+		}
+	}
+}
+
+// trimOne drops the oldest entry unless a pin holds it. full reports that the
+// ring is at capacity; then trimming only happens if the bounds allow it.
+func (l *opLog) trimOne(full bool) bool {
+	if l.n == 0 {
+		return false
+	}
+	if full && l.n < l.maxOps && l.bytes <= l.maxBytes {
+		return false // room within the bounds: grow the ring instead
+	}
+	oldest := l.at(0)
+	if pin, ok := l.pinnedFloor(); ok && oldest.rec.Revision > pin {
+		return false
+	}
+	l.floor = oldest.rec.Revision
+	l.bytes -= len(oldest.rec.Value)
+	*oldest = logEntry{}
+	l.head = (l.head + 1) % len(l.entries)
+	l.n--
+	return true
+}
+
+func (l *opLog) grow() {
+	next := make([]logEntry, max(2*len(l.entries), 16))
+	for i := 0; i < l.n; i++ {
+		next[i] = *l.at(i)
+	}
+	l.entries, l.head = next, 0
+}
+
+// after returns the operations with revision > rev, or ErrBelowTrimFloor.
+func (l *opLog) after(rev uint64) ([]Op, error) {
+	if rev < l.floor {
+		return nil, fmt.Errorf("%w: asked after %d, floor %d", ErrBelowTrimFloor, rev, l.floor)
+	}
+	start := sort.Search(l.n, func(i int) bool { return l.at(i).rec.Revision > rev })
+	ops := make([]Op, 0, l.n-start)
+	for i := start; i < l.n; i++ {
+		e := l.at(i)
+		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported()})
+	}
+	return ops, nil
+}
+
+// reset empties the log and sets its floor (after a snapshot install).
+func (l *opLog) reset(floor uint64) {
+	clear(l.entries)
+	l.head, l.n, l.bytes, l.floor = 0, 0, 0, floor
+}
+
+func (l *opLog) pin(rev uint64) {
+	if l.pins == nil {
+		l.pins = make(map[uint64]int)
+	}
+	l.pins[rev]++
+}
+
+func (l *opLog) unpin(rev uint64) {
+	if l.pins[rev] <= 1 {
+		delete(l.pins, rev)
+	} else {
+		l.pins[rev]--
+	}
+	for l.n > 1 && (l.n > l.maxOps || l.bytes > l.maxBytes) {
+		if !l.trimOne(false) {
+			break
+		}
+	}
+}

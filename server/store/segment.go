@@ -1,0 +1,469 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// Segment is one of the store's segments: a map of records with its own lock,
+// revision counter and op-log. Client operations and the replication /
+// migration entry points (Snapshot, ApplyRecord, OperationsAfter, …) live on
+// it so that a caller that already routed a key to its segment never hashes
+// it again.
+type Segment struct {
+	store *Store
+	id    uint16
+
+	mu sync.RWMutex // guards every field below
+	// items holds live records, expired-but-unswept records and tombstones.
+	items map[string]*Record
+	// expiring indexes the records that carry a TTL, for the sweeper.
+	expiring map[string]*Record
+	// tombstones lists keys whose record was a tombstone when appended; the
+	// pruner checks each against the map.
+	tombstones []string
+	revision   uint64
+	log        opLog
+	// lowWater: every replica has applied all revisions ≤ lowWater, so
+	// tombstones at or below it are no longer needed. Without replicas
+	// (hasLowWater false) every tombstone is prunable.
+	lowWater    uint64
+	hasLowWater bool
+	// owned: the segment's bytes count against the owned-data cap (R-MEM-4);
+	// otherwise they are replica bytes.
+	owned bool
+	bytes int64 // accounted bytes of every record in items
+	live  int   // records in items that are not tombstones
+}
+
+func newSegment(s *Store, id uint16) *Segment {
+	return &Segment{
+		store: s, id: id,
+		items: make(map[string]*Record),
+		log:   newOpLog(s.cfg.OpLogMaxOps, s.cfg.OpLogMaxBytes),
+		owned: true,
+	}
+}
+
+// ID is the segment's index.
+func (g *Segment) ID() uint16 { return g.id }
+
+func ttlLeft(r *Record, now int64) time.Duration {
+	if r.ExpiresAt == 0 {
+		return 0
+	}
+	left := time.Duration(r.ExpiresAt - now)
+	if left <= 0 {
+		return time.Nanosecond // expired but not yet swept: never report "no TTL"
+	}
+	return left
+}
+
+func resultOf(r *Record, now int64) kv.Result {
+	return kv.Result{Status: kv.StatusSuccess, Value: r.Value, Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
+}
+
+func status(s kv.Status) kv.Result { return kv.Result{Status: s} }
+
+// Get returns the live value of key. The returned Value is shared with the
+// store and must not be modified.
+func (g *Segment) Get(key string) kv.Result {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	r := g.items[key]
+	if r == nil || !r.liveAt(now) {
+		g.mu.RUnlock()
+		return status(kv.StatusNotFound)
+	}
+	r.touch(g.store.stamp(now))
+	res := resultOf(r, now)
+	g.mu.RUnlock()
+	return res
+}
+
+// Put writes value under key. The store takes ownership of value: the
+// caller must not modify it afterwards.
+func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
+	s := g.store
+	if st := s.checkKey(key); st != kv.StatusSuccess {
+		return status(st)
+	}
+	if len(value) > s.cfg.MaxItemBytes {
+		return status(kv.StatusItemTooLarge)
+	}
+	var o kv.PutOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.TTL < 0 || (o.IfAbsent && o.IfMatchVersion != 0) {
+		return status(kv.StatusBadRequest)
+	}
+	now := s.clock.NowNano()
+	rec := &Record{Key: key, Value: value, CreatedAt: now, Meta: newMetadata(o.ContentType, o.Labels)}
+	if o.TTL > 0 {
+		rec.ExpiresAt = now + int64(o.TTL)
+	}
+	rec.access = s.stamp(now)
+
+	g.mu.Lock()
+	old := g.items[key]
+	if old != nil && !old.liveAt(now) {
+		old = nil // a tombstone or an expired record: the key is absent
+	}
+	switch {
+	case o.IfAbsent && old != nil:
+		g.mu.Unlock()
+		return status(kv.StatusConflict)
+	case o.IfMatchVersion != 0 && (old == nil || old.Version != o.IfMatchVersion):
+		g.mu.Unlock()
+		return status(kv.StatusConflict)
+	}
+	if old != nil {
+		rec.Version = old.Version + 1
+		rec.CreatedAt = old.CreatedAt
+	} else {
+		rec.Version = 1
+	}
+	if s.cfg.Eviction == NoEviction && g.owned {
+		delta := rec.accountedBytes()
+		if prev := g.items[key]; prev != nil {
+			delta -= prev.accountedBytes()
+		}
+		if delta > 0 && s.owned.Load()+delta > s.cfg.MaxMemoryBytes {
+			g.mu.Unlock()
+			return status(kv.StatusCapacityExceeded)
+		}
+	}
+	g.revision++
+	rec.Revision = g.revision
+	g.commitLocked(OpPut, rec)
+	res := resultOf(rec, now)
+	g.mu.Unlock()
+	res.Value = nil
+	return res
+}
+
+// Delete removes key, leaving a tombstone. NotFound if the key is absent.
+func (g *Segment) Delete(key string) kv.Result {
+	return g.remove(key, OpDelete, 0)
+}
+
+// remove replaces a live record by a tombstone (delete, expiry, eviction).
+// With onlyIfRevision != 0 the record is removed only if it is still the one
+// with that revision (the sweeper and evictor decide outside the lock).
+func (g *Segment) remove(key string, kind OpKind, onlyIfRevision uint64) kv.Result {
+	if st := g.store.checkKey(key); st != kv.StatusSuccess {
+		return status(st)
+	}
+	now := g.store.clock.NowNano()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.items[key]
+	if old == nil || old.Deleted || (kind == OpDelete && old.expiredAt(now)) {
+		return status(kv.StatusNotFound)
+	}
+	if onlyIfRevision != 0 && old.Revision != onlyIfRevision {
+		return status(kv.StatusConflict)
+	}
+	return g.tombstoneLocked(old, kind, now)
+}
+
+func (g *Segment) tombstoneLocked(old *Record, kind OpKind, now int64) kv.Result {
+	g.revision++
+	tomb := &Record{Key: old.Key, Version: old.Version, Revision: g.revision, CreatedAt: now, Deleted: true}
+	g.commitLocked(kind, tomb)
+	return kv.Result{Status: kv.StatusSuccess, Version: tomb.Version, Revision: tomb.Revision}
+}
+
+// Expire sets a time to live on an existing key (R-KV-3). ttl must be
+// positive. The value and its Version are unchanged.
+func (g *Segment) Expire(key string, ttl time.Duration) kv.Result {
+	if ttl <= 0 {
+		return status(kv.StatusBadRequest)
+	}
+	return g.retime(key, OpExpire, ttl)
+}
+
+// Persist removes the time to live of an existing key.
+func (g *Segment) Persist(key string) kv.Result {
+	return g.retime(key, OpPersist, 0)
+}
+
+func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
+	if st := g.store.checkKey(key); st != kv.StatusSuccess {
+		return status(st)
+	}
+	now := g.store.clock.NowNano()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.items[key]
+	if old == nil || !old.liveAt(now) {
+		return status(kv.StatusNotFound)
+	}
+	if kind == OpPersist && old.ExpiresAt == 0 {
+		return kv.Result{Status: kv.StatusSuccess, Version: old.Version, Revision: old.Revision}
+	}
+	rec := old.clone()
+	rec.ExpiresAt = 0
+	if kind == OpExpire {
+		rec.ExpiresAt = now + int64(ttl)
+	}
+	g.revision++
+	rec.Revision = g.revision
+	g.commitLocked(kind, rec)
+	return kv.Result{Status: kv.StatusSuccess, Version: rec.Version, Revision: rec.Revision, TTL: ttlLeft(rec, now)}
+}
+
+// TimeToLive reports the remaining TTL of key in Result.TTL (0 = none).
+func (g *Segment) TimeToLive(key string) kv.Result {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r := g.items[key]
+	if r == nil || !r.liveAt(now) {
+		return status(kv.StatusNotFound)
+	}
+	return kv.Result{Status: kv.StatusSuccess, Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
+}
+
+// commitLocked is the one apply path of every mutation (DESIGN.md): it
+// installs rec (already carrying its revision and version), keeps the indexes
+// and the memory accounting right and appends the operation to the op-log.
+func (g *Segment) commitLocked(kind OpKind, rec *Record) {
+	old := g.items[rec.Key]
+	delta := rec.accountedBytes()
+	if old != nil {
+		delta -= old.accountedBytes()
+		if !old.Deleted {
+			g.live--
+		}
+		if old.ExpiresAt != 0 {
+			delete(g.expiring, rec.Key)
+		}
+	}
+	g.items[rec.Key] = rec
+	if rec.Deleted {
+		g.tombstones = append(g.tombstones, rec.Key)
+	} else {
+		g.live++
+	}
+	if rec.ExpiresAt != 0 && !rec.Deleted {
+		if g.expiring == nil {
+			g.expiring = make(map[string]*Record)
+		}
+		g.expiring[rec.Key] = rec
+	}
+	if rec.Revision > g.revision {
+		g.revision = rec.Revision
+	}
+	g.bytes += delta
+	g.store.account(g.owned, delta, int64(rec.liveDelta(old)))
+	g.log.append(kind, rec)
+	g.store.countOp(kind)
+}
+
+// liveDelta is the change in live (non-tombstone) records when r replaces old.
+func (r *Record) liveDelta(old *Record) int {
+	d := 0
+	if !r.Deleted {
+		d++
+	}
+	if old != nil && !old.Deleted {
+		d--
+	}
+	return d
+}
+
+// --- replication and migration entry points (R-REP-1, R-MIG) ---
+
+// Revision is the segment's current revision.
+func (g *Segment) Revision() uint64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.revision
+}
+
+// OperationsAfter returns every operation with revision > rev in revision
+// order, or ErrBelowTrimFloor when the log no longer reaches back to rev —
+// never a partial answer.
+func (g *Segment) OperationsAfter(rev uint64) ([]Op, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if rev > g.revision {
+		return nil, fmt.Errorf("store: segment %d: asked after revision %d, ahead of current %d", g.id, rev, g.revision)
+	}
+	return g.log.after(rev)
+}
+
+// TrimFloor is the revision above which the op-log is complete.
+func (g *Segment) TrimFloor() uint64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.log.floor
+}
+
+// PinTrimFloor keeps every operation after rev in the op-log until the
+// returned release is called (a migration's snapshot anchor, R-MIG-2). It
+// fails with ErrBelowTrimFloor if rev is already trimmed. release is
+// idempotent.
+func (g *Segment) PinTrimFloor(rev uint64) (release func(), err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if rev < g.log.floor {
+		return nil, fmt.Errorf("%w: pin at %d, floor %d", ErrBelowTrimFloor, rev, g.log.floor)
+	}
+	g.log.pin(rev)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.log.unpin(rev)
+			g.mu.Unlock()
+		})
+	}, nil
+}
+
+// SetLowWaterMark records that every replica has applied all revisions ≤
+// rev; tombstones at or below it become prunable (R-KV-4). The mark never
+// moves backwards.
+func (g *Segment) SetLowWaterMark(rev uint64) {
+	g.mu.Lock()
+	if !g.hasLowWater || rev > g.lowWater {
+		g.lowWater = rev
+	}
+	g.hasLowWater = true
+	g.mu.Unlock()
+}
+
+// SetOwned moves the segment's bytes between the owned and the replica
+// accounting (R-MEM-4). Only owned segments are evicted.
+func (g *Segment) SetOwned(owned bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.owned == owned {
+		return
+	}
+	g.store.account(g.owned, -g.bytes, -int64(g.live))
+	g.owned = owned
+	g.store.account(g.owned, g.bytes, int64(g.live))
+}
+
+// Owned reports whether the segment counts as owned data.
+func (g *Segment) Owned() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.owned
+}
+
+// Snapshot is a revision-anchored copy of a segment's live records: every
+// mutation up to Revision is reflected, none after.
+type Snapshot struct {
+	Segment  uint16
+	Revision uint64
+	Records  []Record
+}
+
+// Snapshot returns the live records (no tombstones, no expired records) at
+// the current revision.
+func (g *Segment) Snapshot() Snapshot {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	snap := Snapshot{Segment: g.id, Revision: g.revision, Records: make([]Record, 0, g.live)}
+	for _, r := range g.items {
+		if r.liveAt(now) {
+			snap.Records = append(snap.Records, r.exported())
+		}
+	}
+	return snap
+}
+
+// ApplyRecord applies a record produced on another node (replication,
+// catch-up, migration), keeping its Version and Revision. It is
+// revision-guarded: a record not newer than what the segment holds for the
+// key — including a tombstone — is stale and ignored (applied=false). That
+// guard is what stops a late put from resurrecting a deleted key.
+func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error) {
+	if rec.Key == "" || rec.Revision == 0 {
+		return false, fmt.Errorf("store: segment %d: record without key or revision", g.id)
+	}
+	if rec.Deleted && kind != OpDelete && kind != OpExpired && kind != OpEvicted {
+		kind = OpDelete
+	}
+	r := rec // copy: the caller's struct is not retained
+	r.access = g.store.stamp(g.store.clock.NowNano())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old := g.items[r.Key]; old != nil && old.Revision >= r.Revision {
+		return false, nil
+	}
+	if r.Revision <= g.log.lastRevision() {
+		// The op-log must stay ordered by revision. An out-of-order record
+		// (only possible outside a revision-ordered stream) is installed but
+		// the log restarts above it: catch-up from before it needs a snapshot.
+		g.commitUnloggedLocked(&r)
+		return true, nil
+	}
+	g.commitLocked(kind, &r)
+	return true, nil
+}
+
+func (l *opLog) lastRevision() uint64 {
+	if l.n == 0 {
+		return l.floor
+	}
+	return l.at(l.n - 1).rec.Revision
+}
+
+// commitUnloggedLocked installs rec like commitLocked but, because it cannot
+// be logged in order, resets the op-log floor to the segment revision.
+func (g *Segment) commitUnloggedLocked(rec *Record) {
+	g.commitLocked(OpPut, rec) // reuses the accounting
+	g.log.reset(g.revision)
+}
+
+// InstallSnapshot replaces the segment's content with snap (a replica or a
+// migration target catching up from below the source's trim floor). The
+// op-log restarts at snap.Revision.
+func (g *Segment) InstallSnapshot(snap Snapshot) {
+	now := g.store.clock.NowNano()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.store.account(g.owned, -g.bytes, -int64(g.live))
+	g.items = make(map[string]*Record, len(snap.Records))
+	g.expiring = nil
+	g.tombstones = nil
+	g.bytes, g.live = 0, 0
+	stamp := g.store.stamp(now)
+	for i := range snap.Records {
+		r := snap.Records[i]
+		r.access = stamp
+		rec := &r
+		g.items[rec.Key] = rec
+		g.bytes += rec.accountedBytes()
+		if rec.Deleted {
+			g.tombstones = append(g.tombstones, rec.Key)
+		} else {
+			g.live++
+		}
+		if rec.ExpiresAt != 0 && !rec.Deleted {
+			if g.expiring == nil {
+				g.expiring = make(map[string]*Record)
+			}
+			g.expiring[rec.Key] = rec
+		}
+	}
+	g.store.account(g.owned, g.bytes, int64(g.live))
+	g.revision = snap.Revision
+	g.log.reset(snap.Revision)
+}
+
+// Len is the number of live records (expired-but-unswept included).
+func (g *Segment) Len() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.live
+}

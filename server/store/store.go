@@ -1,0 +1,171 @@
+package store
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/placement"
+)
+
+// Store is one named store: its segments and the background loops (expiry
+// sweeper, tombstone pruner, evictor) that keep it within bounds.
+type Store struct {
+	cfg      Config
+	clock    Clock
+	coarse   *coarseClock // non-nil when the store owns its clock
+	segments []*Segment
+	log      *slog.Logger
+	start    int64 // clock reading at creation, the origin of access stamps
+
+	owned        atomic.Int64 // accounted bytes of owned segments
+	replica      atomic.Int64 // accounted bytes of replica segments
+	ownedItems   atomic.Int64
+	replicaItems atomic.Int64
+
+	puts, deletes, expired, evicted, retimes atomic.Uint64
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New creates a store and starts its background loops. Close stops them.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stop: make(chan struct{})}
+	if s.clock == nil {
+		s.coarse = newCoarseClock()
+		s.clock = s.coarse
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.start = s.clock.NowNano()
+	s.segments = make([]*Segment, cfg.Segments)
+	for i := range s.segments {
+		s.segments[i] = newSegment(s, uint16(i))
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(s.start)
+	}
+	s.wg.Add(2)
+	go s.sweepLoop()
+	go s.evictLoop(seed)
+	return s, nil
+}
+
+// Close stops the background loops. It is safe to call more than once. The
+// data stays readable; nothing expires or gets evicted any more.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		if s.coarse != nil {
+			s.coarse.close()
+		}
+	})
+	return nil
+}
+
+// Config returns the store's configuration.
+func (s *Store) Config() Config { return s.cfg }
+
+// Segments is the number of segments.
+func (s *Store) Segments() int { return len(s.segments) }
+
+// Segment returns segment i (0 ≤ i < Segments()).
+func (s *Store) Segment(i uint16) *Segment { return s.segments[i] }
+
+// SegmentFor returns the segment of key through the one placement function.
+func (s *Store) SegmentFor(key string) *Segment {
+	return s.segments[placement.SegmentOf(key, len(s.segments))]
+}
+
+// Get, Put, Delete, Expire, Persist and TimeToLive route key to its segment.
+
+func (s *Store) Get(key string) kv.Result { return s.SegmentFor(key).Get(key) }
+func (s *Store) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
+	return s.SegmentFor(key).Put(key, value, opts)
+}
+func (s *Store) Delete(key string) kv.Result { return s.SegmentFor(key).Delete(key) }
+func (s *Store) Expire(key string, ttl time.Duration) kv.Result {
+	return s.SegmentFor(key).Expire(key, ttl)
+}
+func (s *Store) Persist(key string) kv.Result    { return s.SegmentFor(key).Persist(key) }
+func (s *Store) TimeToLive(key string) kv.Result { return s.SegmentFor(key).TimeToLive(key) }
+
+// checkKey validates a key: non-empty and within MaxKeyBytes.
+func (s *Store) checkKey(key string) kv.Status {
+	if key == "" || len(key) > s.cfg.MaxKeyBytes {
+		return kv.StatusBadRequest
+	}
+	return kv.StatusSuccess
+}
+
+// stamp converts a clock reading into a coarse access stamp (milliseconds
+// since the store started; wraps after 49 days, which age comparisons
+// tolerate because they subtract).
+func (s *Store) stamp(now int64) uint32 { return uint32((now - s.start) / int64(time.Millisecond)) }
+
+func (s *Store) account(owned bool, bytes, items int64) {
+	if owned {
+		s.owned.Add(bytes)
+		s.ownedItems.Add(items)
+	} else {
+		s.replica.Add(bytes)
+		s.replicaItems.Add(items)
+	}
+}
+
+func (s *Store) countOp(kind OpKind) {
+	switch kind {
+	case OpPut:
+		s.puts.Add(1)
+	case OpDelete:
+		s.deletes.Add(1)
+	case OpExpired:
+		s.expired.Add(1)
+	case OpEvicted:
+		s.evicted.Add(1)
+	case OpExpire, OpPersist:
+		s.retimes.Add(1)
+	}
+}
+
+// Stats is a point-in-time view of the store's counters (STYLE 12).
+type Stats struct {
+	Segments       int
+	Items          int64 // live records in owned segments
+	ReplicaItems   int64
+	OwnedBytes     int64 // accounted bytes of owned data (what the cap governs)
+	ReplicaBytes   int64
+	MaxMemoryBytes int64
+	Puts           uint64
+	Deletes        uint64
+	Expired        uint64
+	Evicted        uint64
+	TTLChanges     uint64
+}
+
+// Stats returns the current counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Segments:       len(s.segments),
+		Items:          s.ownedItems.Load(),
+		ReplicaItems:   s.replicaItems.Load(),
+		OwnedBytes:     s.owned.Load(),
+		ReplicaBytes:   s.replica.Load(),
+		MaxMemoryBytes: s.cfg.MaxMemoryBytes,
+		Puts:           s.puts.Load(),
+		Deletes:        s.deletes.Load(),
+		Expired:        s.expired.Load(),
+		Evicted:        s.evicted.Load(),
+		TTLChanges:     s.retimes.Load(),
+	}
+}

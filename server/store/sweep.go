@@ -1,0 +1,106 @@
+package store
+
+import "time"
+
+// Expiry sampling in the manner of Redis's active expire cycle: sample a few
+// keys with a TTL, drop the expired ones, and go again while the sample says
+// a large share of them is expired.
+const (
+	sweepSample        = 20
+	sweepRepeatPercent = 25
+	sweepBudget        = time.Millisecond // per segment per tick
+)
+
+func (s *Store) sweepLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.SweepOnce()
+		}
+	}
+}
+
+// SweepOnce runs one pass of the expiry sweeper and the tombstone pruner over
+// every segment. The background loop calls it every SweepInterval; tests call
+// it directly with a manual clock.
+func (s *Store) SweepOnce() (expired, pruned int) {
+	for _, g := range s.segments {
+		expired += g.sweepExpired()
+		pruned += g.pruneTombstones()
+	}
+	return expired, pruned
+}
+
+// sweepExpired turns expired records of an owned segment into tombstones
+// (OpExpired), so that replicas converge on the expiry through the op-log.
+// Replica segments wait for their owner's OpExpired.
+func (g *Segment) sweepExpired() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.owned || len(g.expiring) == 0 {
+		return 0
+	}
+	deadline := time.Now().Add(sweepBudget)
+	total := 0
+	for {
+		now := g.store.clock.NowNano()
+		sampled, found := 0, 0
+		for _, r := range g.expiring {
+			if sampled == sweepSample {
+				break
+			}
+			sampled++
+			if r.expiredAt(now) {
+				found++
+				g.tombstoneLocked(r, OpExpired, now)
+			}
+		}
+		total += found
+		if sampled == 0 || found*100 < sampled*sweepRepeatPercent || time.Now().After(deadline) {
+			return total
+		}
+	}
+}
+
+// tombstonePrunable is the pruning rule (R-KV-4): a tombstone may go once
+// every replica has applied it — its revision is at or below the low-water
+// mark. Without replicas the mark is the segment's own revision.
+func tombstonePrunable(tombRevision, lowWater uint64, hasLowWater bool, segRevision uint64) bool {
+	if !hasLowWater {
+		lowWater = segRevision
+	}
+	return tombRevision <= lowWater
+}
+
+// pruneTombstones drops tombstones that no replica still needs.
+func (g *Segment) pruneTombstones() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.tombstones) == 0 {
+		return 0
+	}
+	kept := g.tombstones[:0]
+	pruned := 0
+	for _, key := range g.tombstones {
+		r := g.items[key]
+		if r == nil || !r.Deleted {
+			continue // recreated or already pruned
+		}
+		if !tombstonePrunable(r.Revision, g.lowWater, g.hasLowWater, g.revision) {
+			kept = append(kept, key)
+			continue
+		}
+		delete(g.items, key)
+		g.bytes -= r.accountedBytes()
+		g.store.account(g.owned, -r.accountedBytes(), 0)
+		pruned++
+	}
+	clear(g.tombstones[len(kept):])
+	g.tombstones = kept
+	return pruned
+}
