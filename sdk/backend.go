@@ -1,0 +1,21 @@
+package sdk
+
+import (
+	"context"
+	"time"
+)
+
+// backend is what a topology implements: the embedded store or the remote
+// cluster. The Client validates arguments and owns serialization; a backend
+// only moves operations.
+type backend interface {
+	get(ctx context.Context, key string) (Result, error)
+	put(ctx context.Context, key string, value []byte, opts *PutOptions) (Result, error)
+	delete(ctx context.Context, key string) (Result, error)
+	expire(ctx context.Context, key string, ttl time.Duration) (Result, error)
+	persist(ctx context.Context, key string) (Result, error)
+	timeToLive(ctx context.Context, key string) (Result, error)
+	// batch answers items[i] in results[i] (Index, Op and Key filled).
+	batch(ctx context.Context, items []BatchItem) ([]ItemResult, error)
+	close() error
+}

@@ -1,0 +1,183 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// ErrClosed is returned by every call on a closed Client.
+var ErrClosed = errors.New("zaris: client closed")
+
+// Client is a connection to one Zaris store, embedded or remote. It is safe
+// for concurrent use; share one per store and process.
+type Client struct {
+	conn       ConnString
+	be         backend
+	serializer Serializer
+	log        *slog.Logger
+	closed     atomic.Bool
+}
+
+// Connect opens a client for the connection string (see the package doc).
+func Connect(ctx context.Context, connString string, opts ...Option) (*Client, error) {
+	cs, err := ParseConnString(connString)
+	if err != nil {
+		return nil, err
+	}
+	o := clientOptions{serializer: MsgpackSerializer{}, logger: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Client{conn: cs, serializer: o.serializer, log: o.logger}
+	if cs.Inproc {
+		c.be, err = newEmbeddedBackend(cs.Store, o.storeConfig)
+	} else {
+		c.be, err = dialRemote(ctx, cs, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close releases the client. Safe to call more than once.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	return c.be.close()
+}
+
+// ConnString returns the parsed connection string the client was opened with.
+func (c *Client) ConnString() ConnString { return c.conn }
+
+// Embedded reports whether the client runs the store in this process.
+func (c *Client) Embedded() bool { return c.conn.Inproc }
+
+func (c *Client) check(ctx context.Context) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if ctx == nil {
+		return errors.New("zaris: nil context")
+	}
+	return nil
+}
+
+// Get reads key. A miss is StatusNotFound, not an error.
+func (c *Client) Get(ctx context.Context, key string) (Result, error) {
+	if err := c.check(ctx); err != nil {
+		return Result{}, err
+	}
+	return c.be.get(ctx, key)
+}
+
+// Put writes value under key. opts may be nil (unconditional, no TTL).
+func (c *Client) Put(ctx context.Context, key string, value []byte, opts *PutOptions) (Result, error) {
+	if err := c.check(ctx); err != nil {
+		return Result{}, err
+	}
+	return c.be.put(ctx, key, value, opts)
+}
+
+// Delete removes key; StatusNotFound if it was absent.
+func (c *Client) Delete(ctx context.Context, key string) (Result, error) {
+	if err := c.check(ctx); err != nil {
+		return Result{}, err
+	}
+	return c.be.delete(ctx, key)
+}
+
+// Expire sets a positive time to live on an existing key.
+func (c *Client) Expire(ctx context.Context, key string, ttl time.Duration) (Result, error) {
+	if err := c.check(ctx); err != nil {
+		return Result{}, err
+	}
+	return c.be.expire(ctx, key, ttl)
+}
+
+// Persist removes the time to live of an existing key.
+func (c *Client) Persist(ctx context.Context, key string) (Result, error) {
+	if err := c.check(ctx); err != nil {
+		return Result{}, err
+	}
+	return c.be.persist(ctx, key)
+}
+
+// TimeToLive reports the remaining time to live in Result.TTL (0 = none).
+func (c *Client) TimeToLive(ctx context.Context, key string) (Result, error) {
+	if err := c.check(ctx); err != nil {
+		return Result{}, err
+	}
+	return c.be.timeToLive(ctx, key)
+}
+
+// ExecuteBatch runs mixed operations. results[i] answers items[i]; every item
+// has its own status and partial success is normal — a batch is never a
+// transaction (R-CLIENT-4).
+func (c *Client) ExecuteBatch(ctx context.Context, items []BatchItem) ([]ItemResult, error) {
+	if err := c.check(ctx); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return []ItemResult{}, nil
+	}
+	return c.be.batch(ctx, items)
+}
+
+// GetMany reads keys; results[i] answers keys[i].
+func (c *Client) GetMany(ctx context.Context, keys []string) ([]ItemResult, error) {
+	items := make([]BatchItem, len(keys))
+	for i, k := range keys {
+		items[i] = BatchItem{Op: BatchGet, Key: k}
+	}
+	return c.ExecuteBatch(ctx, items)
+}
+
+// PutMany writes items; results[i] answers items[i].
+func (c *Client) PutMany(ctx context.Context, items []KV) ([]ItemResult, error) {
+	batch := make([]BatchItem, len(items))
+	for i, it := range items {
+		batch[i] = BatchItem{Op: BatchPut, Key: it.Key, Value: it.Value}
+		if it.TTL != 0 {
+			batch[i].Options = &PutOptions{TTL: it.TTL}
+		}
+	}
+	return c.ExecuteBatch(ctx, batch)
+}
+
+// DeleteMany removes keys; results[i] answers keys[i].
+func (c *Client) DeleteMany(ctx context.Context, keys []string) ([]ItemResult, error) {
+	items := make([]BatchItem, len(keys))
+	for i, k := range keys {
+		items[i] = BatchItem{Op: BatchDelete, Key: k}
+	}
+	return c.ExecuteBatch(ctx, items)
+}
+
+// GetAs reads key and decodes it with the client's serializer. On a miss it
+// returns the zero T, a NotFound result and no error.
+func GetAs[T any](ctx context.Context, c *Client, key string) (T, Result, error) {
+	var v T
+	r, err := c.Get(ctx, key)
+	if err != nil || !r.OK() {
+		return v, r, err
+	}
+	if err := c.serializer.Unmarshal(r.Value, &v); err != nil {
+		return v, r, fmt.Errorf("zaris: decode %q: %w", key, err)
+	}
+	return v, r, nil
+}
+
+// PutAs encodes v with the client's serializer and writes it.
+func PutAs[T any](ctx context.Context, c *Client, key string, v T, opts *PutOptions) (Result, error) {
+	data, err := c.serializer.Marshal(v)
+	if err != nil {
+		return Result{}, fmt.Errorf("zaris: encode %q: %w", key, err)
+	}
+	return c.Put(ctx, key, data, opts)
+}

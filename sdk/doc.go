@@ -1,0 +1,24 @@
+// Package sdk is the Zaris Go client. One Client type serves every topology,
+// chosen by the connection string (R-CLIENT-1):
+//
+//	zaris://inproc/<store>                 embedded: the store engine in this process
+//	zaris://host:port[,host:port]/<store>  a server or cluster (native protocol)
+//	zariss://…?ca=…&cert=…&key=…&token=…   the same over TLS, with a token
+//
+// Every method takes a context first. Expected outcomes — a miss, a version
+// conflict, a full node — are statuses on the Result (Status, OK, Err), never
+// Go errors; an error means transport, context or configuration trouble.
+//
+// Embedded mode (R-SDK-5) runs the very engine the server runs
+// (server/store), with its TTL sweeper and evictor. Two Connects with the
+// same inproc name share one store; different names are isolated. It offers
+// no durability, no high availability and no sharing across processes: the
+// data lives as long as some Client of that name is open in this process.
+//
+// Bulk calls (R-CLIENT-4) — GetMany, PutMany, DeleteMany — are thin shells
+// over ExecuteBatch. Results come back in the caller's order with a status
+// per item; a bulk call is never a transaction.
+//
+// The package must not import server/cluster or any server networking: the
+// embedded backend imports server/store only.
+package sdk
