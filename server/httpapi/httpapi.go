@@ -1,0 +1,314 @@
+// Package httpapi owns a node's HTTP service (R-OPS-2, R-OPS-5), built on
+// echo: the health and readiness probes, the Prometheus scrape endpoint, the
+// node info document and a REST key-value API over the node's store.
+//
+//	GET  /healthz              200 while the process is up (never authenticated)
+//	GET  /readyz               200 once the node serves traffic, else 503 (never authenticated)
+//	GET  /metrics              Prometheus text of the node's registry
+//	GET  /v1/info              node info as JSON (no secrets)
+//	GET  /v1/keys/{key}        the value; ETag, X-Zaris-Revision, X-Zaris-TTL
+//	HEAD /v1/keys/{key}        the same headers, no body
+//	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30; If-Match, If-None-Match: *
+//	DELETE /v1/keys/{key}      204, or 404 on a miss
+//
+// When a token is configured, /metrics and /v1/* require
+// "Authorization: Bearer <token>" (401 otherwise). Errors are JSON:
+// {"status":"NotFound","error":"zaris: not found"}, where status is the
+// kv.Status name.
+//
+// The handlers are thin: they parse the request, call one store method,
+// record the operation in the node's metrics.Recorder and render the
+// result. This package must not import the server package (which builds
+// it) nor any other protocol front end.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Store is the store the REST API reads and writes. Required.
+	Store *store.Store
+	// Metrics records every REST operation, HTTP connections and
+	// authentication failures, and backs /metrics. nil = no metrics and no
+	// /metrics endpoint.
+	Metrics *metrics.Recorder
+	// Logger receives request logs (debug level) and server errors. nil =
+	// discard.
+	Logger *slog.Logger
+	// Token, when set, protects /metrics and /v1/* with a bearer token.
+	Token string
+	// Ready reports whether the node serves traffic (/readyz). nil = ready
+	// whenever the HTTP service runs.
+	Ready func() bool
+	// Info returns the document served by /v1/info, encoded as JSON.
+	// nil = /v1/info answers 404.
+	Info func() any
+}
+
+// BodySlack is how far above the store's MaxItemBytes a PUT body may go
+// before the upload is cut off: a value over MaxItemBytes is refused with
+// 413 either way, the slack only lets the store give the precise answer for
+// values just over the cap while a large upload is refused early.
+const BodySlack = 1 << 10
+
+// Server is the HTTP service of one node. It satisfies the node's listener
+// contract: Serve(net.Listener) blocks until Shutdown, Shutdown drains
+// in-flight requests, Close drops connections.
+type Server struct {
+	store   *store.Store
+	rec     *metrics.Recorder
+	log     *slog.Logger
+	ready   func() bool
+	info    func() any
+	bearer  []byte // "Bearer <token>" material; nil = no authentication
+	maxItem int64
+
+	e  *echo.Echo
+	hs *http.Server
+}
+
+// New builds the HTTP service. It does not listen: call Serve.
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil {
+		return nil, errors.New("httpapi: Options.Store is required")
+	}
+	s := &Server{
+		store:   opts.Store,
+		rec:     opts.Metrics,
+		log:     opts.Logger,
+		ready:   opts.Ready,
+		info:    opts.Info,
+		maxItem: int64(opts.Store.Config().MaxItemBytes),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.ready == nil {
+		s.ready = func() bool { return true }
+	}
+	if opts.Token != "" {
+		s.bearer = []byte(opts.Token)
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Logger.SetOutput(io.Discard) // echo's own logger is unused; errors go to slog
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
+		DisableStackAll: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.Error("http handler panic", "method", c.Request().Method, "path", c.Request().URL.Path,
+				"err", err, "stack", string(stack))
+			return err
+		},
+	}))
+	e.Use(s.logRequests)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	protected := e.Group("", s.authenticate)
+	if s.rec != nil {
+		protected.GET("/metrics", echo.WrapHandler(s.rec.Handler()))
+	}
+	protected.GET("/v1/info", s.getInfo)
+	protected.GET(keysPrefix+"*", s.getKey)
+	protected.HEAD(keysPrefix+"*", s.getKey)
+	protected.PUT(keysPrefix+"*", s.putKey)
+	protected.DELETE(keysPrefix+"*", s.deleteKey)
+	s.e = e
+
+	conns := s.rec.Conns(metrics.ProtoHTTP)
+	s.hs = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnState: func(_ net.Conn, state http.ConnState) {
+			switch state {
+			case http.StateNew:
+				conns.Inc()
+			case http.StateClosed, http.StateHijacked:
+				conns.Dec()
+			}
+		},
+	}
+	return s, nil
+}
+
+// Handler is the service's HTTP handler, for embedding or tests.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Serve serves HTTP on l until Shutdown or Close; it then returns nil.
+func (s *Server) Serve(l net.Listener) error {
+	if err := s.hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests
+// until ctx ends (then it returns ctx's error; call Close).
+func (s *Server) Shutdown(ctx context.Context) error { return s.hs.Shutdown(ctx) }
+
+// Close drops every connection at once.
+func (s *Server) Close() error { return s.hs.Close() }
+
+// errorBody is the JSON of every error response.
+type errorBody struct {
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// fail writes an error response for status st.
+func fail(c echo.Context, st kv.Status, msg string) error {
+	if msg == "" {
+		msg = st.Err().Error()
+	}
+	return c.JSON(HTTPStatus(st), errorBody{Status: st.String(), Error: msg})
+}
+
+// HTTPStatus maps an operation status to its HTTP status code.
+func HTTPStatus(st kv.Status) int {
+	switch st {
+	case kv.StatusSuccess:
+		return http.StatusOK
+	case kv.StatusNotFound:
+		return http.StatusNotFound
+	case kv.StatusConflict:
+		return http.StatusPreconditionFailed // the only conflicts here are If-Match / If-None-Match
+	case kv.StatusItemTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case kv.StatusCapacityExceeded:
+		return http.StatusInsufficientStorage
+	case kv.StatusMoved:
+		return http.StatusMisdirectedRequest
+	case kv.StatusUnauthorized:
+		return http.StatusUnauthorized
+	case kv.StatusBadRequest:
+		return http.StatusBadRequest
+	case kv.StatusTimeout:
+		return http.StatusGatewayTimeout
+	case kv.StatusWrongType:
+		return http.StatusConflict
+	}
+	// OwnershipChanging, Migrating, ReplicaSyncPending, ReplicaWriteRejected,
+	// Unavailable: transient, retry later.
+	return http.StatusServiceUnavailable
+}
+
+// handleError renders errors that did not come from a handler's own
+// response (unknown routes, wrong methods, panics) in the same JSON shape.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, msg := http.StatusInternalServerError, "internal error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code = he.Code
+		msg = strings.ToLower(http.StatusText(code))
+		if m, ok := he.Message.(string); ok && m != "" {
+			msg = m
+		}
+	} else {
+		s.log.Error("http handler error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	status := "InternalError"
+	switch {
+	case code == http.StatusNotFound:
+		status = kv.StatusNotFound.String()
+	case code == http.StatusUnauthorized:
+		status = kv.StatusUnauthorized.String()
+	case code == http.StatusRequestEntityTooLarge:
+		status = kv.StatusItemTooLarge.String()
+	case code == http.StatusServiceUnavailable:
+		status = kv.StatusUnavailable.String()
+	case code >= 400 && code < 500:
+		status = kv.StatusBadRequest.String()
+	}
+	if c.Request().Method == http.MethodHead {
+		err = c.NoContent(code)
+	} else {
+		err = c.JSON(code, errorBody{Status: status, Error: msg})
+	}
+	if err != nil {
+		s.log.Debug("http error response not written", "err", err)
+	}
+}
+
+// logRequests logs every request at debug level.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !s.log.Enabled(c.Request().Context(), slog.LevelDebug) {
+			return next(c)
+		}
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		r := c.Request()
+		s.log.Debug("http request", "method", r.Method, "path", r.URL.EscapedPath(),
+			"status", c.Response().Status, "bytes", c.Response().Size,
+			"duration", time.Since(start), "remote", r.RemoteAddr)
+		return nil
+	}
+}
+
+// authenticate requires "Authorization: Bearer <token>" when a token is set.
+// The comparison is constant-time.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.bearer == nil {
+		return next
+	}
+	return func(c echo.Context) error {
+		scheme, token, _ := strings.Cut(c.Request().Header.Get(echo.HeaderAuthorization), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), s.bearer) != 1 {
+			s.rec.AuthFailure(metrics.ProtoHTTP)
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="zaris"`)
+			return fail(c, kv.StatusUnauthorized, "missing or wrong bearer token")
+		}
+		return next(c)
+	}
+}
+
+type probeBody struct {
+	Status string `json:"status"`
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, probeBody{Status: "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if !s.ready() {
+		return fail(c, kv.StatusUnavailable, "node not ready")
+	}
+	return c.JSON(http.StatusOK, probeBody{Status: "ready"})
+}
+
+func (s *Server) getInfo(c echo.Context) error {
+	if s.info == nil {
+		return fail(c, kv.StatusNotFound, "no info")
+	}
+	return c.JSON(http.StatusOK, s.info())
+}

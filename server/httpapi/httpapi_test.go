@@ -1,0 +1,374 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+type fixture struct {
+	t     *testing.T
+	url   string
+	store *store.Store
+	clock *store.ManualClock
+	ready atomic.Bool
+	token string
+}
+
+type fixtureOption func(*store.Config, *Options)
+
+// newFixture serves a Server over real HTTP on a 127.0.0.1 ephemeral port,
+// with a store on a manual clock.
+func newFixture(t *testing.T, opts ...fixtureOption) *fixture {
+	t.Helper()
+	f := &fixture{t: t, clock: store.NewManualClock(time.Unix(1_700_000_000, 0))}
+	f.ready.Store(true)
+	sc := store.DefaultConfig()
+	sc.Clock = f.clock
+	var o Options
+	for _, opt := range opts {
+		opt(&sc, &o)
+	}
+	st, err := store.New(sc)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	f.store = st
+	f.token = o.Token
+	o.Store = st
+	o.Metrics = metrics.New(metrics.Options{Stats: st.Stats, NoRuntimeMetrics: true})
+	o.Ready = f.ready.Load
+	o.Info = func() any { return map[string]string{"node_id": "n1"} }
+	srv, err := New(o)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, srv.Shutdown(ctx))
+		require.NoError(t, <-served)
+	})
+	f.url = "http://" + ln.Addr().String()
+	return f
+}
+
+func withToken(tok string) fixtureOption {
+	return func(_ *store.Config, o *Options) { o.Token = tok }
+}
+
+func withStore(mod func(*store.Config)) fixtureOption {
+	return func(sc *store.Config, _ *Options) { mod(sc) }
+}
+
+type response struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (r response) errStatus(t *testing.T) string {
+	t.Helper()
+	var e errorBody
+	require.NoError(t, json.Unmarshal(r.body, &e), "body %q", r.body)
+	require.NotEmpty(t, e.Error)
+	return e.Status
+}
+
+// do sends one request; headers alternate name, value. The fixture's token,
+// if any, is sent unless an Authorization header is given.
+func (f *fixture) do(method, path string, body io.Reader, headers ...string) response {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.url+path, body)
+	require.NoError(f.t, err)
+	if f.token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	require.NoError(f.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(f.t, err)
+	return response{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func key(k string) string { return keysPrefix + url.PathEscape(k) }
+
+func TestKeyRoundTripWithConditions(t *testing.T) {
+	f := newFixture(t)
+
+	r := f.do("PUT", key("user:1"), strings.NewReader("alice"), "Content-Type", "text/plain")
+	require.Equal(t, http.StatusCreated, r.code, string(r.body))
+	require.Equal(t, `"1"`, r.header.Get("ETag"))
+	require.NotEmpty(t, r.header.Get(HeaderRevision))
+	require.Empty(t, r.header.Get(HeaderTTL), "no TTL, no header")
+	var pb putBody
+	require.NoError(t, json.Unmarshal(r.body, &pb))
+	require.Equal(t, uint64(1), pb.Version)
+
+	r = f.do("GET", key("user:1"), nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "alice", string(r.body))
+	require.Equal(t, `"1"`, r.header.Get("ETag"))
+	require.Equal(t, "application/octet-stream", r.header.Get("Content-Type"))
+
+	r = f.do("PUT", key("user:1"), strings.NewReader("alice2"))
+	require.Equal(t, http.StatusOK, r.code, "a replace is 200, not 201")
+	require.Equal(t, `"2"`, r.header.Get("ETag"))
+
+	// If-Match: stale version → 412, current version → applied.
+	r = f.do("PUT", key("user:1"), strings.NewReader("lost"), "If-Match", `"1"`)
+	require.Equal(t, http.StatusPreconditionFailed, r.code)
+	require.Equal(t, "Conflict", r.errStatus(t))
+	r = f.do("PUT", key("user:1"), strings.NewReader("alice3"), "If-Match", `"2"`)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, `"3"`, r.header.Get("ETag"))
+	require.Equal(t, "alice3", string(f.do("GET", key("user:1"), nil).body))
+
+	// If-Match on a missing key fails the precondition too.
+	r = f.do("PUT", key("ghost"), strings.NewReader("x"), "If-Match", `"1"`)
+	require.Equal(t, http.StatusPreconditionFailed, r.code)
+
+	// If-None-Match: * is create-only.
+	r = f.do("PUT", key("user:1"), strings.NewReader("dup"), "If-None-Match", "*")
+	require.Equal(t, http.StatusPreconditionFailed, r.code)
+	r = f.do("PUT", key("user:2"), strings.NewReader("bob"), "If-None-Match", "*")
+	require.Equal(t, http.StatusCreated, r.code)
+
+	// GET with If-None-Match naming the current version → 304.
+	r = f.do("GET", key("user:1"), nil, "If-None-Match", `"3"`)
+	require.Equal(t, http.StatusNotModified, r.code)
+	require.Empty(t, r.body)
+	r = f.do("GET", key("user:1"), nil, "If-None-Match", `"2"`)
+	require.Equal(t, http.StatusOK, r.code)
+
+	// HEAD: headers, no body.
+	r = f.do("HEAD", key("user:1"), nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, `"3"`, r.header.Get("ETag"))
+	require.Empty(t, r.body)
+
+	// DELETE → 204, then 404 for GET and DELETE.
+	r = f.do("DELETE", key("user:1"), nil)
+	require.Equal(t, http.StatusNoContent, r.code)
+	require.NotEmpty(t, r.header.Get(HeaderRevision))
+	r = f.do("GET", key("user:1"), nil)
+	require.Equal(t, http.StatusNotFound, r.code)
+	require.Equal(t, "NotFound", r.errStatus(t))
+	r = f.do("DELETE", key("user:1"), nil)
+	require.Equal(t, http.StatusNotFound, r.code)
+
+	// A key re-created after a delete starts again at version 1 → 201.
+	r = f.do("PUT", key("user:1"), strings.NewReader("again"))
+	require.Equal(t, http.StatusCreated, r.code)
+}
+
+func TestBadRequests(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name, method, path string
+		headers            []string
+	}{
+		{"empty key", "GET", keysPrefix, nil},
+		{"empty key put", "PUT", keysPrefix, nil},
+		{"ttl not a duration", "PUT", key("k") + "?ttl=soon", nil},
+		{"negative ttl", "PUT", key("k") + "?ttl=-5s", nil},
+		{"negative ttl seconds", "PUT", key("k") + "?ttl=-5", nil},
+		{"if-match not a version", "PUT", key("k"), []string{"If-Match", `"abc"`}},
+		{"if-match star", "PUT", key("k"), []string{"If-Match", "*"}},
+		{"if-match list", "PUT", key("k"), []string{"If-Match", `"1", "2"`}},
+		{"if-none-match version on put", "PUT", key("k"), []string{"If-None-Match", `"1"`}},
+		{"both conditions", "PUT", key("k"), []string{"If-Match", `"1"`, "If-None-Match", "*"}},
+		{"conditional delete", "DELETE", key("k"), []string{"If-Match", `"1"`}},
+		{"key too long", "PUT", key(strings.Repeat("k", store.DefaultMaxKeyBytes+1)), nil},
+	} {
+		r := f.do(tc.method, tc.path, strings.NewReader("v"), tc.headers...)
+		require.Equal(t, http.StatusBadRequest, r.code, "%s: %s", tc.name, r.body)
+		require.Equal(t, "BadRequest", r.errStatus(t), tc.name)
+	}
+}
+
+// Keys travel escaped in the path and are unescaped exactly once: "/" and
+// "%" are ordinary key bytes.
+func TestKeysAreUnescapedOnce(t *testing.T) {
+	f := newFixture(t)
+	for _, k := range []string{"a/b/c", "100%", "a%2Fb", "sp ace", "{tag}:x", "ключ"} {
+		r := f.do("PUT", key(k), strings.NewReader("v:"+k))
+		require.Equal(t, http.StatusCreated, r.code, "key %q: %s", k, r.body)
+		require.Equal(t, "v:"+k, string(f.do("GET", key(k), nil).body), "key %q", k)
+		require.True(t, f.store.Get(k).OK(), "key %q stored under its unescaped name", k)
+	}
+	// An unescaped slash reaches the same key as the escaped one.
+	require.Equal(t, "v:a/b/c", string(f.do("GET", keysPrefix+"a/b/c", nil).body))
+}
+
+func TestTTL(t *testing.T) {
+	f := newFixture(t)
+
+	r := f.do("PUT", key("session"), strings.NewReader("s"), "X-Ignored", "1")
+	require.Equal(t, http.StatusCreated, r.code)
+	r = f.do("PUT", key("session")+"?ttl=30s", strings.NewReader("s"))
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "30000", r.header.Get(HeaderTTL))
+
+	r = f.do("PUT", key("short")+"?ttl=5", strings.NewReader("x"))
+	require.Equal(t, http.StatusCreated, r.code)
+	require.Equal(t, "5000", r.header.Get(HeaderTTL), "integer ttl is seconds")
+
+	f.clock.Advance(10 * time.Second)
+	r = f.do("GET", key("session"), nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "20000", r.header.Get(HeaderTTL))
+	require.Equal(t, http.StatusNotFound, f.do("GET", key("short"), nil).code, "expired on read")
+
+	f.clock.Advance(20 * time.Second)
+	require.Equal(t, http.StatusNotFound, f.do("GET", key("session"), nil).code)
+
+	// ttl=0 means no expiry.
+	r = f.do("PUT", key("forever")+"?ttl=0", strings.NewReader("x"))
+	require.Equal(t, http.StatusCreated, r.code)
+	require.Empty(t, r.header.Get(HeaderTTL))
+}
+
+func TestItemTooLarge(t *testing.T) {
+	const maxItem = 1024
+	f := newFixture(t, withStore(func(sc *store.Config) { sc.MaxItemBytes = maxItem }))
+
+	r := f.do("PUT", key("fits"), bytes.NewReader(make([]byte, maxItem)))
+	require.Equal(t, http.StatusCreated, r.code)
+
+	// Declared too large: refused before the body is read.
+	r = f.do("PUT", key("big"), bytes.NewReader(make([]byte, 10*maxItem)))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
+	require.Equal(t, "ItemTooLarge", r.errStatus(t))
+
+	// Just over the cap: the store answers.
+	r = f.do("PUT", key("big"), bytes.NewReader(make([]byte, maxItem+1)))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
+
+	// Chunked upload without a length: cut off by the body limit.
+	r = f.do("PUT", key("big"), io.MultiReader(bytes.NewReader(make([]byte, 64*maxItem))))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
+	require.Equal(t, http.StatusNotFound, f.do("GET", key("big"), nil).code)
+}
+
+func TestCapacityExceeded(t *testing.T) {
+	f := newFixture(t, withStore(func(sc *store.Config) {
+		sc.Eviction = store.NoEviction
+		sc.MaxMemoryBytes = 8 << 10
+		sc.MaxItemBytes = 1 << 10
+	}))
+	for i := 0; ; i++ {
+		require.Less(t, i, 100, "the node never filled up")
+		r := f.do("PUT", key("k"+strings.Repeat("x", i)), bytes.NewReader(make([]byte, 1000)))
+		if r.code == http.StatusInsufficientStorage {
+			require.Equal(t, "CapacityExceeded", r.errStatus(t))
+			break
+		}
+		require.Equal(t, http.StatusCreated, r.code)
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	f := newFixture(t, withToken("s3cret-token"))
+	noAuth := []string{"Authorization", ""}
+
+	// Probes stay open.
+	require.Equal(t, http.StatusOK, f.do("GET", "/healthz", nil, noAuth...).code)
+	require.Equal(t, http.StatusOK, f.do("GET", "/readyz", nil, noAuth...).code)
+
+	for _, path := range []string{"/metrics", "/v1/info", key("k")} {
+		for _, hdr := range [][]string{noAuth, {"Authorization", "Bearer wrong"}, {"Authorization", "Basic s3cret-token"}} {
+			r := f.do("GET", path, nil, hdr...)
+			require.Equal(t, http.StatusUnauthorized, r.code, "%s with %q", path, hdr)
+			require.Equal(t, "Unauthorized", r.errStatus(t))
+			require.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")
+		}
+	}
+	require.Equal(t, http.StatusUnauthorized, f.do("PUT", key("k"), strings.NewReader("v"), noAuth...).code)
+	require.Equal(t, http.StatusNotFound, f.do("GET", key("k"), nil).code, "nothing was written")
+
+	require.Equal(t, http.StatusCreated, f.do("PUT", key("k"), strings.NewReader("v")).code)
+	require.Equal(t, http.StatusOK, f.do("GET", key("k"), nil, "Authorization", "bearer s3cret-token").code,
+		"the scheme is case-insensitive")
+	require.Equal(t, http.StatusOK, f.do("GET", "/v1/info", nil).code)
+	r := f.do("GET", "/metrics", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Contains(t, string(r.body), `zaris_auth_failures_total{protocol="http"} 10`)
+}
+
+func TestReadyz(t *testing.T) {
+	f := newFixture(t)
+	f.ready.Store(false)
+	r := f.do("GET", "/readyz", nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.code)
+	require.Equal(t, "Unavailable", r.errStatus(t))
+	require.Equal(t, http.StatusOK, f.do("GET", "/healthz", nil).code, "alive while not ready")
+
+	f.ready.Store(true)
+	r = f.do("GET", "/readyz", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.JSONEq(t, `{"status":"ready"}`, string(r.body))
+}
+
+func TestMetricsAfterOps(t *testing.T) {
+	f := newFixture(t)
+	f.do("PUT", key("a"), strings.NewReader("1"))
+	f.do("PUT", key("a"), strings.NewReader("2"), "If-Match", `"7"`)
+	f.do("GET", key("a"), nil)
+	f.do("GET", key("missing"), nil)
+	f.do("DELETE", key("a"), nil)
+
+	r := f.do("GET", "/metrics", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	body := string(r.body)
+	for _, want := range []string{
+		`zaris_ops_total{op="put",status="Success"} 1`,
+		`zaris_ops_total{op="put",status="Conflict"} 1`,
+		`zaris_ops_total{op="get",status="Success"} 1`,
+		`zaris_ops_total{op="get",status="NotFound"} 1`,
+		`zaris_ops_total{op="delete",status="Success"} 1`,
+		`zaris_op_duration_seconds_bucket{op="get",le="`,
+		`zaris_connections{protocol="http"}`,
+		`zaris_store_items 0`,
+		`zaris_memory_used_bytes`,
+		`zaris_memory_max_bytes 1.073741824e+09`,
+		`zaris_store_puts_total 1`,
+		`zaris_store_deletes_total 1`,
+	} {
+		require.Contains(t, body, want)
+	}
+}
+
+func TestInfoAndUnknownRoutes(t *testing.T) {
+	f := newFixture(t)
+	r := f.do("GET", "/v1/info", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.JSONEq(t, `{"node_id":"n1"}`, string(r.body))
+
+	r = f.do("GET", "/nope", nil)
+	require.Equal(t, http.StatusNotFound, r.code)
+	require.Equal(t, "NotFound", r.errStatus(t))
+
+	r = f.do("POST", key("k"), strings.NewReader("v"))
+	require.Equal(t, http.StatusMethodNotAllowed, r.code)
+	require.Equal(t, "BadRequest", r.errStatus(t))
+}

@@ -1,0 +1,244 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/metrics"
+)
+
+const keysPrefix = "/v1/keys/"
+
+// Response headers of the key API.
+const (
+	// HeaderRevision carries the per-segment revision of the record (GET) or
+	// of the mutation (PUT, DELETE).
+	HeaderRevision = "X-Zaris-Revision"
+	// HeaderTTL carries the remaining time to live in whole milliseconds,
+	// rounded up; absent when the key does not expire.
+	HeaderTTL = "X-Zaris-TTL"
+)
+
+// keyOf returns the key of a /v1/keys/{key} request. It is taken from the
+// escaped path and unescaped exactly once, so a key may contain any byte,
+// "/" and "%" included, when the client escapes it.
+func keyOf(r *http.Request) (string, error) {
+	raw, ok := strings.CutPrefix(r.URL.EscapedPath(), keysPrefix)
+	if !ok {
+		return "", errors.New("not a key path")
+	}
+	key, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", errors.New("key is not a valid escaped path segment")
+	}
+	if key == "" {
+		return "", errors.New("empty key")
+	}
+	return key, nil
+}
+
+// etag renders a version as a strong entity tag.
+func etag(version uint64) string { return `"` + strconv.FormatUint(version, 10) + `"` }
+
+// parseVersionTag parses one entity tag naming a version: "3" or 3.
+func parseVersionTag(tag string) (uint64, bool) {
+	tag = strings.TrimSpace(tag)
+	if len(tag) >= 2 && tag[0] == '"' && tag[len(tag)-1] == '"' {
+		tag = tag[1 : len(tag)-1]
+	}
+	v, err := strconv.ParseUint(tag, 10, 64)
+	return v, err == nil && v > 0
+}
+
+// parseTTL reads ?ttl=: a Go duration ("30s", "1m30s") or whole seconds
+// ("30"). Absent or 0 = no expiry.
+func parseTTL(q string) (time.Duration, error) {
+	if q == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(q, 10, 64); err == nil {
+		if n < 0 || n > int64(time.Duration(1<<63-1)/time.Second) {
+			return 0, errors.New("ttl out of range")
+		}
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(q)
+	if err != nil {
+		return 0, errors.New("ttl is neither a duration (30s) nor whole seconds (30)")
+	}
+	if d < 0 {
+		return 0, errors.New("ttl must not be negative")
+	}
+	return d, nil
+}
+
+// setResultHeaders writes ETag, X-Zaris-Revision and X-Zaris-TTL.
+func setResultHeaders(h http.Header, res kv.Result, withETag bool) {
+	if withETag {
+		h.Set("ETag", etag(res.Version))
+	}
+	h.Set(HeaderRevision, strconv.FormatUint(res.Revision, 10))
+	if res.TTL > 0 {
+		ms := (res.TTL + time.Millisecond - 1) / time.Millisecond
+		h.Set(HeaderTTL, strconv.FormatInt(int64(ms), 10))
+	}
+}
+
+// refuse records and answers a request refused before it reached the store.
+func (s *Server) refuse(c echo.Context, op metrics.Op, start time.Time, st kv.Status, msg string) error {
+	s.rec.Op(op, st, time.Since(start))
+	return fail(c, st, msg)
+}
+
+// getKey serves GET and HEAD. If-None-Match with the current version (or *)
+// answers 304 Not Modified.
+func (s *Server) getKey(c echo.Context) error {
+	start := time.Now()
+	r := c.Request()
+	key, err := keyOf(r)
+	if err != nil {
+		return s.refuse(c, metrics.OpGet, start, kv.StatusBadRequest, err.Error())
+	}
+	res := s.store.Get(key)
+	s.rec.Op(metrics.OpGet, res.Status, time.Since(start))
+	if !res.OK() {
+		return fail(c, res.Status, "")
+	}
+	h := c.Response().Header()
+	setResultHeaders(h, res, true)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && noneMatchHits(inm, res.Version) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	// The store keeps the content type but its read path returns the value
+	// only; the REST API therefore serves values as opaque bytes.
+	return c.Blob(http.StatusOK, echo.MIMEOctetStream, res.Value)
+}
+
+// noneMatchHits reports whether an If-None-Match list names version (weak
+// comparison, RFC 9110 §13.1.2).
+func noneMatchHits(header string, version uint64) bool {
+	for _, tag := range strings.Split(header, ",") {
+		tag = strings.TrimSpace(tag)
+		if tag == "*" {
+			return true
+		}
+		if v, ok := parseVersionTag(strings.TrimPrefix(tag, "W/")); ok && v == version {
+			return true
+		}
+	}
+	return false
+}
+
+type putBody struct {
+	Version  uint64 `json:"version"`
+	Revision uint64 `json:"revision"`
+	TTLms    int64  `json:"ttl_ms,omitempty"`
+}
+
+// putKey writes the request body under the key: 201 when it creates the
+// key, 200 when it replaces it. If-Match: "<version>" makes it a
+// compare-and-set, If-None-Match: * makes it create-only; a failed
+// condition is 412.
+func (s *Server) putKey(c echo.Context) error {
+	start := time.Now()
+	r := c.Request()
+	key, err := keyOf(r)
+	if err != nil {
+		return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, err.Error())
+	}
+	var opts kv.PutOptions
+	if opts.TTL, err = parseTTL(c.QueryParam("ttl")); err != nil {
+		return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, err.Error())
+	}
+	if im := r.Header.Get("If-Match"); im != "" {
+		v, ok := parseVersionTag(im)
+		if !ok {
+			return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest,
+				`If-Match must be one strong entity tag naming a version, e.g. "3"`)
+		}
+		opts.IfMatchVersion = v
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" {
+		if strings.TrimSpace(inm) != "*" {
+			return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest,
+				"If-None-Match on PUT supports only * (create only)")
+		}
+		opts.IfAbsent = true
+	}
+	opts.ContentType = r.Header.Get(echo.HeaderContentType)
+
+	if r.ContentLength > s.maxItem {
+		return s.refuse(c, metrics.OpPut, start, kv.StatusItemTooLarge, "")
+	}
+	value, err := readBody(c, s.maxItem+BodySlack)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return s.refuse(c, metrics.OpPut, start, kv.StatusItemTooLarge, "")
+		}
+		return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, "reading the body: "+err.Error())
+	}
+
+	opStart := time.Now()
+	res := s.store.Put(key, value, &opts)
+	s.rec.Op(metrics.OpPut, res.Status, time.Since(opStart))
+	if !res.OK() {
+		return fail(c, res.Status, "")
+	}
+	setResultHeaders(c.Response().Header(), res, true)
+	code := http.StatusOK
+	if res.Version == 1 {
+		code = http.StatusCreated
+	}
+	body := putBody{Version: res.Version, Revision: res.Revision}
+	if res.TTL > 0 {
+		body.TTLms = int64((res.TTL + time.Millisecond - 1) / time.Millisecond)
+	}
+	return c.JSON(code, body)
+}
+
+// readBody reads the request body, at most limit bytes. A body with a
+// Content-Length is read into a buffer of exactly that size.
+func readBody(c echo.Context, limit int64) ([]byte, error) {
+	r := c.Request()
+	body := http.MaxBytesReader(c.Response(), r.Body, limit)
+	defer body.Close()
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
+}
+
+// deleteKey removes the key: 204, or 404 when it is absent.
+func (s *Server) deleteKey(c echo.Context) error {
+	start := time.Now()
+	r := c.Request()
+	key, err := keyOf(r)
+	if err != nil {
+		return s.refuse(c, metrics.OpDelete, start, kv.StatusBadRequest, err.Error())
+	}
+	if r.Header.Get("If-Match") != "" {
+		// The store's delete is unconditional; ignoring the precondition
+		// would delete a value the client meant to keep.
+		return s.refuse(c, metrics.OpDelete, start, kv.StatusBadRequest, "conditional DELETE (If-Match) is not supported")
+	}
+	res := s.store.Delete(key)
+	s.rec.Op(metrics.OpDelete, res.Status, time.Since(start))
+	if !res.OK() {
+		return fail(c, res.Status, "")
+	}
+	setResultHeaders(c.Response().Header(), res, false)
+	return c.NoContent(http.StatusNoContent)
+}

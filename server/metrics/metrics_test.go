@@ -1,0 +1,147 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+func TestOpCountsByTypeAndStatus(t *testing.T) {
+	r := New(Options{NoRuntimeMetrics: true})
+	r.Op(OpGet, kv.StatusSuccess, time.Microsecond)
+	r.Op(OpGet, kv.StatusSuccess, time.Microsecond)
+	r.Op(OpGet, kv.StatusNotFound, time.Microsecond)
+	r.Op(OpPut, kv.StatusConflict, time.Millisecond)
+	r.Op(Op(200), kv.StatusSuccess, 0)   // out-of-range op: counted as other
+	r.Op(OpDelete, kv.Status(250), 0)    // unknown status: latency only, no panic
+	r.Op(OpBatch, kv.StatusWrongType, 0) // the last known status is resolved too
+
+	count := func(op, status string) float64 {
+		t.Helper()
+		return testutil.ToFloat64(mustCounter(t, r, op, status))
+	}
+	require.Equal(t, 2.0, count("get", "Success"))
+	require.Equal(t, 1.0, count("get", "NotFound"))
+	require.Equal(t, 1.0, count("put", "Conflict"))
+	require.Equal(t, 1.0, count("other", "Success"))
+	require.Equal(t, 1.0, count("batch", "WrongType"))
+	require.Equal(t, 0.0, count("delete", "Success"))
+
+	// Latency is observed per op type, whatever the status.
+	body := scrape(t, r)
+	require.Contains(t, body, `zaris_op_duration_seconds_count{op="get"} 3`)
+	require.Contains(t, body, `zaris_op_duration_seconds_count{op="delete"} 1`)
+}
+
+func mustCounter(t *testing.T, r *Recorder, op, status string) prometheus.Collector {
+	t.Helper()
+	for o := Op(0); o < numOps; o++ {
+		if o.String() != op {
+			continue
+		}
+		for st, c := range r.ops[o] {
+			if kv.Status(st).String() == status {
+				return c
+			}
+		}
+	}
+	t.Fatalf("no counter for op=%s status=%s", op, status)
+	return nil
+}
+
+func scrape(t *testing.T, r *Recorder) string {
+	t.Helper()
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestStoreCollectorReadsStatsAtScrape(t *testing.T) {
+	stats := store.Stats{Items: 3, OwnedBytes: 1000, MaxMemoryBytes: 4096, Evicted: 7, Expired: 2}
+	r := New(Options{NodeID: "n1", Store: "orders", Version: "v0", Stats: func() store.Stats { return stats }})
+	body := scrape(t, r)
+	for _, want := range []string{
+		"zaris_store_items 3",
+		"zaris_memory_used_bytes 1000",
+		"zaris_memory_max_bytes 4096",
+		"zaris_store_evictions_total 7",
+		"zaris_store_expirations_total 2",
+		`zaris_node_info{node_id="n1",store="orders",version="v0"} 1`,
+		"go_goroutines",
+	} {
+		require.Contains(t, body, want)
+	}
+	stats.Items = 5 // computed on scrape, not cached
+	require.Contains(t, scrape(t, r), "zaris_store_items 5")
+}
+
+func TestConnectionsAndAuthFailures(t *testing.T) {
+	r := New(Options{NoRuntimeMetrics: true})
+	g := r.Conns(ProtoNative)
+	g.Inc()
+	g.Inc()
+	g.Dec()
+	r.AuthFailure(ProtoHTTP)
+	body := scrape(t, r)
+	require.Contains(t, body, `zaris_connections{protocol="native"} 1`)
+	require.Contains(t, body, `zaris_connections_accepted_total{protocol="native"} 2`)
+	require.Contains(t, body, `zaris_auth_failures_total{protocol="http"} 1`)
+}
+
+// Two recorders in one process (two nodes in one test) must not collide:
+// each has its own registry.
+func TestTwoRecordersDoNotCollide(t *testing.T) {
+	a := New(Options{NodeID: "a"})
+	b := New(Options{NodeID: "b"})
+	a.Op(OpPut, kv.StatusSuccess, 0)
+	require.Contains(t, scrape(t, a), `zaris_ops_total{op="put",status="Success"} 1`)
+	require.Contains(t, scrape(t, b), `zaris_ops_total{op="put",status="Success"} 0`)
+	require.False(t, strings.Contains(scrape(t, b), `node_id="a"`))
+}
+
+func TestNilRecorderRecordsNothing(t *testing.T) {
+	var r *Recorder
+	r.Op(OpGet, kv.StatusSuccess, time.Second)
+	r.AuthFailure(ProtoRESP)
+	g := r.Conns(ProtoRESP)
+	g.Inc()
+	g.Dec()
+}
+
+func TestOpDoesNotAllocate(t *testing.T) {
+	r := New(Options{NoRuntimeMetrics: true})
+	allocs := testing.AllocsPerRun(1000, func() { r.Op(OpGet, kv.StatusSuccess, 3*time.Microsecond) })
+	require.Zero(t, allocs)
+}
+
+func BenchmarkRecorderOp(b *testing.B) {
+	r := New(Options{NoRuntimeMetrics: true})
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Op(Op(i&3), kv.StatusSuccess, 2*time.Microsecond)
+	}
+}
+
+func BenchmarkRecorderOpParallel(b *testing.B) {
+	r := New(Options{NoRuntimeMetrics: true})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r.Op(OpGet, kv.StatusSuccess, 2*time.Microsecond)
+		}
+	})
+}
