@@ -2,13 +2,328 @@ package sdk
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/wire"
 )
 
-// ErrRemoteUnsupported: this build has no remote backend yet.
-var ErrRemoteUnsupported = errors.New("zaris: remote connections are not available in this build")
+// Remote defaults.
+const (
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultCallTimeout bounds a call whose context has no deadline.
+	DefaultCallTimeout = 10 * time.Second
+	maxBackoff         = 5 * time.Second
+	minBackoff         = 50 * time.Millisecond
+)
+
+// HandshakeError: the server refused the connection's handshake (wrong
+// store name, bad or missing token, unsupported protocol version).
+// errors.Is(err, ErrUnauthorized) holds for a token problem and
+// errors.Is(err, ErrBadRequest) for the others.
+type HandshakeError struct {
+	Endpoint string
+	Status   Status
+	Message  string
+}
+
+func (e *HandshakeError) Error() string {
+	return fmt.Sprintf("zaris: %s refused the connection: %v: %s", e.Endpoint, e.Status, e.Message)
+}
+
+func (e *HandshakeError) Unwrap() error { return e.Status.Err() }
+
+// ErrUnreachable wraps every failure to reach a server.
+var ErrUnreachable = errors.New("zaris: server unreachable")
+
+// remoteBackend talks the native protocol to a server over one multiplexed
+// connection, re-dialled with backoff when it breaks.
+type remoteBackend struct {
+	cs        ConnString
+	tlsConfig *tls.Config
+	dialTO    time.Duration
+	callTO    time.Duration
+
+	mu       sync.Mutex // guards cur, lastErr, retryAt, backoff, closed
+	cur      *rconn
+	lastErr  error
+	retryAt  time.Time
+	backoff  time.Duration
+	closed   bool
+}
 
 func dialRemote(ctx context.Context, cs ConnString, o clientOptions) (backend, error) {
-	return nil, fmt.Errorf("%w (%s)", ErrRemoteUnsupported, cs.Endpoints)
+	b := &remoteBackend{cs: cs, dialTO: cs.DialTimeout, callTO: cs.Timeout}
+	if b.dialTO == 0 {
+		b.dialTO = DefaultDialTimeout
+	}
+	if b.callTO == 0 {
+		b.callTO = DefaultCallTimeout
+	}
+	if cs.TLS {
+		tc, err := clientTLSConfig(cs)
+		if err != nil {
+			return nil, err
+		}
+		b.tlsConfig = tc
+	}
+	if _, err := b.conn(ctx); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func clientTLSConfig(cs ConnString) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cs.ServerName}
+	if cs.CAFile != "" {
+		pem, err := os.ReadFile(cs.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("zaris: reading ca=%s: %w", cs.CAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("zaris: ca=%s holds no PEM certificate", cs.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if cs.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cs.CertFile, cs.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("zaris: loading cert=%s key=%s: %w", cs.CertFile, cs.KeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+// conn returns the live connection, dialling one if needed. While a redial
+// is backing off it fails fast with the last dial error.
+func (b *remoteBackend) conn(ctx context.Context) (*rconn, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if b.cur != nil && !b.cur.broken() {
+		return b.cur, nil
+	}
+	if b.lastErr != nil && time.Now().Before(b.retryAt) {
+		return nil, b.lastErr
+	}
+	var errs []error
+	for _, ep := range b.cs.Endpoints {
+		c, err := b.dial(ctx, ep)
+		if err == nil {
+			b.cur, b.lastErr, b.backoff = c, nil, 0
+			return c, nil
+		}
+		var he *HandshakeError
+		if errors.As(err, &he) {
+			return nil, err // a refusal is configuration, not reachability: no retry
+		}
+		errs = append(errs, err)
+	}
+	b.backoff = min(max(2*b.backoff, minBackoff), maxBackoff)
+	b.retryAt = time.Now().Add(b.backoff)
+	b.lastErr = fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(errs...))
+	return nil, b.lastErr
+}
+
+func (b *remoteBackend) dial(ctx context.Context, ep string) (*rconn, error) {
+	dctx, cancel := context.WithTimeout(ctx, b.dialTO)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 15 * time.Second}
+	nc, err := d.DialContext(dctx, "tcp", ep)
+	if err != nil {
+		return nil, err
+	}
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		_ = tcp.SetNoDelay(true)
+	}
+	if b.tlsConfig != nil {
+		tc := b.tlsConfig.Clone()
+		if tc.ServerName == "" {
+			host, _, _ := net.SplitHostPort(ep)
+			tc.ServerName = host
+		}
+		tlsConn := tls.Client(nc, tc)
+		if err := tlsConn.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", ep, err)
+		}
+		nc = tlsConn
+	}
+	c, err := handshake(dctx, nc, ep, wire.HandshakeRequest{
+		ProtocolVersion: wire.ProtocolVersion, Store: b.cs.Store, Token: b.cs.Token, ClientName: "zaris-go-sdk",
+	})
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (b *remoteBackend) close() error {
+	b.mu.Lock()
+	b.closed = true
+	c := b.cur
+	b.cur = nil
+	b.mu.Unlock()
+	if c != nil {
+		c.shutdown(ErrClosed)
+	}
+	return nil
+}
+
+// call sends one request and waits for its response within the context's
+// deadline (or the default call timeout).
+func (b *remoteBackend) call(ctx context.Context, op wire.Opcode, body func([]byte) []byte) (response, error) {
+	if err := ctx.Err(); err != nil {
+		return response{}, err
+	}
+	c, err := b.conn(ctx)
+	if err != nil {
+		return response{}, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.callTO)
+		defer cancel()
+	}
+	return c.roundTrip(ctx, op, body)
+}
+
+func (b *remoteBackend) result(ctx context.Context, op wire.Opcode, body func([]byte) []byte) (Result, error) {
+	resp, err := b.call(ctx, op, body)
+	if err != nil {
+		return Result{}, err
+	}
+	if resp.flags.Has(wire.FlagError) {
+		var e wire.ErrorResponse
+		if err := wire.DecodeErrorResponse(resp.body, &e); err != nil {
+			return Result{}, fmt.Errorf("zaris: undecodable error response: %w", err)
+		}
+		return Result{Status: e.Status}, nil
+	}
+	var r Result
+	if err := wire.DecodeResult(resp.body, &r); err != nil {
+		return Result{}, fmt.Errorf("zaris: undecodable %v response: %w", op, err)
+	}
+	if len(r.Value) == 0 && r.Value != nil {
+		r.Value = []byte{}
+	}
+	return r, nil
+}
+
+func keyBody(key string) func([]byte) []byte {
+	return func(dst []byte) []byte { return wire.AppendKeyRequest(dst, key) }
+}
+
+func (b *remoteBackend) get(ctx context.Context, key string) (Result, error) {
+	return b.result(ctx, wire.OpGet, keyBody(key))
+}
+
+func (b *remoteBackend) put(ctx context.Context, key string, value []byte, opts *PutOptions) (Result, error) {
+	if len(value) > b.maxValue() {
+		return Result{Status: StatusItemTooLarge}, nil // would not fit a frame
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	return b.result(ctx, wire.OpPut, func(dst []byte) []byte { return wire.AppendPutRequest(dst, key, value, opts) })
+}
+
+func (b *remoteBackend) maxValue() int {
+	b.mu.Lock()
+	c := b.cur
+	b.mu.Unlock()
+	max := wire.DefaultMaxFrameSize
+	if c != nil && c.maxFrame > 0 {
+		max = c.maxFrame
+	}
+	return max - 64<<10 // room for the header, key and options
+}
+
+func (b *remoteBackend) delete(ctx context.Context, key string) (Result, error) {
+	return b.result(ctx, wire.OpDelete, keyBody(key))
+}
+
+func (b *remoteBackend) expire(ctx context.Context, key string, ttl time.Duration) (Result, error) {
+	return b.result(ctx, wire.OpExpire, func(dst []byte) []byte { return wire.AppendExpireRequest(dst, key, ttl) })
+}
+
+func (b *remoteBackend) persist(ctx context.Context, key string) (Result, error) {
+	return b.result(ctx, wire.OpPersist, keyBody(key))
+}
+
+func (b *remoteBackend) timeToLive(ctx context.Context, key string) (Result, error) {
+	return b.result(ctx, wire.OpTTL, keyBody(key))
+}
+
+// batch sends the items as Batch frames no larger than the server's frame
+// limit and stitches the per-item results back in caller order.
+func (b *remoteBackend) batch(ctx context.Context, items []BatchItem) ([]ItemResult, error) {
+	out := make([]ItemResult, len(items))
+	limit := b.maxValue()
+	for start := 0; start < len(items); {
+		end, size := start, 0
+		for end < len(items) && (end == start || size+len(items[end].Key)+len(items[end].Value)+64 <= limit) {
+			size += len(items[end].Key) + len(items[end].Value) + 64
+			end++
+		}
+		chunk := items[start:end]
+		if err := b.batchChunk(ctx, chunk, out[start:end], start); err != nil {
+			return nil, err
+		}
+		start = end
+	}
+	return out, nil
+}
+
+func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, out []ItemResult, offset int) error {
+	for i, it := range items {
+		out[i] = ItemResult{Index: offset + i, Op: it.Op, Key: it.Key}
+	}
+	if len(items) == 1 && len(items[0].Value) > b.maxValue() {
+		out[0].Result = Result{Status: StatusItemTooLarge}
+		return nil
+	}
+	resp, err := b.call(ctx, wire.OpBatch, func(dst []byte) []byte {
+		dst = wire.AppendBatchRequestHeader(dst, len(items))
+		for _, it := range items {
+			dst = wire.AppendBatchItem(dst, wire.BatchOp(it.Op), it.Key, it.Value, it.Options)
+		}
+		return dst
+	})
+	if err != nil {
+		return err
+	}
+	if resp.flags.Has(wire.FlagError) {
+		var e wire.ErrorResponse
+		if err := wire.DecodeErrorResponse(resp.body, &e); err != nil {
+			return fmt.Errorf("zaris: undecodable error response: %w", err)
+		}
+		for i := range out {
+			out[i].Result = Result{Status: e.Status}
+		}
+		return nil
+	}
+	results, err := wire.DecodeBatchResult(resp.body, make([]kv.Result, 0, len(items)))
+	if err != nil {
+		return fmt.Errorf("zaris: undecodable batch response: %w", err)
+	}
+	if len(results) != len(items) {
+		return fmt.Errorf("zaris: batch of %d items answered with %d results", len(items), len(results))
+	}
+	for i := range results {
+		out[i].Result = results[i]
+	}
+	return nil
 }

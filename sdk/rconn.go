@@ -1,0 +1,215 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/wire"
+)
+
+// rconn is one multiplexed connection to a server: callers append request
+// frames to a shared buffer, one writer goroutine writes whatever has
+// accumulated in a single syscall (coalescing pipelined requests), and one
+// reader goroutine completes the waiting callers by request id.
+type rconn struct {
+	nc       net.Conn
+	endpoint string
+	maxFrame int
+
+	wmu   sync.Mutex // guards wbuf
+	wbuf  []byte
+	wkick chan struct{} // capacity 1: "wbuf has data"
+
+	mu     sync.Mutex // guards calls, nextID, err
+	calls  map[uint32]*pendingCall
+	nextID uint32
+	err    error // set once when the connection breaks
+
+	dead atomic.Bool
+	done chan struct{} // closed when the connection is finished
+}
+
+type response struct {
+	flags wire.Flags
+	body  []byte
+}
+
+type pendingCall struct {
+	ch chan response // capacity 1
+}
+
+var callPool = sync.Pool{New: func() any { return &pendingCall{ch: make(chan response, 1)} }}
+
+// handshake performs the protocol handshake on nc and starts the
+// connection's goroutines.
+func handshake(ctx context.Context, nc net.Conn, ep string, req wire.HandshakeRequest) (*rconn, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	frame := wire.AppendFrame(nil, 1, wire.OpHandshake, 0, wire.AppendHandshakeRequest(nil, req))
+	if _, err := nc.Write(frame); err != nil {
+		return nil, fmt.Errorf("%s: sending handshake: %w", ep, err)
+	}
+	fr := wire.NewFrameReader(nc, wire.DefaultMaxFrameSize)
+	f, err := fr.Next()
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading handshake response: %w", ep, err)
+	}
+	if f.Flags.Has(wire.FlagError) {
+		var e wire.ErrorResponse
+		_ = wire.DecodeErrorResponse(f.Body, &e)
+		return nil, &HandshakeError{Endpoint: ep, Status: e.Status, Message: e.Message}
+	}
+	var resp wire.HandshakeResponse
+	if err := wire.DecodeHandshakeResponse(f.Body, &resp); err != nil {
+		return nil, fmt.Errorf("%s: malformed handshake response: %w", ep, err)
+	}
+	if resp.Status != kv.StatusSuccess {
+		return nil, &HandshakeError{Endpoint: ep, Status: resp.Status, Message: resp.Message}
+	}
+	if !wire.SupportedVersion(resp.ProtocolVersion) {
+		return nil, &HandshakeError{Endpoint: ep, Status: kv.StatusBadRequest,
+			Message: fmt.Sprintf("server chose protocol version %d, which this client does not speak", resp.ProtocolVersion)}
+	}
+	_ = nc.SetDeadline(time.Time{})
+	c := &rconn{
+		nc: nc, endpoint: ep, maxFrame: int(resp.MaxFrameSize),
+		wkick: make(chan struct{}, 1),
+		calls: make(map[uint32]*pendingCall), nextID: 1,
+		done:  make(chan struct{}),
+	}
+	if c.maxFrame == 0 {
+		c.maxFrame = wire.DefaultMaxFrameSize
+	}
+	go c.writeLoop()
+	go c.readLoop(fr)
+	return c, nil
+}
+
+func (c *rconn) broken() bool { return c.dead.Load() }
+
+// shutdown breaks the connection and fails every waiting call with err.
+func (c *rconn) shutdown(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	c.dead.Store(true)
+	calls := c.calls
+	c.calls = map[uint32]*pendingCall{}
+	c.mu.Unlock()
+	_ = c.nc.Close()
+	close(c.done)
+	for _, pc := range calls {
+		pc.ch <- response{flags: 0xff} // connection lost marker
+	}
+}
+
+func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte) []byte) (response, error) {
+	pc := callPool.Get().(*pendingCall)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		callPool.Put(pc)
+		return response{}, c.lostErr(err)
+	}
+	id := c.nextID
+	c.nextID++
+	if c.nextID == 0 {
+		c.nextID = 1 // id 0 is reserved for server pushes
+	}
+	c.calls[id] = pc
+	c.mu.Unlock()
+
+	c.wmu.Lock()
+	var start int
+	c.wbuf, start = wire.BeginFrame(c.wbuf, id, op, 0)
+	c.wbuf = body(c.wbuf)
+	c.wbuf = wire.EndFrame(c.wbuf, start)
+	c.wmu.Unlock()
+	select {
+	case c.wkick <- struct{}{}:
+	default:
+	}
+
+	select {
+	case resp := <-pc.ch:
+		callPool.Put(pc)
+		if resp.flags == 0xff {
+			c.mu.Lock()
+			err := c.err
+			c.mu.Unlock()
+			return response{}, c.lostErr(err)
+		}
+		return resp, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		_, waiting := c.calls[id]
+		delete(c.calls, id)
+		c.mu.Unlock()
+		if waiting {
+			callPool.Put(pc) // nobody will send on it any more
+		}
+		// else: a response or the loss marker is (being) sent on pc.ch; the
+		// call is dropped, not pooled, since its channel may still be written.
+		return response{}, ctx.Err()
+	}
+}
+
+func (c *rconn) lostErr(err error) error {
+	if errors.Is(err, ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: connection to %s lost: %w", ErrUnreachable, c.endpoint, err)
+}
+
+func (c *rconn) writeLoop() {
+	var buf []byte
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.wkick:
+		}
+		c.wmu.Lock()
+		buf, c.wbuf = c.wbuf, buf[:0]
+		c.wmu.Unlock()
+		if len(buf) == 0 {
+			continue
+		}
+		if _, err := c.nc.Write(buf); err != nil {
+			c.shutdown(err)
+			return
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+	}
+}
+
+func (c *rconn) readLoop(fr *wire.FrameReader) {
+	for {
+		f, err := fr.Next()
+		if err != nil {
+			c.shutdown(err)
+			return
+		}
+		c.mu.Lock()
+		pc := c.calls[f.ID]
+		delete(c.calls, f.ID)
+		c.mu.Unlock()
+		if pc == nil {
+			continue // its caller gave up (deadline) or a push we do not handle
+		}
+		pc.ch <- response{flags: f.Flags, body: append([]byte(nil), f.Body...)}
+	}
+}

@@ -1,0 +1,416 @@
+package native
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// conn is one client connection. Its reader goroutine (serve) owns fr, out
+// and the deadline state; wmu serialises writes to nc between the reader's
+// flushes and worker-pool responses.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	dr  *deadlineReader
+	fr  *wire.FrameReader
+	out []byte // responses of the current read batch, reader-owned
+
+	wmu     sync.Mutex // guards writes to nc and werr
+	werr    error
+	pending sync.WaitGroup // worker-pool tasks of this connection
+
+	stopping atomic.Bool
+	log      *slog.Logger
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	dr := &deadlineReader{nc: nc, timeout: s.cfg.FrameTimeout}
+	return &conn{
+		srv: s, nc: nc, dr: dr,
+		fr:  wire.NewFrameReader(dr, s.cfg.MaxFrameSize),
+		out: make([]byte, 0, 16<<10),
+		log: s.log.With("remote", nc.RemoteAddr().String()),
+	}
+}
+
+// deadlineReader arms a read deadline when the first bytes of a frame
+// arrive, so a started frame must complete within timeout (slow-loris
+// guard) while an idle connection between frames waits without one.
+type deadlineReader struct {
+	nc      net.Conn
+	timeout time.Duration
+	armed   bool
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	n, err := d.nc.Read(p)
+	if n > 0 && !d.armed {
+		d.armed = true
+		_ = d.nc.SetReadDeadline(time.Now().Add(d.timeout))
+	}
+	return n, err
+}
+
+// frameDone re-evaluates the deadline after a frame was handled: none when
+// nothing is buffered, a fresh one when a partial frame is waiting.
+func (d *deadlineReader) frameDone(buffered int) {
+	switch {
+	case buffered == 0 && d.armed:
+		d.armed = false
+		_ = d.nc.SetReadDeadline(time.Time{})
+	case buffered > 0:
+		d.armed = true
+		_ = d.nc.SetReadDeadline(time.Now().Add(d.timeout))
+	}
+}
+
+// stopReading makes the reader's next read fail, which ends serve after the
+// requests already read are answered (graceful shutdown).
+func (c *conn) stopReading() {
+	c.stopping.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) serve() {
+	obs := c.srv.cfg.Observer
+	if obs != nil {
+		obs.ConnOpened()
+		defer obs.ConnClosed()
+	}
+	defer c.srv.forget(c)
+	defer c.nc.Close()
+	defer c.pending.Wait() // worker tasks write to nc: let them finish first
+
+	if !c.handshake() {
+		return
+	}
+	c.dr.frameDone(c.fr.Buffered())
+	for {
+		f, err := c.fr.Next()
+		if err != nil {
+			var tooLarge *wire.FrameTooLargeError
+			if errors.As(err, &tooLarge) {
+				// The reader skips the body: answer by id and carry on.
+				c.out = appendError(c.out, tooLarge.ID, tooLarge.Op, kv.StatusBadRequest, err.Error())
+				c.afterFrame()
+				continue
+			}
+			c.flush()
+			c.logReadError(err)
+			return
+		}
+		c.dispatch(f)
+		c.afterFrame()
+	}
+}
+
+// afterFrame flushes when no complete request is buffered — one write per
+// read batch — and re-arms the frame deadline.
+func (c *conn) afterFrame() {
+	if !c.fr.HasFrame() {
+		if !c.flush() {
+			_ = c.nc.SetReadDeadline(time.Now()) // writes fail: stop reading too
+		}
+	}
+	if !c.stopping.Load() {
+		c.dr.frameDone(c.fr.Buffered())
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.log.Debug("client closed the connection")
+	case c.stopping.Load():
+		c.log.Debug("connection closed by shutdown")
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Warn("closing connection: a frame did not arrive in time", "frame_timeout", c.srv.cfg.FrameTimeout)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.log.Info("client disconnected mid-frame", "err", err)
+	default:
+		c.log.Warn("closing connection after a protocol error", "err", err)
+	}
+}
+
+// flush writes the buffered responses. It reports false once writing failed.
+func (c *conn) flush() bool {
+	if len(c.out) == 0 {
+		return true
+	}
+	ok := c.write(c.out)
+	if cap(c.out) > 1<<20 {
+		c.out = make([]byte, 0, 16<<10) // do not keep a huge batch's buffer
+	} else {
+		c.out = c.out[:0]
+	}
+	return ok
+}
+
+func (c *conn) write(b []byte) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return false
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
+	if _, err := c.nc.Write(b); err != nil {
+		c.werr = err
+		c.log.Debug("write failed; closing", "err", err)
+		return false
+	}
+	return true
+}
+
+func appendError(dst []byte, id uint32, op wire.Opcode, st kv.Status, msg string) []byte {
+	dst, start := wire.BeginFrame(dst, id, op, wire.FlagResponse|wire.FlagError)
+	dst = wire.AppendErrorResponse(dst, st, msg)
+	return wire.EndFrame(dst, start)
+}
+
+// handshake runs the first exchange. It reports whether the connection may
+// go on.
+func (c *conn) handshake() bool {
+	cfg := &c.srv.cfg
+	_ = c.nc.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	if tc, ok := c.nc.(interface{ Handshake() error }); ok {
+		if err := tc.Handshake(); err != nil {
+			c.log.Info("TLS handshake failed", "err", err)
+			return false
+		}
+	}
+	c.dr.armed = true // the handshake deadline covers the first frame
+	f, err := c.fr.Next()
+	if err != nil {
+		var tooLarge *wire.FrameTooLargeError
+		if errors.As(err, &tooLarge) {
+			c.out = appendError(c.out, tooLarge.ID, tooLarge.Op, kv.StatusBadRequest, "handshake frame too large")
+			c.flush()
+		}
+		c.logReadError(err)
+		return false
+	}
+	if f.Op != wire.OpHandshake {
+		st := kv.StatusBadRequest
+		if len(c.srv.token) > 0 {
+			st = kv.StatusUnauthorized
+		}
+		c.out = appendError(c.out, f.ID, f.Op, st, "the first frame must be a handshake")
+		c.flush()
+		c.log.Info("rejected a connection that did not start with a handshake", "op", f.Op)
+		return false
+	}
+	var req wire.HandshakeRequest
+	resp := wire.HandshakeResponse{NodeID: cfg.NodeID, ServerVersion: cfg.Version, MaxFrameSize: uint32(cfg.MaxFrameSize)}
+	if err := wire.DecodeHandshakeRequest(f.Body, &req); err != nil {
+		resp.Status, resp.Message = kv.StatusBadRequest, "malformed handshake: "+err.Error()
+	} else if !c.srv.tokenOK(req.Token) {
+		// Checked before anything else so an unauthenticated client learns
+		// nothing about the store — not even its name.
+		resp.Status, resp.Message = kv.StatusUnauthorized, "authentication failed"
+	} else if v, ok := wire.NegotiateVersion(req.ProtocolVersion); !ok {
+		resp.Status, resp.Message = kv.StatusBadRequest, "unsupported protocol version "+strconv.Itoa(int(req.ProtocolVersion))
+	} else if req.Store != cfg.StoreName {
+		resp.Status = kv.StatusBadRequest
+		resp.Message = "store " + strconv.Quote(req.Store) + " is not served here; this cluster serves " + strconv.Quote(cfg.StoreName)
+	} else {
+		resp.Status, resp.ProtocolVersion = kv.StatusSuccess, v
+	}
+	c.out, _ = appendHandshake(c.out, f.ID, resp)
+	ok := c.flush() && resp.Status == kv.StatusSuccess
+	if resp.Status != kv.StatusSuccess {
+		c.log.Info("handshake refused", "status", resp.Status, "reason", resp.Message, "client", req.ClientName)
+	}
+	_ = c.nc.SetDeadline(time.Time{})
+	c.dr.armed = false
+	return ok
+}
+
+func appendHandshake(dst []byte, id uint32, h wire.HandshakeResponse) ([]byte, int) {
+	dst, start := wire.BeginFrame(dst, id, wire.OpHandshake, wire.FlagResponse)
+	dst = wire.AppendHandshakeResponse(dst, h)
+	return wire.EndFrame(dst, start), start
+}
+
+// view returns a string sharing b's memory, for lookups the store does not
+// retain (Get, Delete, Expire, Persist, TTL copy nothing of the caller's key).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (c *conn) segment(key string) *store.Segment {
+	return c.srv.cfg.Store.Segment(placement.SegmentOf(key, c.srv.segs))
+}
+
+// dispatch executes one request and appends its response to c.out.
+func (c *conn) dispatch(f wire.Frame) {
+	obs := c.srv.cfg.Observer
+	var began time.Time
+	if obs != nil {
+		began = time.Now()
+	}
+	var res kv.Result
+	switch f.Op {
+	case wire.OpGet, wire.OpDelete, wire.OpPersist, wire.OpTTL:
+		kb, err := wire.DecodeKeyRequest(f.Body)
+		if err != nil {
+			c.badBody(f, err)
+			return
+		}
+		key := view(kb)
+		g := c.segment(key)
+		switch f.Op {
+		case wire.OpGet:
+			res = g.Get(key)
+		case wire.OpDelete:
+			res = g.Delete(key)
+		case wire.OpPersist:
+			res = g.Persist(key)
+		default:
+			res = g.TimeToLive(key)
+		}
+	case wire.OpPut:
+		var req wire.PutRequest
+		if err := wire.DecodePutRequest(f.Body, &req); err != nil {
+			c.badBody(f, err)
+			return
+		}
+		res = c.put(req.Key, req.Value, &req.Options)
+	case wire.OpExpire:
+		kb, ttl, err := wire.DecodeExpireRequest(f.Body)
+		if err != nil {
+			c.badBody(f, err)
+			return
+		}
+		key := view(kb)
+		res = c.segment(key).Expire(key, ttl)
+	case wire.OpBatch:
+		c.batch(f)
+		return
+	case wire.OpPing:
+		c.out = wire.AppendFrame(c.out, f.ID, f.Op, wire.FlagResponse, f.Body)
+		return
+	case wire.OpInfo:
+		c.out = wire.AppendFrame(c.out, f.ID, f.Op, wire.FlagResponse, wire.AppendInfoResponse(nil, c.info()))
+		return
+	case wire.OpHandshake:
+		c.out = appendError(c.out, f.ID, f.Op, kv.StatusBadRequest, "handshake already done")
+		return
+	default:
+		c.out = appendError(c.out, f.ID, f.Op, kv.StatusBadRequest, "unknown opcode "+f.Op.String())
+		return
+	}
+	c.out = appendResult(c.out, f.ID, f.Op, res)
+	if obs != nil {
+		obs.Op(f.Op, res.Status, time.Since(began))
+	}
+}
+
+func appendResult(dst []byte, id uint32, op wire.Opcode, res kv.Result) []byte {
+	dst, start := wire.BeginFrame(dst, id, op, wire.FlagResponse)
+	dst = wire.AppendResult(dst, res)
+	return wire.EndFrame(dst, start)
+}
+
+func (c *conn) badBody(f wire.Frame, err error) {
+	c.out = appendError(c.out, f.ID, f.Op, kv.StatusBadRequest, err.Error())
+	if obs := c.srv.cfg.Observer; obs != nil {
+		obs.Op(f.Op, kv.StatusBadRequest, 0)
+	}
+}
+
+// put copies the key and value out of the read buffer (the store keeps both)
+// and writes them.
+func (c *conn) put(kb, vb []byte, opts *kv.PutOptions) kv.Result {
+	st := c.srv.cfg.Store
+	if len(vb) > st.Config().MaxItemBytes {
+		return kv.Result{Status: kv.StatusItemTooLarge}
+	}
+	key := string(kb)
+	value := make([]byte, len(vb))
+	copy(value, vb)
+	return c.segment(key).Put(key, value, opts)
+}
+
+// batch runs a Batch request: inline when small, on the worker pool when
+// large (its body is copied first: the read buffer moves on).
+func (c *conn) batch(f wire.Frame) {
+	items, err := wire.DecodeBatchRequest(f.Body, nil)
+	if err != nil {
+		c.badBody(f, err)
+		return
+	}
+	if len(items) <= c.srv.cfg.PoolBatchThreshold {
+		c.out = c.appendBatch(c.out, f.ID, items)
+		return
+	}
+	body := append([]byte(nil), f.Body...)
+	id := f.ID
+	c.pending.Add(1)
+	c.srv.pool.submit(func() {
+		defer c.pending.Done()
+		items, _ := wire.DecodeBatchRequest(body, nil) // decoded once already: cannot fail
+		c.write(c.appendBatch(nil, id, items))
+	})
+}
+
+func (c *conn) appendBatch(dst []byte, id uint32, items []wire.BatchItem) []byte {
+	obs := c.srv.cfg.Observer
+	var began time.Time
+	if obs != nil {
+		began = time.Now()
+	}
+	dst, start := wire.BeginFrame(dst, id, wire.OpBatch, wire.FlagResponse)
+	dst = wire.AppendBatchResultHeader(dst, len(items))
+	worst := kv.StatusSuccess
+	for i := range items {
+		it := &items[i]
+		var res kv.Result
+		switch it.Op {
+		case wire.BatchGet:
+			key := view(it.Key)
+			res = c.segment(key).Get(key)
+		case wire.BatchPut:
+			res = c.put(it.Key, it.Value, &it.Options)
+		case wire.BatchDelete:
+			key := view(it.Key)
+			res = c.segment(key).Delete(key)
+		default:
+			res = kv.Result{Status: kv.StatusBadRequest}
+		}
+		if res.Status != kv.StatusSuccess && res.Status != kv.StatusNotFound {
+			worst = res.Status
+		}
+		dst = wire.AppendResult(dst, res)
+	}
+	if obs != nil {
+		obs.Op(wire.OpBatch, worst, time.Since(began))
+	}
+	return wire.EndFrame(dst, start)
+}
+
+func (c *conn) info() wire.InfoResponse {
+	st := c.srv.cfg.Store.Stats()
+	return wire.InfoResponse{Status: kv.StatusSuccess, Fields: map[string]string{
+		"node_id":          c.srv.cfg.NodeID,
+		"store":            c.srv.cfg.StoreName,
+		"version":          c.srv.cfg.Version,
+		"segments":         strconv.Itoa(st.Segments),
+		"items":            strconv.FormatInt(st.Items, 10),
+		"owned_bytes":      strconv.FormatInt(st.OwnedBytes, 10),
+		"max_memory_bytes": strconv.FormatInt(st.MaxMemoryBytes, 10),
+		"evicted":          strconv.FormatUint(st.Evicted, 10),
+		"expired":          strconv.FormatUint(st.Expired, 10),
+	}}
+}

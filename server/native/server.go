@@ -1,0 +1,236 @@
+package native
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Observer receives per-operation measurements (metrics). Implementations
+// must be cheap and safe for concurrent use.
+type Observer interface {
+	Op(op wire.Opcode, status kv.Status, d time.Duration)
+	ConnOpened()
+	ConnClosed()
+}
+
+// Config configures a Server.
+type Config struct {
+	// Store is the engine requests run on. Required.
+	Store *store.Store
+	// StoreName is the name clients must present in the handshake. Required.
+	StoreName string
+	// NodeID and Version are reported in the handshake and Info.
+	NodeID, Version string
+	// Token, when non-empty, must be presented in the handshake; a client
+	// without it gets Unauthorized and nothing else (R-OPS-5).
+	Token string
+	// TLS, when non-nil, wraps every accepted connection (zariss://).
+	TLS *tls.Config
+	// MaxFrameSize bounds a request frame. Default wire.DefaultMaxFrameSize.
+	MaxFrameSize int
+	// HandshakeTimeout bounds the time from accept (TLS included) to a
+	// completed handshake. Default 10 s.
+	HandshakeTimeout time.Duration
+	// FrameTimeout bounds the time one frame may take to arrive once its
+	// first byte is in: the slow-loris guard. Default 30 s.
+	FrameTimeout time.Duration
+	// WriteTimeout bounds one coalesced write to a client that does not
+	// read its responses. Default 30 s.
+	WriteTimeout time.Duration
+	// MinWorkers and MaxWorkers bound the worker pool. Default DefaultWorkers().
+	MinWorkers, MaxWorkers int
+	// PoolBatchThreshold: batches with more items run on the worker pool
+	// instead of inline on the connection's reader. Default 64.
+	PoolBatchThreshold int
+	// Logger defaults to slog.Default(); Observer is optional.
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+func (c *Config) setDefaults() error {
+	if c.Store == nil {
+		return errors.New("native: Config.Store is required")
+	}
+	if c.StoreName == "" {
+		return errors.New("native: Config.StoreName is required")
+	}
+	if c.MaxFrameSize <= 0 {
+		c.MaxFrameSize = wire.DefaultMaxFrameSize
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	dmin, dmax := DefaultWorkers()
+	if c.MaxWorkers <= 0 {
+		c.MaxWorkers = dmax
+	}
+	if c.MinWorkers <= 0 {
+		c.MinWorkers = min(dmin, c.MaxWorkers)
+	}
+	if c.MinWorkers > c.MaxWorkers {
+		return fmt.Errorf("native: min workers %d above max workers %d", c.MinWorkers, c.MaxWorkers)
+	}
+	if c.PoolBatchThreshold <= 0 {
+		c.PoolBatchThreshold = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Server serves the native protocol for one store.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	pool  *pool
+	segs  int
+	token []byte
+
+	mu        sync.Mutex // guards listeners, conns, shutting
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	shutting  bool
+	connWG    sync.WaitGroup
+}
+
+// New validates cfg and returns a server ready to Serve.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg: cfg, log: cfg.Logger.With("component", "native"),
+		pool:      newPool(cfg.MinWorkers, cfg.MaxWorkers),
+		segs:      cfg.Store.Segments(),
+		token:     []byte(cfg.Token),
+		listeners: map[net.Listener]struct{}{},
+		conns:     map[*conn]struct{}{},
+	}, nil
+}
+
+// ErrServerClosed is returned by Serve after Shutdown.
+var ErrServerClosed = errors.New("native: server closed")
+
+// Serve accepts connections on l until Shutdown. It always returns a
+// non-nil error; after Shutdown, ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.shutting {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			shutting := s.shutting
+			s.mu.Unlock()
+			if shutting {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		if s.cfg.TLS != nil {
+			nc = tls.Server(nc, s.cfg.TLS)
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.shutting {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, lets every connection finish the requests it has
+// already read (their responses are written), closes the connections and
+// the worker pool. If ctx ends first, the remaining connections are closed
+// at once. Safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutting = true
+	for l := range s.listeners {
+		_ = l.Close()
+	}
+	for c := range s.conns {
+		c.stopReading()
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { s.connWG.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.mu.Lock()
+		for c := range s.conns {
+			_ = c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.pool.close()
+	return err
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.connWG.Done()
+}
+
+// Connections returns the number of open client connections.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func (s *Server) tokenOK(presented string) bool {
+	if len(s.token) == 0 {
+		return true
+	}
+	return subtle.ConstantTimeCompare([]byte(presented), s.token) == 1
+}
