@@ -82,7 +82,7 @@ func handshake(ctx context.Context, nc net.Conn, ep string, req wire.HandshakeRe
 		nc: nc, endpoint: ep, maxFrame: int(resp.MaxFrameSize),
 		wkick: make(chan struct{}, 1),
 		calls: make(map[uint32]*pendingCall), nextID: 1,
-		done:  make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	if c.maxFrame == 0 {
 		c.maxFrame = wire.DefaultMaxFrameSize

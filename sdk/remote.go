@@ -51,12 +51,12 @@ type remoteBackend struct {
 	dialTO    time.Duration
 	callTO    time.Duration
 
-	mu       sync.Mutex // guards cur, lastErr, retryAt, backoff, closed
-	cur      *rconn
-	lastErr  error
-	retryAt  time.Time
-	backoff  time.Duration
-	closed   bool
+	mu      sync.Mutex // guards cur, lastErr, retryAt, backoff, closed
+	cur     *rconn
+	lastErr error
+	retryAt time.Time
+	backoff time.Duration
+	closed  bool
 }
 
 func dialRemote(ctx context.Context, cs ConnString, o clientOptions) (backend, error) {
