@@ -1,0 +1,427 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Defaults of the server binary (API.md "The server binary", DESIGN.md
+// "Ports", SPEC R-MEM, R-OPS-3).
+const (
+	DefaultStore             = "default"
+	DefaultBind              = "127.0.0.1"
+	DefaultClientPort        = 7861
+	DefaultRESPPort          = 6380
+	DefaultPeerPort          = 7811
+	DefaultGossipPort        = 7946
+	DefaultHTTPPort          = 7801
+	DefaultReplicationFactor = 1
+	DefaultMemoryMaxBytes    = store.DefaultMaxMemoryBytes // 1 GiB
+	DefaultMaxItemBytes      = store.DefaultMaxItemBytes   // 4 MiB
+	DefaultShutdownTimeout   = 30 * time.Second
+
+	// EphemeralPort, in any port field, asks the operating system for a free
+	// port at Start; Node.Addr reports the port actually bound. Tests use it
+	// to run several nodes in one process. It is a separate value because 0
+	// already means "off" for the RESP and HTTP ports (API.md).
+	EphemeralPort = -1
+
+	// MaxItemBytesLimit is the ceiling of MaxItemBytes: a value must fit in
+	// one native-protocol frame with room to spare.
+	MaxItemBytesLimit = 512 << 20
+
+	// MaxWorkersLimit is the ceiling of MaxWorkers: a wider dispatch pool
+	// only adds context switches (seed 003, "worker pool").
+	MaxWorkersLimit = 4096
+)
+
+// ReplicationMode decides when a write is acknowledged (R-REP-2).
+type ReplicationMode string
+
+const (
+	// ReplicationAsync acknowledges after the local apply; replicas follow
+	// in the background. The default: the right trade-off for a cache.
+	ReplicationAsync ReplicationMode = "async"
+	// ReplicationSync acknowledges after the replicas required by the
+	// WriteQuorum have applied the write.
+	ReplicationSync ReplicationMode = "sync"
+)
+
+// WriteQuorum is how many replica acknowledgements a sync write needs
+// (R-REP-2). It only bites under ReplicationSync.
+type WriteQuorum string
+
+const (
+	WriteQuorumAll        WriteQuorum = "all"        // every replica; the default
+	WriteQuorumMajority   WriteQuorum = "majority"   // floor(RF/2)+1 copies
+	WriteQuorumBestEffort WriteQuorum = "besteffort" // failures are logged, never fail the write
+)
+
+// LogFormat selects the slog handler.
+type LogFormat string
+
+const (
+	LogText LogFormat = "text" // slog.TextHandler, the default
+	LogJSON LogFormat = "json" // slog.JSONHandler
+)
+
+// Config configures one node. Build it with DefaultConfig (or LoadConfig, for
+// the binary) and change fields; NewNode calls Validate.
+//
+// Every field is an option of the server binary: the comment names its flag;
+// its environment variable is ZARIS_ followed by the flag name in upper snake
+// case, and its YAML key is the flag name (see LoadConfig).
+type Config struct {
+	// NodeID is the node's stable identity in the cluster (--node-id).
+	// 1–64 characters of [A-Za-z0-9._-], starting with a letter or a digit.
+	// Default "": NewNode derives it from the host name, which is stable for
+	// a Kubernetes StatefulSet pod.
+	NodeID string
+
+	// Store is the name of the one store this cluster serves (--store); a
+	// client naming another store is refused. 1–64 characters of
+	// [A-Za-z0-9_-]. Default "default".
+	Store string
+
+	// Bind is the address every listener binds (--bind): an IP address or a
+	// host name. Default "127.0.0.1"; "0.0.0.0" or "::" for every interface.
+	Bind string
+
+	// ClientPort is the native-protocol port (--client-port). Default 7861.
+	// 0 is invalid (a node always serves clients); EphemeralPort lets the
+	// operating system choose.
+	ClientPort int
+	// RESPPort is the Redis-protocol port (--resp-port). Default 6380;
+	// 0 = RESP off; EphemeralPort lets the operating system choose.
+	RESPPort int
+	// PeerPort carries replication, migration and raft (--peer-port).
+	// Default 7811. 0 is invalid; EphemeralPort lets the operating system
+	// choose.
+	PeerPort int
+	// GossipPort is the memberlist port (--gossip-port). Default 7946.
+	// 0 is invalid; EphemeralPort lets the operating system choose.
+	GossipPort int
+	// HTTPPort serves health, readiness, metrics, info and the REST API
+	// (--http-port). Default 7801; 0 = HTTP off; EphemeralPort lets the
+	// operating system choose.
+	HTTPPort int
+
+	// Join lists the gossip addresses (HOST:PORT) of existing members
+	// (--join, comma separated). Empty (the default) = start a new cluster.
+	Join []string
+
+	// DataDir holds the control-plane state (--data-dir). Default "" = the
+	// control-plane state lives in memory and a restarted node rejoins as a
+	// new member.
+	DataDir string
+
+	// ReplicationFactor is the total number of copies of each partition,
+	// primary included (--replication-factor). Default 1 = no replica.
+	// Must be at least 1.
+	ReplicationFactor int
+	// ReplicationMode is async or sync (--replication-mode). Default async.
+	ReplicationMode ReplicationMode
+	// WriteQuorum is all, majority or besteffort (--write-quorum); only used
+	// with ReplicationSync. Default all.
+	WriteQuorum WriteQuorum
+
+	// MemoryMaxBytes caps the bytes of owned data on this node (R-MEM-1)
+	// (--memory-max-bytes; plain bytes or with a unit: 512MiB, 1GiB).
+	// Default 1 GiB. There is no "unlimited": 0 or less is invalid.
+	MemoryMaxBytes int64
+	// MaxItemBytes caps one value (R-MEM-3) (--max-item-bytes). A larger
+	// value is ItemTooLarge. Default 4 MiB. Must be positive, at most
+	// MemoryMaxBytes and at most MaxItemBytesLimit.
+	MaxItemBytes int
+	// Eviction is what a full node does (--eviction lru|noeviction).
+	// Default lru: sampled LRU eviction in the background (R-MEM-2);
+	// noeviction refuses writes with CapacityExceeded instead.
+	Eviction store.EvictionPolicy
+
+	// Token, when set, is required from every client (--token): native and
+	// RESP AUTH, and "Authorization: Bearer <token>" on the HTTP API except
+	// /healthz and /readyz (R-OPS-5). Default "" = no authentication.
+	// Printable ASCII without spaces. Never logged, never shown by Info.
+	Token string
+
+	// TLSCert and TLSKey are PEM files (--tls-cert, --tls-key); both or
+	// neither. When set, every listener of the node speaks TLS. Default ""
+	// = plain TCP.
+	TLSCert string
+	TLSKey  string
+	// TLSCA is a PEM bundle of the CA that signs peer and client
+	// certificates (--tls-ca); a client certificate, when presented, must
+	// chain to it. Requires TLSCert and TLSKey. Default "" = no client
+	// certificate verification.
+	TLSCA string
+
+	// MaxWorkers bounds the dispatch worker pool that runs long operations
+	// (--max-workers; env ZARIS_SERVER_MAX_WORKERS, R-OPS-3). Default
+	// NumCPU×16 clamped to 64..1024. Must be MinWorkers..MaxWorkersLimit.
+	MaxWorkers int
+	// MinWorkers is the number of workers kept warm (--min-workers; env
+	// ZARIS_SERVER_MIN_WORKERS). Default max(4, NumCPU×4), at most the
+	// default MaxWorkers. Must be 1..MaxWorkers.
+	MinWorkers int
+
+	// ShutdownTimeout bounds a graceful stop (--shutdown-timeout): after it,
+	// remaining connections are closed. Default 30 s. Must be positive.
+	ShutdownTimeout time.Duration
+
+	// LogLevel is the minimum level logged (--log-level debug|info|warn|
+	// error). Default info (the zero slog.Level).
+	LogLevel slog.Level
+	// LogFormat is text or json (--log-format). Default text.
+	LogFormat LogFormat
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	maxW, minW := DefaultWorkers(runtime.NumCPU())
+	return Config{
+		Store:             DefaultStore,
+		Bind:              DefaultBind,
+		ClientPort:        DefaultClientPort,
+		RESPPort:          DefaultRESPPort,
+		PeerPort:          DefaultPeerPort,
+		GossipPort:        DefaultGossipPort,
+		HTTPPort:          DefaultHTTPPort,
+		ReplicationFactor: DefaultReplicationFactor,
+		ReplicationMode:   ReplicationAsync,
+		WriteQuorum:       WriteQuorumAll,
+		MemoryMaxBytes:    DefaultMemoryMaxBytes,
+		MaxItemBytes:      DefaultMaxItemBytes,
+		Eviction:          store.EvictLRU,
+		MaxWorkers:        maxW,
+		MinWorkers:        minW,
+		ShutdownTimeout:   DefaultShutdownTimeout,
+		LogLevel:          slog.LevelInfo,
+		LogFormat:         LogText,
+	}
+}
+
+// DefaultWorkers is the default worker-pool width for cpus processors
+// (seed 003, "worker pool"): max = cpus×16 clamped to 64..1024, min =
+// max(4, cpus×4) but never above max.
+func DefaultWorkers(cpus int) (maxWorkers, minWorkers int) {
+	maxWorkers = min(max(cpus*16, 64), 1024)
+	minWorkers = min(max(4, cpus*4), maxWorkers)
+	return maxWorkers, minWorkers
+}
+
+// ErrInvalidConfig is wrapped by every error Validate returns.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// ConfigError is a field that Validate refused. Option is the flag name of
+// the field (the name an operator knows). LoadConfig fills Source with where
+// the refused value came from.
+type ConfigError struct {
+	Option  string // flag name, e.g. "client-port"
+	Problem string
+	Source  string // "" or e.g. "env ZARIS_CLIENT_PORT", "flag --client-port", "file zaris.yaml:3"
+}
+
+func (e *ConfigError) Error() string {
+	s := fmt.Sprintf("%v: %s: %s", ErrInvalidConfig, e.Option, e.Problem)
+	if e.Source != "" {
+		s += " (set by " + e.Source + ")"
+	}
+	return s
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidConfig) hold.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+var (
+	nodeIDPattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	storeNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	hostnamePattern  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$`)
+)
+
+// ValidNodeID reports whether id is a valid node id.
+func ValidNodeID(id string) bool { return nodeIDPattern.MatchString(id) }
+
+// ValidStoreName reports whether name is a valid store name.
+func ValidStoreName(name string) bool { return storeNamePattern.MatchString(name) }
+
+// Validate checks every field and the fields against each other. The first
+// problem found is returned as a *ConfigError wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	bad := func(option, format string, args ...any) error {
+		return &ConfigError{Option: option, Problem: fmt.Sprintf(format, args...)}
+	}
+	if c.NodeID != "" && !ValidNodeID(c.NodeID) {
+		return bad("node-id", "%q: want 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit", c.NodeID)
+	}
+	if !ValidStoreName(c.Store) {
+		return bad("store", "%q: want 1-64 characters of [A-Za-z0-9_-]", c.Store)
+	}
+	if c.Bind == "" {
+		return bad("bind", "empty (use 0.0.0.0 or :: to listen on every interface)")
+	}
+	if net.ParseIP(c.Bind) == nil && !hostnamePattern.MatchString(c.Bind) {
+		return bad("bind", "%q is neither an IP address nor a host name", c.Bind)
+	}
+
+	ports := []struct {
+		option string
+		port   int
+		offOK  bool
+	}{
+		{"client-port", c.ClientPort, false},
+		{"resp-port", c.RESPPort, true},
+		{"peer-port", c.PeerPort, false},
+		{"gossip-port", c.GossipPort, false},
+		{"http-port", c.HTTPPort, true},
+	}
+	used := make(map[int]string, len(ports))
+	for _, p := range ports {
+		switch {
+		case p.port == EphemeralPort:
+			continue
+		case p.port == 0 && p.offOK:
+			continue
+		case p.port == 0:
+			return bad(p.option, "0 is not allowed (this port cannot be turned off; -1 asks for an ephemeral port)")
+		case p.port < 0 || p.port > 65535:
+			return bad(p.option, "%d out of range 1..65535", p.port)
+		}
+		if other, dup := used[p.port]; dup {
+			return bad(p.option, "port %d is also the %s", p.port, other)
+		}
+		used[p.port] = p.option
+	}
+
+	for _, addr := range c.Join {
+		if err := checkHostPort(addr); err != nil {
+			return bad("join", "%q: %v", addr, err)
+		}
+	}
+
+	if c.ReplicationFactor < 1 {
+		return bad("replication-factor", "%d: must be at least 1 (1 = no replica)", c.ReplicationFactor)
+	}
+	switch c.ReplicationMode {
+	case ReplicationAsync, ReplicationSync:
+	default:
+		return bad("replication-mode", "%q: want async or sync", c.ReplicationMode)
+	}
+	switch c.WriteQuorum {
+	case WriteQuorumAll, WriteQuorumMajority, WriteQuorumBestEffort:
+	default:
+		return bad("write-quorum", "%q: want all, majority or besteffort", c.WriteQuorum)
+	}
+
+	if c.MemoryMaxBytes <= 0 {
+		return bad("memory-max-bytes", "%d: must be positive (there is no unlimited)", c.MemoryMaxBytes)
+	}
+	switch {
+	case c.MaxItemBytes <= 0:
+		return bad("max-item-bytes", "%d: must be positive", c.MaxItemBytes)
+	case int64(c.MaxItemBytes) > c.MemoryMaxBytes:
+		return bad("max-item-bytes", "%d exceeds memory-max-bytes %d", c.MaxItemBytes, c.MemoryMaxBytes)
+	case c.MaxItemBytes > MaxItemBytesLimit:
+		return bad("max-item-bytes", "%d exceeds the limit of %d", c.MaxItemBytes, MaxItemBytesLimit)
+	}
+	switch c.Eviction {
+	case store.EvictLRU, store.NoEviction:
+	default:
+		return bad("eviction", "%v: want lru or noeviction", c.Eviction)
+	}
+
+	for _, r := range c.Token {
+		if r <= ' ' || r > '~' {
+			return bad("token", "must be printable ASCII without spaces (it travels in an HTTP header and in RESP AUTH)")
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return bad("tls-key", "tls-cert and tls-key go together: set both or neither")
+	}
+	if c.TLSCA != "" && c.TLSCert == "" {
+		return bad("tls-ca", "needs tls-cert and tls-key (the CA verifies peers of a TLS listener)")
+	}
+
+	if c.MaxWorkers < 1 || c.MaxWorkers > MaxWorkersLimit {
+		return bad("max-workers", "%d out of range 1..%d", c.MaxWorkers, MaxWorkersLimit)
+	}
+	if c.MinWorkers < 1 || c.MinWorkers > c.MaxWorkers {
+		return bad("min-workers", "%d out of range 1..max-workers (%d)", c.MinWorkers, c.MaxWorkers)
+	}
+	if c.ShutdownTimeout <= 0 {
+		return bad("shutdown-timeout", "%v: must be positive", c.ShutdownTimeout)
+	}
+	switch c.LogFormat {
+	case LogText, LogJSON:
+	default:
+		return bad("log-format", "%q: want text or json", c.LogFormat)
+	}
+	return nil
+}
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT")
+	}
+	if host == "" {
+		return errors.New("missing host")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port %q out of range 1..65535", port)
+	}
+	return nil
+}
+
+// TLSEnabled reports whether the node's listeners speak TLS.
+func (c Config) TLSEnabled() bool { return c.TLSCert != "" }
+
+// AuthEnabled reports whether clients must present the token.
+func (c Config) AuthEnabled() bool { return c.Token != "" }
+
+// LogValue keeps the token out of logs: a Config logged with slog shows
+// whether authentication is on, never the secret.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("node_id", c.NodeID),
+		slog.String("store", c.Store),
+		slog.String("bind", c.Bind),
+		slog.Int("client_port", c.ClientPort),
+		slog.Int("resp_port", c.RESPPort),
+		slog.Int("peer_port", c.PeerPort),
+		slog.Int("gossip_port", c.GossipPort),
+		slog.Int("http_port", c.HTTPPort),
+		slog.Any("join", c.Join),
+		slog.String("data_dir", c.DataDir),
+		slog.Int("replication_factor", c.ReplicationFactor),
+		slog.String("replication_mode", string(c.ReplicationMode)),
+		slog.String("write_quorum", string(c.WriteQuorum)),
+		slog.Int64("memory_max_bytes", c.MemoryMaxBytes),
+		slog.Int("max_item_bytes", c.MaxItemBytes),
+		slog.String("eviction", c.Eviction.String()),
+		slog.Bool("auth", c.AuthEnabled()),
+		slog.Bool("tls", c.TLSEnabled()),
+		slog.Int("max_workers", c.MaxWorkers),
+		slog.Int("min_workers", c.MinWorkers),
+		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
+	)
+}
+
+// storeConfig derives the store engine's configuration: the engine defaults
+// with the node's memory, item and eviction settings.
+func (c Config) storeConfig(logger *slog.Logger) store.Config {
+	sc := store.DefaultConfig()
+	sc.MaxMemoryBytes = c.MemoryMaxBytes
+	sc.MaxItemBytes = c.MaxItemBytes
+	sc.Eviction = c.Eviction
+	sc.Logger = logger
+	return sc
+}

@@ -1,0 +1,136 @@
+package server
+
+import (
+	"net"
+	"time"
+)
+
+// Info is a point-in-time description of the node (STYLE 12), served as
+// JSON by GET /v1/info. It never contains secrets: the token and the TLS
+// material appear only as "enabled" flags.
+type Info struct {
+	NodeID        string    `json:"node_id"`
+	Store         string    `json:"store"`
+	Version       string    `json:"version"`
+	State         string    `json:"state"` // created, running, stopping, stopped
+	Ready         bool      `json:"ready"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+
+	// Ports are the bound ports of bound endpoints and the configured ports
+	// otherwise (0 = off, -1 = ephemeral, not bound yet).
+	Ports PortsInfo `json:"ports"`
+	// Addresses maps each bound endpoint (client, resp, http) to its
+	// listening address.
+	Addresses map[string]string `json:"addresses"`
+
+	Memory       MemoryInfo `json:"memory"`
+	Items        int64      `json:"items"`
+	ReplicaItems int64      `json:"replica_items"`
+	Eviction     string     `json:"eviction"`
+
+	Config ConfigSummary `json:"config"`
+}
+
+// PortsInfo lists the node's ports.
+type PortsInfo struct {
+	Client int `json:"client"`
+	RESP   int `json:"resp"`
+	Peer   int `json:"peer"`
+	Gossip int `json:"gossip"`
+	HTTP   int `json:"http"`
+}
+
+// MemoryInfo is the node's memory accounting (R-MEM).
+type MemoryInfo struct {
+	UsedBytes    int64 `json:"used_bytes"` // owned data, what the cap governs
+	MaxBytes     int64 `json:"max_bytes"`
+	ReplicaBytes int64 `json:"replica_bytes"`
+	MaxItemBytes int   `json:"max_item_bytes"`
+}
+
+// ConfigSummary is the configuration without secrets.
+type ConfigSummary struct {
+	Bind              string   `json:"bind"`
+	Join              []string `json:"join"`
+	DataDir           string   `json:"data_dir"`
+	ReplicationFactor int      `json:"replication_factor"`
+	ReplicationMode   string   `json:"replication_mode"`
+	WriteQuorum       string   `json:"write_quorum"`
+	MaxWorkers        int      `json:"max_workers"`
+	MinWorkers        int      `json:"min_workers"`
+	ShutdownTimeout   string   `json:"shutdown_timeout"`
+	LogLevel          string   `json:"log_level"`
+	LogFormat         string   `json:"log_format"`
+	AuthEnabled       bool     `json:"auth_enabled"`
+	TLSEnabled        bool     `json:"tls_enabled"`
+	ClientCAEnabled   bool     `json:"tls_client_ca_enabled"`
+}
+
+// Info describes the node now.
+func (n *Node) Info() Info {
+	c := n.cfg
+	n.mu.Lock()
+	state, startedAt := n.state, n.startedAt
+	ports := [numEndpoints]int{}
+	addrs := make(map[string]string)
+	for ep := Endpoint(0); ep < numEndpoints; ep++ {
+		ports[ep] = c.port(ep)
+		if ln := n.listeners[ep]; ln != nil {
+			addrs[ep.String()] = ln.Addr().String()
+			if p := portOf(ln.Addr()); p > 0 {
+				ports[ep] = p
+			}
+		}
+	}
+	n.mu.Unlock()
+
+	st := n.store.Stats()
+	info := Info{
+		NodeID:    c.NodeID,
+		Store:     c.Store,
+		Version:   Version(),
+		State:     stateNames[state],
+		Ready:     n.Ready(),
+		StartedAt: startedAt,
+		Ports: PortsInfo{
+			Client: ports[EndpointClient], RESP: ports[EndpointRESP], HTTP: ports[EndpointHTTP],
+			Peer: c.PeerPort, Gossip: c.GossipPort,
+		},
+		Addresses: addrs,
+		Memory: MemoryInfo{
+			UsedBytes: st.OwnedBytes, MaxBytes: st.MaxMemoryBytes,
+			ReplicaBytes: st.ReplicaBytes, MaxItemBytes: c.MaxItemBytes,
+		},
+		Items:        st.Items,
+		ReplicaItems: st.ReplicaItems,
+		Eviction:     c.Eviction.String(),
+		Config: ConfigSummary{
+			Bind:              c.Bind,
+			Join:              append([]string{}, c.Join...),
+			DataDir:           c.DataDir,
+			ReplicationFactor: c.ReplicationFactor,
+			ReplicationMode:   string(c.ReplicationMode),
+			WriteQuorum:       string(c.WriteQuorum),
+			MaxWorkers:        c.MaxWorkers,
+			MinWorkers:        c.MinWorkers,
+			ShutdownTimeout:   c.ShutdownTimeout.String(),
+			LogLevel:          c.LogLevel.String(),
+			LogFormat:         string(c.LogFormat),
+			AuthEnabled:       c.AuthEnabled(),
+			TLSEnabled:        c.TLSEnabled(),
+			ClientCAEnabled:   c.TLSCA != "",
+		},
+	}
+	if state == stateRunning {
+		info.UptimeSeconds = time.Since(startedAt).Seconds()
+	}
+	return info
+}
+
+func portOf(addr net.Addr) int {
+	if a, ok := addr.(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
+}

@@ -1,0 +1,491 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zaris-io/zaris/server/httpapi"
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Service is a protocol front end served on one of the node's listeners.
+// The Node owns the listener: it binds it (wrapped in TLS when TLS is
+// configured) and hands it to Serve.
+//
+// Serve blocks, serving connections from l, until Shutdown or Close; it
+// returns nil after a shutdown and a non-nil error when it failed on its own.
+// Shutdown stops accepting, waits for in-flight requests to finish until ctx
+// ends, and returns ctx's error if they did not. A Service that also
+// implements io.Closer is closed when its Shutdown did not finish in time;
+// otherwise the Node closes its listener.
+//
+// The Node runs Serve in its own goroutine, so Shutdown may be called before
+// Serve has begun; Serve must then return promptly (http.Server behaves that
+// way). Serve, Shutdown and Close are each called at most once.
+type Service interface {
+	Serve(l net.Listener) error
+	Shutdown(ctx context.Context) error
+}
+
+// Endpoint names one of the node's listeners.
+type Endpoint uint8
+
+const (
+	// EndpointClient is the native-protocol listener on ClientPort.
+	EndpointClient Endpoint = iota
+	// EndpointRESP is the Redis-protocol listener on RESPPort.
+	EndpointRESP
+	// EndpointHTTP is the built-in HTTP service on HTTPPort.
+	EndpointHTTP
+
+	numEndpoints
+)
+
+var endpointNames = [numEndpoints]string{"client", "resp", "http"}
+
+func (e Endpoint) String() string {
+	if e < numEndpoints {
+		return endpointNames[e]
+	}
+	return "Endpoint(" + strconv.Itoa(int(e)) + ")"
+}
+
+// port is the configured port of endpoint e.
+func (c Config) port(e Endpoint) int {
+	switch e {
+	case EndpointClient:
+		return c.ClientPort
+	case EndpointRESP:
+		return c.RESPPort
+	case EndpointHTTP:
+		return c.HTTPPort
+	}
+	return 0
+}
+
+type nodeState uint8
+
+const (
+	stateCreated nodeState = iota
+	stateRunning
+	stateStopping
+	stateStopped
+)
+
+var stateNames = [...]string{"created", "running", "stopping", "stopped"}
+
+// Errors of the Node lifecycle.
+var (
+	ErrStarted = errors.New("server: node already started")
+	ErrStopped = errors.New("server: node stopped")
+)
+
+// Node is one Zaris server process's worth of state: the store engine, the
+// metrics recorder, the listeners and the services attached to them.
+//
+// Lifecycle: NewNode → Attach (optional, per protocol) → Start → Stop.
+// Stop is graceful and safe to call more than once, and before Start.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *store.Store
+	metrics *metrics.Recorder
+	tls     *tls.Config // nil = plain TCP
+
+	mu        sync.Mutex // guards state, services, listeners, startedAt
+	state     nodeState
+	services  [numEndpoints]Service
+	listeners [numEndpoints]net.Listener
+	startedAt time.Time
+
+	ready    atomic.Bool // serving traffic: /readyz
+	stopping atomic.Bool // set before services are shut down: their Serve returning is expected
+	serving  sync.WaitGroup
+	failed   chan error // the first unexpected Serve failure; buffered 1
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// NewNode validates cfg, creates the store and the metrics recorder, loads
+// the TLS material and builds the HTTP service (unless HTTPPort is 0). It
+// binds nothing: Start does. logger receives every log line of the node;
+// nil discards them.
+func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.NodeID == "" {
+		host, _ := os.Hostname()
+		cfg.NodeID = NodeIDFromHostname(host)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("node_id", cfg.NodeID, "store", cfg.Store)
+
+	tlsConfig, err := loadTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(cfg.storeConfig(logger.With("component", "store")))
+	if err != nil {
+		return nil, fmt.Errorf("server: store: %w", err)
+	}
+	n := &Node{
+		cfg:    cfg,
+		log:    logger,
+		store:  st,
+		tls:    tlsConfig,
+		failed: make(chan error, 1),
+		metrics: metrics.New(metrics.Options{
+			NodeID: cfg.NodeID, Store: cfg.Store, Version: Version(), Stats: st.Stats,
+		}),
+	}
+	if cfg.HTTPPort != 0 {
+		h, err := httpapi.New(httpapi.Options{
+			Store:   st,
+			Metrics: n.metrics,
+			Logger:  logger.With("component", "http"),
+			Token:   cfg.Token,
+			Ready:   n.Ready,
+			Info:    func() any { return n.Info() },
+		})
+		if err != nil {
+			_ = st.Close()
+			return nil, err
+		}
+		n.services[EndpointHTTP] = h
+	}
+	if cfg.Token != "" && tlsConfig == nil {
+		logger.Warn("a token is configured without TLS: it travels in clear text")
+	}
+	return n, nil
+}
+
+// NodeIDFromHostname derives a valid node id from a host name: characters
+// outside [A-Za-z0-9._-] become '-', the result is cut to 64 characters, and
+// an unusable name gives "zaris".
+func NodeIDFromHostname(host string) string {
+	b := []byte(host)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '-'
+		}
+	}
+	id := strings.TrimLeft(string(b), "._-")
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	if !ValidNodeID(id) {
+		return "zaris"
+	}
+	return id
+}
+
+func loadTLS(cfg Config) (*tls.Config, error) {
+	if !cfg.TLSEnabled() {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("server: tls-cert/tls-key: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if cfg.TLSCA != "" {
+		pem, err := os.ReadFile(cfg.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("server: tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("server: tls-ca: no PEM certificate in %s", cfg.TLSCA)
+		}
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+		tc.RootCAs = pool // for the node's own outgoing peer connections
+	}
+	return tc, nil
+}
+
+// Attach plugs a protocol front end into the node's client or RESP
+// endpoint. It must be called before Start. The HTTP endpoint is built in;
+// the RESP endpoint cannot be attached when RESPPort is 0 (off). An
+// endpoint without a Service is not bound.
+func (n *Node) Attach(ep Endpoint, svc Service) error {
+	if svc == nil {
+		return errors.New("server: Attach: nil service")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.state != stateCreated:
+		return fmt.Errorf("server: Attach %s: %w", ep, ErrStarted)
+	case ep != EndpointClient && ep != EndpointRESP:
+		return fmt.Errorf("server: Attach: %s is not an attachable endpoint", ep)
+	case n.cfg.port(ep) == 0:
+		return fmt.Errorf("server: Attach: %s is off (port 0)", ep)
+	case n.services[ep] != nil:
+		return fmt.Errorf("server: Attach: %s already has a service", ep)
+	}
+	n.services[ep] = svc
+	return nil
+}
+
+// Start binds the listener of every endpoint that has a service, starts
+// serving them and marks the node ready. If a listener cannot be bound,
+// nothing stays bound and Start returns the error; the node can then only be
+// stopped.
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch n.state {
+	case stateRunning:
+		return ErrStarted
+	case stateStopping, stateStopped:
+		return ErrStopped
+	}
+
+	var lc net.ListenConfig
+	for ep := Endpoint(0); ep < numEndpoints; ep++ {
+		if n.services[ep] == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			n.closeListenersLocked()
+			return fmt.Errorf("server: start: %w", err)
+		}
+		port := n.cfg.port(ep)
+		if port == EphemeralPort {
+			port = 0
+		}
+		addr := net.JoinHostPort(n.cfg.Bind, strconv.Itoa(port))
+		ln, err := lc.Listen(ctx, "tcp", addr)
+		if err != nil {
+			n.closeListenersLocked()
+			return fmt.Errorf("server: %s listener on %s: %w", ep, addr, err)
+		}
+		if n.tls != nil {
+			ln = tls.NewListener(ln, n.tls)
+		}
+		n.listeners[ep] = ln
+	}
+
+	for ep := Endpoint(0); ep < numEndpoints; ep++ {
+		if ln := n.listeners[ep]; ln != nil {
+			n.serve(ep, n.services[ep], ln)
+		}
+	}
+	n.state = stateRunning
+	n.startedAt = time.Now()
+	n.ready.Store(true)
+
+	attrs := []any{"version", Version(), "config", n.cfg}
+	for ep := Endpoint(0); ep < numEndpoints; ep++ {
+		if ln := n.listeners[ep]; ln != nil {
+			attrs = append(attrs, ep.String()+"_addr", ln.Addr().String())
+		}
+	}
+	n.log.Info("node ready", attrs...)
+	return nil
+}
+
+func (n *Node) closeListenersLocked() {
+	for ep, ln := range n.listeners {
+		if ln != nil {
+			_ = ln.Close()
+			n.listeners[ep] = nil
+		}
+	}
+}
+
+// serve runs svc on ln in a tracked goroutine. A Serve that returns while
+// the node is not stopping is a failure: the node stops being ready and the
+// error is reported on Failed.
+func (n *Node) serve(ep Endpoint, svc Service, ln net.Listener) {
+	n.serving.Add(1)
+	go func() {
+		defer n.serving.Done()
+		err := svc.Serve(ln)
+		if n.stopping.Load() {
+			if err != nil {
+				n.log.Warn("service returned an error while stopping", "endpoint", ep.String(), "err", err)
+			}
+			return
+		}
+		if err == nil {
+			err = errors.New("stopped serving")
+		}
+		err = fmt.Errorf("server: %s service: %w", ep, err)
+		n.ready.Store(false)
+		n.log.Error("service failed", "endpoint", ep.String(), "err", err)
+		select {
+		case n.failed <- err:
+		default:
+		}
+	}()
+}
+
+// Stop stops the node gracefully: it stops being ready, shuts the client and
+// RESP services down (they stop accepting and drain in-flight requests),
+// then the HTTP service — so /readyz answers 503 while client connections
+// drain — and finally closes the store. It is bounded by ctx and by
+// Config.ShutdownTimeout, whichever ends first; after that, remaining
+// connections are closed and the returned error says what did not drain.
+// Stop is safe to call more than once (later calls return the first
+// result) and before Start.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() { n.stopErr = n.stop(ctx) })
+	return n.stopErr
+}
+
+func (n *Node) stop(ctx context.Context) error {
+	n.mu.Lock()
+	wasRunning := n.state == stateRunning
+	n.state = stateStopping
+	n.mu.Unlock()
+	n.stopping.Store(true)
+	n.ready.Store(false)
+
+	var errs []error
+	if wasRunning {
+		n.log.Info("node stopping", "timeout", n.cfg.ShutdownTimeout)
+		ctx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
+		defer cancel()
+
+		// Listeners are only written under mu before the state leaves
+		// stateCreated, so reading them here without the lock is safe.
+		var (
+			wg   sync.WaitGroup
+			emu  sync.Mutex // guards errs while the front ends shut down
+			shut = func(ep Endpoint) {
+				if err := n.shutdown(ctx, ep); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					emu.Unlock()
+				}
+			}
+		)
+		for _, ep := range []Endpoint{EndpointClient, EndpointRESP} {
+			wg.Add(1)
+			go func() { defer wg.Done(); shut(ep) }()
+		}
+		wg.Wait()
+		shut(EndpointHTTP)
+
+		done := make(chan struct{})
+		go func() { n.serving.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			// What did not drain was closed by shutdown; Serve returns
+			// promptly after that unless the service ignores its listener.
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				errs = append(errs, fmt.Errorf("server: services did not return from Serve: %w", ctx.Err()))
+			}
+		}
+	}
+	if err := n.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("server: store: %w", err))
+	}
+
+	n.mu.Lock()
+	n.state = stateStopped
+	n.mu.Unlock()
+	err := errors.Join(errs...)
+	if wasRunning {
+		if err != nil {
+			n.log.Warn("node stopped", "err", err)
+		} else {
+			n.log.Info("node stopped")
+		}
+	}
+	return err
+}
+
+// shutdown drains one endpoint's service; when that does not finish in
+// time it forces it closed.
+func (n *Node) shutdown(ctx context.Context, ep Endpoint) error {
+	svc, ln := n.services[ep], n.listeners[ep]
+	if svc == nil || ln == nil {
+		return nil
+	}
+	err := svc.Shutdown(ctx)
+	if err == nil {
+		return nil
+	}
+	if c, ok := svc.(io.Closer); ok {
+		_ = c.Close()
+	} else {
+		_ = ln.Close()
+	}
+	n.log.Warn("service did not drain in time; closed", "endpoint", ep.String(), "err", err)
+	return fmt.Errorf("server: %s shutdown: %w", ep, err)
+}
+
+// Ready reports whether the node serves traffic: started, not stopping, and
+// no service has failed.
+func (n *Node) Ready() bool { return n.ready.Load() }
+
+// Failed delivers the first failure of a service while the node was
+// running (a Serve that returned on its own). The binary stops the node
+// when it fires.
+func (n *Node) Failed() <-chan error { return n.failed }
+
+// Store is the node's store engine.
+func (n *Node) Store() *store.Store { return n.store }
+
+// Metrics is the node's metrics recorder; front ends record their
+// operations and connections into it.
+func (n *Node) Metrics() *metrics.Recorder { return n.metrics }
+
+// Logger is the node's logger (already carrying node_id and store).
+func (n *Node) Logger() *slog.Logger { return n.log }
+
+// Config is the node's configuration, NodeID resolved.
+func (n *Node) Config() Config { return n.cfg }
+
+// TLSConfig returns a copy of the node's server TLS configuration, or nil
+// when TLS is off. Listeners bound by the node are already wrapped in TLS;
+// front ends need it only for their own outgoing connections.
+func (n *Node) TLSConfig() *tls.Config {
+	if n.tls == nil {
+		return nil
+	}
+	return n.tls.Clone()
+}
+
+// Addr is the address endpoint ep is bound to, or nil when it is not bound
+// (no service, port 0, or the node not started).
+func (n *Node) Addr(ep Endpoint) net.Addr {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ep >= numEndpoints || n.listeners[ep] == nil {
+		return nil
+	}
+	return n.listeners[ep].Addr()
+}
+
+// ClientAddr is Addr(EndpointClient).
+func (n *Node) ClientAddr() net.Addr { return n.Addr(EndpointClient) }
+
+// RESPAddr is Addr(EndpointRESP).
+func (n *Node) RESPAddr() net.Addr { return n.Addr(EndpointRESP) }
+
+// HTTPAddr is Addr(EndpointHTTP).
+func (n *Node) HTTPAddr() net.Addr { return n.Addr(EndpointHTTP) }
