@@ -411,7 +411,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("tls", c.TLSEnabled()),
 		slog.Int("max_workers", c.MaxWorkers),
 		slog.Int("min_workers", c.MinWorkers),
-		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
+		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),
 	)
 }
 

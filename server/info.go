@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"strings"
 	"time"
 )
 
@@ -115,7 +116,7 @@ func (n *Node) Info() Info {
 			MaxWorkers:        c.MaxWorkers,
 			MinWorkers:        c.MinWorkers,
 			ShutdownTimeout:   c.ShutdownTimeout.String(),
-			LogLevel:          c.LogLevel.String(),
+			LogLevel:          strings.ToLower(c.LogLevel.String()),
 			LogFormat:         string(c.LogFormat),
 			AuthEnabled:       c.AuthEnabled(),
 			TLSEnabled:        c.TLSEnabled(),

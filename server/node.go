@@ -362,7 +362,7 @@ func (n *Node) stop(ctx context.Context) error {
 
 	var errs []error
 	if wasRunning {
-		n.log.Info("node stopping", "timeout", n.cfg.ShutdownTimeout)
+		n.log.Info("node stopping", "timeout", n.cfg.ShutdownTimeout.String())
 		ctx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
 		defer cancel()
 
