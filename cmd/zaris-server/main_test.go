@@ -97,7 +97,7 @@ func TestBinary(t *testing.T) {
 		t.Skip("builds and runs the binary: skipped with -short")
 	}
 	if runtime.GOOS == "windows" {
-		t.Skip("SIGTERM is not deliverable on windows")
+		t.Skip("SIGTERM cannot be delivered when GOOS is windows")
 	}
 	bin := buildBinary(t)
 
