@@ -20,7 +20,7 @@ var storeSeq atomic.Int64
 // newClient opens an embedded store private to the test.
 func newClient(t testing.TB, opts ...sdk.Option) *sdk.Client {
 	t.Helper()
-	name := fmt.Sprintf("cache-%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), storeSeq.Add(1))
+	name := fmt.Sprintf("cache-test-%d", storeSeq.Add(1))
 	c, err := sdk.Connect(context.Background(), "zaris://inproc/"+name, opts...)
 	if err != nil {
 		t.Fatal(err)
