@@ -53,6 +53,9 @@ const (
 	DefaultSweepInterval    = 100 * time.Millisecond
 	DefaultOpLogMaxOps      = 1024
 	DefaultOpLogMaxBytes    = 256 << 10
+
+	DefaultMaxCollectionElements = 1 << 20
+	DefaultMaxCollectionBytes    = 64 << 20
 )
 
 // Config configures one Store. Build it with DefaultConfig and change fields;
@@ -98,6 +101,13 @@ type Config struct {
 	// Default 256 KiB. A pinned trim floor overrides both bounds.
 	OpLogMaxBytes int
 
+	// MaxCollectionElements caps the elements of one hash, list, set, sorted
+	// set or stream; a write that would pass it is ItemTooLarge. Default 1 Mi.
+	MaxCollectionElements int
+	// MaxCollectionBytes caps the accounted bytes of one collection. Default
+	// 64 MiB (a smaller MaxMemoryBytes caps it too).
+	MaxCollectionBytes int64
+
 	// Clock supplies time. Default: a coarse clock (1 ms) owned by the store.
 	Clock Clock
 
@@ -123,6 +133,9 @@ func DefaultConfig() Config {
 		SweepInterval:    DefaultSweepInterval,
 		OpLogMaxOps:      DefaultOpLogMaxOps,
 		OpLogMaxBytes:    DefaultOpLogMaxBytes,
+
+		MaxCollectionElements: DefaultMaxCollectionElements,
+		MaxCollectionBytes:    DefaultMaxCollectionBytes,
 	}
 }
 
@@ -161,6 +174,10 @@ func (c *Config) Validate() error {
 		return bad("op-log max ops must be at least 1")
 	case c.OpLogMaxBytes < 1:
 		return bad("op-log max bytes must be at least 1")
+	case c.MaxCollectionElements < 1:
+		return bad("max collection elements must be at least 1")
+	case c.MaxCollectionBytes < 1:
+		return bad("max collection bytes must be positive")
 	}
 	return nil
 }

@@ -41,6 +41,11 @@ func recordHash(h *xxhash.Digest, buf *[24]byte, r *Record) uint64 {
 	binary.LittleEndian.PutUint64(buf[16:], uint64(r.ExpiresAt))
 	_, _ = h.Write(buf[:])
 	_, _ = h.WriteString(r.Key)
-	_, _ = h.Write(r.Value)
+	if r.coll != nil {
+		_, _ = h.Write([]byte{byte(r.Kind)})
+		_, _ = h.Write(r.coll.encode())
+	} else {
+		_, _ = h.Write(r.Value)
+	}
 	return h.Sum64()
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/zaris-io/zaris/internal/kv"
 )
 
 // OpKind is the kind of a logged mutation.
@@ -16,6 +18,7 @@ const (
 	OpPersist                   // TTL removed
 	OpExpired                   // the key reached its TTL; record is a tombstone
 	OpEvicted                   // the key was evicted under memory pressure; tombstone
+	OpCommand                   // a collection mutation: Record is the header, Cmd the effect
 )
 
 func (k OpKind) String() string {
@@ -32,6 +35,8 @@ func (k OpKind) String() string {
 		return "expired"
 	case OpEvicted:
 		return "evicted"
+	case OpCommand:
+		return "command"
 	}
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
@@ -42,6 +47,9 @@ func (k OpKind) String() string {
 type Op struct {
 	Kind   OpKind
 	Record Record
+	// Cmd is the effect of an OpCommand: replaying it on the record's
+	// previous state yields the new one. nil for other kinds.
+	Cmd *kv.Cmd
 }
 
 // Revision is the revision of the operation.
@@ -55,6 +63,7 @@ var ErrBelowTrimFloor = errors.New("store: revision below the op-log trim floor"
 type logEntry struct {
 	kind OpKind
 	rec  *Record
+	cmd  *kv.Cmd
 }
 
 // opLog is a segment's bounded log of mutations, ordered by revision. It
@@ -88,16 +97,33 @@ func (l *opLog) pinnedFloor() (uint64, bool) {
 	return first, ok
 }
 
+// appendCmd logs a collection mutation.
+func (l *opLog) appendCmd(hdr *Record, cmd *kv.Cmd) {
+	l.push(logEntry{kind: OpCommand, rec: hdr, cmd: cmd}, cmdBytes(cmd))
+}
+
+func cmdBytes(c *kv.Cmd) int {
+	n := 0
+	for _, a := range c.Args {
+		n += len(a)
+	}
+	return n
+}
+
 // append adds an operation. Its revision must exceed every logged revision.
 func (l *opLog) append(kind OpKind, rec *Record) {
+	l.push(logEntry{kind: kind, rec: rec}, len(rec.Value))
+}
+
+func (l *opLog) push(e logEntry, size int) {
 	if l.n == len(l.entries) {
 		if !l.trimOne(true) {
 			l.grow()
 		}
 	}
-	*l.at(l.n) = logEntry{kind: kind, rec: rec}
+	*l.at(l.n) = e
 	l.n++
-	l.bytes += len(rec.Value)
+	l.bytes += size
 	for l.n > 1 && (l.n > l.maxOps || l.bytes > l.maxBytes) {
 		if !l.trimOne(false) {
 			break
@@ -119,7 +145,11 @@ func (l *opLog) trimOne(full bool) bool {
 		return false
 	}
 	l.floor = oldest.rec.Revision
-	l.bytes -= len(oldest.rec.Value)
+	if oldest.cmd != nil {
+		l.bytes -= cmdBytes(oldest.cmd)
+	} else {
+		l.bytes -= len(oldest.rec.Value)
+	}
 	*oldest = logEntry{}
 	l.head = (l.head + 1) % len(l.entries)
 	l.n--
@@ -143,7 +173,7 @@ func (l *opLog) after(rev uint64) ([]Op, error) {
 	ops := make([]Op, 0, l.n-start)
 	for i := start; i < l.n; i++ {
 		e := l.at(i)
-		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported()})
+		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported(), Cmd: e.cmd})
 	}
 	return ops, nil
 }

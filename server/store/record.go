@@ -34,6 +34,16 @@ type Record struct {
 	// Deleted marks a tombstone: the record of a delete.
 	Deleted bool
 
+	// Kind is the kind of value: a plain string (Value holds the bytes) or a
+	// server-side collection. A collection record in a Snapshot or a full
+	// Op carries its canonical encoding in Value.
+	Kind ValueKind
+
+	// coll is the node-local materialized collection of a collection record
+	// (nil for strings). Never crosses the wire: Value carries the encoding.
+	// Mutated in place under the segment's write lock.
+	coll collection
+
 	// access is the node-local recency stamp (coarse milliseconds since the
 	// store started) read by the LRU sampler. Never crosses the wire; updated
 	// atomically by readers.
@@ -67,6 +77,9 @@ const recordOverhead = 112
 // accountedBytes is the memory this record is charged against the budget.
 func (r *Record) accountedBytes() int64 {
 	n := int64(len(r.Key) + len(r.Value) + recordOverhead)
+	if r.coll != nil {
+		n += r.coll.size()
+	}
 	if r.Meta != nil {
 		n += int64(len(r.Meta.ContentType)) + 64
 		for k, v := range r.Meta.Labels {
@@ -99,16 +112,33 @@ func (r *Record) clone() *Record {
 	c := &Record{
 		Key: r.Key, Value: r.Value, Version: r.Version, Revision: r.Revision,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Meta: r.Meta, Deleted: r.Deleted,
+		Kind: r.Kind, coll: r.coll,
 	}
 	c.access = atomic.LoadUint32(&r.access)
 	return c
 }
 
 // exported returns a copy of the record for callers outside the store
-// (snapshots, op-log readers). The value bytes are shared and immutable.
+// (snapshots, op-log readers). The value bytes are shared and immutable; a
+// collection is encoded into Value (the caller holds the segment lock).
 func (r *Record) exported() Record {
-	return Record{
+	e := Record{
 		Key: r.Key, Value: r.Value, Version: r.Version, Revision: r.Revision,
 		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Meta: r.Meta, Deleted: r.Deleted,
+		Kind: r.Kind,
+	}
+	if r.coll != nil {
+		e.Value = r.coll.encode()
+	}
+	return e
+}
+
+// header returns a copy of the record without its value or collection: what
+// an op-log entry keeps of a collection record, whose collection keeps
+// changing after the entry is written.
+func (r *Record) header() *Record {
+	return &Record{
+		Key: r.Key, Version: r.Version, Revision: r.Revision, CreatedAt: r.CreatedAt,
+		ExpiresAt: r.ExpiresAt, Meta: r.Meta, Deleted: r.Deleted, Kind: r.Kind,
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -77,6 +78,10 @@ func (g *Segment) Get(key string) kv.Result {
 	if r == nil || !r.liveAt(now) {
 		g.mu.RUnlock()
 		return status(kv.StatusNotFound)
+	}
+	if r.Kind != KindString {
+		g.mu.RUnlock()
+		return status(kv.StatusWrongType)
 	}
 	r.touch(g.store.stamp(now))
 	res := resultOf(r, now)
@@ -261,7 +266,16 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 	}
 	g.bytes += delta
 	g.store.account(g.owned, delta, int64(rec.liveDelta(old)))
-	g.log.append(kind, rec)
+	logged := rec
+	if rec.coll != nil {
+		// The collection keeps changing in place after this entry: log a
+		// frozen copy (the full encoding for a put, the header otherwise).
+		logged = rec.header()
+		if kind == OpPut {
+			logged.Value = rec.coll.encode()
+		}
+	}
+	g.log.append(kind, logged)
 	g.store.countOp(kind)
 }
 
@@ -386,6 +400,10 @@ func (g *Segment) Snapshot() Snapshot {
 // revision-guarded: a record not newer than what the segment holds for the
 // key — including a tombstone — is stale and ignored (applied=false). That
 // guard is what stops a late put from resurrecting a deleted key.
+//
+// kind says what the record is the result of: OpPut (and deletes) install it
+// whole; OpExpire/OpPersist only move the expiry of the record held, which
+// must exist (ErrDiverged otherwise: catch up by snapshot).
 func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error) {
 	if rec.Key == "" || rec.Revision == 0 {
 		return false, fmt.Errorf("store: segment %d: record without key or revision", g.id)
@@ -394,21 +412,68 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 		kind = OpDelete
 	}
 	r := rec // copy: the caller's struct is not retained
+	r.coll = nil
+	if !r.Deleted && r.Kind != KindString && kind == OpPut {
+		c, err := decodeCollection(r.Kind, r.Value)
+		if err != nil {
+			return false, err
+		}
+		r.coll, r.Value = c, nil
+	}
 	r.access = g.store.stamp(g.store.clock.NowNano())
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old := g.items[r.Key]; old != nil && old.Revision >= r.Revision {
+	old := g.items[r.Key]
+	if old != nil && old.Revision >= r.Revision {
 		return false, nil
 	}
+	if kind == OpExpire || kind == OpPersist {
+		if old == nil || old.Deleted {
+			return false, fmt.Errorf("%w: segment %d: %v for %q, which this node does not hold", ErrDiverged, g.id, kind, r.Key)
+		}
+		moved := old.clone()
+		moved.ExpiresAt, moved.Version, moved.Revision = r.ExpiresAt, r.Version, r.Revision
+		r = *moved
+	}
+	g.installLocked(&r, kind)
+	return true, nil
+}
+
+// ApplyOp applies one operation read from another node's op-log
+// (OperationsAfter): a record, or a collection mutation to replay.
+func (g *Segment) ApplyOp(op Op) (applied bool, err error) {
+	if op.Kind != OpCommand {
+		return g.ApplyRecord(op.Record, op.Kind)
+	}
+	if op.Cmd == nil || op.Record.Revision == 0 {
+		return false, fmt.Errorf("store: segment %d: command op without command or revision", g.id)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old := g.items[op.Cmd.Key]; old != nil && old.Revision >= op.Record.Revision {
+		return false, nil
+	}
+	if err := g.applyCommandLocked(op.Record, op.Cmd); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ErrDiverged: an operation cannot be applied because this node's state is
+// not the one it was produced against. Catch up by snapshot.
+var ErrDiverged = errors.New("store: replica diverged from its source")
+
+// installLocked commits a record received from another node.
+func (g *Segment) installLocked(r *Record, kind OpKind) {
 	if r.Revision <= g.log.lastRevision() {
 		// The op-log must stay ordered by revision. An out-of-order record
 		// (only possible outside a revision-ordered stream) is installed but
 		// the log restarts above it: catch-up from before it needs a snapshot.
-		g.commitUnloggedLocked(&r)
-		return true, nil
+		g.commitLocked(kind, r)
+		g.log.reset(g.revision)
+		return
 	}
-	g.commitLocked(kind, &r)
-	return true, nil
+	g.commitLocked(kind, r)
 }
 
 func (l *opLog) lastRevision() uint64 {
@@ -416,13 +481,6 @@ func (l *opLog) lastRevision() uint64 {
 		return l.floor
 	}
 	return l.at(l.n - 1).rec.Revision
-}
-
-// commitUnloggedLocked installs rec like commitLocked but, because it cannot
-// be logged in order, resets the op-log floor to the segment revision.
-func (g *Segment) commitUnloggedLocked(rec *Record) {
-	g.commitLocked(OpPut, rec) // reuses the accounting
-	g.log.reset(g.revision)
 }
 
 // InstallSnapshot replaces the segment's content with snap (a replica or a
@@ -441,6 +499,15 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	for i := range snap.Records {
 		r := snap.Records[i]
 		r.access = stamp
+		r.coll = nil
+		if !r.Deleted && r.Kind != KindString {
+			c, err := decodeCollection(r.Kind, r.Value)
+			if err != nil {
+				g.store.log.Error("store: dropping an undecodable collection from a snapshot", "key", r.Key, "err", err)
+				continue
+			}
+			r.coll, r.Value = c, nil
+		}
 		rec := &r
 		g.items[rec.Key] = rec
 		g.bytes += rec.accountedBytes()

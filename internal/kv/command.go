@@ -1,0 +1,186 @@
+package kv
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// CmdOp names a data-structure or coordination command (R-DS). Each command
+// is implemented once, in the store engine; the SDK (embedded and remote),
+// the native protocol and the RESP front end all carry the same Cmd.
+//
+// The numeric values are part of the wire protocol: append only.
+type CmdOp uint16
+
+const (
+	CmdNone CmdOp = iota
+
+	// Strings and counters (R-DS-3).
+	CmdIncrBy      // args: delta (int)              → Int: new value
+	CmdIncrByFloat // args: delta (float)            → Float/Bulk: new value
+	CmdAppend      // args: value                    → Int: new length
+	CmdStrLen      //                                → Int
+	CmdGetRange    // args: start, end               → Bulk
+	CmdSetRange    // args: offset, value            → Int: new length
+	CmdGetDel      //                                → Bulk or Nil
+	CmdType        //                                → Bulk: none|string|hash|list|set|zset|stream
+
+	// Hashes (R-DS-1).
+	CmdHSet         // args: field, value, ...          → Int: fields added
+	CmdHGet         // args: field                      → Bulk or Nil
+	CmdHDel         // args: field, ...                 → Int: fields removed
+	CmdHGetAll      //                                  → Array: field, value, ...
+	CmdHIncrBy      // args: field, delta               → Int
+	CmdHIncrByFloat // args: field, delta               → Bulk
+	CmdHLen         //                                  → Int
+	CmdHExists      // args: field                      → Int 0/1
+	CmdHKeys        //                                  → Array
+	CmdHVals        //                                  → Array
+	CmdHMGet        // args: field, ...                 → Array (Nil for missing)
+	CmdHSetNX       // args: field, value               → Int 0/1
+
+	// Lists.
+	CmdLPush  // args: value, ...        → Int: new length
+	CmdRPush  // args: value, ...        → Int
+	CmdLPop   // args: [count]           → Bulk/Nil, or Array with count
+	CmdRPop   // args: [count]
+	CmdLRange // args: start, stop       → Array
+	CmdLLen   //                         → Int
+	CmdLIndex // args: index             → Bulk or Nil
+	CmdLRem   // args: count, value      → Int: removed
+	CmdLTrim  // args: start, stop       → OK
+	CmdLSet   // args: index, value      → OK, or BadRequest when out of range
+
+	// Sets.
+	CmdSAdd      // args: member, ...    → Int: added
+	CmdSRem      // args: member, ...    → Int: removed
+	CmdSMembers  //                      → Array
+	CmdSIsMember // args: member         → Int 0/1
+	CmdSCard     //                      → Int
+	CmdSInter    // args: other keys     → Array (same-segment keys or embedded only; see store)
+	CmdSUnion    // args: other keys     → Array
+
+	// Sorted sets.
+	CmdZAdd          // args: [NX|XX|GT|LT|CH], score, member, ...   → Int
+	CmdZRem          // args: member, ...                            → Int
+	CmdZScore        // args: member                                 → Bulk (score) or Nil
+	CmdZIncrBy       // args: delta, member                          → Bulk (new score)
+	CmdZCard         //                                              → Int
+	CmdZRank         // args: member                                 → Int or Nil
+	CmdZRevRank      // args: member
+	CmdZRange        // args: start, stop, [WITHSCORES]              → Array
+	CmdZRevRange     // args: start, stop, [WITHSCORES]
+	CmdZRangeByScore // args: min, max, [WITHSCORES], [LIMIT off n]  → Array
+	CmdZRevRangeByScore
+	CmdZCount // args: min, max → Int
+
+	cmdEnd // keep last
+)
+
+var cmdNames = [...]string{
+	CmdNone: "NONE", CmdIncrBy: "INCRBY", CmdIncrByFloat: "INCRBYFLOAT", CmdAppend: "APPEND",
+	CmdStrLen: "STRLEN", CmdGetRange: "GETRANGE", CmdSetRange: "SETRANGE", CmdGetDel: "GETDEL", CmdType: "TYPE",
+	CmdHSet: "HSET", CmdHGet: "HGET", CmdHDel: "HDEL", CmdHGetAll: "HGETALL", CmdHIncrBy: "HINCRBY",
+	CmdHIncrByFloat: "HINCRBYFLOAT", CmdHLen: "HLEN", CmdHExists: "HEXISTS", CmdHKeys: "HKEYS", CmdHVals: "HVALS",
+	CmdHMGet: "HMGET", CmdHSetNX: "HSETNX",
+	CmdLPush: "LPUSH", CmdRPush: "RPUSH", CmdLPop: "LPOP", CmdRPop: "RPOP", CmdLRange: "LRANGE", CmdLLen: "LLEN",
+	CmdLIndex: "LINDEX", CmdLRem: "LREM", CmdLTrim: "LTRIM", CmdLSet: "LSET",
+	CmdSAdd: "SADD", CmdSRem: "SREM", CmdSMembers: "SMEMBERS", CmdSIsMember: "SISMEMBER", CmdSCard: "SCARD",
+	CmdSInter: "SINTER", CmdSUnion: "SUNION",
+	CmdZAdd: "ZADD", CmdZRem: "ZREM", CmdZScore: "ZSCORE", CmdZIncrBy: "ZINCRBY", CmdZCard: "ZCARD",
+	CmdZRank: "ZRANK", CmdZRevRank: "ZREVRANK", CmdZRange: "ZRANGE", CmdZRevRange: "ZREVRANGE",
+	CmdZRangeByScore: "ZRANGEBYSCORE", CmdZRevRangeByScore: "ZREVRANGEBYSCORE", CmdZCount: "ZCOUNT",
+}
+
+func (op CmdOp) String() string {
+	if op < cmdEnd && cmdNames[op] != "" {
+		return cmdNames[op]
+	}
+	return fmt.Sprintf("CmdOp(%d)", uint16(op))
+}
+
+// Valid reports whether this build knows op.
+func (op CmdOp) Valid() bool { return op > CmdNone && op < cmdEnd }
+
+// Cmd is one command on one key. Args are byte strings, as in RESP, so the
+// RESP front end passes its arguments through unchanged; numbers are decimal
+// text.
+type Cmd struct {
+	Op   CmdOp
+	Key  string
+	Args [][]byte
+}
+
+// NewCmd builds a command from string arguments (convenience for callers
+// that are not on a hot path).
+func NewCmd(op CmdOp, key string, args ...string) Cmd {
+	c := Cmd{Op: op, Key: key, Args: make([][]byte, len(args))}
+	for i, a := range args {
+		c.Args[i] = []byte(a)
+	}
+	return c
+}
+
+// ReplyType is the shape of a Reply.
+type ReplyType uint8
+
+const (
+	ReplyNil   ReplyType = iota // no value (a missing field, an empty pop)
+	ReplyOK                     // a bare acknowledgement
+	ReplyInt                    // Int
+	ReplyBulk                   // Bulk (also carries formatted floats)
+	ReplyArray                  // Array, elements may be Nil
+)
+
+// Reply is the result of a Cmd: a Status (WrongType, BadRequest, …) and, on
+// success, a value shaped like a RESP reply. Version and Revision describe
+// the key after the command (0 when the key does not exist).
+type Reply struct {
+	Status   Status
+	Type     ReplyType
+	Int      int64
+	Bulk     []byte
+	Array    []Reply
+	Version  uint64
+	Revision uint64
+	Message  string // why a BadRequest, for humans
+}
+
+// OK reports Status == StatusSuccess.
+func (r Reply) OK() bool { return r.Status == StatusSuccess }
+
+// Err is nil when OK; else the status's sentinel, annotated with Message.
+func (r Reply) Err() error {
+	if r.Status == StatusSuccess {
+		return nil
+	}
+	if r.Message != "" {
+		return fmt.Errorf("%w: %s", r.Status.Err(), r.Message)
+	}
+	return r.Status.Err()
+}
+
+// Constructors for handlers.
+
+func IntReply(n int64) Reply      { return Reply{Type: ReplyInt, Int: n} }
+func BulkReply(b []byte) Reply    { return Reply{Type: ReplyBulk, Bulk: b} }
+func OKReply() Reply              { return Reply{Type: ReplyOK} }
+func NilReply() Reply             { return Reply{Type: ReplyNil} }
+func ArrayReply(a []Reply) Reply  { return Reply{Type: ReplyArray, Array: a} }
+func StatusReply(s Status) Reply  { return Reply{Status: s} }
+func FloatReply(f float64) Reply  { return BulkReply(FormatFloat(f)) }
+func BadRequest(msg string) Reply { return Reply{Status: StatusBadRequest, Message: msg} }
+
+// BulksReply wraps byte strings as an array of bulk replies.
+func BulksReply(items [][]byte) Reply {
+	a := make([]Reply, len(items))
+	for i, b := range items {
+		a[i] = BulkReply(b)
+	}
+	return ArrayReply(a)
+}
+
+// FormatFloat formats a score or float counter the way Redis prints it.
+func FormatFloat(f float64) []byte {
+	return strconv.AppendFloat(nil, f, 'g', -1, 64)
+}

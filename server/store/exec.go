@@ -1,0 +1,334 @@
+package store
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/placement"
+)
+
+// A handler implements one command. Read handlers run under the segment's
+// read lock; write handlers under its write lock, mutating the collection in
+// place, and report their effect: the deterministic command that, replayed
+// on a replica holding the same state, produces the same state (R-DS-1: one
+// op-log entry per mutation, replicated like any key).
+type handler struct {
+	kind  ValueKind // the kind the key must hold (kindAny: any)
+	write bool
+	// create: on a missing key the handler runs against a fresh, empty
+	// collection that is inserted if the command changed it.
+	create bool
+	run    func(x *execCtx) kv.Reply
+}
+
+// execCtx is what a handler sees and reports.
+type execCtx struct {
+	seg  *Segment
+	rec  *Record // the live record, or nil
+	coll collection
+	cmd  *kv.Cmd
+	now  int64
+	// apply: replaying an effect on a replica; replies are ignored.
+	apply bool
+
+	// Outputs of write handlers.
+	effect   *kv.Cmd // the mutation to log; nil = nothing changed
+	newValue []byte  // string commands: the record's new value
+	setValue bool
+	delete   bool // string commands: remove the key (GETDEL)
+}
+
+// changed records that the command mutated the collection, with the command
+// itself as its effect.
+func (x *execCtx) changed() { x.effect = x.cmd }
+
+// changedAs records a normalised effect (e.g. HINCRBY logged as HSET).
+func (x *execCtx) changedAs(op kv.CmdOp, args ...[]byte) {
+	x.effect = &kv.Cmd{Op: op, Key: x.cmd.Key, Args: args}
+}
+
+var handlers [256]*handler
+
+func register(op kv.CmdOp, h handler) {
+	if handlers[op] != nil {
+		panic(fmt.Sprintf("store: command %v registered twice", op))
+	}
+	handlers[op] = &h
+}
+
+// Exec runs a data-structure command (R-DS) on its key's segment.
+func (s *Store) Exec(cmd kv.Cmd) kv.Reply {
+	return s.segments[placement.SegmentOf(cmd.Key, len(s.segments))].Exec(cmd)
+}
+
+// Exec runs cmd on this segment. The arguments are not retained: whatever a
+// handler keeps it copies.
+func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
+	if st := g.store.checkKey(cmd.Key); st != kv.StatusSuccess {
+		return kv.BadRequest("invalid key")
+	}
+	if int(cmd.Op) >= len(handlers) || handlers[cmd.Op] == nil {
+		return kv.BadRequest("unknown command " + cmd.Op.String())
+	}
+	h := handlers[cmd.Op]
+	now := g.store.clock.NowNano()
+	x := execCtx{seg: g, cmd: &cmd, now: now}
+	if !h.write {
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		x.rec = g.liveLocked(cmd.Key, now)
+		if x.rec != nil {
+			if h.kind != kindAny && x.rec.Kind != h.kind {
+				return kv.StatusReply(kv.StatusWrongType)
+			}
+			x.rec.touch(g.store.stamp(now))
+			x.coll = x.rec.coll
+		}
+		r := h.run(&x)
+		if x.rec != nil && r.Status == kv.StatusSuccess {
+			r.Version, r.Revision = x.rec.Version, x.rec.Revision
+		}
+		return r
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.execWriteLocked(h, &x)
+}
+
+func (g *Segment) liveLocked(key string, now int64) *Record {
+	r := g.items[key]
+	if r == nil || !r.liveAt(now) {
+		return nil
+	}
+	return r
+}
+
+func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
+	x.rec = g.liveLocked(x.cmd.Key, x.now)
+	if x.rec != nil {
+		if h.kind != kindAny && x.rec.Kind != h.kind {
+			return kv.StatusReply(kv.StatusWrongType)
+		}
+		x.coll = x.rec.coll
+	} else if h.create {
+		x.coll = newCollection(h.kind)
+	}
+	var before int64
+	if x.coll != nil {
+		before = x.coll.size()
+	}
+	r := h.run(x)
+	if r.Status != kv.StatusSuccess {
+		return r
+	}
+	switch {
+	case x.setValue:
+		r.Version, r.Revision = g.replaceValueLocked(x)
+	case x.delete:
+		if x.rec != nil {
+			res := g.tombstoneLocked(x.rec, OpDelete, x.now)
+			r.Revision = res.Revision
+		}
+	case x.effect != nil:
+		r.Version, r.Revision = g.commitEffectLocked(x, before)
+	case x.rec != nil:
+		r.Version, r.Revision = x.rec.Version, x.rec.Revision
+	}
+	return r
+}
+
+// replaceValueLocked installs a string command's new value as a new record
+// (a value write: OpPut), keeping the key's TTL and creation time.
+func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
+	rec := &Record{Key: x.cmd.Key, Value: x.newValue, CreatedAt: x.now, Version: 1, access: g.store.stamp(x.now)}
+	if x.rec != nil {
+		rec.Key, rec.Version, rec.CreatedAt, rec.ExpiresAt, rec.Meta = x.rec.Key, x.rec.Version+1, x.rec.CreatedAt, x.rec.ExpiresAt, x.rec.Meta
+	} else {
+		rec.Key = string([]byte(x.cmd.Key)) // the caller's key may alias a network buffer
+	}
+	g.revision++
+	rec.Revision = g.revision
+	g.commitLocked(OpPut, rec)
+	return rec.Version, rec.Revision
+}
+
+// commitEffectLocked finishes a collection mutation: it inserts a new
+// record, deletes a collection that became empty (Redis semantics: an empty
+// collection does not exist), or bumps the record's version and revision,
+// then logs the effect.
+func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revision uint64) {
+	rec := x.rec
+	if rec != nil && x.coll.count() == 0 {
+		res := g.tombstoneLocked(rec, OpDelete, x.now)
+		return 0, res.Revision
+	}
+	if rec == nil {
+		if x.coll.count() == 0 {
+			return 0, 0
+		}
+		rec = &Record{Key: string([]byte(x.cmd.Key)), Kind: x.coll.kind(), coll: x.coll, CreatedAt: x.now, access: g.store.stamp(x.now)}
+		g.revision++
+		rec.Version, rec.Revision = 1, g.revision
+		x.effect.Key = rec.Key
+		g.installCollectionLocked(rec, x.effect)
+		return rec.Version, rec.Revision
+	}
+	g.revision++
+	rec.Version++
+	rec.Revision = g.revision
+	rec.touch(g.store.stamp(x.now))
+	delta := x.coll.size() - before
+	g.bytes += delta
+	g.store.account(g.owned, delta, 0)
+	g.logEffectLocked(rec, x.effect)
+	return rec.Version, rec.Revision
+}
+
+func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
+	old := g.items[rec.Key]
+	delta := rec.accountedBytes()
+	if old != nil {
+		delta -= old.accountedBytes()
+		if old.ExpiresAt != 0 {
+			delete(g.expiring, rec.Key)
+		}
+	}
+	g.items[rec.Key] = rec
+	g.live++
+	g.bytes += delta
+	g.store.account(g.owned, delta, 1)
+	g.logEffectLocked(rec, effect)
+}
+
+// logEffectLocked appends a collection mutation to the op-log: the record's
+// header (its collection keeps changing after this entry) and the effect.
+func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
+	e := cloneCmd(effect)
+	e.Key = rec.Key // owned by the record; the command's key may alias a network buffer
+	g.log.appendCmd(rec.header(), e)
+	g.store.puts.Add(1)
+}
+
+// cloneCmd deep-copies a command: the op-log outlives the caller's buffers.
+func cloneCmd(c *kv.Cmd) *kv.Cmd {
+	n := 0
+	for _, a := range c.Args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := &kv.Cmd{Op: c.Op, Key: c.Key, Args: make([][]byte, len(c.Args))}
+	for i, a := range c.Args {
+		start := len(buf)
+		buf = append(buf, a...)
+		out.Args[i] = buf[start:len(buf):len(buf)]
+	}
+	return out
+}
+
+// applyCommandLocked replays a logged effect on a replica: the same handler
+// against the same state yields the same state.
+func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
+	h := handlers[cmd.Op]
+	if h == nil || !h.write {
+		return fmt.Errorf("store: segment %d: cannot apply %v", g.id, cmd.Op)
+	}
+	now := g.store.clock.NowNano()
+	x := execCtx{seg: g, cmd: cmd, now: now, apply: true}
+	x.rec = g.items[cmd.Key]
+	if x.rec != nil && x.rec.Deleted {
+		x.rec = nil
+	}
+	if x.rec != nil {
+		if h.kind != kindAny && x.rec.Kind != h.kind {
+			return fmt.Errorf("store: segment %d: %v on a %v key %q: replica diverged", g.id, cmd.Op, x.rec.Kind, cmd.Key)
+		}
+		x.coll = x.rec.coll
+	} else if h.create {
+		x.coll = newCollection(h.kind)
+	}
+	var before int64
+	if x.coll != nil {
+		before = x.coll.size()
+	}
+	if r := h.run(&x); r.Status != kv.StatusSuccess {
+		return fmt.Errorf("store: segment %d: replaying %v failed: %v %s", g.id, cmd.Op, r.Status, r.Message)
+	}
+	switch {
+	case x.setValue, x.delete:
+		return fmt.Errorf("store: segment %d: %v is not a collection effect", g.id, cmd.Op)
+	case x.effect == nil:
+		return nil
+	}
+	if x.rec != nil && x.coll.count() == 0 {
+		tomb := &Record{Key: x.rec.Key, Version: hdr.Version, Revision: hdr.Revision, CreatedAt: now, Deleted: true}
+		g.commitLocked(OpDelete, tomb)
+		return nil
+	}
+	if x.rec == nil {
+		rec := &Record{Key: string([]byte(cmd.Key)), Kind: x.coll.kind(), coll: x.coll, CreatedAt: hdr.CreatedAt,
+			ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)}
+		g.installCollectionLocked(rec, x.effect)
+	} else {
+		x.rec.Version, x.rec.Revision = hdr.Version, hdr.Revision
+		delta := x.coll.size() - before
+		g.bytes += delta
+		g.store.account(g.owned, delta, 0)
+		g.logEffectLocked(x.rec, x.effect)
+	}
+	g.revision = max(g.revision, hdr.Revision)
+	return nil
+}
+
+// --- argument parsing shared by handlers ---
+
+func argInt(b []byte) (int64, bool) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+func argFloat(b []byte) (float64, bool) {
+	s := string(b)
+	switch s {
+	case "+inf", "inf", "+Inf", "Inf":
+		return math.Inf(1), true
+	case "-inf", "-Inf":
+		return math.Inf(-1), true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+func arity(x *execCtx, minArgs, maxArgs int) (kv.Reply, bool) {
+	n := len(x.cmd.Args)
+	if n < minArgs || (maxArgs >= 0 && n > maxArgs) {
+		return kv.BadRequest(fmt.Sprintf("wrong number of arguments for %v", x.cmd.Op)), false
+	}
+	return kv.Reply{}, true
+}
+
+var errNotInteger = kv.BadRequest("value is not an integer or out of range")
+var errNotFloat = kv.BadRequest("value is not a valid float")
+
+// normalizeRange converts Redis-style inclusive start/stop (negative = from
+// the end) for a sequence of length n into [lo, hi); empty when lo >= hi.
+func normalizeRange(start, stop int64, n int) (lo, hi int) {
+	if start < 0 {
+		start += int64(n)
+	}
+	if stop < 0 {
+		stop += int64(n)
+	}
+	start = max(start, 0)
+	if stop >= int64(n) {
+		stop = int64(n) - 1
+	}
+	if start > stop || start >= int64(n) {
+		return 0, 0
+	}
+	return int(start), int(stop) + 1
+}

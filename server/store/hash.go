@@ -1,0 +1,267 @@
+package store
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// hashColl is the materialized form of a hash: field → value.
+type hashColl struct {
+	m     map[string][]byte
+	bytes int64
+}
+
+const hashFieldOverhead = 48
+
+func newHash() *hashColl           { return &hashColl{m: map[string][]byte{}} }
+func (h *hashColl) kind() ValueKind { return KindHash }
+func (h *hashColl) size() int64     { return h.bytes }
+func (h *hashColl) count() int      { return len(h.m) }
+
+// encode: [field, value, field, value, …] sorted by field.
+func (h *hashColl) encode() []byte {
+	fields := make([]string, 0, len(h.m))
+	for f := range h.m {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	flat := make([][]byte, 0, 2*len(fields))
+	for _, f := range fields {
+		flat = append(flat, []byte(f), h.m[f])
+	}
+	return mustMarshal(flat)
+}
+
+func (h *hashColl) decode(b []byte) error {
+	var flat [][]byte
+	if err := msgpack.Unmarshal(b, &flat); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(flat); i += 2 {
+		h.set(string(flat[i]), flat[i+1])
+	}
+	return nil
+}
+
+// set stores value under field (copying it) and reports whether the field is new.
+func (h *hashColl) set(field string, value []byte) bool {
+	old, exists := h.m[field]
+	v := append([]byte(nil), value...)
+	if exists {
+		h.bytes += int64(len(v) - len(old))
+	} else {
+		h.bytes += int64(len(field)+len(v)) + hashFieldOverhead
+	}
+	h.m[field] = v
+	return !exists
+}
+
+func (h *hashColl) del(field string) bool {
+	old, ok := h.m[field]
+	if ok {
+		delete(h.m, field)
+		h.bytes -= int64(len(field)+len(old)) + hashFieldOverhead
+	}
+	return ok
+}
+
+func hashOf(x *execCtx) *hashColl {
+	if x.coll == nil {
+		return nil
+	}
+	return x.coll.(*hashColl)
+}
+
+func (x *execCtx) collectionTooLarge(addElems, addBytes int) bool {
+	s := x.seg.store
+	if x.coll == nil {
+		return false
+	}
+	return x.coll.count()+addElems > s.cfg.MaxCollectionElements ||
+		x.coll.size()+int64(addBytes) > min(s.cfg.MaxCollectionBytes, s.cfg.MaxMemoryBytes)
+}
+
+var errTooLarge = kv.Reply{Status: kv.StatusItemTooLarge, Message: "collection would exceed its element or byte cap"}
+
+func init() {
+	register(kv.CmdHSet, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
+		if len(x.cmd.Args) == 0 || len(x.cmd.Args)%2 != 0 {
+			return kv.BadRequest("HSET needs field value pairs")
+		}
+		n := 0
+		for i := 0; i < len(x.cmd.Args); i += 2 {
+			n += len(x.cmd.Args[i]) + len(x.cmd.Args[i+1]) + hashFieldOverhead
+		}
+		if x.collectionTooLarge(len(x.cmd.Args)/2, n) {
+			return errTooLarge
+		}
+		h := hashOf(x)
+		added := 0
+		for i := 0; i < len(x.cmd.Args); i += 2 {
+			if h.set(string(x.cmd.Args[i]), x.cmd.Args[i+1]) {
+				added++
+			}
+		}
+		x.changed()
+		return kv.IntReply(int64(added))
+	}})
+	register(kv.CmdHSetNX, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 2); !ok {
+			return r
+		}
+		h := hashOf(x)
+		if _, ok := h.m[string(x.cmd.Args[0])]; ok {
+			return kv.IntReply(0)
+		}
+		if x.collectionTooLarge(1, len(x.cmd.Args[0])+len(x.cmd.Args[1])) {
+			return errTooLarge
+		}
+		h.set(string(x.cmd.Args[0]), x.cmd.Args[1])
+		x.changedAs(kv.CmdHSet, x.cmd.Args[0], x.cmd.Args[1])
+		return kv.IntReply(1)
+	}})
+	register(kv.CmdHGet, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, 1); !ok {
+			return r
+		}
+		if h := hashOf(x); h != nil {
+			if v, ok := h.m[string(x.cmd.Args[0])]; ok {
+				return kv.BulkReply(v)
+			}
+		}
+		return kv.NilReply()
+	}})
+	register(kv.CmdHMGet, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, -1); !ok {
+			return r
+		}
+		h := hashOf(x)
+		out := make([]kv.Reply, len(x.cmd.Args))
+		for i, f := range x.cmd.Args {
+			if h != nil {
+				if v, ok := h.m[string(f)]; ok {
+					out[i] = kv.BulkReply(v)
+				}
+			}
+		}
+		return kv.ArrayReply(out)
+	}})
+	register(kv.CmdHDel, handler{kind: KindHash, write: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, -1); !ok {
+			return r
+		}
+		h := hashOf(x)
+		if h == nil {
+			return kv.IntReply(0)
+		}
+		n := 0
+		for _, f := range x.cmd.Args {
+			if h.del(string(f)) {
+				n++
+			}
+		}
+		if n > 0 {
+			x.changed()
+		}
+		return kv.IntReply(int64(n))
+	}})
+	register(kv.CmdHGetAll, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
+		h := hashOf(x)
+		if h == nil {
+			return kv.ArrayReply([]kv.Reply{})
+		}
+		out := make([]kv.Reply, 0, 2*len(h.m))
+		for f, v := range h.m {
+			out = append(out, kv.BulkReply([]byte(f)), kv.BulkReply(v))
+		}
+		return kv.ArrayReply(out)
+	}})
+	register(kv.CmdHKeys, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
+		h := hashOf(x)
+		out := []kv.Reply{}
+		if h != nil {
+			for f := range h.m {
+				out = append(out, kv.BulkReply([]byte(f)))
+			}
+		}
+		return kv.ArrayReply(out)
+	}})
+	register(kv.CmdHVals, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
+		h := hashOf(x)
+		out := []kv.Reply{}
+		if h != nil {
+			for _, v := range h.m {
+				out = append(out, kv.BulkReply(v))
+			}
+		}
+		return kv.ArrayReply(out)
+	}})
+	register(kv.CmdHLen, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
+		if h := hashOf(x); h != nil {
+			return kv.IntReply(int64(len(h.m)))
+		}
+		return kv.IntReply(0)
+	}})
+	register(kv.CmdHExists, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, 1); !ok {
+			return r
+		}
+		if h := hashOf(x); h != nil {
+			if _, ok := h.m[string(x.cmd.Args[0])]; ok {
+				return kv.IntReply(1)
+			}
+		}
+		return kv.IntReply(0)
+	}})
+	register(kv.CmdHIncrBy, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 2); !ok {
+			return r
+		}
+		delta, ok := argInt(x.cmd.Args[1])
+		if !ok {
+			return errNotInteger
+		}
+		h := hashOf(x)
+		var cur int64
+		if v, exists := h.m[string(x.cmd.Args[0])]; exists {
+			if cur, ok = argInt(v); !ok {
+				return kv.BadRequest("hash value is not an integer")
+			}
+		}
+		next, overflow := addInt(cur, delta)
+		if overflow {
+			return kv.BadRequest("increment or decrement would overflow")
+		}
+		nv := strconv.AppendInt(nil, next, 10)
+		h.set(string(x.cmd.Args[0]), nv)
+		x.changedAs(kv.CmdHSet, x.cmd.Args[0], nv)
+		return kv.IntReply(next)
+	}})
+	register(kv.CmdHIncrByFloat, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 2); !ok {
+			return r
+		}
+		delta, ok := argFloat(x.cmd.Args[1])
+		if !ok {
+			return errNotFloat
+		}
+		h := hashOf(x)
+		var cur float64
+		if v, exists := h.m[string(x.cmd.Args[0])]; exists {
+			if cur, ok = argFloat(v); !ok {
+				return kv.BadRequest("hash value is not a float")
+			}
+		}
+		next := cur + delta
+		if isInfOrNaN(next) {
+			return kv.BadRequest("increment would produce NaN or Infinity")
+		}
+		nv := kv.FormatFloat(next)
+		h.set(string(x.cmd.Args[0]), nv)
+		x.changedAs(kv.CmdHSet, x.cmd.Args[0], nv)
+		return kv.BulkReply(nv)
+	}})
+}

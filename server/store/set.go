@@ -1,0 +1,215 @@
+package store
+
+import (
+	"sort"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// setColl is the materialized form of a set.
+type setColl struct {
+	m     map[string]struct{}
+	bytes int64
+}
+
+const setMemberOverhead = 32
+
+func newSet() *setColl             { return &setColl{m: map[string]struct{}{}} }
+func (s *setColl) kind() ValueKind { return KindSet }
+func (s *setColl) size() int64     { return s.bytes }
+func (s *setColl) count() int      { return len(s.m) }
+
+// encode: the members, sorted.
+func (s *setColl) encode() []byte { return mustMarshal(s.sorted()) }
+
+func (s *setColl) sorted() []string {
+	out := make([]string, 0, len(s.m))
+	for m := range s.m {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *setColl) decode(b []byte) error {
+	var members []string
+	if err := msgpack.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	for _, m := range members {
+		s.add(m)
+	}
+	return nil
+}
+
+func (s *setColl) add(m string) bool {
+	if _, ok := s.m[m]; ok {
+		return false
+	}
+	s.m[m] = struct{}{}
+	s.bytes += int64(len(m)) + setMemberOverhead
+	return true
+}
+
+func (s *setColl) rem(m string) bool {
+	if _, ok := s.m[m]; !ok {
+		return false
+	}
+	delete(s.m, m)
+	s.bytes -= int64(len(m)) + setMemberOverhead
+	return true
+}
+
+func setOf(x *execCtx) *setColl {
+	if x.coll == nil {
+		return nil
+	}
+	return x.coll.(*setColl)
+}
+
+// setsOf reads the sets named by keys from the same segment (the caller holds
+// its lock). Multi-key set algebra is evaluated where all the keys live: keys
+// sharing a hash tag are always in one segment (R-PLACE-2).
+func (x *execCtx) setsOf(keys [][]byte) ([]*setColl, kv.Reply, bool) {
+	g := x.seg
+	out := make([]*setColl, 0, len(keys))
+	for _, k := range keys {
+		key := string(k)
+		if g.store.SegmentFor(key) != g {
+			return nil, kv.BadRequest("CROSSSLOT keys in a set operation must share a segment (use a hash tag)"), false
+		}
+		r := g.liveLocked(key, x.now)
+		switch {
+		case r == nil:
+			out = append(out, nil)
+		case r.Kind != KindSet:
+			return nil, kv.StatusReply(kv.StatusWrongType), false
+		default:
+			out = append(out, r.coll.(*setColl))
+		}
+	}
+	return out, kv.Reply{}, true
+}
+
+func membersReply(ms []string) kv.Reply {
+	out := make([]kv.Reply, len(ms))
+	for i, m := range ms {
+		out[i] = kv.BulkReply([]byte(m))
+	}
+	return kv.ArrayReply(out)
+}
+
+func init() {
+	register(kv.CmdSAdd, handler{kind: KindSet, write: true, create: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, -1); !ok {
+			return r
+		}
+		n := 0
+		for _, m := range x.cmd.Args {
+			n += len(m) + setMemberOverhead
+		}
+		if x.collectionTooLarge(len(x.cmd.Args), n) {
+			return errTooLarge
+		}
+		s := setOf(x)
+		added := 0
+		for _, m := range x.cmd.Args {
+			if s.add(string(m)) {
+				added++
+			}
+		}
+		if added > 0 {
+			x.changed()
+		}
+		return kv.IntReply(int64(added))
+	}})
+	register(kv.CmdSRem, handler{kind: KindSet, write: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, -1); !ok {
+			return r
+		}
+		s := setOf(x)
+		if s == nil {
+			return kv.IntReply(0)
+		}
+		n := 0
+		for _, m := range x.cmd.Args {
+			if s.rem(string(m)) {
+				n++
+			}
+		}
+		if n > 0 {
+			x.changed()
+		}
+		return kv.IntReply(int64(n))
+	}})
+	register(kv.CmdSMembers, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
+		s := setOf(x)
+		if s == nil {
+			return kv.ArrayReply([]kv.Reply{})
+		}
+		return membersReply(s.sorted())
+	}})
+	register(kv.CmdSIsMember, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, 1); !ok {
+			return r
+		}
+		if s := setOf(x); s != nil {
+			if _, ok := s.m[string(x.cmd.Args[0])]; ok {
+				return kv.IntReply(1)
+			}
+		}
+		return kv.IntReply(0)
+	}})
+	register(kv.CmdSCard, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
+		if s := setOf(x); s != nil {
+			return kv.IntReply(int64(len(s.m)))
+		}
+		return kv.IntReply(0)
+	}})
+	register(kv.CmdSInter, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
+		others, r, ok := x.setsOf(x.cmd.Args)
+		if !ok {
+			return r
+		}
+		first := setOf(x)
+		if first == nil {
+			return kv.ArrayReply([]kv.Reply{})
+		}
+		var out []string
+	members:
+		for m := range first.m {
+			for _, o := range others {
+				if o == nil {
+					return kv.ArrayReply([]kv.Reply{})
+				}
+				if _, ok := o.m[m]; !ok {
+					continue members
+				}
+			}
+			out = append(out, m)
+		}
+		sort.Strings(out)
+		return membersReply(out)
+	}})
+	register(kv.CmdSUnion, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
+		others, r, ok := x.setsOf(x.cmd.Args)
+		if !ok {
+			return r
+		}
+		all := map[string]struct{}{}
+		for _, s := range append(others, setOf(x)) {
+			if s != nil {
+				for m := range s.m {
+					all[m] = struct{}{}
+				}
+			}
+		}
+		out := make([]string, 0, len(all))
+		for m := range all {
+			out = append(out, m)
+		}
+		sort.Strings(out)
+		return membersReply(out)
+	}})
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// String commands work on KindString records and replace the value as a
+// whole (an OpPut in the op-log, keeping the key's TTL): counters (R-DS-3)
+// are decimal text, as in Redis, so a counter is readable with Get.
+
+func addInt(a, b int64) (int64, bool) {
+	s := a + b
+	overflow := (b > 0 && s < a) || (b < 0 && s > a)
+	return s, overflow
+}
+
+func isInfOrNaN(f float64) bool { return math.IsInf(f, 0) || math.IsNaN(f) }
+
+func valueOf(x *execCtx) []byte {
+	if x.rec == nil {
+		return nil
+	}
+	return x.rec.Value
+}
+
+func (x *execCtx) setStringValue(v []byte) {
+	if len(v) > x.seg.store.cfg.MaxItemBytes {
+		return
+	}
+	x.newValue, x.setValue = v, true
+}
+
+func init() {
+	register(kv.CmdIncrBy, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, 1); !ok {
+			return r
+		}
+		delta, ok := argInt(x.cmd.Args[0])
+		if !ok {
+			return errNotInteger
+		}
+		var cur int64
+		if x.rec != nil {
+			if cur, ok = argInt(x.rec.Value); !ok {
+				return errNotInteger
+			}
+		}
+		next, overflow := addInt(cur, delta)
+		if overflow {
+			return kv.BadRequest("increment or decrement would overflow")
+		}
+		x.setStringValue(strconv.AppendInt(nil, next, 10))
+		return kv.IntReply(next)
+	}})
+	register(kv.CmdIncrByFloat, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, 1); !ok {
+			return r
+		}
+		delta, ok := argFloat(x.cmd.Args[0])
+		if !ok {
+			return errNotFloat
+		}
+		var cur float64
+		if x.rec != nil {
+			if cur, ok = argFloat(x.rec.Value); !ok {
+				return errNotFloat
+			}
+		}
+		next := cur + delta
+		if isInfOrNaN(next) {
+			return kv.BadRequest("increment would produce NaN or Infinity")
+		}
+		v := kv.FormatFloat(next)
+		x.setStringValue(v)
+		return kv.BulkReply(v)
+	}})
+	register(kv.CmdAppend, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, 1); !ok {
+			return r
+		}
+		cur := valueOf(x)
+		if len(cur)+len(x.cmd.Args[0]) > x.seg.store.cfg.MaxItemBytes {
+			return kv.StatusReply(kv.StatusItemTooLarge)
+		}
+		v := make([]byte, 0, len(cur)+len(x.cmd.Args[0]))
+		v = append(append(v, cur...), x.cmd.Args[0]...)
+		x.setStringValue(v)
+		return kv.IntReply(int64(len(v)))
+	}})
+	register(kv.CmdStrLen, handler{kind: KindString, run: func(x *execCtx) kv.Reply {
+		return kv.IntReply(int64(len(valueOf(x))))
+	}})
+	register(kv.CmdGetRange, handler{kind: KindString, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 2); !ok {
+			return r
+		}
+		start, ok1 := argInt(x.cmd.Args[0])
+		end, ok2 := argInt(x.cmd.Args[1])
+		if !ok1 || !ok2 {
+			return errNotInteger
+		}
+		v := valueOf(x)
+		lo, hi := normalizeRange(start, end, len(v))
+		return kv.BulkReply(append([]byte{}, v[lo:hi]...))
+	}})
+	register(kv.CmdSetRange, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 2); !ok {
+			return r
+		}
+		off, ok := argInt(x.cmd.Args[0])
+		if !ok || off < 0 {
+			return kv.BadRequest("offset is out of range")
+		}
+		cur, patch := valueOf(x), x.cmd.Args[1]
+		if len(patch) == 0 {
+			return kv.IntReply(int64(len(cur)))
+		}
+		if off+int64(len(patch)) > int64(x.seg.store.cfg.MaxItemBytes) {
+			return kv.StatusReply(kv.StatusItemTooLarge)
+		}
+		v := make([]byte, max(len(cur), int(off)+len(patch)))
+		copy(v, cur)
+		copy(v[off:], patch)
+		x.setStringValue(v)
+		return kv.IntReply(int64(len(v)))
+	}})
+	register(kv.CmdGetDel, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+		if x.rec == nil {
+			return kv.NilReply()
+		}
+		x.delete = true
+		return kv.BulkReply(x.rec.Value)
+	}})
+	register(kv.CmdType, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
+		if x.rec == nil {
+			return kv.BulkReply([]byte("none"))
+		}
+		return kv.BulkReply([]byte(x.rec.Kind.String()))
+	}})
+}

@@ -1,0 +1,394 @@
+package store
+
+import (
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// zsetColl is the materialized form of a sorted set: member → score plus a
+// skiplist ordered by (score, member).
+type zsetColl struct {
+	scores map[string]float64
+	sl     *skiplist
+	bytes  int64
+}
+
+const zsetMemberOverhead = 96
+
+func newZSet() *zsetColl             { return &zsetColl{scores: map[string]float64{}, sl: newSkiplist()} }
+func (z *zsetColl) kind() ValueKind { return KindZSet }
+func (z *zsetColl) size() int64     { return z.bytes }
+func (z *zsetColl) count() int      { return len(z.scores) }
+
+type zEntry struct {
+	_msgpack struct{} `msgpack:",as_array"`
+	Member   string
+	Score    float64
+}
+
+// encode: [member, score] pairs in (score, member) order.
+func (z *zsetColl) encode() []byte {
+	out := make([]zEntry, 0, len(z.scores))
+	for n := z.sl.head.levels[0].next; n != nil; n = n.levels[0].next {
+		out = append(out, zEntry{Member: n.member, Score: n.score})
+	}
+	return mustMarshal(out)
+}
+
+func (z *zsetColl) decode(b []byte) error {
+	var entries []zEntry
+	if err := msgpack.Unmarshal(b, &entries); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		z.set(e.Member, e.Score)
+	}
+	return nil
+}
+
+// set adds or moves member to score; reports whether it is new.
+func (z *zsetColl) set(member string, score float64) bool {
+	old, exists := z.scores[member]
+	if exists {
+		if old == score {
+			return false
+		}
+		z.sl.remove(old, member)
+	} else {
+		z.bytes += int64(len(member)) + zsetMemberOverhead
+	}
+	z.scores[member] = score
+	z.sl.insert(score, member)
+	return !exists
+}
+
+func (z *zsetColl) rem(member string) bool {
+	score, ok := z.scores[member]
+	if !ok {
+		return false
+	}
+	delete(z.scores, member)
+	z.sl.remove(score, member)
+	z.bytes -= int64(len(member)) + zsetMemberOverhead
+	return true
+}
+
+func zsetOf(x *execCtx) *zsetColl {
+	if x.coll == nil {
+		return nil
+	}
+	return x.coll.(*zsetColl)
+}
+
+type zaddFlags struct{ nx, xx, gt, lt, ch, incr bool }
+
+func parseZAddFlags(args [][]byte) (zaddFlags, [][]byte) {
+	var f zaddFlags
+	for len(args) > 0 {
+		switch strings.ToUpper(string(args[0])) {
+		case "NX":
+			f.nx = true
+		case "XX":
+			f.xx = true
+		case "GT":
+			f.gt = true
+		case "LT":
+			f.lt = true
+		case "CH":
+			f.ch = true
+		case "INCR":
+			f.incr = true
+		default:
+			return f, args
+		}
+		args = args[1:]
+	}
+	return f, args
+}
+
+func zadd(x *execCtx) kv.Reply {
+	f, rest := parseZAddFlags(x.cmd.Args)
+	if len(rest) == 0 || len(rest)%2 != 0 {
+		return kv.BadRequest("ZADD needs score member pairs")
+	}
+	if f.nx && (f.xx || f.gt || f.lt) || f.gt && f.lt {
+		return kv.BadRequest("GT, LT, and/or NX options at the same time are not compatible")
+	}
+	if f.incr && len(rest) != 2 {
+		return kv.BadRequest("INCR option supports a single increment-element pair")
+	}
+	scores := make([]float64, 0, len(rest)/2)
+	n := 0
+	for i := 0; i < len(rest); i += 2 {
+		s, ok := argFloat(rest[i])
+		if !ok {
+			return errNotFloat
+		}
+		scores = append(scores, s)
+		n += len(rest[i+1]) + zsetMemberOverhead
+	}
+	if x.collectionTooLarge(len(scores), n) {
+		return errTooLarge
+	}
+	z := zsetOf(x)
+	added, changed := 0, 0
+	var effect [][]byte
+	var incrResult kv.Reply = kv.NilReply()
+	for i := range scores {
+		member := string(rest[2*i+1])
+		old, exists := z.scores[member]
+		score := scores[i]
+		if f.incr && exists {
+			score = old + score
+		}
+		if isInfOrNaN(score) && f.incr {
+			return kv.BadRequest("resulting score is not a number (NaN)")
+		}
+		switch {
+		case f.nx && exists, f.xx && !exists:
+			continue
+		case exists && (f.gt && score <= old || f.lt && score >= old):
+			continue
+		}
+		if z.set(member, score) {
+			added++
+			changed++
+		} else if exists && old != score {
+			changed++
+		}
+		effect = append(effect, kv.FormatFloat(score), rest[2*i+1])
+		incrResult = kv.FloatReply(score)
+	}
+	if changed > 0 {
+		x.changedAs(kv.CmdZAdd, effect...) // exact resulting scores: deterministic on replay
+	}
+	if f.incr {
+		return incrResult
+	}
+	if f.ch {
+		return kv.IntReply(int64(changed))
+	}
+	return kv.IntReply(int64(added))
+}
+
+// scoreBound parses a ZRANGEBYSCORE bound: "1.5", "(1.5" (exclusive), "-inf", "+inf".
+func scoreBound(b []byte) (v float64, exclusive, ok bool) {
+	if len(b) > 0 && b[0] == '(' {
+		v, ok = argFloat(b[1:])
+		return v, true, ok
+	}
+	v, ok = argFloat(b)
+	return v, false, ok
+}
+
+func rangeReply(nodes []*slNode, withScores bool) kv.Reply {
+	out := make([]kv.Reply, 0, len(nodes)*2)
+	for _, n := range nodes {
+		out = append(out, kv.BulkReply([]byte(n.member)))
+		if withScores {
+			out = append(out, kv.FloatReply(n.score))
+		}
+	}
+	return kv.ArrayReply(out)
+}
+
+func zrangeByRank(rev bool) func(x *execCtx) kv.Reply {
+	return func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 3); !ok {
+			return r
+		}
+		start, ok1 := argInt(x.cmd.Args[0])
+		stop, ok2 := argInt(x.cmd.Args[1])
+		if !ok1 || !ok2 {
+			return errNotInteger
+		}
+		withScores := len(x.cmd.Args) == 3
+		if withScores && !strings.EqualFold(string(x.cmd.Args[2]), "WITHSCORES") {
+			return kv.BadRequest("syntax error")
+		}
+		z := zsetOf(x)
+		if z == nil {
+			return kv.ArrayReply([]kv.Reply{})
+		}
+		lo, hi := normalizeRange(start, stop, z.sl.length)
+		nodes := make([]*slNode, 0, hi-lo)
+		if lo < hi {
+			if !rev {
+				for n := z.sl.byRank(lo); n != nil && len(nodes) < hi-lo; n = n.levels[0].next {
+					nodes = append(nodes, n)
+				}
+			} else {
+				for n := z.sl.byRank(z.sl.length - 1 - lo); n != nil && len(nodes) < hi-lo; n = n.prev {
+					nodes = append(nodes, n)
+				}
+			}
+		}
+		return rangeReply(nodes, withScores)
+	}
+}
+
+func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
+	return func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, -1); !ok {
+			return r
+		}
+		a, b := x.cmd.Args[0], x.cmd.Args[1]
+		if rev {
+			a, b = b, a // ZREVRANGEBYSCORE key max min
+		}
+		min, minEx, ok1 := scoreBound(a)
+		max, maxEx, ok2 := scoreBound(b)
+		if !ok1 || !ok2 {
+			return kv.BadRequest("min or max is not a float")
+		}
+		withScores, offset, limit := false, int64(0), int64(-1)
+		opts := x.cmd.Args[2:]
+		for len(opts) > 0 {
+			switch strings.ToUpper(string(opts[0])) {
+			case "WITHSCORES":
+				withScores = true
+				opts = opts[1:]
+			case "LIMIT":
+				if len(opts) < 3 {
+					return kv.BadRequest("syntax error")
+				}
+				var okO, okL bool
+				offset, okO = argInt(opts[1])
+				limit, okL = argInt(opts[2])
+				if !okO || !okL {
+					return errNotInteger
+				}
+				opts = opts[3:]
+			default:
+				return kv.BadRequest("syntax error")
+			}
+		}
+		z := zsetOf(x)
+		if z == nil || offset < 0 {
+			return kv.ArrayReply([]kv.Reply{})
+		}
+		inRange := func(n *slNode) bool {
+			return (n.score > min || !minEx && n.score == min) && (n.score < max || !maxEx && n.score == max)
+		}
+		var nodes []*slNode
+		var n *slNode
+		if !rev {
+			n = z.sl.firstAtLeast(min, minEx)
+		} else {
+			n = z.sl.lastAtMost(max, maxEx)
+		}
+		for ; n != nil && inRange(n); offset-- {
+			if offset <= 0 {
+				if limit >= 0 && int64(len(nodes)) >= limit {
+					break
+				}
+				nodes = append(nodes, n)
+			}
+			if !rev {
+				n = n.levels[0].next
+			} else {
+				n = n.prev
+			}
+		}
+		return rangeReply(nodes, withScores)
+	}
+}
+
+func init() {
+	register(kv.CmdZAdd, handler{kind: KindZSet, write: true, create: true, run: zadd})
+	register(kv.CmdZIncrBy, handler{kind: KindZSet, write: true, create: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 2); !ok {
+			return r
+		}
+		delta, ok := argFloat(x.cmd.Args[0])
+		if !ok {
+			return errNotFloat
+		}
+		z := zsetOf(x)
+		member := string(x.cmd.Args[1])
+		score := z.scores[member] + delta
+		if isInfOrNaN(score) {
+			return kv.BadRequest("resulting score is not a number (NaN)")
+		}
+		if _, exists := z.scores[member]; !exists && x.collectionTooLarge(1, len(member)+zsetMemberOverhead) {
+			return errTooLarge
+		}
+		z.set(member, score)
+		x.changedAs(kv.CmdZAdd, kv.FormatFloat(score), x.cmd.Args[1])
+		return kv.FloatReply(score)
+	}})
+	register(kv.CmdZRem, handler{kind: KindZSet, write: true, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, -1); !ok {
+			return r
+		}
+		z := zsetOf(x)
+		if z == nil {
+			return kv.IntReply(0)
+		}
+		n := 0
+		for _, m := range x.cmd.Args {
+			if z.rem(string(m)) {
+				n++
+			}
+		}
+		if n > 0 {
+			x.changed()
+		}
+		return kv.IntReply(int64(n))
+	}})
+	register(kv.CmdZScore, handler{kind: KindZSet, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 1, 1); !ok {
+			return r
+		}
+		if z := zsetOf(x); z != nil {
+			if s, ok := z.scores[string(x.cmd.Args[0])]; ok {
+				return kv.FloatReply(s)
+			}
+		}
+		return kv.NilReply()
+	}})
+	register(kv.CmdZCard, handler{kind: KindZSet, run: func(x *execCtx) kv.Reply {
+		if z := zsetOf(x); z != nil {
+			return kv.IntReply(int64(len(z.scores)))
+		}
+		return kv.IntReply(0)
+	}})
+	rank := func(rev bool) func(x *execCtx) kv.Reply {
+		return func(x *execCtx) kv.Reply {
+			if r, ok := arity(x, 1, 1); !ok {
+				return r
+			}
+			z := zsetOf(x)
+			if z == nil {
+				return kv.NilReply()
+			}
+			s, ok := z.scores[string(x.cmd.Args[0])]
+			if !ok {
+				return kv.NilReply()
+			}
+			r := z.sl.rank(s, string(x.cmd.Args[0]))
+			if rev {
+				r = z.sl.length - 1 - r
+			}
+			return kv.IntReply(int64(r))
+		}
+	}
+	register(kv.CmdZRank, handler{kind: KindZSet, run: rank(false)})
+	register(kv.CmdZRevRank, handler{kind: KindZSet, run: rank(true)})
+	register(kv.CmdZRange, handler{kind: KindZSet, run: zrangeByRank(false)})
+	register(kv.CmdZRevRange, handler{kind: KindZSet, run: zrangeByRank(true)})
+	register(kv.CmdZRangeByScore, handler{kind: KindZSet, run: zrangeByScore(false)})
+	register(kv.CmdZRevRangeByScore, handler{kind: KindZSet, run: zrangeByScore(true)})
+	register(kv.CmdZCount, handler{kind: KindZSet, run: func(x *execCtx) kv.Reply {
+		if r, ok := arity(x, 2, 2); !ok {
+			return r
+		}
+		r := zrangeByScore(false)(x)
+		if r.Status != kv.StatusSuccess {
+			return r
+		}
+		return kv.IntReply(int64(len(r.Array)))
+	}})
+}
