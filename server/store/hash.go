@@ -16,7 +16,7 @@ type hashColl struct {
 
 const hashFieldOverhead = 48
 
-func newHash() *hashColl           { return &hashColl{m: map[string][]byte{}} }
+func newHash() *hashColl            { return &hashColl{m: map[string][]byte{}} }
 func (h *hashColl) kind() ValueKind { return KindHash }
 func (h *hashColl) size() int64     { return h.bytes }
 func (h *hashColl) count() int      { return len(h.m) }

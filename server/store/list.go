@@ -18,7 +18,7 @@ type listColl struct {
 
 const listElemOverhead = 24
 
-func newList() *listColl             { return &listColl{} }
+func newList() *listColl            { return &listColl{} }
 func (l *listColl) kind() ValueKind { return KindList }
 func (l *listColl) size() int64     { return l.bytes }
 func (l *listColl) count() int      { return l.n }

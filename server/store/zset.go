@@ -17,7 +17,7 @@ type zsetColl struct {
 
 const zsetMemberOverhead = 96
 
-func newZSet() *zsetColl             { return &zsetColl{scores: map[string]float64{}, sl: newSkiplist()} }
+func newZSet() *zsetColl            { return &zsetColl{scores: map[string]float64{}, sl: newSkiplist()} }
 func (z *zsetColl) kind() ValueKind { return KindZSet }
 func (z *zsetColl) size() int64     { return z.bytes }
 func (z *zsetColl) count() int      { return len(z.scores) }
