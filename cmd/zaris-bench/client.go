@@ -69,8 +69,11 @@ type client interface {
 
 // dialer opens benchmark connections to one target.
 type dialer struct {
-	cfg    *Config
-	tgt    target
+	cfg *Config
+	tgt target
+	// addr is the address that accepted the first connection; every later
+	// connection dials it. Set by dialFirst before any concurrent dial.
+	addr   string
 	tlsCfg *tls.Config // nil without --tls
 	value  []byte      // the SET value, shared read-only by every connection
 }
@@ -95,20 +98,45 @@ func newDialer(cfg *Config, tgt target, value []byte) (*dialer, error) {
 	return d, nil
 }
 
-// dial opens one connection and completes the protocol's handshake.
-func (d *dialer) dial(ctx context.Context) (client, error) {
+// dialFirst opens the first connection, trying each resolved address in
+// turn (a name such as localhost may have a v4 and a v6 address, only one
+// of which the server listens on), and fixes d.addr to the one that
+// answered.
+func (d *dialer) dialFirst(ctx context.Context) (client, error) {
+	var errs []error
+	for _, addr := range d.tgt.addrs {
+		c, err := d.dialAddr(ctx, addr)
+		if err == nil {
+			d.addr = addr
+			return c, nil
+		}
+		// A refused handshake is final: another address of the same
+		// host would refuse it alike.
+		if errors.Is(err, ErrHandshakeRejected) || ctx.Err() != nil {
+			return nil, err
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// dial opens one more connection to the address dialFirst chose.
+func (d *dialer) dial(ctx context.Context) (client, error) { return d.dialAddr(ctx, d.addr) }
+
+// dialAddr opens one connection and completes the protocol's handshake.
+func (d *dialer) dialAddr(ctx context.Context, addr string) (client, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
 	nd := net.Dialer{}
-	conn, err := nd.DialContext(ctx, "tcp", d.tgt.dial)
+	conn, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("connecting to %s: %w", d.tgt.dial, err)
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 	}
 	if d.tlsCfg != nil {
 		tc := tls.Client(conn, d.tlsCfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", d.tgt.dial, err)
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 		}
 		conn = tc
 	}

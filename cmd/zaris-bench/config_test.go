@@ -118,13 +118,13 @@ func TestResolveTarget(t *testing.T) {
 			}
 			continue
 		}
-		if c.dial != "" && tgt.dial != c.dial {
-			t.Errorf("%s: dial %q, want %q", c.addr, tgt.dial, c.dial)
+		if len(tgt.addrs) == 0 || c.dial != "" && tgt.addrs[0] != c.dial {
+			t.Errorf("%s: dials %q, want %q first", c.addr, tgt.addrs, c.dial)
 		}
-		if !c.remote {
-			ap, err := netip.ParseAddrPort(tgt.dial)
-			if err != nil || !isLoopback(ap.Addr()) {
-				t.Errorf("%s: dials %q, which is not loopback", c.addr, tgt.dial)
+		for _, a := range tgt.addrs {
+			ap, err := netip.ParseAddrPort(a)
+			if err != nil || !c.remote && !isLoopback(ap.Addr()) {
+				t.Errorf("%s: dials %q, which is not loopback", c.addr, a)
 			}
 		}
 	}

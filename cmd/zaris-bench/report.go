@@ -54,10 +54,10 @@ type LatencyReport struct {
 	Max  float64 `json:"max"`
 }
 
-func newReport(cfg *Config, tgt target) Report {
+func newReport(cfg *Config, addr string) Report {
 	r := Report{
 		Protocol:    string(cfg.Protocol),
-		Addr:        tgt.dial,
+		Addr:        addr,
 		TLS:         cfg.TLS,
 		Connections: cfg.Connections,
 		Pipeline:    cfg.Pipeline,

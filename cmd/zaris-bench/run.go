@@ -65,7 +65,7 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 		defer stop()
 	}
 
-	rep := newReport(&cfg, tgt)
+	rep := newReport(&cfg, d.addr)
 	if cfg.warmupEnabled() {
 		t0 := time.Now()
 		if err := warmup(ctx, workers, &cfg); err != nil {
@@ -93,7 +93,10 @@ func run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 		t.add(&w.stats)
 	}
 	rep.fill(&t, elapsed)
-	runErr := errors.Join(errs...)
+	var runErr error
+	if failed := countErrors(errs); failed > 0 {
+		runErr = fmt.Errorf("%d of %d connections failed during the run; first: %w", failed, len(errs), firstError(errs))
+	}
 	if ctx.Err() != nil {
 		rep.Interrupted = true
 		runErr = errors.Join(fmt.Errorf("interrupted: %w", context.Cause(ctx)), runErr)
@@ -119,7 +122,7 @@ func makeValue(n int, seed uint64) []byte {
 // connectAll opens cfg.Connections clients. The first is dialed alone so a
 // wrong address, store or token fails with one clear error instead of N.
 func connectAll(ctx context.Context, d *dialer, cfg *Config, seed uint64) ([]*worker, error) {
-	first, err := d.dial(ctx)
+	first, err := d.dialFirst(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -136,13 +139,13 @@ func connectAll(ctx context.Context, d *dialer, cfg *Config, seed uint64) ([]*wo
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := firstError(errs); err != nil {
 		for _, c := range clients {
 			if c != nil {
 				_ = c.Close()
 			}
 		}
-		return nil, fmt.Errorf("opening %d connections: %w", cfg.Connections, firstError(errs))
+		return nil, fmt.Errorf("%d of %d connections failed to open; first: %w", countErrors(errs), cfg.Connections, err)
 	}
 
 	keys := newKeyGen(cfg)
@@ -161,6 +164,16 @@ func connectAll(ctx context.Context, d *dialer, cfg *Config, seed uint64) ([]*wo
 		}
 	}
 	return workers, nil
+}
+
+func countErrors(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func firstError(errs []error) error {

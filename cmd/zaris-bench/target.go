@@ -14,10 +14,10 @@ var ErrRemoteTarget = errors.New("refusing to send load to a non-loopback addres
 
 // target is where the benchmark connects.
 type target struct {
-	// dial is the ip:port every connection dials. For a host name it is one
-	// resolved address, so that the loopback check and the connections agree
-	// (a name cannot resolve to loopback at check time and elsewhere later).
-	dial string
+	// addrs are the ip:port candidates, IPv4 first, that passed the
+	// loopback check. Connections dial these and never the name again, so a
+	// name cannot resolve to loopback at check time and elsewhere later.
+	addrs []string
 	// host is the host as the user wrote it, for TLS server name checks.
 	host string
 }
@@ -43,10 +43,18 @@ func resolveTarget(ctx context.Context, addr string, allowRemote bool) (target, 
 			return target{}, fmt.Errorf("--addr %q: resolving %s: %w", addr, host, err)
 		}
 	}
-	for _, ip := range ips {
-		if allowRemote || isLoopback(ip) {
-			return target{dial: net.JoinHostPort(ip.Unmap().String(), port), host: host}, nil
+	tgt := target{host: host}
+	// IPv4 first: "localhost" servers listen on 127.0.0.1 more often than
+	// on ::1 (redis-server --bind 127.0.0.1, the defaults of this project).
+	for _, v4 := range []bool{true, false} {
+		for _, ip := range ips {
+			if ip.Unmap().Is4() == v4 && (allowRemote || isLoopback(ip)) {
+				tgt.addrs = append(tgt.addrs, net.JoinHostPort(ip.Unmap().WithZone(ip.Zone()).String(), port))
+			}
 		}
+	}
+	if len(tgt.addrs) > 0 {
+		return tgt, nil
 	}
 	return target{}, fmt.Errorf("%w: %s resolves to %v, which is not in 127.0.0.0/8 or ::1; "+
 		"this tool generates heavy load and by default only targets the local machine; "+
