@@ -108,6 +108,7 @@ type Node struct {
 	mu        sync.Mutex // guards state, services, listeners, startedAt
 	state     nodeState
 	services  [numEndpoints]Service
+	builtin   [numEndpoints]bool // the service is the node's own default; Attach may replace it
 	listeners [numEndpoints]net.Listener
 	startedAt time.Time
 
@@ -170,6 +171,13 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		}
 		n.services[EndpointHTTP] = h
 	}
+	nat, err := n.newNativeService()
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	n.services[EndpointClient] = nat
+	n.builtin[EndpointClient] = true
 	if cfg.Token != "" && tlsConfig == nil {
 		logger.Warn("a token is configured without TLS: it travels in clear text")
 	}
@@ -222,7 +230,8 @@ func loadTLS(cfg Config) (*tls.Config, error) {
 }
 
 // Attach plugs a protocol front end into the node's client or RESP
-// endpoint. It must be called before Start. The HTTP endpoint is built in;
+// endpoint. It must be called before Start; on the client endpoint it
+// replaces the built-in native-protocol service. The HTTP endpoint is built in;
 // the RESP endpoint cannot be attached when RESPPort is 0 (off). An
 // endpoint without a Service is not bound.
 func (n *Node) Attach(ep Endpoint, svc Service) error {
@@ -238,10 +247,14 @@ func (n *Node) Attach(ep Endpoint, svc Service) error {
 		return fmt.Errorf("server: Attach: %s is not an attachable endpoint", ep)
 	case n.cfg.port(ep) == 0:
 		return fmt.Errorf("server: Attach: %s is off (port 0)", ep)
-	case n.services[ep] != nil:
+	case n.services[ep] != nil && !n.builtin[ep]:
 		return fmt.Errorf("server: Attach: %s already has a service", ep)
 	}
+	if old, ok := n.services[ep].(interface{ Shutdown(context.Context) error }); ok && n.builtin[ep] {
+		_ = old.Shutdown(context.Background()) // never served: releases its worker pool
+	}
 	n.services[ep] = svc
+	n.builtin[ep] = false
 	return nil
 }
 

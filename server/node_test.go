@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"github.com/zaris-io/zaris/sdk"
 	"io"
 	"math/big"
 	"net"
@@ -80,7 +81,7 @@ func TestNodeServesHTTPAndStops(t *testing.T) {
 	n := startNode(t, testConfig())
 	require.True(t, n.Ready())
 	base := "http://" + n.HTTPAddr().String()
-	require.Nil(t, n.ClientAddr(), "no client service attached: nothing bound")
+	require.NotNil(t, n.ClientAddr(), "the native protocol is served by default")
 
 	code, _ := get(t, base+"/readyz")
 	require.Equal(t, http.StatusOK, code)
@@ -95,6 +96,14 @@ func TestNodeServesHTTPAndStops(t *testing.T) {
 	res := n.Store().Get("greeting")
 	require.True(t, res.OK())
 	require.Equal(t, "hello", string(res.Value))
+
+	// The same key over the native protocol, through the SDK.
+	c, err := sdk.Connect(context.Background(), "zaris://"+n.ClientAddr().String()+"/"+n.Config().Store)
+	require.NoError(t, err)
+	defer c.Close()
+	got, err := c.Get(context.Background(), "greeting")
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(got.Value))
 
 	code, body := get(t, base+"/v1/info")
 	require.Equal(t, http.StatusOK, code)

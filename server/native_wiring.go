@@ -1,0 +1,49 @@
+package server
+
+import (
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/native"
+)
+
+// newNativeService builds the native-protocol front end of the node. TLS is
+// applied by the Node on the listener, so the service itself runs plain.
+func (n *Node) newNativeService() (*native.Server, error) {
+	return native.New(native.Config{
+		Store:      n.store,
+		StoreName:  n.cfg.Store,
+		NodeID:     n.cfg.NodeID,
+		Version:    Version(),
+		Token:      n.cfg.Token,
+		MinWorkers: n.cfg.MinWorkers,
+		MaxWorkers: n.cfg.MaxWorkers,
+		Logger:     n.log,
+		Observer:   nativeObserver{rec: n.metrics, conns: n.metrics.Conns(metrics.ProtoNative)},
+	})
+}
+
+// nativeObserver feeds native-protocol measurements into the node's metrics.
+type nativeObserver struct {
+	rec   *metrics.Recorder
+	conns *metrics.ConnGauge
+}
+
+var opMetric = [...]metrics.Op{
+	wire.OpGet: metrics.OpGet, wire.OpPut: metrics.OpPut, wire.OpDelete: metrics.OpDelete,
+	wire.OpExpire: metrics.OpExpire, wire.OpPersist: metrics.OpPersist, wire.OpTTL: metrics.OpTTL,
+	wire.OpBatch: metrics.OpBatch,
+}
+
+func (o nativeObserver) Op(op wire.Opcode, st kv.Status, d time.Duration) {
+	m := metrics.OpOther
+	if int(op) < len(opMetric) && (op == wire.OpGet || opMetric[op] != metrics.OpGet) {
+		m = opMetric[op]
+	}
+	o.rec.Op(m, st, d)
+}
+
+func (o nativeObserver) ConnOpened() { o.conns.Inc() }
+func (o nativeObserver) ConnClosed() { o.conns.Dec() }
