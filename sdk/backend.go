@@ -3,6 +3,8 @@ package sdk
 import (
 	"context"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
 )
 
 // backend is what a topology implements: the embedded store or the remote
@@ -17,5 +19,7 @@ type backend interface {
 	timeToLive(ctx context.Context, key string) (Result, error)
 	// batch answers items[i] in results[i] (Index, Op and Key filled).
 	batch(ctx context.Context, items []BatchItem) ([]ItemResult, error)
+	// exec runs a data-structure command (R-DS).
+	exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error)
 	close() error
 }

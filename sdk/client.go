@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
 )
 
 // ErrClosed is returned by every call on a closed Client.
@@ -180,4 +182,17 @@ func PutAs[T any](ctx context.Context, c *Client, key string, v T, opts *PutOpti
 		return Result{}, fmt.Errorf("zaris: encode %q: %w", key, err)
 	}
 	return c.Put(ctx, key, data, opts)
+}
+
+// Do runs a data-structure command (R-DS) on its key's owner and returns its
+// Reply. The typed surfaces (Hashes, Lists, Sets, SortedSets, Counters, …)
+// are built on it; it is exported for commands they do not wrap.
+func (c *Client) Do(ctx context.Context, cmd kv.Cmd) (kv.Reply, error) {
+	if err := c.check(ctx); err != nil {
+		return kv.Reply{}, err
+	}
+	if !cmd.Op.Valid() {
+		return kv.Reply{Status: StatusBadRequest, Message: "unknown command " + cmd.Op.String()}, nil
+	}
+	return c.be.exec(ctx, cmd)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -162,4 +163,25 @@ func (b *embeddedBackend) batch(ctx context.Context, items []BatchItem) ([]ItemR
 func (b *embeddedBackend) close() error {
 	b.closeOnce.Do(b.shared.release)
 	return nil
+}
+
+func (b *embeddedBackend) exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return kv.Reply{}, err
+	}
+	return copyReply(b.st.Exec(cmd)), nil
+}
+
+// copyReply deep-copies the byte strings of a reply: the engine's replies
+// share the collection's memory.
+func copyReply(r kv.Reply) kv.Reply {
+	r.Bulk = cloneBytes(r.Bulk)
+	if r.Array != nil {
+		a := make([]kv.Reply, len(r.Array))
+		for i := range r.Array {
+			a[i] = copyReply(r.Array[i])
+		}
+		r.Array = a
+	}
+	return r
 }

@@ -327,3 +327,22 @@ func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, out [
 	}
 	return nil
 }
+
+func (b *remoteBackend) exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error) {
+	resp, err := b.call(ctx, wire.OpCommand, func(dst []byte) []byte { return wire.AppendCommandRequest(dst, &cmd) })
+	if err != nil {
+		return kv.Reply{}, err
+	}
+	if resp.flags.Has(wire.FlagError) {
+		var e wire.ErrorResponse
+		if err := wire.DecodeErrorResponse(resp.body, &e); err != nil {
+			return kv.Reply{}, fmt.Errorf("zaris: undecodable error response: %w", err)
+		}
+		return kv.Reply{Status: e.Status, Message: e.Message}, nil
+	}
+	var r kv.Reply
+	if err := wire.DecodeReply(resp.body, &r); err != nil {
+		return kv.Reply{}, fmt.Errorf("zaris: undecodable %v reply: %w", cmd.Op, err)
+	}
+	return r, nil // resp.body is the caller's own copy: the reply may alias it
+}

@@ -74,6 +74,28 @@ const (
 	CmdZRevRangeByScore
 	CmdZCount // args: min, max → Int
 
+	// Streams (R-DS-2). Arguments follow the Redis commands of the same name
+	// (after the key); ids are "ms-seq".
+	CmdXAdd       // args: [NOMKSTREAM] [MAXLEN|MINID [=|~] n] id|* field value ...
+	CmdXRange     // args: start end [COUNT n]
+	CmdXRevRange  // args: end start [COUNT n]
+	CmdXLen       //
+	CmdXDel       // args: id ...
+	CmdXTrim      // args: MAXLEN|MINID [=|~] n
+	CmdXGroup     // args: CREATE|DESTROY|SETID|CREATECONSUMER|DELCONSUMER group ...
+	CmdXReadGroup // args: group consumer [COUNT n] [NOACK] id   (one key per command)
+	CmdXAck       // args: group id ...
+	CmdXPending   // args: group [[IDLE ms] start end count [consumer]]
+	CmdXClaim     // args: group consumer min-idle-ms id ... [JUSTID]
+	CmdXAutoClaim // args: group consumer min-idle-ms start [COUNT n] [JUSTID]
+	CmdXRead      // args: id [COUNT n]   (entries after id; one key per command)
+
+	// Locks and leases (R-DS-5): a lock is a string key holding its holder's
+	// token, with a TTL.
+	CmdLockAcquire // args: token, ttl-ms        → Int 1 acquired / 0 held by another
+	CmdLockRenew   // args: token, ttl-ms        → Int 1 renewed / 0 not the holder
+	CmdLockRelease // args: token                → Int 1 released / 0 not the holder
+
 	cmdEnd // keep last
 )
 
@@ -90,6 +112,10 @@ var cmdNames = [...]string{
 	CmdZAdd: "ZADD", CmdZRem: "ZREM", CmdZScore: "ZSCORE", CmdZIncrBy: "ZINCRBY", CmdZCard: "ZCARD",
 	CmdZRank: "ZRANK", CmdZRevRank: "ZREVRANK", CmdZRange: "ZRANGE", CmdZRevRange: "ZREVRANGE",
 	CmdZRangeByScore: "ZRANGEBYSCORE", CmdZRevRangeByScore: "ZREVRANGEBYSCORE", CmdZCount: "ZCOUNT",
+	CmdXAdd: "XADD", CmdXRange: "XRANGE", CmdXRevRange: "XREVRANGE", CmdXLen: "XLEN", CmdXDel: "XDEL",
+	CmdXTrim: "XTRIM", CmdXGroup: "XGROUP", CmdXReadGroup: "XREADGROUP", CmdXAck: "XACK", CmdXPending: "XPENDING",
+	CmdXClaim: "XCLAIM", CmdXAutoClaim: "XAUTOCLAIM", CmdXRead: "XREAD",
+	CmdLockAcquire: "LOCK.ACQUIRE", CmdLockRenew: "LOCK.RENEW", CmdLockRelease: "LOCK.RELEASE",
 }
 
 func (op CmdOp) String() string {

@@ -24,6 +24,7 @@ const (
 	OpTTL                         // key request → Result (Result.TTL)
 	OpBatch                       // batch request → batch result
 	OpInfo                        // empty body → InfoResponse
+	OpCommand                     // command request → Reply (data structures, R-DS)
 
 	opEnd // keep last: one past the highest opcode this build knows
 )
@@ -39,6 +40,7 @@ var opcodeNames = [...]string{
 	OpTTL:       "TTL",
 	OpBatch:     "Batch",
 	OpInfo:      "Info",
+	OpCommand:   "Command",
 }
 
 func (op Opcode) String() string {

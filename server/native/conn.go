@@ -298,6 +298,21 @@ func (c *conn) dispatch(f wire.Frame) {
 	case wire.OpBatch:
 		c.batch(f)
 		return
+	case wire.OpCommand:
+		var cmd kv.Cmd
+		if err := wire.DecodeCommandRequest(f.Body, &cmd); err != nil {
+			c.badBody(f, err)
+			return
+		}
+		reply := c.srv.cfg.Store.Exec(cmd)
+		var start int
+		c.out, start = wire.BeginFrame(c.out, f.ID, f.Op, wire.FlagResponse)
+		c.out = wire.AppendReply(c.out, &reply)
+		c.out = wire.EndFrame(c.out, start)
+		if obs != nil {
+			obs.Op(f.Op, reply.Status, time.Since(began))
+		}
+		return
 	case wire.OpPing:
 		c.out = wire.AppendFrame(c.out, f.ID, f.Op, wire.FlagResponse, f.Body)
 		return

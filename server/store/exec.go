@@ -161,6 +161,7 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revision uint64) {
 	rec := x.rec
 	if rec != nil && x.coll.count() == 0 {
+		g.settleLocked(x.coll.size() - before) // the elements just removed
 		res := g.tombstoneLocked(rec, OpDelete, x.now)
 		return 0, res.Revision
 	}
@@ -179,11 +180,16 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 	rec.Version++
 	rec.Revision = g.revision
 	rec.touch(g.store.stamp(x.now))
-	delta := x.coll.size() - before
-	g.bytes += delta
-	g.store.account(g.owned, delta, 0)
+	g.settleLocked(x.coll.size() - before)
 	g.logEffectLocked(rec, x.effect)
 	return rec.Version, rec.Revision
+}
+
+// settleLocked accounts the growth (or shrinkage) of a collection mutated in
+// place.
+func (g *Segment) settleLocked(delta int64) {
+	g.bytes += delta
+	g.store.account(g.owned, delta, 0)
 }
 
 func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
@@ -262,6 +268,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 		return nil
 	}
 	if x.rec != nil && x.coll.count() == 0 {
+		g.settleLocked(x.coll.size() - before)
 		tomb := &Record{Key: x.rec.Key, Version: hdr.Version, Revision: hdr.Revision, CreatedAt: now, Deleted: true}
 		g.commitLocked(OpDelete, tomb)
 		return nil
@@ -272,9 +279,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 		g.installCollectionLocked(rec, x.effect)
 	} else {
 		x.rec.Version, x.rec.Revision = hdr.Version, hdr.Revision
-		delta := x.coll.size() - before
-		g.bytes += delta
-		g.store.account(g.owned, delta, 0)
+		g.settleLocked(x.coll.size() - before)
 		g.logEffectLocked(x.rec, x.effect)
 	}
 	g.revision = max(g.revision, hdr.Revision)

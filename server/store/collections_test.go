@@ -1,0 +1,313 @@
+package store
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+func run(t *testing.T, s *Store, op kv.CmdOp, key string, args ...string) kv.Reply {
+	t.Helper()
+	return s.Exec(kv.NewCmd(op, key, args...))
+}
+
+func flat(r kv.Reply) string {
+	switch r.Type {
+	case kv.ReplyNil:
+		return "nil"
+	case kv.ReplyOK:
+		return "OK"
+	case kv.ReplyInt:
+		return fmt.Sprint(r.Int)
+	case kv.ReplyBulk:
+		return string(r.Bulk)
+	}
+	parts := make([]string, len(r.Array))
+	for i, e := range r.Array {
+		parts[i] = flat(e)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func TestCollectionCommands(t *testing.T) {
+	s, _ := newTestStore(t)
+	steps := []struct {
+		op   kv.CmdOp
+		key  string
+		args []string
+		want string
+	}{
+		{kv.CmdHSet, "h", []string{"a", "1", "b", "2"}, "2"},
+		{kv.CmdHSet, "h", []string{"a", "10"}, "0"},
+		{kv.CmdHGet, "h", []string{"a"}, "10"},
+		{kv.CmdHGet, "h", []string{"zz"}, "nil"},
+		{kv.CmdHIncrBy, "h", []string{"a", "5"}, "15"},
+		{kv.CmdHIncrBy, "h", []string{"new", "-3"}, "-3"},
+		{kv.CmdHIncrByFloat, "h", []string{"f", "1.5"}, "1.5"},
+		{kv.CmdHLen, "h", nil, "4"},
+		{kv.CmdHExists, "h", []string{"b"}, "1"},
+		{kv.CmdHMGet, "h", []string{"b", "x"}, "[2 nil]"},
+		{kv.CmdHDel, "h", []string{"b", "x"}, "1"},
+		{kv.CmdHSetNX, "h", []string{"a", "0"}, "0"},
+		{kv.CmdLPush, "l", []string{"a", "b"}, "2"},
+		{kv.CmdRPush, "l", []string{"c", "d", "b"}, "5"},
+		{kv.CmdLRange, "l", []string{"0", "-1"}, "[b a c d b]"},
+		{kv.CmdLIndex, "l", []string{"-1"}, "b"},
+		{kv.CmdLIndex, "l", []string{"9"}, "nil"},
+		{kv.CmdLRem, "l", []string{"0", "b"}, "2"},
+		{kv.CmdLLen, "l", nil, "3"},
+		{kv.CmdLSet, "l", []string{"1", "C"}, "OK"},
+		{kv.CmdLPop, "l", nil, "a"},
+		{kv.CmdRPop, "l", []string{"5"}, "[d C]"},
+		{kv.CmdLLen, "l", nil, "0"},
+		{kv.CmdType, "l", nil, "none"}, // an emptied collection no longer exists
+		{kv.CmdRPush, "l2", []string{"1", "2", "3", "4", "5"}, "5"},
+		{kv.CmdLTrim, "l2", []string{"1", "-2"}, "OK"},
+		{kv.CmdLRange, "l2", []string{"0", "-1"}, "[2 3 4]"},
+		{kv.CmdSAdd, "{s}1", []string{"a", "b", "c", "a"}, "3"},
+		{kv.CmdSAdd, "{s}2", []string{"b", "c", "d"}, "3"},
+		{kv.CmdSIsMember, "{s}1", []string{"a"}, "1"},
+		{kv.CmdSCard, "{s}1", nil, "3"},
+		{kv.CmdSInter, "{s}1", []string{"{s}2"}, "[b c]"},
+		{kv.CmdSUnion, "{s}1", []string{"{s}2"}, "[a b c d]"},
+		{kv.CmdSRem, "{s}1", []string{"a", "z"}, "1"},
+		{kv.CmdSMembers, "{s}1", nil, "[b c]"},
+		{kv.CmdZAdd, "z", []string{"1", "a", "2", "b", "3", "c"}, "3"},
+		{kv.CmdZAdd, "z", []string{"XX", "CH", "5", "a", "9", "nope"}, "1"},
+		{kv.CmdZAdd, "z", []string{"GT", "1", "c"}, "0"},
+		{kv.CmdZScore, "z", []string{"a"}, "5"},
+		{kv.CmdZIncrBy, "z", []string{"0.5", "b"}, "2.5"},
+		{kv.CmdZRange, "z", []string{"0", "-1", "WITHSCORES"}, "[b 2.5 c 3 a 5]"},
+		{kv.CmdZRevRange, "z", []string{"0", "1"}, "[a c]"},
+		{kv.CmdZRank, "z", []string{"a"}, "2"},
+		{kv.CmdZRevRank, "z", []string{"a"}, "0"},
+		{kv.CmdZRangeByScore, "z", []string{"(2.5", "+inf"}, "[c a]"},
+		{kv.CmdZRangeByScore, "z", []string{"-inf", "+inf", "LIMIT", "1", "1"}, "[c]"},
+		{kv.CmdZRevRangeByScore, "z", []string{"5", "3", "WITHSCORES"}, "[a 5 c 3]"},
+		{kv.CmdZCount, "z", []string{"3", "5"}, "2"},
+		{kv.CmdZCard, "z", nil, "3"},
+		{kv.CmdZRem, "z", []string{"a", "zz"}, "1"},
+		{kv.CmdIncrBy, "ctr", []string{"5"}, "5"},
+		{kv.CmdIncrBy, "ctr", []string{"-7"}, "-2"},
+		{kv.CmdIncrByFloat, "fl", []string{"0.5"}, "0.5"},
+		{kv.CmdAppend, "str", []string{"Hello"}, "5"},
+		{kv.CmdAppend, "str", []string{" World"}, "11"},
+		{kv.CmdGetRange, "str", []string{"-5", "-1"}, "World"},
+		{kv.CmdSetRange, "str", []string{"6", "Zaris"}, "11"},
+		{kv.CmdStrLen, "str", nil, "11"},
+		{kv.CmdGetDel, "str", nil, "Hello Zaris"},
+		{kv.CmdGetDel, "str", nil, "nil"},
+		{kv.CmdType, "h", nil, "hash"},
+		{kv.CmdType, "z", nil, "zset"},
+		{kv.CmdType, "ctr", nil, "string"},
+	}
+	for i, st := range steps {
+		r := run(t, s, st.op, st.key, st.args...)
+		if !r.OK() {
+			t.Fatalf("step %d %v %s %v: %v %s", i, st.op, st.key, st.args, r.Status, r.Message)
+		}
+		if got := flat(r); got != st.want && !(st.op == kv.CmdHGetAll) {
+			t.Fatalf("step %d %v %s %v = %s, want %s", i, st.op, st.key, st.args, got, st.want)
+		}
+	}
+	if g := s.Get("ctr"); string(g.Value) != "-2" {
+		t.Fatalf("a counter reads as a string: %q", g.Value)
+	}
+}
+
+func TestCollectionBadInputAndWrongType(t *testing.T) {
+	s, _ := newTestStore(t, func(c *Config) { c.MaxCollectionElements = 3 })
+	s.Put("str", []byte("x"), nil)
+	run(t, s, kv.CmdHSet, "h", "a", "1")
+	cases := []struct {
+		name string
+		op   kv.CmdOp
+		key  string
+		args []string
+		want kv.Status
+	}{
+		{"hash op on a string", kv.CmdHGet, "str", []string{"a"}, kv.StatusWrongType},
+		{"list op on a hash", kv.CmdLPush, "h", []string{"a"}, kv.StatusWrongType},
+		{"incr on a hash", kv.CmdIncrBy, "h", []string{"1"}, kv.StatusWrongType},
+		{"odd HSET arguments", kv.CmdHSet, "h", []string{"a"}, kv.StatusBadRequest},
+		{"NaN score", kv.CmdZAdd, "z", []string{"nan", "m"}, kv.StatusBadRequest},
+		{"non-numeric score", kv.CmdZAdd, "z", []string{"abc", "m"}, kv.StatusBadRequest},
+		{"incr of a non-integer", kv.CmdIncrBy, "str", []string{"1"}, kv.StatusBadRequest},
+		{"increment overflow", kv.CmdIncrBy, "big", []string{"9223372036854775807"}, kv.StatusSuccess},
+		{"increment overflow", kv.CmdIncrBy, "big", []string{"1"}, kv.StatusBadRequest},
+		{"index not a number", kv.CmdLIndex, "l", []string{"x"}, kv.StatusBadRequest},
+		{"LSET out of range", kv.CmdRPush, "l", []string{"a"}, kv.StatusSuccess},
+		{"LSET out of range", kv.CmdLSet, "l", []string{"5", "x"}, kv.StatusBadRequest},
+		{"over the element cap", kv.CmdSAdd, "s", []string{"1", "2", "3", "4"}, kv.StatusItemTooLarge},
+		{"unknown command", kv.CmdOp(999), "k", nil, kv.StatusBadRequest},
+		{"empty key", kv.CmdHGet, "", []string{"a"}, kv.StatusBadRequest},
+	}
+	for _, c := range cases {
+		if r := run(t, s, c.op, c.key, c.args...); r.Status != c.want {
+			t.Errorf("%s: %v (%s), want %v", c.name, r.Status, r.Message, c.want)
+		}
+	}
+	if r := run(t, s, kv.CmdType, "s"); string(r.Bulk) != "none" {
+		t.Fatalf("a refused SADD left a set behind: %s", r.Bulk)
+	}
+	if g := s.Get("h"); g.Status != kv.StatusWrongType {
+		t.Fatalf("Get on a hash: %v", g.Status)
+	}
+	// A plain Put overwrites a collection (Redis SET semantics).
+	if r := s.Put("h", []byte("now a string"), nil); !r.OK() {
+		t.Fatal(r.Status)
+	}
+	if r := run(t, s, kv.CmdType, "h"); string(r.Bulk) != "string" {
+		t.Fatalf("type %s", r.Bulk)
+	}
+}
+
+func TestCollectionTTLAndAccounting(t *testing.T) {
+	s, clk := newTestStore(t)
+	run(t, s, kv.CmdRPush, "l", "a", "b")
+	before := s.Stats().OwnedBytes
+	run(t, s, kv.CmdRPush, "l", strings.Repeat("x", 1000))
+	if grown := s.Stats().OwnedBytes - before; grown < 1000 {
+		t.Fatalf("accounting grew by %d for a 1000-byte element", grown)
+	}
+	if r := s.Expire("l", time.Second); !r.OK() {
+		t.Fatal(r.Status)
+	}
+	if r := run(t, s, kv.CmdLLen, "l"); r.Int != 3 {
+		t.Fatalf("expire dropped the collection: %d", r.Int)
+	}
+	clk.Advance(time.Second)
+	if r := run(t, s, kv.CmdLLen, "l"); r.Int != 0 {
+		t.Fatalf("expired list still has %d elements", r.Int)
+	}
+	for range 10 {
+		s.SweepOnce()
+	}
+	if st := s.Stats(); st.OwnedBytes != 0 || st.Items != 0 {
+		t.Fatalf("after expiry: %+v", st)
+	}
+	// Emptying a collection element by element returns every byte.
+	run(t, s, kv.CmdHSet, "h", "a", strings.Repeat("v", 500), "b", "w")
+	run(t, s, kv.CmdZAdd, "z", "1", "m")
+	run(t, s, kv.CmdHDel, "h", "a", "b")
+	run(t, s, kv.CmdZRem, "z", "m")
+	s.SweepOnce()
+	if st := s.Stats(); st.OwnedBytes != 0 || st.Items != 0 {
+		t.Fatalf("after emptying: %+v", st)
+	}
+}
+
+// Collection mutations replicate as effects: a replica replaying the op-log
+// (or installing a snapshot) converges to the same content (R-DS-1, R-REP-1).
+func TestCollectionEffectsReplicate(t *testing.T) {
+	src, clk := newTestStore(t, func(c *Config) { c.Segments = 2 })
+	dst, _ := newTestStore(t, func(c *Config) { c.Segments = 2 })
+	rng := rand.New(rand.NewPCG(11, 11))
+	applied := []uint64{0, 0}
+	ops := []func(k string, i int) kv.Cmd{
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdHSet, "h"+k, fmt.Sprint("f", i%7), fmt.Sprint(i)) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdHIncrBy, "h"+k, "n", "3") },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdHDel, "h"+k, fmt.Sprint("f", i%7)) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdLPush, "l"+k, fmt.Sprint(i)) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdRPop, "l"+k) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdLTrim, "l"+k, "0", "4") },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdSAdd, "s"+k, fmt.Sprint(i%5)) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdSRem, "s"+k, fmt.Sprint(i%5)) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdZIncrBy, "z"+k, "0.1", fmt.Sprint("m", i%4)) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdZAdd, "z"+k, "GT", fmt.Sprint(i%9), "m1") },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdZRem, "z"+k, fmt.Sprint("m", i%4)) },
+		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdIncrBy, "c"+k, "2") },
+	}
+	for i := range 3000 {
+		k := fmt.Sprint(rng.IntN(6))
+		src.Exec(ops[rng.IntN(len(ops))](k, i))
+		if i%97 == 0 {
+			src.Expire("l"+k, time.Duration(1+rng.IntN(3))*time.Millisecond)
+			clk.Advance(time.Millisecond)
+			src.SweepOnce()
+		}
+		if i%50 == 0 {
+			for seg := range 2 {
+				log, err := src.Segment(uint16(seg)).OperationsAfter(applied[seg])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, op := range log {
+					if _, err := dst.Segment(uint16(seg)).ApplyOp(op); err != nil {
+						t.Fatalf("apply %v %v: %v", op.Kind, op.Cmd, err)
+					}
+					applied[seg] = op.Revision()
+				}
+			}
+		}
+	}
+	for seg := range 2 {
+		log, _ := src.Segment(uint16(seg)).OperationsAfter(applied[seg])
+		for _, op := range log {
+			if _, err := dst.Segment(uint16(seg)).ApplyOp(op); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a, b := src.Segment(uint16(seg)), dst.Segment(uint16(seg))
+		if a.Digest() != b.Digest() {
+			t.Fatalf("segment %d diverged: %+v vs %+v", seg, a.Digest(), b.Digest())
+		}
+		if a.Digest().Count == 0 {
+			t.Fatal("nothing to compare")
+		}
+		fresh, _ := newTestStore(t, func(c *Config) { c.Segments = 2 })
+		fresh.Segment(uint16(seg)).InstallSnapshot(a.Snapshot())
+		if fresh.Segment(uint16(seg)).Digest() != a.Digest() {
+			t.Fatalf("snapshot of segment %d diverged", seg)
+		}
+	}
+	if src.Stats().OwnedBytes != dst.Stats().OwnedBytes {
+		t.Fatalf("accounting diverged: %d vs %d", src.Stats().OwnedBytes, dst.Stats().OwnedBytes)
+	}
+}
+
+func TestSkiplistAgainstSortedSlice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	z := newZSet()
+	model := map[string]float64{}
+	for i := range 5000 {
+		m := fmt.Sprint("m", rng.IntN(300))
+		if rng.IntN(3) == 0 {
+			z.rem(m)
+			delete(model, m)
+		} else {
+			sc := float64(rng.IntN(50))
+			z.set(m, sc)
+			model[m] = sc
+		}
+		if i%500 == 0 || i == 4999 {
+			type e struct {
+				m string
+				s float64
+			}
+			var want []e
+			for m, s := range model {
+				want = append(want, e{m, s})
+			}
+			sortE := func(a, b e) bool { return less(a.s, a.m, b.s, b.m) }
+			for i := 1; i < len(want); i++ {
+				for j := i; j > 0 && sortE(want[j], want[j-1]); j-- {
+					want[j], want[j-1] = want[j-1], want[j]
+				}
+			}
+			if z.sl.length != len(want) {
+				t.Fatalf("length %d, want %d", z.sl.length, len(want))
+			}
+			for r, w := range want {
+				n := z.sl.byRank(r)
+				if n == nil || n.member != w.m || z.sl.rank(w.s, w.m) != r {
+					t.Fatalf("rank %d: %+v, want %+v", r, n, w)
+				}
+			}
+		}
+	}
+}
