@@ -1,0 +1,107 @@
+package hybrid
+
+import (
+	"context"
+	"sync"
+)
+
+// InvalidationKind says what an Invalidation evicts.
+type InvalidationKind uint8
+
+const (
+	// InvalidateKey evicts one key's L1 copy (after Set or Remove).
+	InvalidateKey InvalidationKind = iota + 1
+	// InvalidateTag records a tag invalidation (RemoveByTag; Tag "*" is
+	// every entry) so that L1 copies created before At become misses.
+	InvalidateTag
+	// InvalidateAll evicts every L1 copy. A transport sends it to its own
+	// subscribers when it may have lost messages (a gap in a journal), so
+	// no instance keeps serving a copy it was never told about.
+	InvalidateAll
+)
+
+func (k InvalidationKind) String() string {
+	switch k {
+	case InvalidateKey:
+		return "key"
+	case InvalidateTag:
+		return "tag"
+	case InvalidateAll:
+		return "all"
+	}
+	return "unknown"
+}
+
+// Invalidation is one backplane message. Namespace is the publishing
+// cache's KeyPrefix: a cache ignores other namespaces' messages, and its
+// own (Source == its InstanceID). InvalidateAll with an empty Namespace
+// applies to every cache.
+type Invalidation struct {
+	Kind      InvalidationKind `msgpack:"k"`
+	Source    string           `msgpack:"s"`
+	Namespace string           `msgpack:"n"`
+	Key       string           `msgpack:"key,omitempty"`
+	Tag       string           `msgpack:"tag,omitempty"`
+	// At is the tag invalidation's timestamp (Unix nanoseconds).
+	At int64 `msgpack:"at,omitempty"`
+}
+
+// Backplane carries invalidations between the instances of a cache. It is
+// the seam for the cluster's pub/sub: LocalBackplane serves one process,
+// JournalBackplane serves any number of processes over plain KV today.
+//
+// Delivery is at-most-once per message and best effort; a transport that
+// knows it lost messages delivers InvalidateAll. Subscribers receive their
+// own messages too (caches filter on Source). A handler must not block:
+// the transport may call it on its publishing or polling goroutine.
+type Backplane interface {
+	Publish(ctx context.Context, inv Invalidation) error
+	Subscribe(handler func(Invalidation)) (unsubscribe func())
+}
+
+// LocalBackplane fans invalidations out to the subscribers of one process,
+// synchronously on the publisher's goroutine: when Publish returns, every
+// subscriber has applied the message. It suits several caches in one
+// process sharing one L2.
+type LocalBackplane struct {
+	mu   sync.Mutex // guards subs and next
+	subs map[uint64]func(Invalidation)
+	next uint64
+}
+
+// NewLocalBackplane returns an empty in-process backplane.
+func NewLocalBackplane() *LocalBackplane {
+	return &LocalBackplane{subs: map[uint64]func(Invalidation){}}
+}
+
+// Publish delivers inv to every subscriber.
+func (b *LocalBackplane) Publish(ctx context.Context, inv Invalidation) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	handlers := make([]func(Invalidation), 0, len(b.subs))
+	for _, h := range b.subs {
+		handlers = append(handlers, h)
+	}
+	b.mu.Unlock()
+	for _, h := range handlers {
+		h(inv)
+	}
+	return nil
+}
+
+// Subscribe registers handler; the returned function removes it and is
+// safe to call more than once.
+func (b *LocalBackplane) Subscribe(handler func(Invalidation)) func() {
+	b.mu.Lock()
+	id := b.next
+	b.next++
+	b.subs[id] = handler
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(b.subs, id)
+		b.mu.Unlock()
+	}
+}

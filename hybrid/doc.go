@@ -1,0 +1,116 @@
+// Package hybrid owns the two-tier cache of the Zaris SDK (R-SDK-2): an
+// in-process L1 — an embedded Zaris store, zaris://inproc/<name>, with its
+// own memory cap — in front of a shared L2, any Zaris store (in production
+// the cluster), with stampede protection, lazy tag invalidation, a
+// cross-instance invalidation backplane, fail-safe, factory timeouts and
+// eager refresh. It reaches both tiers only through the public sdk API
+// (Get, Put with CAS and TTL, Delete, TimeToLive, ExecuteBatch), so L2 works
+// unchanged against a server. It must not import server/... packages.
+//
+// # Read path
+//
+// GetOrCreate checks L1 without locks, then enters the key's single flight
+// (golang.org/x/sync/singleflight; one fill per key and instance), checks L1
+// again inside it, then L2, and only then runs the factory, writing L2 then
+// L1. Entry lifetimes come from EntryOptions: Expiration for L2,
+// LocalCacheExpiration for L1, both 5 minutes by default, the L1 one always
+// clamped to ≤ the L2 one so that no local copy outlives the shared one.
+//
+// # Envelope
+//
+// Both tiers store an envelope: the serialized value (msgpack by default,
+// Options.Serializer), the entry's creation time, its tags, its logical
+// expiry in that tier and its physical expiry (the store TTL, longer than
+// the logical one by FailSafeMaxDuration when fail-safe is on). An entry's
+// creation time is when its factory started, so a tag invalidated while
+// the factory ran invalidates the result too.
+//
+// # Materialized L1 values
+//
+// Deserializing on every L1 hit would cost more than the lookup itself. So
+// next to each L1 record the cache may keep the deserialized value in a
+// lock-free map (sync.Map), keyed by key and stamped with the L1 record's
+// (Version, Revision) — a pair that changes on every write and on
+// delete-then-recreate. A hit serves that value only after a TimeToLive on
+// L1 (a metadata read: no copy, no allocation) confirms the same record is
+// still live; the remaining TTL it returns also tells, without reading a
+// clock, whether the entry is past its logical life or due for an eager
+// refresh. Hence L1's memory cap (eviction), its expiry and every
+// invalidation still govern what is served: a deserialized copy is never
+// served after its L1 record is gone. Its memory is reclaimed on the next
+// hit or by the janitor (every SweepInterval). Because TimeToLive is not an
+// access for L1's sampled LRU, a hit reads the record instead at most every
+// 250 ms per entry, keeping hot entries young. Costs to know: the process
+// holds each hot value twice (bytes in L1, object in the map; L1's cap
+// counts only the bytes), and every caller receives the same value — for
+// pointer, slice or map types, treat it as immutable, or set
+// DisableMaterialization to get a fresh copy per hit.
+//
+// # Tags
+//
+// RemoveByTag is O(1): it writes "tag invalidated at T" as a marker in L2
+// (compare-and-set, never moving back) and mirrors it in L1. Nothing is
+// scanned; entries are judged lazily on read, in both tiers: an entry
+// created at or before one of its tags' markers — or the marker of the
+// global tag "*" — is a miss, and fail-safe never resurrects it. Reading
+// through L2 fetches the markers of the entry's tags in the same or one
+// extra round trip and mirrors any newer one in L1; an L1 hit consults a
+// local table of L1 markers, re-checked only when that table changes.
+// Tags are arbitrary strings: marker keys hold SHA-256(tag) (128 bits, hex),
+// so odd characters, braces or long tags are all fine. Markers live
+// TagMarkerTTL (24 h), and entry lifetimes are capped so a marker outlives
+// every entry it can invalidate. Invalidated entries keep their memory
+// until their TTL or eviction; Remove deletes a key from both tiers at once.
+// Timestamps are wall-clock: across machines, clock skew shifts the
+// invalidation boundary by the skew.
+//
+// # Consistency model
+//
+// L2 is the shared truth. L1 is eventually consistent across instances.
+// With a Backplane, Set, Remove and RemoveByTag on one instance evict (or
+// invalidate) the L1 copies on the others: the window is the backplane's
+// latency — immediate for NewLocalBackplane, about one poll interval for
+// NewJournalBackplane. Without one, another instance's L1 copy lives until
+// its LocalCacheExpiration, or until a read through L2 reveals a newer tag
+// marker. A fill that read a value before an invalidation of its key does
+// not write that value to L1 (or, for a factory result, to L2) after it.
+// Within one instance, reads after Set/Remove/RemoveByTag see them.
+// Stampede protection is per instance: N instances cold on one key may run
+// the factory N times; a fleet-wide single load is a distributed lock's
+// job, not the cache's.
+//
+// The Backplane interface is the seam for the cluster's pub/sub. Shipped
+// today: LocalBackplane (in-process fan-out, for several caches in one
+// process sharing one L2) and JournalBackplane, which needs nothing but KV:
+// an invalidation journal in a Zaris store (a sequence key advanced by CAS,
+// one entry per sequence with a TTL) that every instance polls. A journal
+// reader that finds a hole it cannot fill clears its whole L1 rather than
+// risk a missed invalidation.
+//
+// # Beyond the original
+//
+//   - Fail-safe: with FailSafeMaxDuration, a factory error (or hard timeout)
+//     with a stale value at hand returns the stale value, then serves it from
+//     L1 for FailSafeThrottleDuration before trying the factory again.
+//   - Timeouts: after FactorySoftTimeout, a stale value (if any) is returned
+//     while the factory finishes in the background and refreshes both tiers;
+//     after FactoryHardTimeout the factory's context is cancelled and the
+//     call fails with ErrFactoryTimeout.
+//   - The factory chooses its entry's options through FactoryContextFrom(ctx):
+//     lifetimes, extra tags, or DoNotCache for a "not found" answer.
+//   - Eager refresh: past EagerRefreshThreshold of an entry's lifetime, a hit
+//     refreshes it in the background, once per generation of the entry.
+//   - Flags per call skip L1 or L2 reads or writes, fail-safe, eager refresh
+//     or materialization.
+//
+// # Edges
+//
+// A panicking factory yields a *PanicError (errors.Is ErrFactoryPanic) to
+// every waiter; the key's flight is released. A value the serializer or L2
+// refuses (sdk.ErrItemTooLarge, capacity) is still returned by GetOrCreate,
+// just not cached; Set reports it. Keys that are empty, longer than
+// MaxKeyLength (1024) or hold ASCII control bytes bypass the cache:
+// GetOrCreate runs the factory and stores nothing, TryGet misses, Remove is
+// a no-op, Set returns ErrInvalidKey. An L2 failure is logged and counted;
+// GetOrCreate then behaves as on a miss.
+package hybrid
