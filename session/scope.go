@@ -59,6 +59,27 @@ func (s *Store) Attach(r *http.Request) (*http.Request, *Scope) {
 	return r, sc
 }
 
+type loadObserverKey struct{}
+
+// ObserveLoads returns a context under which every session load through a
+// request carrying it calls fn (after any observer already in ctx). The
+// response cache uses it to refuse storing or sharing a response whose
+// handler read a session — personalised content — whatever the order of the
+// middleware.
+func ObserveLoads(ctx context.Context, fn func()) context.Context {
+	if prev, ok := ctx.Value(loadObserverKey{}).(func()); ok {
+		next := fn
+		fn = func() { prev(); next() }
+	}
+	return context.WithValue(ctx, loadObserverKey{}, fn)
+}
+
+func notifyLoad(ctx context.Context) {
+	if fn, ok := ctx.Value(loadObserverKey{}).(func()); ok {
+		fn()
+	}
+}
+
 // ScopeFromContext returns the Scope most recently attached to ctx by any
 // Store, or nil.
 func ScopeFromContext(ctx context.Context) *Scope {
@@ -93,6 +114,7 @@ func (sc *Scope) Get(name string) (*sessions.Session, error) {
 	if !validCookieName(name) {
 		return nil, fmt.Errorf("session: invalid session name %q", name)
 	}
+	notifyLoad(sc.req.Context())
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if e := sc.entries[name]; e != nil {

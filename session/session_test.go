@@ -716,3 +716,26 @@ func TestConcurrentRequests(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestObserveLoads(t *testing.T) {
+	s, _ := newStore(t, Options{})
+	var outer, inner atomic.Int64
+	r := request(nil)
+	ctx := ObserveLoads(r.Context(), func() { outer.Add(1) })
+	ctx = ObserveLoads(ctx, func() { inner.Add(1) })
+	r = r.WithContext(ctx)
+	if _, err := s.Get(r, DefaultName); err != nil {
+		t.Fatal(err)
+	}
+	if outer.Load() == 0 || inner.Load() == 0 {
+		t.Fatalf("observers not called: %d %d", outer.Load(), inner.Load())
+	}
+	// A request that never loads a session notifies nobody.
+	var none atomic.Int64
+	r2 := request(nil)
+	_, sc := s.Attach(r2.WithContext(ObserveLoads(r2.Context(), func() { none.Add(1) })))
+	sc.Commit(httptest.NewRecorder())
+	if none.Load() != 0 {
+		t.Fatal("observer called without a load")
+	}
+}

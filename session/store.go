@@ -126,6 +126,7 @@ func (s *Store) Get(r *http.Request, name string) (*sessions.Session, error) {
 // caches per request. Without a Scope attached by middleware, loading slides
 // the session's expiration at once.
 func (s *Store) New(r *http.Request, name string) (*sessions.Session, error) {
+	notifyLoad(r.Context())
 	return s.scopeFor(r).Get(name)
 }
 
