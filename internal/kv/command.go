@@ -96,6 +96,15 @@ const (
 	CmdLockRenew   // args: token, ttl-ms        → Int 1 renewed / 0 not the holder
 	CmdLockRelease // args: token                → Int 1 released / 0 not the holder
 
+	// Node-level commands: they address the node, not one key (Cmd.Key is
+	// ignored or carries a session id), and run on the node that receives them.
+	CmdScan      // R-DS-8: args see server/store/scan.go
+	CmdTxPrepare // R-DS-4: args see server/store/tx.go
+	CmdTxCommit
+	CmdTxAbort
+	CmdFlush // remove every key of the store → OK
+	CmdDBSize // live keys → Int
+
 	cmdEnd // keep last
 )
 
@@ -116,7 +125,14 @@ var cmdNames = [...]string{
 	CmdXTrim: "XTRIM", CmdXGroup: "XGROUP", CmdXReadGroup: "XREADGROUP", CmdXAck: "XACK", CmdXPending: "XPENDING",
 	CmdXClaim: "XCLAIM", CmdXAutoClaim: "XAUTOCLAIM", CmdXRead: "XREAD",
 	CmdLockAcquire: "LOCK.ACQUIRE", CmdLockRenew: "LOCK.RENEW", CmdLockRelease: "LOCK.RELEASE",
+	CmdScan: "SCAN", CmdTxPrepare: "TX.PREPARE", CmdTxCommit: "TX.COMMIT", CmdTxAbort: "TX.ABORT",
+	CmdFlush: "FLUSH", CmdDBSize: "DBSIZE",
 }
+
+// NodeLevel reports whether op addresses the node rather than one key: the
+// client sends it to every owner (Scan fans out) or to the owner group it
+// concerns (a transaction phase), never routed by Cmd.Key.
+func (op CmdOp) NodeLevel() bool { return op >= CmdScan && op <= CmdDBSize }
 
 func (op CmdOp) String() string {
 	if op < cmdEnd && cmdNames[op] != "" {

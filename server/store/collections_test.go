@@ -311,3 +311,27 @@ func TestSkiplistAgainstSortedSlice(t *testing.T) {
 		}
 	}
 }
+
+func TestFlushAndDBSize(t *testing.T) {
+	s, clk := newTestStore(t)
+	for i := range 100 {
+		s.Put(fmt.Sprint("k", i), []byte("v"), nil)
+	}
+	run(t, s, kv.CmdHSet, "h", "f", "v")
+	s.Put("short", []byte("v"), &kv.PutOptions{TTL: time.Second})
+	clk.Advance(time.Second)
+	if r := s.Exec(kv.Cmd{Op: kv.CmdDBSize}); r.Int != 101 {
+		t.Fatalf("dbsize %d, want 101 (the expired key does not count)", r.Int)
+	}
+	if r := s.Exec(kv.Cmd{Op: kv.CmdFlush}); r.Type != kv.ReplyOK {
+		t.Fatalf("flush: %+v", r)
+	}
+	if n := s.DBSize(); n != 0 {
+		t.Fatalf("after flush: %d keys", n)
+	}
+	// Flushing is replicated as deletes.
+	ops, _ := s.SegmentFor("k1").OperationsAfter(0)
+	if last := ops[len(ops)-1]; last.Kind != OpDelete && last.Kind != OpExpired {
+		t.Fatalf("last op %v", last.Kind)
+	}
+}

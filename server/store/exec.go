@@ -58,8 +58,26 @@ func register(op kv.CmdOp, h handler) {
 	handlers[op] = &h
 }
 
-// Exec runs a data-structure command (R-DS) on its key's segment.
+// nodeHandlers implement node-level commands (kv.CmdOp.NodeLevel): they see
+// the whole store.
+var nodeHandlers [256]func(s *Store, cmd kv.Cmd) kv.Reply
+
+func registerNode(op kv.CmdOp, fn func(s *Store, cmd kv.Cmd) kv.Reply) {
+	if !op.NodeLevel() || nodeHandlers[op] != nil {
+		panic(fmt.Sprintf("store: node command %v registered twice or not node-level", op))
+	}
+	nodeHandlers[op] = fn
+}
+
+// Exec runs a data-structure command (R-DS) on its key's segment, or a
+// node-level command on the whole store.
 func (s *Store) Exec(cmd kv.Cmd) kv.Reply {
+	if cmd.Op.NodeLevel() {
+		if fn := nodeHandlers[cmd.Op]; fn != nil {
+			return fn(s, cmd)
+		}
+		return kv.BadRequest("unsupported command " + cmd.Op.String())
+	}
 	return s.segments[placement.SegmentOf(cmd.Key, len(s.segments))].Exec(cmd)
 }
 
