@@ -124,6 +124,9 @@ func (g *Segment) liveLocked(key string, now int64) *Record {
 }
 
 func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
+	if len(g.txLocks) > 0 && g.txLockedLocked(x.cmd.Key, "", x.now) {
+		return kv.Reply{Status: kv.StatusConflict, Message: "key reserved by a transaction in progress"}
+	}
 	x.rec = g.liveLocked(x.cmd.Key, x.now)
 	if x.rec != nil {
 		if h.kind != kindAny && x.rec.Kind != h.kind {

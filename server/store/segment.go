@@ -38,6 +38,29 @@ type Segment struct {
 	owned bool
 	bytes int64 // accounted bytes of every record in items
 	live  int   // records in items that are not tombstones
+	// txLocks holds the keys a prepared transaction (R-DS-4) reserved until
+	// its commit, abort or lock expiry; other writers get Conflict.
+	txLocks map[string]txLock
+}
+
+// txLock is one key reserved by a prepared transaction.
+type txLock struct {
+	txID    string
+	expires int64 // Unix ns; a crashed coordinator's locks lapse by themselves
+}
+
+// txLockedLocked reports whether key is reserved by a live transaction
+// other than txID.
+func (g *Segment) txLockedLocked(key, txID string, now int64) bool {
+	l, ok := g.txLocks[key]
+	if !ok {
+		return false
+	}
+	if now >= l.expires {
+		delete(g.txLocks, key)
+		return false
+	}
+	return l.txID != txID
 }
 
 func newSegment(s *Store, id uint16) *Segment {
@@ -114,6 +137,10 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	rec.access = s.stamp(now)
 
 	g.mu.Lock()
+	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
+		g.mu.Unlock()
+		return status(kv.StatusConflict)
+	}
 	old := g.items[key]
 	if old != nil && !old.liveAt(now) {
 		old = nil // a tombstone or an expired record: the key is absent
@@ -173,6 +200,9 @@ func (g *Segment) remove(key string, kind OpKind, onlyIfRevision uint64) kv.Resu
 	if onlyIfRevision != 0 && old.Revision != onlyIfRevision {
 		return status(kv.StatusConflict)
 	}
+	if kind == OpDelete && len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
+		return status(kv.StatusConflict)
+	}
 	return g.tombstoneLocked(old, kind, now)
 }
 
@@ -207,6 +237,9 @@ func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
 	old := g.items[key]
 	if old == nil || !old.liveAt(now) {
 		return status(kv.StatusNotFound)
+	}
+	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
+		return status(kv.StatusConflict)
 	}
 	if kind == OpPersist && old.ExpiresAt == 0 {
 		return kv.Result{Status: kv.StatusSuccess, Version: old.Version, Revision: old.Revision}
