@@ -297,7 +297,7 @@ func (f *fill[T]) produce(ctx context.Context, snap snapshot, stale *envelope) (
 		h.stats.factoryErrors.Add(1)
 	case factorySoftTimeout:
 		h.stats.softTimeouts.Add(1)
-		return f.serveStale(ctx, stale, snap, nil)
+		return f.serveStale(ctx, stale, snap, fmt.Errorf("factory still running after the soft timeout %v", h.opts.FactorySoftTimeout))
 	case factoryHardTimeout:
 		h.stats.hardTimeouts.Add(1)
 		h.stats.factoryErrors.Add(1)
@@ -325,10 +325,7 @@ func (f *fill[T]) serveStale(ctx context.Context, stale *envelope, snap snapshot
 	h := f.h
 	v, err := decodeValue[T](h, stale.payload)
 	if err != nil {
-		if cause != nil {
-			return nil, cause
-		}
-		return nil, err
+		return nil, fmt.Errorf("hybrid: stale value of %q unreadable (%w) after: %w", f.key, err, cause)
 	}
 	h.stats.failSafe.Add(1)
 	h.log.Warn("hybrid: serving a stale value (fail-safe)", "key", f.key, "cause", cause)
