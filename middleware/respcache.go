@@ -260,14 +260,7 @@ func (rc *ResponseCacher) serve(x exchange, p *Policy) {
 		}
 		return
 	}
-	rc.waiting.Add(1)
-	leader := false
-	v, _, _ := rc.group.Do(primary, func() (any, error) {
-		leader = true
-		return rc.fill(ctx, x, p, primary, true), nil
-	})
-	rc.waiting.Add(-1)
-	res := v.(*fillResult)
+	res, leader := rc.fillOnce(ctx, x, p, primary)
 	switch {
 	case res.hit != nil:
 		rc.hits.Add(1)
@@ -290,12 +283,29 @@ func (rc *ResponseCacher) serve(x exchange, p *Policy) {
 	}
 }
 
+// fillOnce joins or leads the single flight of primary. leader reports
+// whether this request's handler ran (or its re-check hit). A panicking
+// handler re-panics in every waiting request (singleflight's behaviour);
+// the Waiting gauge stays right.
+func (rc *ResponseCacher) fillOnce(ctx context.Context, x exchange, p *Policy, primary string) (res *fillResult, leader bool) {
+	rc.waiting.Add(1)
+	defer rc.waiting.Add(-1)
+	v, _, _ := rc.group.Do(primary, func() (any, error) {
+		leader = true
+		return rc.fill(ctx, x, p, primary, true), nil
+	})
+	return v.(*fillResult), leader
+}
+
 // fill runs the handler once for a cacheable request and stores the answer
 // when RFC 9111 allows. With recheck, the cache is read again first (inside
 // the single flight: a fill that finished just before this one began has
 // stored its answer).
 func (rc *ResponseCacher) fill(ctx context.Context, x exchange, p *Policy, primary string, recheck bool) *fillResult {
 	r := x.r
+	// Others may be waiting on this fill: the leader's client hanging up
+	// must cancel neither the handler nor the cache writes.
+	ctx = context.WithoutCancel(ctx)
 	if recheck {
 		if e := rc.lookup(ctx, primary, r.Header); e != nil {
 			return &fillResult{hit: e}
@@ -309,7 +319,7 @@ func (rc *ResponseCacher) fill(ctx context.Context, x exchange, p *Policy, prima
 	}
 
 	var usedSession atomic.Bool
-	fctx := session.ObserveLoads(context.WithoutCancel(ctx), func() { usedSession.Store(true) })
+	fctx := session.ObserveLoads(ctx, func() { usedSession.Store(true) })
 	fr := r.Clone(fctx)
 	fr.Header.Del("If-None-Match") // the full answer is what gets stored;
 	fr.Header.Del("If-Modified-Since")
@@ -693,10 +703,10 @@ func (rc *ResponseCacher) indexTag(ctx context.Context, tag string, keys []strin
 		b.WriteString("\n")
 		last = max(last, lines[k])
 	}
-	eo := cache.EntryOptions{AbsoluteExpiration: time.Unix(0, last)}
 	if last <= now {
 		return
 	}
+	eo := cache.EntryOptions{AbsoluteExpirationRelativeToNow: time.Duration(last - now)}
 	if err := rc.c.Set(ctx, rc.indexKey(tag), []byte(b.String()), eo); err != nil {
 		rc.log.Debug("zaris response cache: tag index not updated", "tag", tag, "err", err)
 	}

@@ -519,3 +519,39 @@ func TestEchoResponseCache(t *testing.T) {
 		t.Fatal("EchoResponseCache")
 	}
 }
+
+func TestHandlerPanicDuringFill(t *testing.T) {
+	rc := NewResponseCacher(newCache(t), ResponseCacheOptions{})
+	srv := rc.Middleware()(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the handler's panic was swallowed")
+			}
+		}()
+		do(srv, "GET", "/")
+	}()
+	if st := rc.Stats(); st.Waiting != 0 || st.Stored != 0 {
+		t.Fatalf("stats after a panic: %+v", st)
+	}
+}
+
+// The leader's client hanging up cancels neither its handler nor the cache
+// write the waiting requests depend on.
+func TestLeaderCancellationDoesNotAbortFill(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cancel() // the client goes away mid-handler
+		if r.Context().Err() != nil {
+			t.Error("the fill's handler saw its leader's cancellation")
+		}
+		io.WriteString(w, "done")
+	})
+	rc := NewResponseCacher(newCache(t), ResponseCacheOptions{})
+	srv := rc.Middleware()(h)
+	r := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
+	srv.ServeHTTP(httptest.NewRecorder(), r)
+	if got := do(srv, "GET", "/"); got.Header().Get("X-Cache") != "HIT" || got.Body.String() != "done" {
+		t.Fatalf("fill aborted by the leader's cancellation: %v", got.Header())
+	}
+}

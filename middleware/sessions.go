@@ -19,7 +19,9 @@ var ErrNoSessions = errors.New("middleware: no session middleware on this reques
 // (lazy). Just before the response header is written — and again when the
 // handler returns, for changes made after — a changed session is saved, a
 // session only read is refreshed (sliding expiration), a session never
-// loaded costs nothing.
+// loaded costs nothing. A failed commit (store unreachable, session over
+// the store's item cap) is logged with the store's logger; a handler that
+// must know calls store.Save itself and checks the error.
 func Sessions(store *session.Store) func(http.Handler) http.Handler {
 	log := store.Options().Logger
 	return func(next http.Handler) http.Handler {
