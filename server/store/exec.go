@@ -236,6 +236,7 @@ func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
 	e.Key = rec.Key // owned by the record; the command's key may alias a network buffer
 	g.log.appendCmd(rec.header(), e)
 	g.store.puts.Add(1)
+	g.notifyLocked(OpCommand, rec, e)
 }
 
 // cloneCmd deep-copies a command: the op-log outlives the caller's buffers.

@@ -310,6 +310,7 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 	}
 	g.log.append(kind, logged)
 	g.store.countOp(kind)
+	g.notifyLocked(kind, rec, nil)
 }
 
 // liveDelta is the change in live (non-tombstone) records when r replaces old.

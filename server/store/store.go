@@ -27,6 +27,9 @@ type Store struct {
 
 	puts, deletes, expired, evicted, retimes atomic.Uint64
 
+	watches watchRegistry
+	pubsub  *Broker
+
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -46,6 +49,7 @@ func New(cfg Config) (*Store, error) {
 		s.log = slog.Default()
 	}
 	s.start = s.clock.NowNano()
+	s.pubsub = newBroker()
 	s.segments = make([]*Segment, cfg.Segments)
 	for i := range s.segments {
 		s.segments[i] = newSegment(s, uint16(i))
@@ -66,6 +70,8 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
+		s.closeWatches()
+		s.pubsub.closeAll()
 		if s.coarse != nil {
 			s.coarse.close()
 		}
