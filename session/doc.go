@@ -49,9 +49,11 @@
 //	3      8     creation instant, Unix nanoseconds, big-endian int64
 //	11     …     the session values, encoded by Options.Serializer
 //
-// The default serializer is encoding/gob over the session's
-// map[interface{}]interface{} (gorilla's own convention): basic types work
-// out of the box, other concrete types stored in a session must be
-// registered with gob.Register. A record larger than the store's item cap is
+// The default serializer is encoding/gob (gorilla's own convention for
+// map[interface{}]interface{} values): the map is written as a gob struct of
+// two lists, keys and values, in a canonical key order, so that an
+// unchanged session encodes to the same bytes. Basic types work out of the
+// box; other concrete types stored in a session must be registered with
+// gob.Register. A record larger than the store's item cap is
 // refused with an error wrapping sdk.ErrItemTooLarge.
 package session

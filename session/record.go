@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
+	"fmt"
+	"sort"
 	"time"
 
 	"github.com/gorilla/sessions"
@@ -20,12 +22,37 @@ type Serializer interface {
 
 // GobSerializer encodes session values with encoding/gob (the default).
 // Concrete types other than the basic ones must be gob.Register-ed.
+//
+// The map is written as two parallel lists, keys and values, in a canonical
+// key order, so equal values give equal bytes whatever Go's map iteration
+// order: Commit detects a changed session by comparing bytes, without
+// decoding. (Values holding maps of their own may still encode in varying
+// order; that costs at most an unneeded write, never a lost one.)
 type GobSerializer struct{}
+
+// gobValues is the encoded form of a session's values.
+type gobValues struct {
+	Keys   []interface{}
+	Values []interface{}
+}
 
 // Serialize implements Serializer.
 func (GobSerializer) Serialize(s *sessions.Session) ([]byte, error) {
+	type kv struct {
+		order string
+		k, v  interface{}
+	}
+	entries := make([]kv, 0, len(s.Values))
+	for k, v := range s.Values {
+		entries = append(entries, kv{fmt.Sprintf("%T\x00%v", k, k), k, v})
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].order < entries[j].order })
+	g := gobValues{Keys: make([]interface{}, len(entries)), Values: make([]interface{}, len(entries))}
+	for i, e := range entries {
+		g.Keys[i], g.Values[i] = e.k, e.v
+	}
 	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(s.Values); err != nil {
+	if err := gob.NewEncoder(&buf).Encode(&g); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -33,8 +60,24 @@ func (GobSerializer) Serialize(s *sessions.Session) ([]byte, error) {
 
 // Deserialize implements Serializer.
 func (GobSerializer) Deserialize(data []byte, s *sessions.Session) error {
-	return gob.NewDecoder(bytes.NewReader(data)).Decode(&s.Values)
+	var g gobValues
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&g); err != nil {
+		return err
+	}
+	if len(g.Keys) != len(g.Values) {
+		return errors.New("session: corrupt values: keys and values differ in length")
+	}
+	if s.Values == nil {
+		s.Values = make(map[interface{}]interface{}, len(g.Keys))
+	}
+	for i, k := range g.Keys {
+		s.Values[k] = g.Values[i]
+	}
+	return nil
 }
+
+// canonical marks GobSerializer's output as independent of map order.
+func (GobSerializer) canonical() {}
 
 // The stored record (see the package doc).
 const (

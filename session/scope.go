@@ -271,9 +271,10 @@ func (s *Store) commitEntry(ctx context.Context, w http.ResponseWriter, e *entry
 }
 
 // changed reports whether the session's values differ from what was last
-// read or written, and returns their encoding for reuse. Gob encodes maps in
-// iteration order, so unequal bytes are confirmed by decoding the persisted
-// payload and comparing values deeply.
+// read or written, and returns their encoding for reuse. With the canonical
+// GobSerializer, bytes decide; with another serializer, whose bytes may
+// follow map iteration order, unequal bytes are confirmed by decoding the
+// persisted payload and comparing values deeply.
 func (s *Store) changed(e *entry) (bool, []byte, error) {
 	payload, err := s.opts.Serializer.Serialize(e.sess)
 	if err != nil {
@@ -284,6 +285,9 @@ func (s *Store) changed(e *entry) (bool, []byte, error) {
 	}
 	if bytes.Equal(payload, e.persisted) {
 		return false, payload, nil
+	}
+	if _, ok := s.opts.Serializer.(interface{ canonical() }); ok {
+		return true, payload, nil // equal values would have given equal bytes
 	}
 	prev := &sessions.Session{Values: map[interface{}]interface{}{}}
 	if err := s.opts.Serializer.Deserialize(e.persisted, prev); err != nil {

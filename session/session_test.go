@@ -739,3 +739,68 @@ func TestObserveLoads(t *testing.T) {
 		t.Fatal("observer called without a load")
 	}
 }
+
+func TestGobSerializerCanonical(t *testing.T) {
+	a := sessions.NewSession(nil, "x")
+	b := sessions.NewSession(nil, "x")
+	for i := 0; i < 50; i++ {
+		a.Values[fmt.Sprint("k", i)] = i
+		a.Values[i] = "int key"
+	}
+	for i := 49; i >= 0; i-- {
+		b.Values[i] = "int key"
+		b.Values[fmt.Sprint("k", i)] = i
+	}
+	ea, err := GobSerializer{}.Serialize(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 5; n++ {
+		eb, _ := GobSerializer{}.Serialize(b)
+		if string(ea) != string(eb) {
+			t.Fatal("equal values encode differently")
+		}
+	}
+	back := sessions.NewSession(nil, "x")
+	if err := (GobSerializer{}).Deserialize(ea, back); err != nil || len(back.Values) != 100 || back.Values["k7"] != 7 || back.Values[7] != "int key" {
+		t.Fatalf("round trip: %v %v", back.Values, err)
+	}
+}
+
+// orderedByMap is a serializer whose bytes follow map order: Commit must fall
+// back to comparing values.
+type orderedByMap struct{ GobSerializerNonCanonical }
+
+// GobSerializerNonCanonical encodes the raw map with gob (order-dependent).
+type GobSerializerNonCanonical struct{}
+
+func (GobSerializerNonCanonical) Serialize(s *sessions.Session) ([]byte, error) {
+	var buf strings.Builder
+	err := gob.NewEncoder(&buf).Encode(s.Values)
+	return []byte(buf.String()), err
+}
+
+func (GobSerializerNonCanonical) Deserialize(data []byte, s *sessions.Session) error {
+	return gob.NewDecoder(strings.NewReader(string(data))).Decode(&s.Values)
+}
+
+func TestCustomSerializerChangeDetection(t *testing.T) {
+	s, _ := newStore(t, Options{Serializer: orderedByMap{}})
+	values := map[string]any{}
+	for i := 0; i < 20; i++ {
+		values[fmt.Sprint("k", i)] = i
+	}
+	rec, _ := saveNew(t, s, values)
+	writes := s.Stats().Writes
+	for i := 0; i < 5; i++ {
+		_, sc := s.Attach(request(rec))
+		sess, _ := sc.Session()
+		if sess.Values["k3"] != 3 {
+			t.Fatal("custom serializer round trip")
+		}
+		sc.Commit(httptest.NewRecorder())
+	}
+	if s.Stats().Writes != writes {
+		t.Fatal("an unchanged session was rewritten (map order mistaken for a change)")
+	}
+}
