@@ -46,8 +46,8 @@
 //   - single flight (golang.org/x/sync/singleflight): concurrent misses on
 //     one URL run the handler once per instance and share its answer — only
 //     if that answer is shareable and selects the same variant; otherwise
-//     each request runs the handler itself. The cache is read again inside
-//     the flight. A leader's handler runs without its client's cancellation,
+//     a waiting request fills for itself (and never receives another
+//     user's Set-Cookie). The cache is read again inside the flight. A leader's handler runs without its client's cancellation,
 //     since others wait for it;
 //   - bodies over MaxBodyBytes (default 1 MiB), and handlers that Flush,
 //     stream to the client uncached; a response the store refuses (e.g.

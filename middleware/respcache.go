@@ -261,6 +261,11 @@ func (rc *ResponseCacher) serve(x exchange, p *Policy) {
 		return
 	}
 	res, leader := rc.fillOnce(ctx, x, p, primary)
+	if !leader && !usableBy(res, r.Header) {
+		// The flight's answer is not ours to receive (Set-Cookie, private,
+		// streamed, or another variant): this request fills for itself.
+		res, leader = rc.fill(ctx, x, p, primary, true), true
+	}
 	switch {
 	case res.hit != nil:
 		rc.hits.Add(1)
@@ -270,17 +275,19 @@ func (rc *ResponseCacher) serve(x exchange, p *Policy) {
 		if !res.streamed {
 			rc.writeFilled(x.raw, r, res, "MISS")
 		}
-	case res.shareable && sameVariant(r.Header, res):
+	default:
 		rc.coalesced.Add(1)
 		rc.writeFilled(x.w, r, res, "HIT")
-	default:
-		// The leader's answer is not ours to receive (Set-Cookie, private,
-		// another variant, streamed): run the handler for this request.
-		rc.misses.Add(1)
-		rc.runs.Add(1)
-		rc.label(x.w.Header(), "MISS")
-		x.run(x.w, r)
 	}
+}
+
+// usableBy reports whether a request with header h, waiting on another
+// request's flight, may receive its result.
+func usableBy(res *fillResult, h http.Header) bool {
+	if res.hit != nil {
+		return sameValues(res.hit.Vary, h, res.reqHeader)
+	}
+	return res.shareable && !res.streamed && sameValues(varyNames(res.header), h, res.reqHeader)
 }
 
 // fillOnce joins or leads the single flight of primary. leader reports
@@ -308,7 +315,7 @@ func (rc *ResponseCacher) fill(ctx context.Context, x exchange, p *Policy, prima
 	ctx = context.WithoutCancel(ctx)
 	if recheck {
 		if e := rc.lookup(ctx, primary, r.Header); e != nil {
-			return &fillResult{hit: e}
+			return &fillResult{hit: e, reqHeader: r.Header.Clone()}
 		}
 	}
 	// Tag generations are read before the handler runs, so an eviction
@@ -404,11 +411,12 @@ func addVary(h http.Header, names []string) {
 	h.Set("Vary", strings.Join(have, ", "))
 }
 
-// sameVariant reports whether req selects the same variant as the request
-// that produced res (equal values for every header named by its Vary).
-func sameVariant(req http.Header, res *fillResult) bool {
-	for _, n := range varyNames(res.header) {
-		if n == "*" || strings.Join(req.Values(n), ",") != strings.Join(res.reqHeader.Values(n), ",") {
+// sameValues reports whether two requests carry equal values for every
+// header in names (both select the same variant of a response that Varies
+// on names).
+func sameValues(names []string, a, b http.Header) bool {
+	for _, n := range names {
+		if n == "*" || strings.Join(a.Values(n), ",") != strings.Join(b.Values(n), ",") {
 			return false
 		}
 	}

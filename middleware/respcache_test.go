@@ -555,3 +555,45 @@ func TestLeaderCancellationDoesNotAbortFill(t *testing.T) {
 		t.Fatalf("fill aborted by the leader's cancellation: %v", got.Header())
 	}
 }
+
+// Requests waiting on a flight for another variant never receive it.
+func TestStampedeRespectsVary(t *testing.T) {
+	const n = 20
+	release := make(chan struct{})
+	var runs atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			<-release
+		}
+		w.Header().Set("Vary", "Accept-Language")
+		io.WriteString(w, r.Header.Get("Accept-Language"))
+	})
+	rc := NewResponseCacher(newCache(t), ResponseCacheOptions{})
+	srv := rc.Middleware()(h)
+	langs := []string{"en", "fr"}
+	var wg sync.WaitGroup
+	results := make([]*httptest.ResponseRecorder, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results[i] = do(srv, "GET", "/greeting", "Accept-Language", langs[i%2])
+		}(i)
+	}
+	eventually(t, 5*time.Second, "all requests reach the fill", func() bool { return rc.Stats().Waiting == n })
+	close(release)
+	wg.Wait()
+	for i, r := range results {
+		if r.Body.String() != langs[i%2] {
+			t.Fatalf("request for %s got %q", langs[i%2], r.Body)
+		}
+	}
+	if runs.Load() > n/2+1 {
+		t.Fatalf("%d runs: the %s requests did not share their fill", runs.Load(), "matching")
+	}
+	for _, lang := range langs {
+		if r := do(srv, "GET", "/greeting", "Accept-Language", lang); r.Header().Get("X-Cache") != "HIT" || r.Body.String() != lang {
+			t.Fatalf("%s variant not stored: %v %q", lang, r.Header(), r.Body)
+		}
+	}
+}
