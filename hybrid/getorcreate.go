@@ -46,9 +46,10 @@ func GetOrCreate[T any](ctx context.Context, h *Cache, key string, factory func(
 }
 
 // GetOrCreateWithState is GetOrCreate with the factory's input passed as
-// state rather than captured: with a static factory function an L1 hit
-// then allocates nothing (a capturing closure is heap-allocated by the
-// caller on every call, hit or not).
+// state rather than captured (the seed's GetOrCreateAsync(key, state,
+// factory) overload). With a static factory function an L1 hit allocates
+// nothing; a capturing closure passed to GetOrCreate costs one small heap
+// allocation per call, hit or not, because the fill may outlive the call.
 func GetOrCreateWithState[S, T any](ctx context.Context, h *Cache, key string, state S, factory func(context.Context, S) (T, error), opts *EntryOptions, tags ...string) (T, error) {
 	if h.closed.Load() {
 		var zero T
@@ -87,13 +88,13 @@ func TryGet[T any](ctx context.Context, h *Cache, key string, opts *EntryOptions
 	if !h.validKey(key) {
 		return zero, false, nil
 	}
-	f := &fill[T]{h: h, key: key, sk: h.storeKey(key), p: h.resolve(opts)}
+	f := &fill[T]{h: h, key: key, l1k: h.l1Key(key), l2k: h.l2Key(key), p: h.resolve(opts)}
 	if !f.p.has(DisableLocalCacheRead) {
 		if v, ok := f.fromL1(ctx); ok {
 			return v, true, nil
 		}
 	}
-	res, err := f.flight(ctx, "?"+f.sk)
+	res, err := f.flight(ctx, "?"+f.l2k)
 	if err != nil || res == nil {
 		return zero, false, err
 	}
@@ -110,13 +111,13 @@ func getOrCreateSlow[T any](ctx context.Context, h *Cache, key string, factory f
 		run := runFactory(h, context.WithValue(ctx, factoryContextKey{}, fc), key, factory, false, nil)
 		return run.v, run.err
 	}
-	f := &fill[T]{h: h, key: key, sk: h.storeKey(key), factory: factory, p: p, tags: normalizeTags(tags)}
+	f := &fill[T]{h: h, key: key, l1k: h.l1Key(key), l2k: h.l2Key(key), factory: factory, p: p, tags: normalizeTags(tags)}
 	if !p.has(DisableLocalCacheRead) {
 		if v, ok := f.fromL1(ctx); ok {
 			return v, nil
 		}
 	}
-	res, err := f.flight(ctx, f.sk)
+	res, err := f.flight(ctx, f.l2k)
 	if err != nil {
 		return zero, err
 	}
@@ -129,7 +130,7 @@ func refreshFromHit[T any](ctx context.Context, h *Cache, me *matEntry, factory 
 	if v, ok := h.refreshing.Load(me.key); ok && v.(*refreshState).created >= me.created {
 		return
 	}
-	f := &fill[T]{h: h, key: me.key, sk: me.l1Key, factory: factory, p: h.resolve(opts), tags: normalizeTags(tags)}
+	f := &fill[T]{h: h, key: me.key, l1k: me.l1Key, l2k: h.l2Key(me.key), factory: factory, p: h.resolve(opts), tags: normalizeTags(tags)}
 	f.scheduleRefresh(ctx, me.created, me.expires)
 }
 
@@ -167,7 +168,8 @@ func decodeValue[T any](h *Cache, payload []byte) (T, error) {
 // factory is nil for TryGet.
 type fill[T any] struct {
 	h       *Cache
-	key, sk string
+	key      string
+	l1k, l2k string // the key in each tier
 	factory func(context.Context) (T, error)
 	p       policy
 	tags    []string
@@ -195,7 +197,7 @@ func (f *fill[T]) fromL1(ctx context.Context) (T, bool) {
 	var zero T
 	h := f.h
 	epoch := h.tagEpoch.Load()
-	env, r, ok := h.readL1(ctx, f.sk)
+	env, r, ok := h.readL1(ctx, f.l1k)
 	if !ok {
 		return zero, false
 	}
@@ -208,7 +210,7 @@ func (f *fill[T]) fromL1(ctx context.Context) (T, bool) {
 		return zero, false
 	}
 	h.stats.l1Hits.Add(1)
-	h.materialize(f.key, f.sk, v, &env, r, epoch, f.p)
+	h.materialize(f.key, f.l1k, v, &env, r, epoch, f.p)
 	f.maybeRefresh(ctx, &env, now)
 	return v, true
 }
@@ -228,12 +230,12 @@ func (f *fill[T]) run(callerCtx context.Context) (res *fillResult, err error) {
 	var stale *envelope
 
 	if !f.p.has(DisableLocalCacheRead) {
-		if env, r, ok := h.readL1(ctx, f.sk); ok {
+		if env, r, ok := h.readL1(ctx, f.l1k); ok {
 			switch h.judge(ctx, &env, now, true) {
 			case verdictFresh:
 				if v, err := decodeValue[T](h, env.payload); err == nil {
 					h.stats.l1Hits.Add(1)
-					h.materialize(f.key, f.sk, v, &env, r, snap.epoch, f.p)
+					h.materialize(f.key, f.l1k, v, &env, r, snap.epoch, f.p)
 					f.maybeRefresh(callerCtx, &env, now)
 					return &fillResult{value: v, payload: env.payload}, nil
 				}
@@ -244,7 +246,7 @@ func (f *fill[T]) run(callerCtx context.Context) (res *fillResult, err error) {
 	}
 
 	if !f.p.has(DisableDistributedCacheRead) {
-		env, found, err := h.readL2(ctx, f.sk)
+		env, found, err := h.readL2(ctx, f.l2k)
 		switch {
 		case err != nil:
 			if f.factory == nil {
@@ -257,7 +259,7 @@ func (f *fill[T]) run(callerCtx context.Context) (res *fillResult, err error) {
 				if v, err := decodeValue[T](h, env.payload); err == nil {
 					h.stats.l2Hits.Add(1)
 					l1 := h.l1Copy(&env, f.p, now, snap.at)
-					h.writeL1(ctx, f.key, f.sk, &l1, v, f.p, snap)
+					h.writeL1(ctx, f.key, f.l1k, &l1, v, f.p, snap)
 					f.maybeRefresh(callerCtx, &env, now)
 					return &fillResult{value: v, payload: env.payload}, nil
 				}
@@ -315,7 +317,7 @@ func (f *fill[T]) store(ctx context.Context, fc *FactoryContext, v T, created in
 		f.h.stats.notCached.Add(1)
 		return
 	}
-	f.h.storeValue(ctx, f.key, f.sk, v, created, f.h.resolve(&eo), tags, snap)
+	f.h.storeValue(ctx, f.key, f.l1k, f.l2k, v, created, f.h.resolve(&eo), tags, snap)
 }
 
 // serveStale answers with a fail-safe value and keeps answering with it
@@ -332,7 +334,7 @@ func (f *fill[T]) serveStale(ctx context.Context, stale *envelope, snap snapshot
 	throttled := *stale
 	throttled.local = min(h.clock.NowNano()+int64(h.opts.FailSafeThrottleDuration), stale.physical)
 	throttled.observed = snap.at
-	h.writeL1(ctx, f.key, f.sk, &throttled, v, f.p, snap)
+	h.writeL1(ctx, f.key, f.l1k, &throttled, v, f.p, snap)
 	return &fillResult{value: v, payload: stale.payload}, nil
 }
 
@@ -375,12 +377,12 @@ func (f *fill[T]) refresh(ctx context.Context, st *refreshState) {
 	snap := h.snapshot(f.key)
 	now := h.clock.NowNano()
 	if !f.p.has(DisableDistributedCacheRead) {
-		env, found, err := h.readL2(ctx, f.sk)
+		env, found, err := h.readL2(ctx, f.l2k)
 		if err == nil && found && env.created > st.created && h.judge(ctx, &env, now, false) == verdictFresh {
 			if due := h.refreshAt(&env); due == 0 || now < due {
 				if v, err := decodeValue[T](h, env.payload); err == nil {
 					l1 := h.l1Copy(&env, f.p, now, snap.at)
-					h.writeL1(ctx, f.key, f.sk, &l1, v, f.p, snap)
+					h.writeL1(ctx, f.key, f.l1k, &l1, v, f.p, snap)
 					h.refreshing.CompareAndDelete(f.key, st)
 					return
 				}

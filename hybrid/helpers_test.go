@@ -74,11 +74,19 @@ func (r *rig) instance(opts hybrid.Options, l1Tweak func(*store.Config)) *instan
 	return &instance{h: h, l1: l1, l2: l2}
 }
 
-// raw reads the record the cache keeps for key in a tier (the default
-// "hc:v:" namespace).
-func raw(t testing.TB, c *sdk.Client, key string) sdk.Result {
+// rawL1 and rawL2 read the records inst keeps for key in each tier.
+func rawL1(t testing.TB, inst *instance, key string) sdk.Result {
 	t.Helper()
-	r, err := c.Get(context.Background(), "hc:v:"+key)
+	l1k, _ := inst.h.StoreKeys(key)
+	r, err := inst.l1.Get(context.Background(), l1k)
+	require.NoError(t, err)
+	return r
+}
+
+func rawL2(t testing.TB, inst *instance, key string) sdk.Result {
+	t.Helper()
+	_, l2k := inst.h.StoreKeys(key)
+	r, err := inst.l2.Get(context.Background(), l2k)
 	require.NoError(t, err)
 	return r
 }
@@ -113,4 +121,14 @@ func eventually(t testing.TB, what string, cond func() bool) {
 		}
 		<-tick.C
 	}
+}
+
+func l1KeyOf(inst *instance, key string) string {
+	l1k, _ := inst.h.StoreKeys(key)
+	return l1k
+}
+
+func l1TTL(t testing.TB, inst *instance, key string) (sdk.Result, error) {
+	t.Helper()
+	return inst.l1.TimeToLive(context.Background(), l1KeyOf(inst, key))
 }

@@ -57,8 +57,8 @@ func TestReadPathL1ThenL2ThenFactory(t *testing.T) {
 	c := &counter{prefix: "v"}
 
 	assert.Equal(t, "v1", get(t, a.h, "k", c, nil))
-	assert.True(t, raw(t, a.l1, "k").OK(), "written to L1")
-	assert.True(t, raw(t, r.l2, "k").OK(), "written to L2")
+	assert.True(t, rawL1(t, a, "k").OK(), "written to L1")
+	assert.True(t, rawL2(t, a, "k").OK(), "written to L2")
 
 	// L1 serves A without touching L2: delete the L2 record behind its back.
 	_, err := r.l2.Delete(context.Background(), "hc:v:k")
@@ -72,7 +72,7 @@ func TestReadPathL1ThenL2ThenFactory(t *testing.T) {
 	d := r.instance(hybrid.Options{}, nil)
 	assert.Equal(t, "v2", get(t, d.h, "k", c, nil))
 	assert.Equal(t, uint64(1), d.h.Stats().L2Hits)
-	assert.True(t, raw(t, d.l1, "k").OK())
+	assert.True(t, rawL1(t, d, "k").OK())
 	assert.Equal(t, "v2", get(t, d.h, "k", c, nil))
 	assert.Equal(t, uint64(1), d.h.Stats().L1Hits)
 	assert.Equal(t, int64(2), c.calls.Load())
@@ -84,13 +84,13 @@ func TestLocalExpirationNeverOutlivesL2(t *testing.T) {
 	a := r.instance(hybrid.Options{Expiration: time.Second, LocalCacheExpiration: time.Hour}, nil)
 	c := &counter{prefix: "v"}
 	get(t, a.h, "k", c, nil)
-	ttl, err := a.l1.TimeToLive(context.Background(), "hc:v:k")
+	ttl, err := l1TTL(t, a, "k")
 	require.NoError(t, err)
 	assert.LessOrEqual(t, ttl.TTL, time.Second, "L1 TTL clamped to Expiration")
 
 	// Per-entry clamp.
 	get(t, a.h, "k2", c, &hybrid.EntryOptions{Expiration: 2 * time.Second, LocalCacheExpiration: time.Hour})
-	ttl, err = a.l1.TimeToLive(context.Background(), "hc:v:k2")
+	ttl, err = l1TTL(t, a, "k2")
 	require.NoError(t, err)
 	assert.LessOrEqual(t, ttl.TTL, 2*time.Second)
 
@@ -99,7 +99,7 @@ func TestLocalExpirationNeverOutlivesL2(t *testing.T) {
 	r.clock.Advance(8 * time.Second)
 	b := r.instance(hybrid.Options{}, nil)
 	get(t, b.h, "k3", c, nil)
-	ttl, err = b.l1.TimeToLive(context.Background(), "hc:v:k3")
+	ttl, err = l1TTL(t, b, "k3")
 	require.NoError(t, err)
 	assert.LessOrEqual(t, ttl.TTL, 2*time.Second, "L1 copy ends with the L2 entry")
 
@@ -116,8 +116,8 @@ func TestRemoveClearsBothTiers(t *testing.T) {
 	c := &counter{prefix: "v"}
 	get(t, a.h, "k", c, nil)
 	require.NoError(t, a.h.Remove(context.Background(), "k"))
-	assert.Equal(t, sdk.StatusNotFound, raw(t, a.l1, "k").Status)
-	assert.Equal(t, sdk.StatusNotFound, raw(t, r.l2, "k").Status)
+	assert.Equal(t, sdk.StatusNotFound, rawL1(t, a, "k").Status)
+	assert.Equal(t, sdk.StatusNotFound, rawL2(t, a, "k").Status)
 	assert.Equal(t, "v2", get(t, a.h, "k", c, nil))
 	require.NoError(t, a.h.Remove(context.Background(), "never-there"))
 }
@@ -217,7 +217,7 @@ func TestTryGetAndSet(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, "lamp", v.Name)
-	assert.True(t, raw(t, b.l1, "p").OK(), "TryGet fills L1 from L2")
+	assert.True(t, rawL1(t, b, "p").OK(), "TryGet fills L1 from L2")
 
 	// GetOrCreate sees the Set value without running its factory.
 	got, err := hybrid.GetOrCreate(ctx, a.h, "p", func(context.Context) (product, error) {
@@ -307,13 +307,13 @@ func TestFlags(t *testing.T) {
 
 	t.Run("DisableLocalCacheWrite", func(t *testing.T) {
 		get(t, a.h, "nolw", c, &hybrid.EntryOptions{Flags: hybrid.DisableLocalCacheWrite})
-		assert.Equal(t, sdk.StatusNotFound, raw(t, a.l1, "nolw").Status)
-		assert.True(t, raw(t, r.l2, "nolw").OK())
+		assert.Equal(t, sdk.StatusNotFound, rawL1(t, a, "nolw").Status)
+		assert.True(t, rawL2(t, a, "nolw").OK())
 	})
 	t.Run("DisableDistributedCacheWrite", func(t *testing.T) {
 		get(t, a.h, "nol2w", c, &hybrid.EntryOptions{Flags: hybrid.DisableDistributedCacheWrite})
-		assert.True(t, raw(t, a.l1, "nol2w").OK())
-		assert.Equal(t, sdk.StatusNotFound, raw(t, r.l2, "nol2w").Status)
+		assert.True(t, rawL1(t, a, "nol2w").OK())
+		assert.Equal(t, sdk.StatusNotFound, rawL2(t, a, "nol2w").Status)
 	})
 	t.Run("DisableLocalCacheRead", func(t *testing.T) {
 		first := get(t, a.h, "nolr", c, nil)
@@ -331,8 +331,8 @@ func TestFlags(t *testing.T) {
 	t.Run("OptionsFlagsApplyToEveryCall", func(t *testing.T) {
 		l1only := r.instance(hybrid.Options{Flags: hybrid.DisableDistributedCache}, nil)
 		get(t, l1only.h, "l1only", c, nil)
-		assert.Equal(t, sdk.StatusNotFound, raw(t, r.l2, "l1only").Status)
-		assert.True(t, raw(t, l1only.l1, "l1only").OK())
+		assert.Equal(t, sdk.StatusNotFound, rawL2(t, l1only, "l1only").Status)
+		assert.True(t, rawL1(t, l1only, "l1only").OK())
 	})
 	t.Run("DisableMaterialization", func(t *testing.T) {
 		type box struct{ Items []int }
@@ -361,7 +361,7 @@ func TestValueTooLargeIsReturnedNotCached(t *testing.T) {
 		assert.Equal(t, big, v)
 	}
 	assert.Equal(t, int64(2), calls.Load(), "not cached in either tier")
-	assert.Equal(t, sdk.StatusNotFound, raw(t, a.l1, "big").Status)
+	assert.Equal(t, sdk.StatusNotFound, rawL1(t, a, "big").Status)
 	assert.Equal(t, uint64(2), a.h.Stats().NotCached)
 	require.ErrorIs(t, a.h.Set(ctx, "big", big, nil), sdk.ErrItemTooLarge)
 }
@@ -385,7 +385,7 @@ func TestMaterializedValueNeverOutlivesL1Record(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// Deleting a record behind the cache's back is noticed at once.
-	_, err := a.l1.Delete(ctx, "hc:v:"+key(n-1))
+	_, err := a.l1.Delete(ctx, l1KeyOf(a, key(n-1)))
 	require.NoError(t, err)
 	hits := a.h.Stats().L1Hits
 	_, err = hybrid.GetOrCreate(ctx, a.h, key(n-1), func(context.Context) (string, error) { return "", errors.New("must come from L2") }, nil)
@@ -395,7 +395,7 @@ func TestMaterializedValueNeverOutlivesL1Record(t *testing.T) {
 	absent := func() []int {
 		var out []int
 		for i := range n {
-			if raw(t, a.l1, key(i)).Status == sdk.StatusNotFound {
+			if rawL1(t, a, key(i)).Status == sdk.StatusNotFound {
 				out = append(out, i)
 			}
 		}
@@ -433,8 +433,8 @@ func TestFillDoesNotResurrectRemovedKey(t *testing.T) {
 	require.NoError(t, a.h.Remove(ctx, "k"))
 	close(release)
 	assert.Equal(t, "computed-before-remove", <-done, "the caller still gets its value")
-	assert.Equal(t, sdk.StatusNotFound, raw(t, a.l1, "k").Status)
-	assert.Equal(t, sdk.StatusNotFound, raw(t, r.l2, "k").Status)
+	assert.Equal(t, sdk.StatusNotFound, rawL1(t, a, "k").Status)
+	assert.Equal(t, sdk.StatusNotFound, rawL2(t, a, "k").Status)
 	assert.GreaterOrEqual(t, a.h.Stats().L1WritesSkipped, uint64(1))
 }
 
@@ -456,7 +456,7 @@ func TestCallerCancellationDoesNotCancelTheFill(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled)
 	close(release)
-	eventually(t, "the fill completes and caches", func() bool { return raw(t, r.l2, "k").OK() })
+	eventually(t, "the fill completes and caches", func() bool { return rawL2(t, a, "k").OK() })
 	c := &counter{}
 	assert.Equal(t, "done", get(t, a.h, "k", c, nil))
 	assert.Equal(t, int64(0), c.calls.Load())

@@ -180,7 +180,7 @@ func TestSweepDropsOrphanedMaterializedValues(t *testing.T) {
 		_, err := GetOrCreate(ctx, h, k, func(context.Context) (int, error) { return 1, nil }, nil)
 		require.NoError(t, err)
 	}
-	_, err := l1.Delete(ctx, h.storeKey("a"))
+	_, err := l1.Delete(ctx, h.l1Key("a"))
 	require.NoError(t, err)
 	h.sweep(ctx)
 	_, aLive := h.mat.Load("a")

@@ -39,9 +39,9 @@ type matEntry struct {
 	touchedTTL   atomic.Int64  // remaining TTL at the last LRU touch
 }
 
-func newMatEntry(key, sk string, value any, env *envelope, r sdk.Result, epoch uint64) *matEntry {
+func newMatEntry(key, l1k string, value any, env *envelope, r sdk.Result, epoch uint64) *matEntry {
 	me := &matEntry{
-		key: key, l1Key: sk, value: value,
+		key: key, l1Key: l1k, value: value,
 		version: r.Version, revision: r.Revision,
 		staleBelow: time.Duration(env.physical - env.local),
 		created:    env.created, expires: env.expires, observed: env.observed,
@@ -123,9 +123,9 @@ func (h *Cache) revalidate(ctx context.Context, me *matEntry) bool {
 // materialize publishes value as the materialized copy of the L1 record r.
 // No stripe lock is needed: a copy of a record that is meanwhile replaced
 // or deleted fails validation on its first hit.
-func (h *Cache) materialize(key, sk string, value any, env *envelope, r sdk.Result, epoch uint64, p policy) {
+func (h *Cache) materialize(key, l1k string, value any, env *envelope, r sdk.Result, epoch uint64, p policy) {
 	if p.has(DisableMaterialization) {
 		return
 	}
-	h.mat.Store(key, newMatEntry(key, sk, value, env, r, epoch).withRefresh(h.refreshAt(env), env))
+	h.mat.Store(key, newMatEntry(key, l1k, value, env, r, epoch).withRefresh(h.refreshAt(env), env))
 }

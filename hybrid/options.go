@@ -242,16 +242,12 @@ func (h *Cache) flagsOf(eo *EntryOptions) EntryFlags {
 	return h.opts.Flags | eo.Flags
 }
 
-// resolve merges eo over the defaults and applies the clamps: local ≤ exp,
-// exp + fail-safe ≤ the tag-marker TTL.
+// resolve merges eo over the defaults, then clamps.
 func (h *Cache) resolve(eo *EntryOptions) policy {
 	p := policy{exp: h.opts.Expiration, local: h.opts.LocalCacheExpiration, flags: h.flagsOf(eo)}
 	if eo != nil {
 		if eo.Expiration > 0 {
 			p.exp = eo.Expiration
-			if eo.LocalCacheExpiration <= 0 && p.local > p.exp {
-				p.local = p.exp
-			}
 		}
 		if eo.LocalCacheExpiration > 0 {
 			p.local = eo.LocalCacheExpiration
@@ -260,6 +256,8 @@ func (h *Cache) resolve(eo *EntryOptions) policy {
 	return h.clamp(p)
 }
 
+// clamp sets the fail-safe extension and applies the limits: exp +
+// fail-safe ≤ the tag-marker TTL, local ≤ exp.
 func (h *Cache) clamp(p policy) policy {
 	p.failSafe = 0
 	if h.opts.FailSafeMaxDuration > 0 && !p.has(DisableFailSafe) {

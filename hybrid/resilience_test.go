@@ -208,8 +208,8 @@ func TestFactoryChoosesItsEntryOptions(t *testing.T) {
 			assert.Nil(t, v)
 		}
 		assert.Equal(t, int64(2), calls.Load())
-		assert.Equal(t, sdk.StatusNotFound, raw(t, r.l2, "user:404").Status)
-		assert.Equal(t, sdk.StatusNotFound, raw(t, a.l1, "user:404").Status)
+		assert.Equal(t, sdk.StatusNotFound, rawL2(t, a, "user:404").Status)
+		assert.Equal(t, sdk.StatusNotFound, rawL1(t, a, "user:404").Status)
 	})
 	t.Run("Lifetime", func(t *testing.T) {
 		c := &counter{prefix: "v"}
