@@ -187,7 +187,7 @@ func (h *Cache) l1Key(key string) string {
 	sum := f.Sum32()
 	var tag [6]byte
 	tag[0], tag[5] = '{', '}'
-	hex.Encode(tag[1:5], []byte{byte(sum >> 24 ^ sum >> 8), byte(sum >> 16 ^ sum)})
+	hex.Encode(tag[1:5], []byte{byte(sum>>24 ^ sum>>8), byte(sum>>16 ^ sum)})
 	return string(tag[:]) + h.entryNS + key
 }
 

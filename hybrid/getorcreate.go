@@ -167,12 +167,12 @@ func decodeValue[T any](h *Cache, payload []byte) (T, error) {
 // fill is one read-through of one key: the L1 recheck, L2, the factory.
 // factory is nil for TryGet.
 type fill[T any] struct {
-	h       *Cache
+	h        *Cache
 	key      string
 	l1k, l2k string // the key in each tier
-	factory func(context.Context) (T, error)
-	p       policy
-	tags    []string
+	factory  func(context.Context) (T, error)
+	p        policy
+	tags     []string
 }
 
 // flight runs the fill in the key's single flight; the caller waits for it
