@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -547,4 +548,59 @@ func BenchmarkSet(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Random operations against a plain-map model (STYLE 6).
+func TestRandomAgainstModel(t *testing.T) {
+	ctx := context.Background()
+	c := New(newClient(t), Options{KeyPrefix: "model:"})
+	model := map[string][]byte{}
+	rng := rand.New(rand.NewPCG(42, 7))
+	for i := 0; i < 3000; i++ {
+		key := fmt.Sprint("k", rng.IntN(16))
+		switch rng.IntN(4) {
+		case 0, 1:
+			v := []byte(fmt.Sprint(i))
+			opts := EntryOptions{}
+			if rng.IntN(2) == 0 {
+				opts.SlidingExpiration = time.Hour
+			}
+			if err := c.Set(ctx, key, v, opts); err != nil {
+				t.Fatal(err)
+			}
+			model[key] = v
+		case 2:
+			if err := c.Remove(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			delete(model, key)
+		case 3:
+			if err := c.Refresh(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		probe := fmt.Sprint("k", rng.IntN(16))
+		got, ok, err := c.TryGet(ctx, probe)
+		want, wantOK := model[probe]
+		if err != nil || ok != wantOK || !bytes.Equal(got, want) {
+			t.Fatalf("op %d: Get(%s) = %q,%v,%v; model %q,%v", i, probe, got, ok, err, want, wantOK)
+		}
+	}
+}
+
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(encodeEntry(header{sliding: time.Second, deadline: 99}, []byte("v")))
+	f.Add([]byte("plain"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, v, err := decodeEntry(b)
+		if err != nil {
+			return
+		}
+		if h.sliding < 0 || h.deadline < 0 {
+			t.Fatalf("negative header accepted: %+v", h)
+		}
+		if again := encodeEntry(h, v); !bytes.Equal(again, b) {
+			t.Fatal("decode/encode is not the identity")
+		}
+	})
 }

@@ -154,3 +154,20 @@ func TestVaryNames(t *testing.T) {
 		t.Fatalf("%q", h.Get("Vary"))
 	}
 }
+
+func FuzzParseCacheControl(f *testing.F) {
+	for _, s := range []string{"public, max-age=60", `no-cache="Set-Cookie", s-maxage=10`, "max-age=-1,,=,", `private="a, b"`, "min-fresh=99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cc := parseCacheControl([]string{s})
+		for _, d := range []time.Duration{cc.maxAge, cc.sMaxAge, cc.minFresh} {
+			if d < -1 {
+				t.Fatalf("negative duration from %q: %+v", s, cc)
+			}
+		}
+		h := http.Header{"Cache-Control": {s}}
+		decideStore(200, http.Header{}, h, time.Now(), time.Minute)
+		ruleForRequest("GET", h)
+	})
+}

@@ -804,3 +804,17 @@ func TestCustomSerializerChangeDetection(t *testing.T) {
 		t.Fatal("an unchanged session was rewritten (map order mistaken for a change)")
 	}
 }
+
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(encodeRecord(123, []byte("payload")))
+	f.Add([]byte("ZS\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		created, payload, err := decodeRecord(b)
+		if err != nil {
+			return
+		}
+		if created <= 0 || string(encodeRecord(created, payload)) != string(b) {
+			t.Fatalf("bad record accepted: %d", created)
+		}
+	})
+}
