@@ -31,8 +31,9 @@ func loadProductByID(_ context.Context, id int) (product, error) {
 
 func benchCache(b *testing.B, opts hybrid.Options) *hybrid.Cache {
 	b.Helper()
-	l1 := connect(b, nil, func(c *store.Config) { c.Clock = nil; c.SweepInterval = store.DefaultSweepInterval })
-	l2 := connect(b, nil, func(c *store.Config) { c.Clock = nil; c.SweepInterval = store.DefaultSweepInterval })
+	realClock := func(c *store.Config) { c.SweepInterval = store.DefaultSweepInterval }
+	l1 := connect(b, nil, realClock)
+	l2 := connect(b, nil, realClock)
 	h := hybrid.New(l1, l2, opts)
 	b.Cleanup(func() { _ = h.Close() })
 	if _, err := hybrid.GetOrCreate(context.Background(), h, benchKey, loadProduct, nil); err != nil {
