@@ -53,6 +53,8 @@ func newCollection(k ValueKind) collection {
 		return newSet()
 	case KindZSet:
 		return newZSet()
+	case KindStream:
+		return newStream()
 	}
 	return nil
 }
