@@ -137,9 +137,10 @@ func sameStore(a, b sdk.ConnString) bool {
 	return true
 }
 
-// Close stops background work (eager refreshes, background factory
-// completions, the janitor), waits for it, and detaches from the
-// backplane. Safe to call more than once.
+// Close detaches from the backplane, cancels the context of background
+// work (eager refreshes, factories finishing after a soft timeout, the
+// janitor) and waits for it — a factory that ignores its context delays
+// Close until it returns. Safe to call more than once.
 func (h *Cache) Close() error {
 	if h.closed.Swap(true) {
 		return nil

@@ -34,7 +34,7 @@ func GetOrCreate[T any](ctx context.Context, h *Cache, key string, factory func(
 		return zero, ErrClosed
 	}
 	flags := h.flagsOf(opts)
-	if flags&DisableLocalCacheRead == 0 {
+	if flags&(DisableLocalCacheRead|DisableMaterialization) == 0 {
 		if v, me, due, ok := materializedHit[T](ctx, h, key); ok {
 			if due && flags&DisableEagerRefresh == 0 {
 				refreshFromHit(ctx, h, me, factory, opts, tags)
@@ -56,7 +56,7 @@ func GetOrCreateWithState[S, T any](ctx context.Context, h *Cache, key string, s
 		return zero, ErrClosed
 	}
 	flags := h.flagsOf(opts)
-	if flags&DisableLocalCacheRead == 0 {
+	if flags&(DisableLocalCacheRead|DisableMaterialization) == 0 {
 		if v, me, due, ok := materializedHit[T](ctx, h, key); ok {
 			if due && flags&DisableEagerRefresh == 0 {
 				refreshFromHit(ctx, h, me, bindState(state, factory), opts, tags)
@@ -80,7 +80,7 @@ func TryGet[T any](ctx context.Context, h *Cache, key string, opts *EntryOptions
 		return zero, false, ErrClosed
 	}
 	flags := h.flagsOf(opts)
-	if flags&DisableLocalCacheRead == 0 {
+	if flags&(DisableLocalCacheRead|DisableMaterialization) == 0 {
 		if v, _, _, ok := materializedHit[T](ctx, h, key); ok {
 			return v, true, nil
 		}

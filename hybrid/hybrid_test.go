@@ -345,6 +345,17 @@ func TestFlags(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []int{1, 2}, v2.Items, "…does not change what the next caller gets")
 		assert.Equal(t, uint64(1), m.h.Stats().L1Hits)
+
+		// Per call, on a key that is materialized.
+		shared, err := hybrid.GetOrCreate(ctx, a.h, "box", f, nil)
+		require.NoError(t, err)
+		own, err := hybrid.GetOrCreate(ctx, a.h, "box", f, &hybrid.EntryOptions{Flags: hybrid.DisableMaterialization})
+		require.NoError(t, err)
+		own.Items[0] = 99
+		again, err := hybrid.GetOrCreate(ctx, a.h, "box", f, nil)
+		require.NoError(t, err)
+		assert.Equal(t, []int{1, 2}, again.Items)
+		assert.Same(t, &shared.Items[0], &again.Items[0], "materialized hits share one value")
 	})
 }
 

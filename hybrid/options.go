@@ -87,8 +87,9 @@ type Options struct {
 	// Flags apply to every call; a call's EntryOptions.Flags add to them.
 	Flags EntryFlags
 
-	// KeyPrefix namespaces every key the cache writes in L1 and L2 (entries
-	// under KeyPrefix+"v:", tag markers under KeyPrefix+"t:"). Caches with
+	// KeyPrefix namespaces every key the cache writes: entries under
+	// KeyPrefix+"v:"+key in L2 (and behind a short hash tag in L1, see
+	// Cache.StoreKeys), tag markers under KeyPrefix+"t:". Caches with
 	// different prefixes share stores and a backplane without interfering.
 	// Default "hc:".
 	KeyPrefix string
