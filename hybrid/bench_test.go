@@ -106,6 +106,19 @@ func BenchmarkL2Hit(b *testing.B) {
 	}
 }
 
+// BenchmarkL2HitCancellableCtx: as BenchmarkL2Hit with a request-style
+// context, so the caller waits on the flight through a channel.
+func BenchmarkL2HitCancellableCtx(b *testing.B) {
+	h := benchCache(b, hybrid.Options{Flags: hybrid.DisableLocalCache})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := hybrid.GetOrCreate(ctx, h, benchKey, loadProduct, nil)
+		sink(b, v, err)
+	}
+}
+
 // Baselines: the same value in otter/v2 (with and without expiry) and in a
 // sync.Map.
 

@@ -178,7 +178,18 @@ type fill[T any] struct {
 // flight runs the fill in the key's single flight; the caller waits for it
 // as long as ctx allows. A nil result with a nil error is a miss (TryGet).
 func (f *fill[T]) flight(ctx context.Context, flightKey string) (*fillResult, error) {
-	ch := f.h.flights.DoChan(flightKey, func() (any, error) { return f.run(ctx) })
+	fn := func() (any, error) { return f.run(ctx) }
+	if ctx.Done() == nil {
+		// A caller that cannot give up waits in place: the fill runs on its
+		// goroutine, sparing a goroutine start and a hand-off.
+		v, err, _ := f.h.flights.Do(flightKey, fn)
+		if err != nil {
+			return nil, err
+		}
+		res, _ := v.(*fillResult)
+		return res, nil
+	}
+	ch := f.h.flights.DoChan(flightKey, fn)
 	select {
 	case r := <-ch:
 		if r.Err != nil {
