@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 )
@@ -102,8 +103,13 @@ func TryGet[T any](ctx context.Context, h *Cache, key string, opts *EntryOptions
 	return v, err == nil, err
 }
 
+var errNilFactory = errors.New("hybrid: GetOrCreate needs a factory")
+
 func getOrCreateSlow[T any](ctx context.Context, h *Cache, key string, factory func(context.Context) (T, error), opts *EntryOptions, tags []string) (T, error) {
 	var zero T
+	if factory == nil {
+		return zero, errNilFactory
+	}
 	p := h.resolve(opts)
 	if !h.validKey(key) {
 		h.stats.bypassed.Add(1)

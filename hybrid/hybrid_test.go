@@ -476,9 +476,11 @@ func TestCallerCancellationDoesNotCancelTheFill(t *testing.T) {
 func TestCloseAndOptions(t *testing.T) {
 	r := newRig(t, nil)
 	a := r.instance(hybrid.Options{}, nil)
+	_, err := hybrid.GetOrCreate[int](context.Background(), a.h, "k", nil, nil)
+	require.Error(t, err, "a nil factory is an error, not a panic")
 	require.NoError(t, a.h.Close())
 	require.NoError(t, a.h.Close())
-	_, err := hybrid.GetOrCreate(context.Background(), a.h, "k", (&counter{}).factory, nil)
+	_, err = hybrid.GetOrCreate(context.Background(), a.h, "k", (&counter{}).factory, nil)
 	require.ErrorIs(t, err, hybrid.ErrClosed)
 	require.ErrorIs(t, a.h.Set(context.Background(), "k", 1, nil), hybrid.ErrClosed)
 
