@@ -44,6 +44,10 @@ func (s snapshot) keyInvalidated() bool { return s.st.seq.Load() != s.seq }
 // Cache is a two-tier cache: an in-process embedded Zaris store (L1) in
 // front of a shared Zaris store (L2). It is safe for concurrent use; close
 // it with Close. See the package documentation.
+//
+// Locks: a stripe's mu is held across the L1 write or delete of its keys
+// and nothing else is taken under it; tagsMu is held only around the tag
+// map, never across I/O. No two of them nest.
 type Cache struct {
 	l1, l2     *sdk.Client
 	opts       Options
