@@ -54,7 +54,9 @@ var (
 
 // Acquire takes the lock name for ttl (LOCK.ACQUIRE) if nobody holds it.
 // When another holder does, it returns ErrLockHeld (errors.Is). ttl is
-// rounded up to a whole millisecond; a ttl ≤ 0 is a BadRequest.
+// rounded up to a whole millisecond; a ttl ≤ 0 is a BadRequest. After a
+// transport error the lock may have been taken with a token this call never
+// returned: it stays taken until ttl passes.
 func (l *Locks) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	lease := &Lease{c: l.c, name: name, token: rand.Text()}
 	start := time.Now()
