@@ -220,7 +220,8 @@ type ScanIterator struct {
 
 	item    ScanItem
 	err     error
-	done    bool
+	done    bool // Next returns false from now on
+	closed  bool // the owners' sessions were released: no token
 	started bool
 	token   string // the token it started from
 }
@@ -339,12 +340,16 @@ func (it *ScanIterator) Err() error { return it.err }
 // ResumeToken returns a token that continues the scan right after the last
 // item returned ("" when the scan is done). Pass it as
 // ScanOptions.ResumeToken to a later Scan or Page, within the owners' idle
-// TTL. Do not Close an iterator whose token you intend to use.
+// TTL. After an error it still names that position, so a transient failure
+// (a cancelled context, a dropped connection) can be retried from it; a
+// request that reached an owner but whose answer was lost makes the retry
+// fail with ErrScanTokenStale. Do not Close an iterator whose token you
+// intend to use.
 func (it *ScanIterator) ResumeToken() string {
 	if !it.started {
 		return it.token
 	}
-	if it.err != nil || it.done || (it.limit > 0 && it.emitted >= it.limit) {
+	if it.closed || (it.limit > 0 && it.emitted >= it.limit) {
 		return ""
 	}
 	all := true
@@ -364,7 +369,7 @@ func (it *ScanIterator) ResumeToken() string {
 //
 //	s.Scan(ctx, r, sdk.ScanOptions{ResumeToken: tok}).Close(ctx)
 func (it *ScanIterator) Close(ctx context.Context) error {
-	it.done = true
+	it.done, it.closed = true, true
 	var first error
 	for _, o := range it.owners {
 		for _, tok := range []*string{&o.main, &o.leftTok} {

@@ -270,11 +270,24 @@ func runScanSuite(t *testing.T, connect func(t *testing.T) *sdk.Client) {
 		if _, err := c.Scan().Page(ctx, prefix, sdk.ScanOptions{ResumeToken: p.ResumeToken}); !errors.Is(err, sdk.ErrScanTokenStale) || !errors.Is(err, sdk.ErrBadRequest) {
 			t.Errorf("a replayed token: %v", err)
 		}
+	})
+	t.Run("RetryFromTheTokenAfterAnError", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
-		cancel()
-		it := c.Scan().Scan(cctx, prefix, sdk.ScanOptions{})
-		if it.Next(cctx) || !errors.Is(it.Err(), context.Canceled) {
-			t.Errorf("cancelled context: %v", it.Err())
+		defer cancel()
+		it := c.Scan().Scan(cctx, prefix, sdk.ScanOptions{PageSize: 40})
+		var got []string
+		for it.Next(cctx) {
+			got = append(got, it.Item().Key)
+			if len(got) == 55 {
+				cancel()
+			}
+		}
+		if !errors.Is(it.Err(), context.Canceled) || len(got) != 55 {
+			t.Fatalf("cancelled context: %d keys, %v", len(got), it.Err())
+		}
+		rest, err := c.Scan().All(ctx, prefix, sdk.ScanOptions{ResumeToken: it.ResumeToken()})
+		if err != nil || !slices.Equal(append(got, scanKeys(rest)...), want) {
+			t.Fatalf("retry from the token: %d + %d keys, %v", len(got), len(rest), err)
 		}
 	})
 }

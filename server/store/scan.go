@@ -515,11 +515,25 @@ func scanPageSize(n int) (int, error) {
 
 // --- the public API ---
 
-// ScanPage returns one page of a scan (see the file comment for what a scan
-// guarantees). The first request (no ResumeToken) starts the scan; while the
-// returned page is not Done, pass its ResumeToken to get the next page. A
-// session left idle for the ScanConfig idle TTL is dropped: its token then
-// fails with ErrScanSessionNotFound.
+// ScanPage returns one page of a scan. The first request (no ResumeToken)
+// starts the scan; while the returned page is not Done, pass its ResumeToken
+// to get the next page, one page after the other (a token used twice is
+// ErrScanTokenStale). A session left idle for the ScanConfig idle TTL is
+// dropped: its token then fails with ErrScanSessionNotFound — the scan must
+// be restarted, it is never restarted silently. A scan answered in one page
+// holds no session.
+//
+// The guarantee is the same family as Redis SCAN, not snapshot isolation:
+//   - key order: items come in ascending byte order of their keys (per owner:
+//     this node's owned segments; replica segments are not scanned);
+//   - completeness on a quiescent range: every key live in the range for the
+//     whole scan is returned exactly once;
+//   - under concurrent writes: a key created after the scan started is not
+//     returned; a key deleted or expired before its turn is not returned
+//     (tombstones and expired keys never are); a value updated before its
+//     turn is returned as updated. There is no point-in-time view across
+//     segments, let alone nodes.
+//   - a scan does not count as an access for LRU eviction.
 func (s *Store) ScanPage(req ScanRequest) (ScanPage, error) {
 	size, err := scanPageSize(req.PageSize)
 	if err != nil {

@@ -638,7 +638,7 @@ func TestScanStateIsPerStore(t *testing.T) {
 		if _, ok := scanStates.Load(wp); !ok {
 			break
 		}
-		if i == 100 {
+		if i == 300 {
 			t.Fatal("the scan state outlived its store")
 		}
 		time.Sleep(10 * time.Millisecond)
