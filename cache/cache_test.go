@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zaris-io/zaris/server/native"
+	"log/slog"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,17 +21,64 @@ import (
 
 var storeSeq atomic.Int64
 
-// newClient opens an embedded store private to the test.
-func newClient(t testing.TB, opts ...sdk.Option) *sdk.Client {
+// remoteMode makes newClient serve every client from its own native-protocol
+// server over TCP instead of an embedded store: TestRemoteBackend re-runs
+// the suite that way, through nothing but the public SDK.
+var remoteMode bool
+
+// newClientCfg opens a client on a fresh, private store (cfg nil = the
+// default store configuration), embedded or — in remote mode — behind a
+// real server on a loopback port.
+func newClientCfg(t testing.TB, cfg *store.Config) *sdk.Client {
 	t.Helper()
-	name := fmt.Sprintf("cache-test-%d", storeSeq.Add(1))
-	c, err := sdk.Connect(context.Background(), "zaris://inproc/"+name, opts...)
+	ctx := context.Background()
+	name := fmt.Sprintf("%s-test-%d", "cache", storeSeq.Add(1))
+	if !remoteMode {
+		var opts []sdk.Option
+		if cfg != nil {
+			opts = append(opts, sdk.WithEmbeddedConfig(*cfg))
+		}
+		c, err := sdk.Connect(ctx, "zaris://inproc/"+name, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	sc := store.DefaultConfig()
+	if cfg != nil {
+		sc = *cfg
+	}
+	st, err := store.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	srv, err := native.New(native.Config{Store: st, StoreName: name, NodeID: "n1", Version: "test", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	c, err := sdk.Connect(ctx, "zaris://"+l.Addr().String()+"/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		<-done
+		st.Close()
+	})
 	return c
 }
+
+func newClient(t testing.TB) *sdk.Client { return newClientCfg(t, nil) }
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
@@ -260,27 +310,27 @@ func TestExpirationMatrix(t *testing.T) {
 		expires(t, "both", EntryOptions{AbsoluteExpiration: time.Now().Add(time.Hour), AbsoluteExpirationRelativeToNow: 150 * time.Millisecond}, 150*time.Millisecond)
 	})
 	t.Run("sliding: Get slides", func(t *testing.T) {
-		c.Set(ctx, "slide", []byte("v"), EntryOptions{SlidingExpiration: 400 * time.Millisecond})
-		eventually(t, 2*time.Second, "ttl runs down", func() bool { return ttlOf(t, client, "m:slide") < 250*time.Millisecond })
+		c.Set(ctx, "slide", []byte("v"), EntryOptions{SlidingExpiration: slideWindow})
+		runDown(t, client, "m:slide")
 		if v := mustGet(t, c, "slide"); string(v) != "v" {
 			t.Fatalf("got %q", v)
 		}
-		if ttl := ttlOf(t, client, "m:slide"); ttl < 350*time.Millisecond {
+		if ttl := ttlOf(t, client, "m:slide"); ttl < slideWindow-100*time.Millisecond {
 			t.Fatalf("Get did not slide: ttl %v", ttl)
 		}
 	})
 	t.Run("sliding: Refresh slides", func(t *testing.T) {
-		c.Set(ctx, "refresh", []byte("v"), EntryOptions{SlidingExpiration: 400 * time.Millisecond})
-		eventually(t, 2*time.Second, "ttl runs down", func() bool { return ttlOf(t, client, "m:refresh") < 250*time.Millisecond })
+		c.Set(ctx, "refresh", []byte("v"), EntryOptions{SlidingExpiration: slideWindow})
+		runDown(t, client, "m:refresh")
 		if err := c.Refresh(ctx, "refresh"); err != nil {
 			t.Fatal(err)
 		}
-		if ttl := ttlOf(t, client, "m:refresh"); ttl < 350*time.Millisecond {
+		if ttl := ttlOf(t, client, "m:refresh"); ttl < slideWindow-100*time.Millisecond {
 			t.Fatalf("Refresh did not slide: ttl %v", ttl)
 		}
 	})
 	t.Run("sliding: a touched entry outlives its window, an idle one expires", func(t *testing.T) {
-		const window = 400 * time.Millisecond
+		const window = 800 * time.Millisecond
 		c.Set(ctx, "alive", []byte("v"), EntryOptions{SlidingExpiration: window})
 		start := time.Now()
 		tick := time.NewTicker(window / 10) // pacing the touches
@@ -383,7 +433,7 @@ func TestItemTooLarge(t *testing.T) {
 	ctx := context.Background()
 	cfg := store.DefaultConfig()
 	cfg.MaxItemBytes = 1024
-	c := New(newClient(t, sdk.WithEmbeddedConfig(cfg)), Options{})
+	c := New(newClientCfg(t, &cfg), Options{})
 	err := c.Set(ctx, "big", make([]byte, 2048), EntryOptions{})
 	if !errors.Is(err, sdk.ErrItemTooLarge) {
 		t.Fatalf("err = %v, want sdk.ErrItemTooLarge", err)
@@ -402,8 +452,8 @@ func TestGetMany(t *testing.T) {
 	client := newClient(t)
 	c := New(client, Options{KeyPrefix: "gm:"})
 	c.Set(ctx, "a", []byte("A"), EntryOptions{})
-	c.Set(ctx, "s", []byte("S"), EntryOptions{SlidingExpiration: 400 * time.Millisecond})
-	eventually(t, 2*time.Second, "ttl runs down", func() bool { return ttlOf(t, client, "gm:s") < 250*time.Millisecond })
+	c.Set(ctx, "s", []byte("S"), EntryOptions{SlidingExpiration: slideWindow})
+	runDown(t, client, "gm:s")
 	vs, err := c.GetMany(ctx, []string{"a", "missing", "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +461,7 @@ func TestGetMany(t *testing.T) {
 	if string(vs[0]) != "A" || vs[1] != nil || string(vs[2]) != "S" {
 		t.Fatalf("GetMany = %q", vs)
 	}
-	if ttl := ttlOf(t, client, "gm:s"); ttl < 350*time.Millisecond {
+	if ttl := ttlOf(t, client, "gm:s"); ttl < slideWindow-100*time.Millisecond {
 		t.Fatalf("GetMany did not slide: %v", ttl)
 	}
 }
@@ -602,5 +652,51 @@ func FuzzDecodeEntry(f *testing.F) {
 		if again := encodeEntry(h, v); !bytes.Equal(again, b) {
 			t.Fatal("decode/encode is not the identity")
 		}
+	})
+}
+
+// TestRemoteBackend runs the suite again with every client behind a real
+// native-protocol server over TCP: the cache uses only the public SDK, so it
+// must behave the same on both backends.
+func TestRemoteBackend(t *testing.T) {
+	remoteMode = true
+	defer func() { remoteMode = false }()
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"GetSetRemove", TestGetSetRemove},
+		{"ValidationErrors", TestValidationErrors},
+		{"DefaultOptions", TestDefaultOptionsApplyToZeroOptions},
+		{"ExpirationMatrix", TestExpirationMatrix},
+		{"SlideIsConditional", TestSlideIsConditional},
+		{"KeyPrefixIsolation", TestKeyPrefixIsolation},
+		{"NotACacheEntry", TestNotACacheEntry},
+		{"ItemTooLarge", TestItemTooLarge},
+		{"GetMany", TestGetMany},
+		{"ConcurrentUse", TestConcurrentUse},
+		{"Provider", TestProvider},
+		{"RandomAgainstModel", TestRandomAgainstModel},
+	} {
+		t.Run(tc.name, tc.test)
+	}
+}
+
+// slideWindow is the sliding window of the tests that watch a slide: long
+// enough that a store clock lagging under CPU starvation (the coarse clock
+// can fall tens to hundreds of milliseconds behind) does not expire the key
+// while its TTL is watched.
+const slideWindow = time.Second
+
+// runDown waits until key's TTL has dropped 300 ms below slideWindow, so
+// that a slide is visible; the key vanishing meanwhile fails the test.
+func runDown(t *testing.T, c *sdk.Client, key string) {
+	t.Helper()
+	eventually(t, 5*time.Second, "the ttl of "+key+" runs down", func() bool {
+		d := ttlOf(t, c, key)
+		if d < 0 {
+			t.Fatalf("%s vanished while its ttl ran down", key)
+		}
+		return d < slideWindow-300*time.Millisecond
 	})
 }

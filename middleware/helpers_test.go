@@ -3,6 +3,10 @@ package middleware
 import (
 	"context"
 	"fmt"
+	"github.com/zaris-io/zaris/server/native"
+	"github.com/zaris-io/zaris/server/store"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -19,18 +23,71 @@ var (
 	hashKey  = []byte("0123456789abcdef0123456789abcdef")
 )
 
-func newClient(t testing.TB, opts ...sdk.Option) *sdk.Client {
+// remoteMode makes newClient serve every client from its own native-protocol
+// server over TCP instead of an embedded store: TestRemoteBackend re-runs
+// the suite that way, through nothing but the public SDK.
+var remoteMode bool
+
+// newClientCfg opens a client on a fresh, private store (cfg nil = the
+// default store configuration), embedded or — in remote mode — behind a
+// real server on a loopback port.
+func newClientCfg(t testing.TB, cfg *store.Config) *sdk.Client {
 	t.Helper()
-	c, err := sdk.Connect(context.Background(), fmt.Sprintf("zaris://inproc/middleware-test-%d", storeSeq.Add(1)), opts...)
+	ctx := context.Background()
+	name := fmt.Sprintf("%s-test-%d", "middleware", storeSeq.Add(1))
+	if !remoteMode {
+		var opts []sdk.Option
+		if cfg != nil {
+			opts = append(opts, sdk.WithEmbeddedConfig(*cfg))
+		}
+		c, err := sdk.Connect(ctx, "zaris://inproc/"+name, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	sc := store.DefaultConfig()
+	if cfg != nil {
+		sc = *cfg
+	}
+	st, err := store.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	srv, err := native.New(native.Config{Store: st, StoreName: name, NodeID: "n1", Version: "test", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	c, err := sdk.Connect(ctx, "zaris://"+l.Addr().String()+"/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		<-done
+		st.Close()
+	})
 	return c
 }
 
-func newCache(t testing.TB, opts ...sdk.Option) *cache.DistributedCache {
-	return cache.New(newClient(t, opts...), cache.Options{KeyPrefix: "test:"})
+func newClient(t testing.TB) *sdk.Client { return newClientCfg(t, nil) }
+
+func newCache(t testing.TB) *cache.DistributedCache {
+	return cache.New(newClient(t), cache.Options{KeyPrefix: "test:"})
+}
+
+func newCacheCfg(t testing.TB, cfg *store.Config) *cache.DistributedCache {
+	return cache.New(newClientCfg(t, cfg), cache.Options{KeyPrefix: "test:"})
 }
 
 func newSessionStore(t testing.TB, opts session.Options) *session.Store {

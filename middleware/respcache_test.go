@@ -398,7 +398,7 @@ func TestLargeResponses(t *testing.T) {
 		cfg.MaxItemBytes = 2048
 		body := strings.Repeat("y", 3000)
 		h := &counting{body: func(int64, *http.Request) string { return body }}
-		rc := NewResponseCacher(newCache(t, sdk.WithEmbeddedConfig(cfg)), ResponseCacheOptions{})
+		rc := NewResponseCacher(newCacheCfg(t, &cfg), ResponseCacheOptions{})
 		srv := rc.Middleware()(h)
 		if r := do(srv, "GET", "/"); r.Body.String() != body || r.Code != 200 {
 			t.Fatal("response lost when the store refused it")

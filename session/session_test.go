@@ -5,6 +5,9 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"github.com/zaris-io/zaris/server/native"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -26,16 +29,64 @@ var (
 	storeSeq atomic.Int64
 )
 
-func newClient(t testing.TB, opts ...sdk.Option) *sdk.Client {
+// remoteMode makes newClient serve every client from its own native-protocol
+// server over TCP instead of an embedded store: TestRemoteBackend re-runs
+// the suite that way, through nothing but the public SDK.
+var remoteMode bool
+
+// newClientCfg opens a client on a fresh, private store (cfg nil = the
+// default store configuration), embedded or — in remote mode — behind a
+// real server on a loopback port.
+func newClientCfg(t testing.TB, cfg *store.Config) *sdk.Client {
 	t.Helper()
-	name := fmt.Sprintf("session-test-%d", storeSeq.Add(1))
-	c, err := sdk.Connect(context.Background(), "zaris://inproc/"+name, opts...)
+	ctx := context.Background()
+	name := fmt.Sprintf("%s-test-%d", "session", storeSeq.Add(1))
+	if !remoteMode {
+		var opts []sdk.Option
+		if cfg != nil {
+			opts = append(opts, sdk.WithEmbeddedConfig(*cfg))
+		}
+		c, err := sdk.Connect(ctx, "zaris://inproc/"+name, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	sc := store.DefaultConfig()
+	if cfg != nil {
+		sc = *cfg
+	}
+	st, err := store.New(sc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	srv, err := native.New(native.Config{Store: st, StoreName: name, NodeID: "n1", Version: "test", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	c, err := sdk.Connect(ctx, "zaris://"+l.Addr().String()+"/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		<-done
+		st.Close()
+	})
 	return c
 }
+
+func newClient(t testing.TB) *sdk.Client { return newClientCfg(t, nil) }
 
 func newStore(t testing.TB, opts Options, keys ...[]byte) (*Store, *sdk.Client) {
 	t.Helper()
@@ -422,21 +473,21 @@ func TestMaxAgeNegativeDeletes(t *testing.T) {
 }
 
 func TestSlidingRefresh(t *testing.T) {
-	s, client := newStore(t, Options{IdleTimeout: 400 * time.Millisecond})
+	s, client := newStore(t, Options{IdleTimeout: slideWindow})
 	rec, saved := saveNew(t, s, map[string]any{"k": "v"})
 	key := DefaultKeyPrefix + saved.ID
 
 	t.Run("a plain gorilla load slides", func(t *testing.T) {
-		eventually(t, 2*time.Second, "ttl runs down", func() bool { return ttl(t, client, key) < 250*time.Millisecond })
+		runDown(t, client, key)
 		if sess, _ := s.Get(request(rec), DefaultName); sess.ID != saved.ID {
 			t.Fatal("session lost")
 		}
-		if got := ttl(t, client, key); got < 350*time.Millisecond {
+		if got := ttl(t, client, key); got < slideWindow-100*time.Millisecond {
 			t.Fatalf("load did not slide: ttl %v", got)
 		}
 	})
 	t.Run("a managed load slides at Commit, once", func(t *testing.T) {
-		eventually(t, 2*time.Second, "ttl runs down", func() bool { return ttl(t, client, key) < 250*time.Millisecond })
+		runDown(t, client, key)
 		before := s.Stats().Refreshes
 		_, sc := s.Attach(request(rec))
 		if sess, _ := sc.Session(); sess.Values["k"] != "v" {
@@ -449,7 +500,7 @@ func TestSlidingRefresh(t *testing.T) {
 		if err := sc.Commit(out); err != nil {
 			t.Fatal(err)
 		}
-		if got := ttl(t, client, key); got < 350*time.Millisecond {
+		if got := ttl(t, client, key); got < slideWindow-100*time.Millisecond {
 			t.Fatalf("commit did not slide: ttl %v", got)
 		}
 		if len(out.Result().Cookies()) != 0 {
@@ -461,16 +512,16 @@ func TestSlidingRefresh(t *testing.T) {
 		}
 	})
 	t.Run("Store.Refresh slides", func(t *testing.T) {
-		eventually(t, 2*time.Second, "ttl runs down", func() bool { return ttl(t, client, key) < 250*time.Millisecond })
+		runDown(t, client, key)
 		if err := s.Refresh(context.Background(), saved); err != nil {
 			t.Fatal(err)
 		}
-		if got := ttl(t, client, key); got < 350*time.Millisecond {
+		if got := ttl(t, client, key); got < slideWindow-100*time.Millisecond {
 			t.Fatalf("Refresh did not slide: ttl %v", got)
 		}
 	})
 	t.Run("an idle session expires and is not adopted back", func(t *testing.T) {
-		eventually(t, 3*time.Second, "idle session expires", func() bool { return !exists(t, client, key) })
+		eventually(t, 5*time.Second, "idle session expires", func() bool { return !exists(t, client, key) })
 		sess, err := s.Get(request(rec), DefaultName)
 		if err != nil || !sess.IsNew || sess.ID != "" {
 			t.Fatalf("expired session: %+v %v", sess, err)
@@ -667,7 +718,7 @@ func TestLoadFailureIsReportedAndNotOverwritten(t *testing.T) {
 func TestValuesTooLarge(t *testing.T) {
 	cfg := store.DefaultConfig()
 	cfg.MaxItemBytes = 1024
-	s := NewStore(newClient(t, sdk.WithEmbeddedConfig(cfg)), Options{}, hashKey)
+	s := NewStore(newClientCfg(t, &cfg), Options{}, hashKey)
 	r := request(nil)
 	sess, _ := s.Get(r, DefaultName)
 	sess.Values["blob"] = strings.Repeat("x", 4096)
@@ -816,5 +867,54 @@ func FuzzDecodeRecord(f *testing.F) {
 		if created <= 0 || string(encodeRecord(created, payload)) != string(b) {
 			t.Fatalf("bad record accepted: %d", created)
 		}
+	})
+}
+
+// TestRemoteBackend runs the suite again with every client behind a real
+// native-protocol server over TCP (the store uses only the public SDK).
+func TestRemoteBackend(t *testing.T) {
+	remoteMode = true
+	defer func() { remoteMode = false }()
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T)
+	}{
+		{"SaveAndLoad", TestSaveAndLoad},
+		{"RegisteredTypeRoundTrip", TestRegisteredTypeRoundTrip},
+		{"EmptySessionNeverWritten", TestEmptySessionNeverWritten},
+		{"UnknownIDNeverAdopted", TestUnknownIDNeverAdopted},
+		{"BadCookiesYieldNewSession", TestBadCookiesYieldNewSession},
+		{"KeyRotation", TestKeyRotation},
+		{"MaxAgeNegativeDeletes", TestMaxAgeNegativeDeletes},
+		{"SlidingRefresh", TestSlidingRefresh},
+		{"AbsoluteCap", TestAbsoluteCap},
+		{"Regenerate", TestRegenerate},
+		{"CommitWritesOnlyChanges", TestCommitWritesOnlyChanges},
+		{"CookieOptions", TestCookieOptions},
+		{"ValuesTooLarge", TestValuesTooLarge},
+		{"EncryptedCookie", TestEncryptedCookie},
+		{"ConcurrentRequests", TestConcurrentRequests},
+		{"CustomSerializer", TestCustomSerializerChangeDetection},
+	} {
+		t.Run(tc.name, tc.test)
+	}
+}
+
+// slideWindow is the sliding window of the tests that watch a slide: long
+// enough that a store clock lagging under CPU starvation (the coarse clock
+// can fall tens to hundreds of milliseconds behind) does not expire the key
+// while its TTL is watched.
+const slideWindow = time.Second
+
+// runDown waits until key's TTL has dropped 300 ms below slideWindow, so
+// that a slide is visible; the key vanishing meanwhile fails the test.
+func runDown(t *testing.T, c *sdk.Client, key string) {
+	t.Helper()
+	eventually(t, 5*time.Second, "the ttl of "+key+" runs down", func() bool {
+		d := ttl(t, c, key)
+		if d < 0 {
+			t.Fatalf("%s vanished while its ttl ran down", key)
+		}
+		return d < slideWindow-300*time.Millisecond
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -14,6 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zaris-io/zaris/server/native"
+	"github.com/zaris-io/zaris/server/store"
 )
 
 var seq atomic.Int64
@@ -23,8 +27,12 @@ var seq atomic.Int64
 func startApp(t *testing.T) (*app, *httptest.Server) {
 	t.Helper()
 	n := seq.Add(1)
+	zurl := fmt.Sprintf("zaris://inproc/echo-app-test-%d", n)
+	if serverMode {
+		zurl = startServer(t, fmt.Sprintf("echo-app-%d", n))
+	}
 	cfg := config{
-		ZarisURL:   fmt.Sprintf("zaris://inproc/echo-app-test-%d", n),
+		ZarisURL:   zurl,
 		L1URL:      fmt.Sprintf("zaris://inproc/echo-app-test-l1-%d", n),
 		SessionKey: []byte("test-session-key-test-session-key"),
 		DBLatency:  20 * time.Millisecond,
@@ -40,6 +48,46 @@ func startApp(t *testing.T) (*app, *httptest.Server) {
 		a.Close()
 	})
 	return a, srv
+}
+
+// serverMode puts the shared store behind a real native-protocol server
+// (what ZARIS_URL selects in production); the hybrid L1 stays in-process.
+var serverMode bool
+
+func startServer(t *testing.T, name string) string {
+	t.Helper()
+	st, err := store.New(store.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := native.New(native.Config{Store: st, StoreName: name, NodeID: "n1", Version: "test", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		<-done
+		st.Close()
+	})
+	return "zaris://" + l.Addr().String() + "/" + name
+}
+
+// TestOnServer runs the end-to-end tests with ZARIS_URL pointing at a
+// server over TCP.
+func TestOnServer(t *testing.T) {
+	serverMode = true
+	defer func() { serverMode = false }()
+	t.Run("EndToEnd", TestEndToEnd)
+	t.Run("SlowDatabaseCached", TestSlowDatabaseCached)
+	t.Run("ResponseCaching", TestResponseCaching)
 }
 
 func browser(t *testing.T) *http.Client {
