@@ -560,21 +560,71 @@ func (x *execCtx) streamFits(s *streamColl, entries int, addBytes int64) bool {
 
 func nowMs(x *execCtx) int64 { return x.now / int64(1e6) }
 
-func entryReply(id streamID, fields [][]byte) kv.Reply {
-	f := make([]kv.Reply, len(fields))
-	for i, b := range fields {
-		f[i] = kv.BulkReply(b)
-	}
-	return kv.ArrayReply([]kv.Reply{kv.BulkReply(id.bytes()), kv.ArrayReply(f)})
+// replyBuilder carves the replies of a list of entries out of a few
+// allocations: reply headers from a slab, ids from a shared buffer. Parts
+// never move once handed out (an exhausted slab or buffer is replaced, not
+// grown).
+type replyBuilder struct {
+	out  []kv.Reply
+	slab []kv.Reply
+	ids  []byte
+	hint int // entries expected
 }
 
-// entryOrNil answers an id whose entry may have been deleted: [id, nil].
-func (s *streamColl) entryOrNil(id streamID) kv.Reply {
-	if f := s.entries.get(id); f != nil {
-		return entryReply(id, *f)
-	}
-	return kv.ArrayReply([]kv.Reply{kv.BulkReply(id.bytes()), kv.NilReply()})
+// newReplies returns a builder for about n entries.
+func newReplies(n int) *replyBuilder {
+	n = min(max(n, 1), 256)
+	return &replyBuilder{out: make([]kv.Reply, 0, n), hint: n}
 }
+
+func (b *replyBuilder) take(n int) []kv.Reply {
+	if len(b.slab) < n {
+		b.slab = make([]kv.Reply, max(n, 4*b.hint))
+	}
+	r := b.slab[:n:n]
+	b.slab = b.slab[n:]
+	return r
+}
+
+func (b *replyBuilder) id(id streamID) []byte {
+	if cap(b.ids)-len(b.ids) < 41 {
+		b.ids = make([]byte, 0, 41*b.hint)
+	}
+	start := len(b.ids)
+	b.ids = strconv.AppendUint(b.ids, id.ms, 10)
+	b.ids = append(b.ids, '-')
+	b.ids = strconv.AppendUint(b.ids, id.seq, 10)
+	return b.ids[start:len(b.ids):len(b.ids)]
+}
+
+// entry adds [id, [field, value, …]].
+func (b *replyBuilder) entry(id streamID, fields [][]byte) {
+	r := b.take(2 + len(fields))
+	f := r[2:]
+	for i, v := range fields {
+		f[i] = kv.BulkReply(v)
+	}
+	r[0], r[1] = kv.BulkReply(b.id(id)), kv.ArrayReply(f)
+	b.out = append(b.out, kv.ArrayReply(r[0:2:2]))
+}
+
+// entryOrNil adds an entry that may have been deleted: [id, nil].
+func (b *replyBuilder) entryOrNil(s *streamColl, id streamID) {
+	if f := s.entries.get(id); f != nil {
+		b.entry(id, *f)
+		return
+	}
+	r := b.take(2)
+	r[0], r[1] = kv.BulkReply(b.id(id)), kv.NilReply()
+	b.out = append(b.out, kv.ArrayReply(r))
+}
+
+// bulkID adds a bare id.
+func (b *replyBuilder) bulkID(id streamID) { b.out = append(b.out, kv.BulkReply(b.id(id))) }
+
+func (b *replyBuilder) len() int { return len(b.out) }
+
+func (b *replyBuilder) reply() kv.Reply { return kv.ArrayReply(b.out) }
 
 // trimSpec is MAXLEN|MINID [=|~] threshold [LIMIT n].
 type trimSpec struct {
@@ -752,11 +802,12 @@ options:
 	if n > 0 {
 		s.trimFront(n)
 	}
+	idb := id.bytes() // the effect is copied into the op-log: the reply may share it
 	effect := make([][]byte, 0, len(args))
 	effect = append(effect, args[:i]...)
-	effect = append(effect, id.bytes())
+	effect = append(effect, idb)
 	x.changedAs(kv.CmdXAdd, append(effect, fields...)...)
-	return kv.BulkReply(id.bytes())
+	return kv.BulkReply(idb)
 }
 
 func xtrim(x *execCtx) kv.Reply {
@@ -819,30 +870,30 @@ func xrange(rev bool) func(x *execCtx) kv.Reply {
 			return r
 		}
 		s := streamOf(x)
-		out := []kv.Reply{}
 		if s == nil || count == 0 || end.less(start) {
-			return kv.ArrayReply(out)
+			return kv.ArrayReply([]kv.Reply{})
 		}
 		limit := int(min(count, math.MaxInt32))
 		if count < 0 {
 			limit = math.MaxInt
 		}
+		out := newReplies(min(limit, s.entries.live))
 		items := s.entries.items
 		if !rev {
-			for i := s.entries.search(start); i < len(items) && len(out) < limit && !end.less(items[i].id); i++ {
+			for i := s.entries.search(start); i < len(items) && out.len() < limit && !end.less(items[i].id); i++ {
 				if !items[i].dead {
-					out = append(out, entryReply(items[i].id, items[i].val))
+					out.entry(items[i].id, items[i].val)
 				}
 			}
 		} else {
 			i := sort.Search(len(items), func(i int) bool { return end.less(items[i].id) }) - 1
-			for ; i >= 0 && len(out) < limit && !items[i].id.less(start); i-- {
+			for ; i >= 0 && out.len() < limit && !items[i].id.less(start); i-- {
 				if !items[i].dead {
-					out = append(out, entryReply(items[i].id, items[i].val))
+					out.entry(items[i].id, items[i].val)
 				}
 			}
 		}
-		return kv.ArrayReply(out)
+		return out.reply()
 	}
 }
 
@@ -880,18 +931,22 @@ func xread(x *execCtx) kv.Reply {
 			return errStreamID
 		}
 	}
-	out := []kv.Reply{}
 	start, ok := after.incr()
 	if s == nil || !ok {
-		return kv.ArrayReply(out)
+		return kv.ArrayReply([]kv.Reply{})
 	}
+	limit := s.entries.live
+	if count > 0 {
+		limit = int(min(count, int64(limit)))
+	}
+	out := newReplies(limit)
 	items := s.entries.items
-	for i := s.entries.search(start); i < len(items) && (count <= 0 || int64(len(out)) < count); i++ {
+	for i := s.entries.search(start); i < len(items) && out.len() < limit; i++ {
 		if !items[i].dead {
-			out = append(out, entryReply(items[i].id, items[i].val))
+			out.entry(items[i].id, items[i].val)
 		}
 	}
-	return kv.ArrayReply(out)
+	return out.reply()
 }
 
 func xdel(x *execCtx) kv.Reply {
@@ -1093,7 +1148,6 @@ func xreadgroup(x *execCtx) kv.Reply {
 	if c == nil {
 		grow = consumerSize(len(consumer))
 	}
-	out := []kv.Reply{}
 	if history {
 		// The consumer's own pending entries after the id; no state changes
 		// but the consumer's creation.
@@ -1103,16 +1157,17 @@ func xreadgroup(x *execCtx) kv.Reply {
 			}
 			s.addConsumer(g, string(consumer))
 			claimEffect(x, group, consumer, nil)
-			return kv.ArrayReply(out)
+			return kv.ArrayReply([]kv.Reply{})
 		}
+		out := newReplies(min(limit, c.pending))
 		start, more := after.incr()
 		items := g.pel.items
-		for i := g.pel.search(start); more && i < len(items) && len(out) < limit; i++ {
+		for i := g.pel.search(start); more && i < len(items) && out.len() < limit; i++ {
 			if !items[i].dead && items[i].val.consumer == c {
-				out = append(out, s.entryOrNil(items[i].id))
+				out.entryOrNil(s, items[i].id)
 			}
 		}
-		return kv.ArrayReply(out)
+		return out.reply()
 	}
 	var ids []streamID
 	if start, more := g.last.incr(); more {
@@ -1132,14 +1187,15 @@ func xreadgroup(x *execCtx) kv.Reply {
 	if c == nil {
 		c = s.addConsumer(g, string(consumer))
 	} else if len(ids) == 0 {
-		return kv.ArrayReply(out)
+		return kv.ArrayReply([]kv.Reply{})
 	}
 	now := nowMs(x)
+	out := newReplies(len(ids))
 	for _, id := range ids {
 		if !noAck {
 			s.setPending(g, id, c, now, 1)
 		}
-		out = append(out, entryReply(id, *s.entries.get(id)))
+		out.entry(id, *s.entries.get(id))
 	}
 	if len(ids) > 0 {
 		g.last = ids[len(ids)-1]
@@ -1153,7 +1209,7 @@ func xreadgroup(x *execCtx) kv.Reply {
 		claimEffect(x, group, consumer, ids, []byte("TIME"), msArg(now), []byte("RETRYCOUNT"), []byte("1"),
 			[]byte("FORCE"), []byte("JUSTID"), []byte("LASTID"), g.last.bytes())
 	}
-	return kv.ArrayReply(out)
+	return out.reply()
 }
 
 func xack(x *execCtx) kv.Reply {
@@ -1259,9 +1315,9 @@ func xpending(x *execCtx) kv.Reply {
 		return kv.ArrayReply([]kv.Reply{kv.IntReply(int64(g.pel.live)), kv.BulkReply(items[lo].id.bytes()),
 			kv.BulkReply(items[hi].id.bytes()), kv.ArrayReply(per)})
 	}
-	out := []kv.Reply{}
+	out := newReplies(int(min(max(count, 0), int64(g.pel.live))))
 	now := nowMs(x)
-	for i := g.pel.search(start); i < len(items) && int64(len(out)) < count && !end.less(items[i].id); i++ {
+	for i := g.pel.search(start); i < len(items) && int64(out.len()) < count && !end.less(items[i].id); i++ {
 		it := &items[i]
 		if it.dead || consumer != nil && it.val.consumer.name != string(consumer) {
 			continue
@@ -1270,10 +1326,12 @@ func xpending(x *execCtx) kv.Reply {
 		if idle < minIdle {
 			continue
 		}
-		out = append(out, kv.ArrayReply([]kv.Reply{kv.BulkReply(it.id.bytes()),
-			kv.BulkReply([]byte(it.val.consumer.name)), kv.IntReply(idle), kv.IntReply(int64(it.val.deliveries))}))
+		r := out.take(4)
+		r[0], r[1] = kv.BulkReply(out.id(it.id)), kv.BulkReply([]byte(it.val.consumer.name))
+		r[2], r[3] = kv.IntReply(idle), kv.IntReply(int64(it.val.deliveries))
+		out.out = append(out.out, kv.ArrayReply(r))
 	}
-	return kv.ArrayReply(out)
+	return out.reply()
 }
 
 func isClaimOption(b []byte) bool {
@@ -1401,7 +1459,7 @@ func xclaim(x *execCtx) kv.Reply {
 	if c == nil {
 		c = s.addConsumer(g, string(consumer))
 	}
-	out := []kv.Reply{}
+	out := newReplies(len(ids))
 	var done []streamID
 	for k, id := range ids {
 		switch steps[k] {
@@ -1422,9 +1480,9 @@ func xclaim(x *execCtx) kv.Reply {
 			continue
 		}
 		if justID {
-			out = append(out, kv.BulkReply(id.bytes()))
+			out.bulkID(id)
 		} else {
-			out = append(out, entryReply(id, *s.entries.get(id)))
+			out.entry(id, *s.entries.get(id))
 		}
 	}
 	g.pel.tidy()
@@ -1450,7 +1508,7 @@ func xclaim(x *execCtx) kv.Reply {
 		}
 		claimEffect(x, group, consumer, done, tail...)
 	}
-	return kv.ArrayReply(out)
+	return out.reply()
 }
 
 func xautoclaim(x *execCtx) kv.Reply {
@@ -1522,15 +1580,15 @@ func xautoclaim(x *execCtx) kv.Reply {
 	if c == nil {
 		c = s.addConsumer(g, string(consumer))
 	}
-	claimed := make([]kv.Reply, 0, len(claimIDs))
+	claimed := newReplies(len(claimIDs))
 	for _, id := range claimIDs {
 		pe := g.pel.get(id)
 		s.setPending(g, id, c, now, pe.deliveries)
 		bumpDeliveries(g.pel.get(id), -1, justID)
 		if justID {
-			claimed = append(claimed, kv.BulkReply(id.bytes()))
+			claimed.bulkID(id)
 		} else {
-			claimed = append(claimed, entryReply(id, *s.entries.get(id)))
+			claimed.entry(id, *s.entries.get(id))
 		}
 	}
 	gone := make([]kv.Reply, len(deleted))
@@ -1548,7 +1606,7 @@ func xautoclaim(x *execCtx) kv.Reply {
 		// ids are disjoint, so their relative order does not matter.
 		claimEffect(x, group, consumer, append(claimIDs, deleted...), tail...)
 	}
-	return kv.ArrayReply([]kv.Reply{kv.BulkReply(cursor.bytes()), kv.ArrayReply(claimed), kv.ArrayReply(gone)})
+	return kv.ArrayReply([]kv.Reply{kv.BulkReply(cursor.bytes()), claimed.reply(), kv.ArrayReply(gone)})
 }
 
 func init() {
