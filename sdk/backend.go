@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/wire"
 )
 
 // backend is what a topology implements: the embedded store or the remote
@@ -21,5 +22,9 @@ type backend interface {
 	batch(ctx context.Context, items []BatchItem) ([]ItemResult, error)
 	// exec runs a data-structure command (R-DS).
 	exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error)
+	// watch opens a watch (R-DS-6); subscribe and publish are pub/sub (R-DS-7).
+	watch(ctx context.Context, req wire.WatchRequest) (*WatchStream, error)
+	subscribe(ctx context.Context, req wire.SubscribeRequest) (*Subscription, error)
+	publish(ctx context.Context, channel string, payload []byte) (int, error)
 	close() error
 }

@@ -41,7 +41,10 @@ type response struct {
 }
 
 type pendingCall struct {
-	ch chan response // capacity 1
+	ch chan response // capacity 1, or the stream buffer for a stream
+	// stream: the call is a response stream (watch, subscription): frames
+	// with FlagStream are items and keep it registered; the last frame ends it.
+	stream bool
 }
 
 var callPool = sync.Pool{New: func() any { return &pendingCall{ch: make(chan response, 1)} }}
@@ -109,7 +112,64 @@ func (c *rconn) shutdown(err error) {
 	_ = c.nc.Close()
 	close(c.done)
 	for _, pc := range calls {
+		if pc.stream {
+			close(pc.ch) // the consumer sees the end; Err says the connection was lost
+			continue
+		}
 		pc.ch <- response{flags: 0xff} // connection lost marker
+	}
+}
+
+// openStream sends a streaming request and returns the channel of its
+// frames: items have FlagStream; the last frame does not; the channel is
+// closed after it (or when the connection is lost or the consumer fell
+// more than buffer frames behind).
+func (c *rconn) openStream(op wire.Opcode, body func([]byte) []byte, buffer int) (uint32, <-chan response, error) {
+	pc := &pendingCall{ch: make(chan response, buffer), stream: true}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return 0, nil, c.lostErr(err)
+	}
+	id := c.nextID
+	c.nextID++
+	if c.nextID == 0 {
+		c.nextID = 1
+	}
+	c.calls[id] = pc
+	c.mu.Unlock()
+	c.send(id, op, body)
+	return id, pc.ch, nil
+}
+
+// endStream asks the server to end a stream; its last frame closes the
+// stream's channel.
+func (c *rconn) endStream(id uint32) {
+	c.send(c.reserveID(), wire.OpEndStream, func(dst []byte) []byte { return wire.AppendEndStreamRequest(dst, id) })
+}
+
+func (c *rconn) reserveID() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.nextID
+	c.nextID++
+	if c.nextID == 0 {
+		c.nextID = 1
+	}
+	return id // no waiter: the reply is dropped by the read loop
+}
+
+func (c *rconn) send(id uint32, op wire.Opcode, body func([]byte) []byte) {
+	c.wmu.Lock()
+	var start int
+	c.wbuf, start = wire.BeginFrame(c.wbuf, id, op, 0)
+	c.wbuf = body(c.wbuf)
+	c.wbuf = wire.EndFrame(c.wbuf, start)
+	c.wmu.Unlock()
+	select {
+	case c.wkick <- struct{}{}:
+	default:
 	}
 }
 
@@ -130,16 +190,7 @@ func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte)
 	c.calls[id] = pc
 	c.mu.Unlock()
 
-	c.wmu.Lock()
-	var start int
-	c.wbuf, start = wire.BeginFrame(c.wbuf, id, op, 0)
-	c.wbuf = body(c.wbuf)
-	c.wbuf = wire.EndFrame(c.wbuf, start)
-	c.wmu.Unlock()
-	select {
-	case c.wkick <- struct{}{}:
-	default:
-	}
+	c.send(id, op, body)
 
 	select {
 	case resp := <-pc.ch:
@@ -205,11 +256,33 @@ func (c *rconn) readLoop(fr *wire.FrameReader) {
 		}
 		c.mu.Lock()
 		pc := c.calls[f.ID]
-		delete(c.calls, f.ID)
+		if pc != nil && !(pc.stream && f.Flags.Has(wire.FlagStream)) {
+			delete(c.calls, f.ID)
+		}
 		c.mu.Unlock()
 		if pc == nil {
-			continue // its caller gave up (deadline) or a push we do not handle
+			continue // its caller gave up (deadline) or a stream already ended
 		}
-		pc.ch <- response{flags: f.Flags, body: append([]byte(nil), f.Body...)}
+		resp := response{flags: f.Flags, body: append([]byte(nil), f.Body...)}
+		if !pc.stream {
+			pc.ch <- resp
+			continue
+		}
+		select {
+		case pc.ch <- resp:
+			if !f.Flags.Has(wire.FlagStream) {
+				close(pc.ch)
+			}
+		default:
+			// The consumer fell behind: end the stream here and on the server.
+			c.mu.Lock()
+			_, still := c.calls[f.ID]
+			delete(c.calls, f.ID)
+			c.mu.Unlock()
+			if still || !f.Flags.Has(wire.FlagStream) {
+				close(pc.ch)
+			}
+			go c.endStream(f.ID)
+		}
 	}
 }

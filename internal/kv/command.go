@@ -102,7 +102,7 @@ const (
 	CmdTxPrepare // R-DS-4: args see server/store/tx.go
 	CmdTxCommit
 	CmdTxAbort
-	CmdFlush // remove every key of the store → OK
+	CmdFlush  // remove every key of the store → OK
 	CmdDBSize // live keys → Int
 
 	cmdEnd // keep last

@@ -25,6 +25,10 @@ const (
 	OpBatch                       // batch request → batch result
 	OpInfo                        // empty body → InfoResponse
 	OpCommand                     // command request → Reply (data structures, R-DS)
+	OpWatch                       // watch request → a stream of WatchItem frames (R-DS-6)
+	OpSubscribe                   // subscribe request → a stream of MessageItem frames (R-DS-7)
+	OpEndStream                   // end-stream request {stream id} → Reply OK; ends a watch or subscription
+	OpPublish                     // publish request → Reply Int (receivers)
 
 	opEnd // keep last: one past the highest opcode this build knows
 )
@@ -41,6 +45,10 @@ var opcodeNames = [...]string{
 	OpBatch:     "Batch",
 	OpInfo:      "Info",
 	OpCommand:   "Command",
+	OpWatch:     "Watch",
+	OpSubscribe: "Subscribe",
+	OpEndStream: "EndStream",
+	OpPublish:   "Publish",
 }
 
 func (op Opcode) String() string {
@@ -69,6 +77,12 @@ const (
 	// large). Per-key outcomes are never protocol errors; they travel as a
 	// Result's Status.
 	FlagError
+	// FlagStream marks one item of a response stream (OpWatch, OpSubscribe):
+	// more frames with the same id follow. The stream's last frame has
+	// FlagResponse without FlagStream — with FlagError when the stream
+	// ended abnormally (a consumer that fell behind), with an empty body when
+	// the client ended it.
+	FlagStream
 )
 
 // Has reports whether every bit of x is set in f.
@@ -85,7 +99,10 @@ func (f Flags) String() string {
 	if f.Has(FlagError) {
 		parts = append(parts, "Error")
 	}
-	if rest := f &^ (FlagResponse | FlagError); rest != 0 {
+	if f.Has(FlagStream) {
+		parts = append(parts, "Stream")
+	}
+	if rest := f &^ (FlagResponse | FlagError | FlagStream); rest != 0 {
 		parts = append(parts, fmt.Sprintf("%#02x", uint8(rest)))
 	}
 	return strings.Join(parts, "|")

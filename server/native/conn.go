@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -32,50 +33,76 @@ type conn struct {
 	werr    error
 	pending sync.WaitGroup // worker-pool tasks of this connection
 
+	consumed int64 // stream bytes taken up by frames so far (reader-owned)
+	refused  bool  // a refusal was logged (reader-owned): log only the first
+
 	stopping atomic.Bool
 	log      *slog.Logger
+	streams  streamSet // watches and subscriptions of this connection
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	dr := &deadlineReader{nc: nc, timeout: s.cfg.FrameTimeout}
-	return &conn{
-		srv: s, nc: nc, dr: dr,
-		fr:  wire.NewFrameReader(dr, s.cfg.MaxFrameSize),
+	c := &conn{
+		srv: s, nc: nc,
 		out: make([]byte, 0, 16<<10),
 		log: s.log.With("remote", nc.RemoteAddr().String()),
 	}
+	c.dr = &deadlineReader{nc: nc, timeout: s.cfg.FrameTimeout, stopping: &c.stopping}
+	c.fr = wire.NewFrameReader(c.dr, s.cfg.MaxFrameSize)
+	return c
 }
 
 // deadlineReader arms a read deadline when the first bytes of a frame
 // arrive, so a started frame must complete within timeout (slow-loris
 // guard) while an idle connection between frames waits without one.
 type deadlineReader struct {
-	nc      net.Conn
-	timeout time.Duration
-	armed   bool
+	nc       net.Conn
+	timeout  time.Duration
+	armed    bool
+	total    int64        // bytes read from nc
+	stopping *atomic.Bool // the conn's: once set, reads must keep failing
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	n, err := d.nc.Read(p)
+	d.total += int64(n)
 	if n > 0 && !d.armed {
 		d.armed = true
-		_ = d.nc.SetReadDeadline(time.Now().Add(d.timeout))
+		d.setDeadline(time.Now().Add(d.timeout))
 	}
 	return n, err
 }
 
-// frameDone re-evaluates the deadline after a frame was handled: none when
-// nothing is buffered, a fresh one when a partial frame is waiting.
-func (d *deadlineReader) frameDone(buffered int) {
-	switch {
-	case buffered == 0 && d.armed:
-		d.armed = false
-		_ = d.nc.SetReadDeadline(time.Time{})
-	case buffered > 0:
-		d.armed = true
-		_ = d.nc.SetReadDeadline(time.Now().Add(d.timeout))
+// setDeadline sets the read deadline unless stopReading ran: its deadline
+// must win, or a reader re-arming concurrently would keep a busy connection
+// reading through a shutdown. stopReading stores the flag before setting
+// its deadline and this sets the deadline before loading the flag, so
+// whichever runs second leaves "now" in place.
+func (d *deadlineReader) setDeadline(t time.Time) {
+	_ = d.nc.SetReadDeadline(t)
+	if d.stopping.Load() {
+		_ = d.nc.SetReadDeadline(time.Now())
 	}
 }
+
+// frameDone re-evaluates the deadline after a frame was handled, given the
+// bytes read but not yet taken up by frames: none when there are none, a
+// fresh one when a partial frame is waiting — or, when negative, when the
+// rest of an oversized frame being skipped has yet to arrive.
+func (d *deadlineReader) frameDone(unread int64) {
+	switch {
+	case unread == 0 && d.armed:
+		d.armed = false
+		d.setDeadline(time.Time{})
+	case unread != 0:
+		d.armed = true
+		d.setDeadline(time.Now().Add(d.timeout))
+	}
+}
+
+// unread is what frameDone needs: FrameReader.Buffered cannot tell an
+// oversized frame skipped to its end from one whose body is still to come.
+func (c *conn) unread() int64 { return c.dr.total - c.consumed }
 
 // stopReading makes the reader's next read fail, which ends serve after the
 // requests already read are answered (graceful shutdown).
@@ -92,48 +119,76 @@ func (c *conn) serve() {
 	}
 	defer c.srv.forget(c)
 	defer c.nc.Close()
-	defer c.pending.Wait() // worker tasks write to nc: let them finish first
+	defer c.pending.Wait()     // worker tasks write to nc: let them finish first
+	defer c.streams.closeAll() // pushers too; they end with the connection
 
 	if !c.handshake() {
 		return
 	}
-	c.dr.frameDone(c.fr.Buffered())
+	c.dr.frameDone(c.unread())
 	for {
 		f, err := c.fr.Next()
 		if err != nil {
 			var tooLarge *wire.FrameTooLargeError
 			if errors.As(err, &tooLarge) {
 				// The reader skips the body: answer by id and carry on.
-				c.out = appendError(c.out, tooLarge.ID, tooLarge.Op, kv.StatusBadRequest, err.Error())
-				c.afterFrame()
+				c.consumed += wire.LengthSize + int64(tooLarge.Size)
+				c.refuse(tooLarge.ID, tooLarge.Op, kv.StatusBadRequest, err.Error())
+				if !c.afterFrame() {
+					return
+				}
 				continue
 			}
 			c.flush()
 			c.logReadError(err)
 			return
 		}
+		c.consumed += int64(wire.HeaderSize + len(f.Body))
 		c.dispatch(f)
-		c.afterFrame()
+		if !c.afterFrame() {
+			return
+		}
 	}
 }
 
+// maxCoalesced bounds the responses buffered before a write: a read batch
+// of small requests for large values must not buffer gigabytes.
+const maxCoalesced = 512 << 10
+
 // afterFrame flushes when no complete request is buffered — one write per
-// read batch — and re-arms the frame deadline.
-func (c *conn) afterFrame() {
-	if !c.fr.HasFrame() {
+// read batch — or when the batch's responses grew large, and re-arms the
+// frame deadline. It reports false once writing failed: the connection is
+// done (write logged why).
+func (c *conn) afterFrame() bool {
+	if !c.fr.HasFrame() || len(c.out) >= maxCoalesced {
 		if !c.flush() {
-			_ = c.nc.SetReadDeadline(time.Now()) // writes fail: stop reading too
+			return false
 		}
 	}
 	if !c.stopping.Load() {
-		c.dr.frameDone(c.fr.Buffered())
+		c.dr.frameDone(c.unread())
+	}
+	return true
+}
+
+// refuse answers a request that cannot be executed with an error by its
+// id. The first refusal on a connection is logged; later ones are not, so a
+// misbehaving client cannot flood the log.
+func (c *conn) refuse(id uint32, op wire.Opcode, st kv.Status, msg string) {
+	c.out = appendError(c.out, id, op, st, msg)
+	if !c.refused {
+		c.refused = true
+		c.log.Info("refused a request; later refusals on this connection are not logged",
+			"id", id, "op", op.String(), "status", st.String(), "reason", msg)
 	}
 }
 
 func (c *conn) logReadError(err error) {
 	var ne net.Error
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case c.writeFailed():
+		// write logged it; the failed read is only its consequence.
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET):
 		c.log.Debug("client closed the connection")
 	case c.stopping.Load():
 		c.log.Debug("connection closed by shutdown")
@@ -169,10 +224,24 @@ func (c *conn) write(b []byte) bool {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 	if _, err := c.nc.Write(b); err != nil {
 		c.werr = err
-		c.log.Debug("write failed; closing", "err", err)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			c.log.Warn("closing connection: the client does not read its responses", "write_timeout", c.srv.cfg.WriteTimeout)
+		} else {
+			c.log.Debug("write failed; closing", "err", err)
+		}
+		// Wake the reader (it may be idle while a worker or a stream
+		// wrote): nothing more can be answered on this connection.
+		c.stopReading()
 		return false
 	}
 	return true
+}
+
+func (c *conn) writeFailed() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.werr != nil
 }
 
 func appendError(dst []byte, id uint32, op wire.Opcode, st kv.Status, msg string) []byte {
@@ -185,7 +254,8 @@ func appendError(dst []byte, id uint32, op wire.Opcode, st kv.Status, msg string
 // go on.
 func (c *conn) handshake() bool {
 	cfg := &c.srv.cfg
-	_ = c.nc.SetDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	_ = c.nc.SetWriteDeadline(time.Now().Add(cfg.HandshakeTimeout))
+	c.dr.setDeadline(time.Now().Add(cfg.HandshakeTimeout))
 	if tc, ok := c.nc.(interface{ Handshake() error }); ok {
 		if err := tc.Handshake(); err != nil {
 			c.log.Info("TLS handshake failed", "err", err)
@@ -203,6 +273,7 @@ func (c *conn) handshake() bool {
 		c.logReadError(err)
 		return false
 	}
+	c.consumed += int64(wire.HeaderSize + len(f.Body))
 	if f.Op != wire.OpHandshake {
 		st := kv.StatusBadRequest
 		if len(c.srv.token) > 0 {
@@ -234,7 +305,8 @@ func (c *conn) handshake() bool {
 	if resp.Status != kv.StatusSuccess {
 		c.log.Info("handshake refused", "status", resp.Status, "reason", resp.Message, "client", req.ClientName)
 	}
-	_ = c.nc.SetDeadline(time.Time{})
+	_ = c.nc.SetWriteDeadline(time.Time{})
+	c.dr.setDeadline(time.Time{})
 	c.dr.armed = false
 	return ok
 }
@@ -305,13 +377,22 @@ func (c *conn) dispatch(f wire.Frame) {
 			return
 		}
 		reply := c.srv.cfg.Store.Exec(cmd)
-		var start int
-		c.out, start = wire.BeginFrame(c.out, f.ID, f.Op, wire.FlagResponse)
-		c.out = wire.AppendReply(c.out, &reply)
-		c.out = wire.EndFrame(c.out, start)
+		c.appendReply(f.ID, f.Op, reply)
 		if obs != nil {
 			obs.Op(f.Op, reply.Status, time.Since(began))
 		}
+		return
+	case wire.OpWatch:
+		c.watch(f)
+		return
+	case wire.OpSubscribe:
+		c.subscribe(f)
+		return
+	case wire.OpEndStream:
+		c.appendReply(f.ID, f.Op, c.endStream(f))
+		return
+	case wire.OpPublish:
+		c.appendReply(f.ID, f.Op, c.publish(f))
 		return
 	case wire.OpPing:
 		c.out = wire.AppendFrame(c.out, f.ID, f.Op, wire.FlagResponse, f.Body)
@@ -320,10 +401,10 @@ func (c *conn) dispatch(f wire.Frame) {
 		c.out = wire.AppendFrame(c.out, f.ID, f.Op, wire.FlagResponse, wire.AppendInfoResponse(nil, c.info()))
 		return
 	case wire.OpHandshake:
-		c.out = appendError(c.out, f.ID, f.Op, kv.StatusBadRequest, "handshake already done")
+		c.refuse(f.ID, f.Op, kv.StatusBadRequest, "handshake already done")
 		return
 	default:
-		c.out = appendError(c.out, f.ID, f.Op, kv.StatusBadRequest, "unknown opcode "+f.Op.String())
+		c.refuse(f.ID, f.Op, kv.StatusBadRequest, "unknown opcode "+f.Op.String())
 		return
 	}
 	c.out = appendResult(c.out, f.ID, f.Op, res)
@@ -339,7 +420,7 @@ func appendResult(dst []byte, id uint32, op wire.Opcode, res kv.Result) []byte {
 }
 
 func (c *conn) badBody(f wire.Frame, err error) {
-	c.out = appendError(c.out, f.ID, f.Op, kv.StatusBadRequest, err.Error())
+	c.refuse(f.ID, f.Op, kv.StatusBadRequest, err.Error())
 	if obs := c.srv.cfg.Observer; obs != nil {
 		obs.Op(f.Op, kv.StatusBadRequest, 0)
 	}
