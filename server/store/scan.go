@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,7 +43,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -414,24 +412,7 @@ func newScanState(segments int) *scanState {
 	}
 }
 
-// scanStates holds each store's scanState, keyed weakly by the store: the
-// entry neither keeps a store alive nor outlives it (a cleanup removes it),
-// and two stores in one process never share sessions. The state holds no
-// pointer back to its store. (It lives beside Store rather than in it only to
-// keep the scan self-contained in this file.)
-var scanStates sync.Map // weak.Pointer[Store] → *scanState
-
-func (s *Store) scanState() *scanState {
-	wp := weak.Make(s)
-	if v, ok := scanStates.Load(wp); ok {
-		return v.(*scanState)
-	}
-	v, loaded := scanStates.LoadOrStore(wp, newScanState(len(s.segments)))
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Store]) { scanStates.Delete(k) }, wp)
-	}
-	return v.(*scanState)
-}
+func (s *Store) scanState() *scanState { return s.scan }
 
 // purgeLocked drops the sessions idle for longer than the TTL.
 func (st *scanState) purgeLocked(now int64) {

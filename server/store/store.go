@@ -29,6 +29,8 @@ type Store struct {
 
 	watches watchRegistry
 	pubsub  *Broker
+	tx      *txTable   // prepared transactions (tx.go)
+	scan    *scanState // scan sessions and sorted-key snapshots (scan.go)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -50,6 +52,8 @@ func New(cfg Config) (*Store, error) {
 	}
 	s.start = s.clock.NowNano()
 	s.pubsub = newBroker()
+	s.tx = newTxTable()
+	s.scan = newScanState(cfg.Segments)
 	s.segments = make([]*Segment, cfg.Segments)
 	for i := range s.segments {
 		s.segments[i] = newSegment(s, uint16(i))

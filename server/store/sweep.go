@@ -33,6 +33,10 @@ func (s *Store) SweepOnce() (expired, pruned int) {
 		expired += g.sweepExpired()
 		pruned += g.pruneTombstones()
 	}
+	// Prepared transactions whose coordinator vanished release their keys
+	// and staged values here too, not only on the next transaction call.
+	t, _ := s.txAcquire("")
+	t.mu.Unlock()
 	return expired, pruned
 }
 

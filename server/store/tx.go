@@ -58,18 +58,16 @@ package store
 // transaction id that runs outside txTable.mu marks its entry busy; any other
 // phase for the same id waits for it (txAcquire).
 //
-// The per-store table hangs off the Store through a weakly keyed registry
+// The per-store table is a field of the Store
 // (txTableOf) rather than a Store field, so that it is reclaimed with its
 // store; it holds no pointer back to the store.
 
 import (
 	"container/heap"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -405,22 +403,11 @@ type txTable struct {
 	staged    int64 // bytes of the writes of live entries
 }
 
-// txTables maps a store to its transaction table. Keys are weak so that a
-// store nobody references any more is collected; a cleanup then drops its
-// table.
-var txTables sync.Map // weak.Pointer[Store] → *txTable
-
-func txTableOf(s *Store) *txTable {
-	wp := weak.Make(s)
-	if t, ok := txTables.Load(wp); ok {
-		return t.(*txTable)
-	}
-	t, loaded := txTables.LoadOrStore(wp, &txTable{live: map[string]*txEntry{}, done: map[string]txOutcome{}})
-	if !loaded {
-		runtime.AddCleanup(s, func(wp weak.Pointer[Store]) { txTables.Delete(wp) }, wp)
-	}
-	return t.(*txTable)
+func newTxTable() *txTable {
+	return &txTable{live: map[string]*txEntry{}, done: map[string]txOutcome{}}
 }
+
+func txTableOf(s *Store) *txTable { return s.tx }
 
 // lapsedTx is a prepared transaction whose reservations expired, to release.
 type lapsedTx struct {
