@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -224,5 +225,11 @@ func BulksReply(items [][]byte) Reply {
 
 // FormatFloat formats a score or float counter the way Redis prints it.
 func FormatFloat(f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return []byte("inf")
+	case math.IsInf(f, -1):
+		return []byte("-inf")
+	}
 	return strconv.AppendFloat(nil, f, 'g', -1, 64)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -143,7 +144,7 @@ func zadd(x *execCtx) kv.Reply {
 		if f.incr && exists {
 			score = old + score
 		}
-		if isInfOrNaN(score) && f.incr {
+		if math.IsNaN(score) { // Redis refuses only NaN: an infinite score is a score
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}
 		switch {
@@ -309,7 +310,7 @@ func init() {
 		z := zsetOf(x)
 		member := string(x.cmd.Args[1])
 		score := z.scores[member] + delta
-		if isInfOrNaN(score) {
+		if math.IsNaN(score) {
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}
 		if _, exists := z.scores[member]; !exists && x.collectionTooLarge(1, len(member)+zsetMemberOverhead) {
