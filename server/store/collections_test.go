@@ -335,3 +335,26 @@ func TestFlushAndDBSize(t *testing.T) {
 		t.Fatalf("last op %v", last.Kind)
 	}
 }
+
+// A collection write on a key that expired but was not swept yet must not
+// make a replica apply the effect to its stale copy.
+func TestWriteOnExpiredUnsweptCollectionReplicates(t *testing.T) {
+	src, clk := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	dst, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	run(t, src, kv.CmdHSet, "h", "old", "1")
+	src.Expire("h", time.Second)
+	clk.Advance(time.Second) // expired, not swept
+	run(t, src, kv.CmdHSet, "h", "new", "2")
+	ops, _ := src.Segment(0).OperationsAfter(0)
+	for _, op := range ops {
+		if _, err := dst.Segment(0).ApplyOp(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := src.Segment(0).Digest(), dst.Segment(0).Digest(); a != b {
+		t.Fatalf("diverged: %+v vs %+v", a, b)
+	}
+	if r := run(t, dst, kv.CmdHGetAll, "h"); len(r.Array) != 2 {
+		t.Fatalf("replica holds %s", flat(r))
+	}
+}

@@ -127,6 +127,12 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	if len(g.txLocks) > 0 && g.txLockedLocked(x.cmd.Key, "", x.now) {
 		return kv.Reply{Status: kv.StatusConflict, Message: "key reserved by a transaction in progress"}
 	}
+	if r := g.items[x.cmd.Key]; r != nil && !r.Deleted && r.expiredAt(x.now) && g.owned {
+		// Expired but not swept yet: log its expiry first, so that a replica
+		// replaying the effect starts from the same (absent) key instead of
+		// applying it to its stale copy.
+		g.tombstoneLocked(r, OpExpired, x.now)
+	}
 	x.rec = g.liveLocked(x.cmd.Key, x.now)
 	if x.rec != nil {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
@@ -265,7 +271,9 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 	now := g.store.clock.NowNano()
 	x := execCtx{seg: g, cmd: cmd, now: now, apply: true}
 	x.rec = g.items[cmd.Key]
-	if x.rec != nil && x.rec.Deleted {
+	if x.rec != nil && (x.rec.Deleted || hdr.Version == 1) {
+		// Version 1: the source created the key anew with this command; what
+		// this node holds under the key is an older incarnation.
 		x.rec = nil
 	}
 	if x.rec != nil {
