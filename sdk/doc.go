@@ -19,6 +19,13 @@
 // over ExecuteBatch. Results come back in the caller's order with a status
 // per item; a bulk call is never a transaction.
 //
+// Data structures and coordination (R-DS): Hashes, Lists, Sets, SortedSets,
+// Counters, Streams, Locks, Tx, Watch, PubSub and Scan are typed surfaces over
+// one command path (Client.Do), identical embedded and remote. Locks are
+// leases, not correctness fences: a paused holder may still act after its
+// lease expired; enforce invariants with PutOptions.IfMatchVersion or Tx (see
+// Locks).
+//
 // The package must not import server/cluster or any server networking: the
 // embedded backend imports server/store only.
 package sdk
