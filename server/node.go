@@ -178,6 +178,16 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.services[EndpointClient] = nat
 	n.builtin[EndpointClient] = true
+	if cfg.RESPPort != 0 {
+		rs, err := n.newRESPService()
+		if err != nil {
+			_ = nat.Shutdown(context.Background())
+			_ = st.Close()
+			return nil, err
+		}
+		n.services[EndpointRESP] = rs
+		n.builtin[EndpointRESP] = true
+	}
 	if cfg.Token != "" && tlsConfig == nil {
 		logger.Warn("a token is configured without TLS: it travels in clear text")
 	}

@@ -1,0 +1,497 @@
+package resp
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/metrics"
+)
+
+// Connection commands: PING, ECHO, AUTH, HELLO, SELECT, QUIT, RESET, CLIENT.
+
+// RedisVersion is the Redis version the front end reports (HELLO, INFO):
+// the one whose commands and replies it follows.
+const RedisVersion = "7.0.0"
+
+const (
+	connFlags = flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy
+	authFlags = connFlags | flagNoAuth
+)
+
+func init() {
+	register(
+		&command{name: "ping", arity: -1, flags: connFlags, group: "connection", since: "1.0.0",
+			summary: "Returns the server's liveliness response.", run: cmdPing},
+		&command{name: "echo", arity: 2, flags: connFlags, group: "connection", since: "1.0.0",
+			summary: "Returns the given string.", run: cmdEcho},
+		&command{name: "auth", arity: -2, flags: authFlags, group: "connection", since: "1.0.0",
+			summary: "Authenticates the connection with the node's token.", run: cmdAuth},
+		&command{name: "hello", arity: -1, flags: authFlags, group: "connection", since: "6.0.0",
+			summary: "Handshakes with the server: protocol version (RESP2/RESP3), authentication, client name.", run: cmdHello},
+		&command{name: "select", arity: 2, flags: connFlags, group: "connection", since: "1.0.0",
+			summary: "Changes the selected database: only database 0 exists (cluster mode).", run: cmdSelect},
+		&command{name: "quit", arity: -1, flags: authFlags, group: "connection", since: "1.0.0",
+			summary: "Closes the connection after replying.", run: cmdQuit},
+		&command{name: "reset", arity: 1, flags: authFlags, group: "connection", since: "6.2.0",
+			summary: "Resets the connection: RESP2, no name, unauthenticated when a token is set.", run: cmdReset},
+		&command{name: "client", arity: -2, group: "connection", since: "2.4.0",
+			summary: "A container for client connection commands.", subs: []*command{
+				{name: "id", arity: 2, flags: connFlags, summary: "Returns the unique client ID of the connection.", run: cmdClientID},
+				{name: "setname", arity: 3, flags: connFlags, summary: "Sets the connection name.", run: cmdClientSetName},
+				{name: "getname", arity: 2, flags: connFlags, summary: "Returns the name of the connection.", run: cmdClientGetName},
+				{name: "info", arity: 2, flags: connFlags, summary: "Returns information about the connection.", run: cmdClientInfo},
+				{name: "list", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Lists open connections ([TYPE normal] [ID id ...]).", run: cmdClientList},
+				{name: "kill", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Terminates open connections (addr, or ID/ADDR/LADDR/USER/SKIPME filters).", run: cmdClientKill},
+				{name: "setinfo", arity: 4, flags: connFlags, summary: "Sets the client library name or version (LIB-NAME, LIB-VER).", run: cmdClientSetInfo},
+				{name: "reply", arity: 3, flags: connFlags, summary: "Instructs the server whether to reply to commands (ON, OFF, SKIP).", run: cmdClientReply},
+				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the CLIENT subcommands.", run: cmdClientHelp},
+			}},
+	)
+}
+
+func cmdPing(c *conn, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.out.Simple("PONG")
+	case 2:
+		c.out.Bulk(args[1])
+	default:
+		c.err("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+func cmdEcho(c *conn, args [][]byte) { c.out.Bulk(args[1]) }
+
+const (
+	msgWrongPass  = "WRONGPASS invalid username-password pair or user is disabled."
+	msgNoPassword = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+)
+
+// authenticate checks a user/password pair; the only user is "default",
+// whose password is the node's token.
+func (c *conn) authenticate(user, pass []byte) bool {
+	s := c.srv
+	if user != nil && string(user) != "default" {
+		return false
+	}
+	if !s.authRequired() {
+		return true // the default user has no password: anything is accepted
+	}
+	return s.tokenOK(pass)
+}
+
+func (c *conn) setAuthenticated(ok bool) {
+	c.authed = ok
+	c.lim.Unauthenticated = !ok
+}
+
+func (c *conn) authFailed() {
+	c.status = kv.StatusUnauthorized
+	c.srv.cfg.Metrics.AuthFailure(metrics.ProtoRESP)
+	c.out.Error(msgWrongPass)
+}
+
+func cmdAuth(c *conn, args [][]byte) {
+	var user, pass []byte
+	switch len(args) {
+	case 2:
+		pass = args[1]
+		if !c.srv.authRequired() {
+			c.err(msgNoPassword)
+			return
+		}
+	case 3:
+		user, pass = args[1], args[2]
+	default:
+		c.err(msgSyntax)
+		return
+	}
+	if !c.authenticate(user, pass) {
+		c.authFailed()
+		return
+	}
+	c.setAuthenticated(true)
+	c.out.OK()
+}
+
+func cmdHello(c *conn, args [][]byte) {
+	proto := c.out.Proto
+	if len(args) >= 2 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			c.err("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v < 2 || v > 3 {
+			c.err("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = int(v)
+	}
+	var user, pass, name []byte
+	setName := false
+	for j := 2; j < len(args); j++ {
+		more := len(args) - j - 1
+		switch {
+		case eq(args[j], "AUTH") && more >= 2:
+			user, pass = args[j+1], args[j+2]
+			j += 2
+		case eq(args[j], "SETNAME") && more >= 1:
+			name, setName = args[j+1], true
+			if !validClientName(name) {
+				c.err(msgBadClientName)
+				return
+			}
+			j++
+		default:
+			c.err("ERR Syntax error in HELLO option '" + truncate(args[j], 128) + "'")
+			return
+		}
+	}
+	if pass != nil {
+		if !c.authenticate(user, pass) {
+			c.authFailed()
+			return
+		}
+		c.setAuthenticated(true)
+	}
+	if !c.authed {
+		c.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if setName {
+		c.setName(name)
+	}
+	c.out.Proto = proto
+	c.proto.Store(int32(proto))
+	c.out.Map(7)
+	c.out.BulkString("server")
+	c.out.BulkString("redis")
+	c.out.BulkString("version")
+	c.out.BulkString(RedisVersion)
+	c.out.BulkString("proto")
+	c.out.Int(int64(proto))
+	c.out.BulkString("id")
+	c.out.Int(c.id)
+	c.out.BulkString("mode")
+	c.out.BulkString("cluster")
+	c.out.BulkString("role")
+	c.out.BulkString("master")
+	c.out.BulkString("modules")
+	c.out.Array(0)
+}
+
+func cmdSelect(c *conn, args [][]byte) {
+	db, ok := parseInt(args[1])
+	switch {
+	case !ok || db < -1<<31 || db > 1<<31-1:
+		c.err(msgNotInteger)
+	case db != 0:
+		c.err("ERR SELECT is not allowed in cluster mode")
+	default:
+		c.out.OK()
+	}
+}
+
+func cmdQuit(c *conn, _ [][]byte) {
+	c.out.OK()
+	c.closing = true
+}
+
+func cmdReset(c *conn, _ [][]byte) {
+	c.out.Proto = 2
+	c.proto.Store(2)
+	c.name.Store(nil)
+	c.reply = replyOn
+	c.setAuthenticated(!c.srv.authRequired())
+	c.out.Simple("RESET")
+}
+
+// --- CLIENT ---
+
+const msgBadClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validClientName: printable ASCII without spaces, as Redis requires.
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *conn) setName(b []byte) {
+	if len(b) == 0 {
+		c.name.Store(nil)
+		return
+	}
+	s := string(b)
+	c.name.Store(&s)
+}
+
+func loadString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func cmdClientID(c *conn, _ [][]byte) { c.out.Int(c.id) }
+
+func cmdClientSetName(c *conn, args [][]byte) {
+	if !validClientName(args[2]) {
+		c.err(msgBadClientName)
+		return
+	}
+	c.setName(args[2])
+	c.out.OK()
+}
+
+func cmdClientGetName(c *conn, _ [][]byte) {
+	if p := c.name.Load(); p != nil {
+		c.out.BulkString(*p)
+		return
+	}
+	c.out.Null()
+}
+
+func cmdClientInfo(c *conn, _ [][]byte) { c.out.Verbatim(c.describe(time.Now()) + "\n") }
+
+func cmdClientList(c *conn, args [][]byte) {
+	var ids map[int64]bool
+	for j := 2; j < len(args); j++ {
+		switch {
+		case eq(args[j], "TYPE") && j+1 < len(args):
+			t := strings.ToLower(string(args[j+1]))
+			switch t {
+			case "normal":
+			case "master", "replica", "slave", "pubsub":
+				c.out.Verbatim("")
+				return
+			default:
+				c.err("ERR Unknown client type '" + truncate(args[j+1], 128) + "'")
+				return
+			}
+			j++
+		case eq(args[j], "ID") && j+1 < len(args):
+			ids = map[int64]bool{}
+			for j++; j < len(args); j++ {
+				id, ok := parseInt(args[j])
+				if !ok || id <= 0 {
+					c.err("ERR Invalid client ID")
+					return
+				}
+				ids[id] = true
+			}
+		default:
+			c.err(msgSyntax)
+			return
+		}
+	}
+	now := time.Now()
+	var sb strings.Builder
+	for _, o := range c.srv.snapshotClients() {
+		if ids != nil && !ids[o.id] {
+			continue
+		}
+		sb.WriteString(o.describe(now))
+		sb.WriteByte('\n')
+	}
+	c.out.Verbatim(sb.String())
+}
+
+// describe is the connection's CLIENT LIST line, with the fields this server
+// tracks (Redis's names; fields about features Zaris has not got are left
+// out rather than made up).
+func (c *conn) describe(now time.Time) string {
+	c.wmu.Lock()
+	omem := len(c.wq)
+	c.wmu.Unlock()
+	cmd := "NULL"
+	if lc := c.lastCmd.Load(); lc != nil {
+		cmd = lc.name
+	}
+	age := int64(now.Sub(c.created) / time.Second)
+	idle := int64(now.Sub(time.Unix(0, c.lastActive.Load())) / time.Second)
+	var b bytes.Buffer
+	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
+	b.WriteString(" addr=" + c.nc.RemoteAddr().String())
+	b.WriteString(" laddr=" + c.nc.LocalAddr().String())
+	b.WriteString(" name=" + loadString(c.name.Load()))
+	b.WriteString(" age=" + strconv.FormatInt(age, 10))
+	b.WriteString(" idle=" + strconv.FormatInt(max(idle, 0), 10))
+	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1")
+	b.WriteString(" omem=" + strconv.Itoa(omem))
+	b.WriteString(" cmd=" + cmd)
+	b.WriteString(" user=default redir=-1")
+	b.WriteString(" resp=" + strconv.Itoa(int(c.proto.Load())))
+	b.WriteString(" lib-name=" + loadString(c.libName.Load()))
+	b.WriteString(" lib-ver=" + loadString(c.libVer.Load()))
+	return b.String()
+}
+
+func cmdClientKill(c *conn, args [][]byte) {
+	if len(args) == 3 {
+		// Old form: CLIENT KILL addr:port.
+		addr := string(args[2])
+		for _, o := range c.srv.snapshotClients() {
+			if o.nc.RemoteAddr().String() == addr {
+				o.kill(c)
+				c.out.OK()
+				return
+			}
+		}
+		c.err("ERR No such client")
+		return
+	}
+	var (
+		id           int64
+		addr, laddr  string
+		skipMe       = true
+		filtersFound bool
+	)
+	for j := 2; j < len(args); j += 2 {
+		if j+1 >= len(args) {
+			c.err(msgSyntax)
+			return
+		}
+		v := args[j+1]
+		switch {
+		case eq(args[j], "ID"):
+			n, ok := parseInt(v)
+			if !ok || n <= 0 {
+				c.err("ERR client-id should be greater than 0")
+				return
+			}
+			id = n
+		case eq(args[j], "ADDR"):
+			addr = string(v)
+		case eq(args[j], "LADDR"):
+			laddr = string(v)
+		case eq(args[j], "USER"):
+			if string(v) != "default" {
+				c.err("ERR No such user '" + truncate(v, 128) + "'")
+				return
+			}
+		case eq(args[j], "TYPE"):
+			if !eq(v, "normal") {
+				c.out.Int(0)
+				return
+			}
+		case eq(args[j], "SKIPME"):
+			switch {
+			case eq(v, "yes"):
+				skipMe = true
+			case eq(v, "no"):
+				skipMe = false
+			default:
+				c.err(msgSyntax)
+				return
+			}
+		default:
+			c.err(msgSyntax)
+			return
+		}
+		filtersFound = true
+	}
+	if !filtersFound {
+		c.err(msgSyntax)
+		return
+	}
+	killed := 0
+	for _, o := range c.srv.snapshotClients() {
+		switch {
+		case id != 0 && o.id != id,
+			addr != "" && o.nc.RemoteAddr().String() != addr,
+			laddr != "" && o.nc.LocalAddr().String() != laddr,
+			skipMe && o == c:
+			continue
+		}
+		o.kill(c)
+		killed++
+	}
+	c.out.Int(int64(killed))
+}
+
+// kill closes o on behalf of CLIENT KILL issued by by; a client killing
+// itself gets its reply first.
+func (o *conn) kill(by *conn) {
+	if o == by {
+		o.closing = true
+		return
+	}
+	_ = o.nc.Close()
+}
+
+func cmdClientSetInfo(c *conn, args [][]byte) {
+	attr, val := args[2], args[3]
+	var dst interface{ Store(*string) }
+	switch {
+	case eq(attr, "LIB-NAME"):
+		dst = &c.libName
+	case eq(attr, "LIB-VER"):
+		dst = &c.libVer
+	default:
+		c.err("ERR Unrecognized option '" + truncate(attr, 128) + "'")
+		return
+	}
+	if !validClientName(val) && len(val) > 0 {
+		c.err("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	s := string(val)
+	dst.Store(&s)
+	c.out.OK()
+}
+
+// reply modes of CLIENT REPLY.
+const (
+	replyOn uint8 = iota
+	replyOff
+	replySkip     // skip the reply of the next command
+	replySkipNext // set by SKIP itself: becomes replySkip after this command
+)
+
+func cmdClientReply(c *conn, args [][]byte) {
+	switch {
+	case eq(args[2], "ON"):
+		c.reply = replyOn
+		c.out.OK()
+	case eq(args[2], "OFF"):
+		c.reply = replyOff
+	case eq(args[2], "SKIP"):
+		c.reply = replySkipNext
+	default:
+		c.err(msgSyntax)
+	}
+}
+
+func cmdClientHelp(c *conn, _ [][]byte) {
+	writeHelp(c, "CLIENT", []string{
+		"ID", "    Return the ID of the current connection.",
+		"SETNAME <name>", "    Assign the name <name> to the current connection.",
+		"GETNAME", "    Return the name of the current connection.",
+		"INFO", "    Return information about the current client connection.",
+		"LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
+		"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+		"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are: ID <id>, ADDR <ip:port>, LADDR <ip:port>, USER default, TYPE normal, SKIPME (YES|NO).",
+		"SETINFO <option> <value>", "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+		"REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection.",
+	})
+}
+
+// writeHelp writes a HELP reply the way Redis does: a header line, the
+// lines, and the HELP line, as simple strings.
+func writeHelp(c *conn, cmd string, lines []string) {
+	c.out.Array(len(lines) + 3)
+	c.out.Simple(cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+	for _, l := range lines {
+		c.out.Simple(l)
+	}
+	c.out.Simple("HELP")
+	c.out.Simple("    Print this help.")
+}

@@ -1,0 +1,496 @@
+package resp
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/glob"
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Generic key commands: DEL, UNLINK, EXISTS, TYPE, TOUCH, RENAME,
+// RENAMENX, the EXPIRE and TTL families, PERSIST, KEYS, SCAN, RANDOMKEY,
+// OBJECT.
+
+func init() {
+	g := func(c *command) *command { c.group = "generic"; return c }
+	register(
+		g(&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, step: 1, since: "1.0.0",
+			summary: "Deletes one or more keys (one slot).", metric: metrics.OpDelete, run: cmdDel}),
+		g(&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, step: 1, since: "4.0.0",
+			summary: "Deletes one or more keys (one slot); the same as DEL.", metric: metrics.OpDelete, run: cmdDel}),
+		g(&command{name: "exists", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "1.0.0",
+			summary: "Determines whether one or more keys exist (one slot); counts repeated keys again.", run: cmdExists}),
+		g(&command{name: "type", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Determines the type of value stored at a key.", run: cmdType}),
+		g(&command{name: "touch", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "3.2.1",
+			summary: "Updates the last access time of one or more keys (one slot); returns how many exist.", run: cmdTouch}),
+		g(&command{name: "rename", arity: 3, flags: flagWrite, first: 1, last: 2, step: 1, since: "1.0.0",
+			summary: "Renames a key and overwrites the destination (same slot).", run: cmdRename}),
+		g(&command{name: "renamenx", arity: 3, flags: flagWrite | flagFast, first: 1, last: 2, step: 1, since: "1.0.0",
+			summary: "Renames a key only when the target key name doesn't exist (same slot).", run: cmdRename}),
+		g(&command{name: "expire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Sets the expiration time of a key in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Second, false)}),
+		g(&command{name: "pexpire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
+			summary: "Sets the expiration time of a key in milliseconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Millisecond, false)}),
+		g(&command{name: "expireat", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "1.2.0",
+			summary: "Sets the expiration time of a key to a Unix timestamp in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Second, true)}),
+		g(&command{name: "pexpireat", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
+			summary: "Sets the expiration time of a key to a Unix timestamp in milliseconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Millisecond, true)}),
+		g(&command{name: "ttl", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Returns the expiration time in seconds of a key (-1 none, -2 no key).", metric: metrics.OpTTL, run: cmdTTL(time.Second, false)}),
+		g(&command{name: "pttl", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
+			summary: "Returns the expiration time in milliseconds of a key (-1 none, -2 no key).", metric: metrics.OpTTL, run: cmdTTL(time.Millisecond, false)}),
+		g(&command{name: "expiretime", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "7.0.0",
+			summary: "Returns the expiration time of a key as a Unix timestamp in seconds.", metric: metrics.OpTTL, run: cmdTTL(time.Second, true)}),
+		g(&command{name: "pexpiretime", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "7.0.0",
+			summary: "Returns the expiration time of a key as a Unix timestamp in milliseconds.", metric: metrics.OpTTL, run: cmdTTL(time.Millisecond, true)}),
+		g(&command{name: "persist", arity: 2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.2.0",
+			summary: "Removes the expiration time of a key.", metric: metrics.OpPersist, run: cmdPersist}),
+		g(&command{name: "keys", arity: 2, flags: flagReadonly, since: "1.0.0",
+			summary: "Returns all key names that match a pattern.",
+			tips:    []string{"request_policy:all_shards", "nondeterministic_output_order"}, run: cmdKeys}),
+		g(&command{name: "scan", arity: -2, flags: flagReadonly, since: "2.8.0",
+			summary: "Iterates over the key names in the database ([MATCH pattern] [COUNT n] [TYPE type]).",
+			tips:    []string{"nondeterministic_output", "request_policy:special", "response_policy:special"}, run: cmdScan}),
+		g(&command{name: "randomkey", arity: 1, flags: flagReadonly, since: "1.0.0",
+			summary: "Returns a random key name from the database.",
+			tips:    []string{"request_policy:all_shards", "response_policy:special", "nondeterministic_output"}, run: cmdRandomKey}),
+		g(&command{name: "object", arity: -2, since: "2.2.3",
+			summary: "A container for object introspection commands.", subs: []*command{
+				{name: "encoding", arity: 3, flags: flagReadonly, first: 2, last: 2, step: 1,
+					summary: "Returns the internal encoding of a Redis object.", run: cmdObjectEncoding},
+				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the OBJECT subcommands.", run: cmdObjectHelp},
+			}}),
+	)
+}
+
+func cmdDel(c *conn, args [][]byte) {
+	n := 0
+	for _, kb := range args[1:] {
+		k := view(kb)
+		switch res := c.segment(k).Delete(k); res.Status {
+		case kv.StatusSuccess:
+			n++
+		case kv.StatusNotFound:
+		default:
+			c.storeError(res.Status, "")
+			return
+		}
+	}
+	c.out.Int(int64(n))
+}
+
+func (c *conn) exists(kb []byte) bool {
+	k := view(kb)
+	return c.segment(k).TimeToLive(k).Status == kv.StatusSuccess
+}
+
+func cmdExists(c *conn, args [][]byte) {
+	n := 0
+	for _, kb := range args[1:] {
+		if c.exists(kb) {
+			n++
+		}
+	}
+	c.out.Int(int64(n))
+}
+
+// keyType is the TYPE of a key ("none" when absent); reading it counts as
+// an access for the LRU sampler.
+func (c *conn) keyType(kb []byte) string {
+	r := c.execRaw(kv.CmdType, kb)
+	if r.Status != kv.StatusSuccess {
+		return "none"
+	}
+	return string(r.Bulk)
+}
+
+func cmdType(c *conn, args [][]byte) { c.out.Simple(c.keyType(args[1])) }
+
+func cmdTouch(c *conn, args [][]byte) {
+	n := 0
+	for _, kb := range args[1:] {
+		if c.keyType(kb) != "none" {
+			n++
+		}
+	}
+	c.out.Int(int64(n))
+}
+
+// cmdRename moves a key within its slot (CROSSSLOT is checked before).
+//
+// The store has no rename primitive, so the value is copied: a string with
+// Put (keeping the TTL), a collection element by element through the same
+// commands a client would use, then the source is deleted. The copy is made
+// from one consistent read of the source, and the destination is written
+// only after that read; but a writer of the source or the destination that
+// runs concurrently with the rename can interleave with it (the
+// transaction primitive, R-DS-4, will make it atomic).
+func cmdRename(c *conn, args [][]byte) {
+	nx := eq(args[0], "RENAMENX")
+	src, dst := args[1], args[2]
+	sk := view(src)
+	g := c.segment(sk)
+	info := g.TimeToLive(sk)
+	if info.Status != kv.StatusSuccess {
+		c.storeError(kv.StatusNotFound, "")
+		return
+	}
+	if string(src) == string(dst) {
+		if nx {
+			c.out.Int(0)
+		} else {
+			c.out.OK()
+		}
+		return
+	}
+	if nx && c.exists(dst) {
+		c.out.Int(0)
+		return
+	}
+	typ := c.keyType(src)
+	var fill []kv.Cmd // commands that rebuild a collection at dst
+	switch typ {
+	case "string":
+		cur := g.Get(sk)
+		if cur.Status != kv.StatusSuccess {
+			c.storeError(kv.StatusNotFound, "")
+			return
+		}
+		res := c.put(dst, cur.Value, &kv.PutOptions{TTL: cur.TTL})
+		if res.Status != kv.StatusSuccess {
+			c.storeError(res.Status, "")
+			return
+		}
+	case "hash":
+		fill = rebuild(c.execRaw(kv.CmdHGetAll, src), kv.CmdHSet, 2, false)
+	case "list":
+		fill = rebuild(c.execRaw(kv.CmdLRange, src, []byte("0"), []byte("-1")), kv.CmdRPush, 1, false)
+	case "set":
+		fill = rebuild(c.execRaw(kv.CmdSMembers, src), kv.CmdSAdd, 1, false)
+	case "zset":
+		fill = rebuild(c.execRaw(kv.CmdZRange, src, []byte("0"), []byte("-1"), []byte("WITHSCORES")), kv.CmdZAdd, 2, true)
+	default:
+		c.err("ERR RENAME of a " + typ + " key is not supported")
+		return
+	}
+	if typ != "string" {
+		dk := view(dst)
+		if res := c.segment(dk).Delete(dk); res.Status != kv.StatusSuccess && res.Status != kv.StatusNotFound {
+			c.storeError(res.Status, "")
+			return
+		}
+		for _, cmd := range fill {
+			cmd.Key = dk
+			if r := c.srv.store.Exec(cmd); r.Status != kv.StatusSuccess {
+				c.storeError(r.Status, r.Message)
+				return
+			}
+		}
+		if info.TTL > 0 {
+			c.segment(dk).Expire(dk, info.TTL)
+		}
+	}
+	g.Delete(sk)
+	if nx {
+		c.out.Int(1)
+	} else {
+		c.out.OK()
+	}
+}
+
+// rebuild turns a collection's content (an array reply) into the commands
+// that recreate it, in batches. With swap, pairs are (member, score) and the
+// command wants (score, member).
+func rebuild(r kv.Reply, op kv.CmdOp, per int, swap bool) []kv.Cmd {
+	const batch = 512
+	var out []kv.Cmd
+	var args [][]byte
+	for i := 0; i+per <= len(r.Array); i += per {
+		if swap {
+			args = append(args, r.Array[i+1].Bulk, r.Array[i].Bulk)
+		} else {
+			for j := 0; j < per; j++ {
+				args = append(args, r.Array[i+j].Bulk)
+			}
+		}
+		if len(args) >= batch*per {
+			out = append(out, kv.Cmd{Op: op, Args: args})
+			args = nil
+		}
+	}
+	if len(args) > 0 {
+		out = append(out, kv.Cmd{Op: op, Args: args})
+	}
+	return out
+}
+
+// cmdExpire implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with the
+// NX/XX/GT/LT conditions of Redis 7 (a key without a TTL has an infinite
+// one for GT/LT). A time in the past deletes the key, as in Redis.
+func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) {
+		name := lowerName(args[0])
+		n, ok := parseInt(args[2])
+		if !ok {
+			c.err(msgNotInteger)
+			return
+		}
+		var nx, xx, gt, lt bool
+		for _, a := range args[3:] {
+			switch {
+			case eq(a, "NX"):
+				nx = true
+			case eq(a, "XX"):
+				xx = true
+			case eq(a, "GT"):
+				gt = true
+			case eq(a, "LT"):
+				lt = true
+			default:
+				c.err("ERR Unsupported option " + truncate(a, 128))
+				return
+			}
+		}
+		switch {
+		case nx && (xx || gt || lt):
+			c.err("ERR NX and XX, GT or LT options at the same time are not compatible")
+			return
+		case gt && lt:
+			c.err("ERR GT and LT options at the same time are not compatible")
+			return
+		}
+		perUnit := int64(unit / time.Millisecond)
+		if n > math.MaxInt64/perUnit || n < math.MinInt64/perUnit {
+			c.err("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		ms := n * perUnit
+		now := time.Now()
+		if !absolute {
+			if ms > 0 && ms > math.MaxInt64/int64(time.Millisecond)-now.UnixMilli() {
+				c.err("ERR invalid expire time in '" + name + "' command")
+				return
+			}
+			ms += now.UnixMilli()
+		}
+		ttl := time.UnixMilli(ms).Sub(now)
+		k := view(args[1])
+		g := c.segment(k)
+		cur := g.TimeToLive(k)
+		if cur.Status != kv.StatusSuccess {
+			c.out.Int(0)
+			return
+		}
+		has := cur.TTL > 0
+		switch {
+		case nx && has, xx && !has,
+			gt && (!has || ttl <= cur.TTL),
+			lt && has && ttl >= cur.TTL:
+			c.out.Int(0)
+			return
+		}
+		var res kv.Result
+		if ttl <= 0 {
+			res = g.Delete(k)
+		} else {
+			res = g.Expire(k, ttl)
+		}
+		switch res.Status {
+		case kv.StatusSuccess:
+			c.out.Int(1)
+		case kv.StatusNotFound:
+			c.out.Int(0)
+		default:
+			c.storeError(res.Status, "")
+		}
+	}
+}
+
+// cmdTTL implements TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing
+// key, -1 for a key without a TTL.
+func cmdTTL(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) {
+		k := view(args[1])
+		res := c.segment(k).TimeToLive(k)
+		switch {
+		case res.Status == kv.StatusNotFound:
+			c.out.Int(-2)
+		case res.Status != kv.StatusSuccess:
+			c.storeError(res.Status, "")
+		case res.TTL == 0:
+			c.out.Int(-1)
+		case absolute:
+			at := time.Now().Add(res.TTL)
+			if unit == time.Second {
+				c.out.Int(at.Add(500 * time.Millisecond).Unix())
+			} else {
+				c.out.Int(at.UnixMilli())
+			}
+		case unit == time.Second:
+			c.out.Int(int64((res.TTL + 500*time.Millisecond) / time.Second))
+		default:
+			c.out.Int(int64((res.TTL + 500*time.Microsecond) / time.Millisecond))
+		}
+	}
+}
+
+func cmdPersist(c *conn, args [][]byte) {
+	k := view(args[1])
+	g := c.segment(k)
+	cur := g.TimeToLive(k)
+	if cur.Status != kv.StatusSuccess || cur.TTL == 0 {
+		c.out.Int(0)
+		return
+	}
+	switch res := g.Persist(k); res.Status {
+	case kv.StatusSuccess:
+		c.out.Int(1)
+	case kv.StatusNotFound:
+		c.out.Int(0)
+	default:
+		c.storeError(res.Status, "")
+	}
+}
+
+func cmdKeys(c *conn, args [][]byte) {
+	pat := args[1]
+	if isLiteralPattern(pat) {
+		if len(pat) > 0 && c.exists(pat) {
+			c.out.Array(1)
+			c.out.Bulk(pat)
+		} else {
+			c.out.Array(0)
+		}
+		return
+	}
+	var keys []string
+	c.srv.eachKey(store.KeyRange{Prefix: literalPrefix(pat)}, func(it store.ScanItem) bool {
+		if glob.Match(view(pat), it.Key) {
+			keys = append(keys, it.Key)
+		}
+		return true
+	})
+	c.out.Array(len(keys))
+	for _, k := range keys {
+		c.out.BulkString(k)
+	}
+}
+
+func cmdScan(c *conn, args [][]byte) {
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.err("ERR invalid cursor")
+		return
+	}
+	count := 10
+	var (
+		match   []byte
+		typ     store.ValueKind
+		typeSet bool
+		typeOK  = true
+	)
+	for j := 2; j < len(args); j += 2 {
+		if j+1 >= len(args) {
+			c.err(msgSyntax)
+			return
+		}
+		v := args[j+1]
+		switch {
+		case eq(args[j], "COUNT"):
+			n, ok := parseInt(v)
+			if !ok {
+				c.err(msgNotInteger)
+				return
+			}
+			if n < 1 {
+				c.err(msgSyntax)
+				return
+			}
+			count = int(min(n, 1<<20))
+		case eq(args[j], "MATCH"):
+			match = v
+		case eq(args[j], "TYPE"):
+			typ, typeOK = kindByName(string(v))
+			typeSet = true
+		default:
+			c.err(msgSyntax)
+			return
+		}
+	}
+	next, keys := c.srv.scan(cursor, count, func(e *keyEntry) bool {
+		if typeSet && (!typeOK || e.kind != typ) {
+			return false
+		}
+		return match == nil || glob.Match(view(match), e.key)
+	})
+	c.out.Array(2)
+	c.out.BulkString(strconv.FormatUint(next, 10))
+	c.out.Array(len(keys))
+	for _, k := range keys {
+		c.out.BulkString(k)
+	}
+}
+
+func kindByName(name string) (store.ValueKind, bool) {
+	for k := store.KindString; k <= store.KindStream; k++ {
+		if eq([]byte(name), k.String()) {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func cmdRandomKey(c *conn, _ [][]byte) {
+	if k, ok := c.srv.randomKey(); ok {
+		c.out.BulkString(k)
+		return
+	}
+	c.out.Null()
+}
+
+func cmdObjectEncoding(c *conn, args [][]byte) {
+	switch typ := c.keyType(args[2]); typ {
+	case "none":
+		c.out.Null()
+	case "string":
+		k := view(args[2])
+		res := c.segment(k).Get(k)
+		if res.Status != kv.StatusSuccess {
+			c.out.Null()
+			return
+		}
+		c.out.BulkString(stringEncoding(res.Value))
+	case "hash", "set":
+		c.out.BulkString("hashtable")
+	case "list":
+		c.out.BulkString("quicklist")
+	case "zset":
+		c.out.BulkString("skiplist")
+	default:
+		c.out.BulkString(typ)
+	}
+}
+
+// stringEncoding is the encoding Redis would pick for a string value.
+func stringEncoding(v []byte) string {
+	if len(v) <= 20 {
+		if n, ok := parseInt(v); ok && strconv.FormatInt(n, 10) == string(v) {
+			return "int"
+		}
+	}
+	if len(v) <= 44 {
+		return "embstr"
+	}
+	return "raw"
+}
+
+func cmdObjectHelp(c *conn, _ [][]byte) {
+	writeHelp(c, "OBJECT", []string{
+		"ENCODING <key>", "    Return the kind of internal representation used in order to store the value associated with a <key>.",
+	})
+}

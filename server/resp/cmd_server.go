@@ -1,0 +1,496 @@
+package resp
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/glob"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Server commands: COMMAND, INFO, CONFIG, DBSIZE, FLUSHDB, FLUSHALL, TIME.
+
+const adminFlags = flagAdmin | flagNoScript | flagLoading | flagStale
+
+func init() {
+	register(
+		&command{name: "command", arity: -1, flags: flagLoading | flagStale, group: "server", since: "2.8.13",
+			summary: "Returns detailed information about all commands.",
+			tips:    []string{"nondeterministic_output_order"}, run: cmdCommand,
+			subs: []*command{
+				{name: "count", arity: 2, flags: flagLoading | flagStale, summary: "Returns a count of commands.", run: cmdCommandCount},
+				{name: "info", arity: -2, flags: flagLoading | flagStale, summary: "Returns information about one, multiple or all commands.", run: cmdCommandInfo},
+				{name: "docs", arity: -2, flags: flagLoading | flagStale, summary: "Returns documentary information about one, multiple or all commands.", run: cmdCommandDocs},
+				{name: "list", arity: -2, flags: flagLoading | flagStale, summary: "Returns a list of command names ([FILTERBY PATTERN p | ACLCAT c]).", run: cmdCommandList},
+				{name: "getkeys", arity: -3, flags: flagLoading | flagStale, summary: "Extracts the key names from an arbitrary command.", run: cmdCommandGetKeys},
+				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the COMMAND subcommands.", run: cmdCommandHelp},
+			}},
+		&command{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", since: "1.0.0",
+			summary: "Returns information and statistics about the server (server, clients, memory, stats, replication, cluster, keyspace).",
+			tips:    []string{"nondeterministic_output"}, run: cmdInfo},
+		&command{name: "config", arity: -2, group: "server", since: "2.0.0",
+			summary: "A container for server configuration commands.", subs: []*command{
+				{name: "get", arity: -3, flags: adminFlags, summary: "Returns the effective values of configuration parameters.", run: cmdConfigGet},
+				{name: "set", arity: -4, flags: adminFlags, summary: "Sets configuration parameters in-flight (notify-keyspace-events).", run: cmdConfigSet},
+				{name: "resetstat", arity: 2, flags: adminFlags, summary: "Resets the server's statistics.", run: cmdConfigResetStat},
+				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the CONFIG subcommands.", run: cmdConfigHelp},
+			}},
+		&command{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, group: "server", since: "1.0.0",
+			summary: "Returns the number of keys in the database.",
+			tips:    []string{"request_policy:all_shards", "response_policy:agg_sum"}, run: cmdDBSize},
+		&command{name: "flushdb", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
+			summary: "Removes all keys from the database ([ASYNC|SYNC]; always synchronous).",
+			tips:    []string{"request_policy:all_shards", "response_policy:all_succeeded"}, run: cmdFlush},
+		&command{name: "flushall", arity: -1, flags: flagWrite, group: "server", since: "1.0.0",
+			summary: "Removes all keys from all databases ([ASYNC|SYNC]; always synchronous).",
+			tips:    []string{"request_policy:all_shards", "response_policy:all_succeeded"}, run: cmdFlush},
+		&command{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", since: "2.6.0",
+			summary: "Returns the server time.", tips: []string{"nondeterministic_output"}, run: cmdTime},
+	)
+}
+
+// --- COMMAND ---
+
+func cmdCommand(c *conn, _ [][]byte) {
+	cmds := sortedCommands()
+	c.out.Array(len(cmds))
+	for _, cmd := range cmds {
+		writeCommandInfo(c, cmd)
+	}
+}
+
+func cmdCommandCount(c *conn, _ [][]byte) { c.out.Int(int64(len(commandTable))) }
+
+func cmdCommandInfo(c *conn, args [][]byte) {
+	if len(args) == 2 {
+		cmdCommand(c, args)
+		return
+	}
+	c.out.Array(len(args) - 2)
+	for _, name := range args[2:] {
+		if cmd := lookupFullName(name); cmd != nil {
+			writeCommandInfo(c, cmd)
+		} else {
+			c.out.NullArray()
+		}
+	}
+}
+
+// lookupFullName finds "get" or "client|setname".
+func lookupFullName(name []byte) *command {
+	parent, sub, hasSub := strings.Cut(string(name), "|")
+	cmd := lookupCommand([]byte(parent))
+	if cmd == nil || !hasSub {
+		return cmd
+	}
+	return cmd.lookupSub([]byte(sub))
+}
+
+// writeCommandInfo writes the ten-element COMMAND entry of Redis 7: name,
+// arity, flags, first key, last key, step, ACL categories, tips, key
+// specifications, subcommands.
+func writeCommandInfo(c *conn, cmd *command) {
+	c.out.Array(10)
+	c.out.BulkString(cmd.name)
+	c.out.Int(int64(cmd.arity))
+	flags := cmd.flags.names()
+	c.out.Set(len(flags))
+	for _, f := range flags {
+		c.out.Simple(f)
+	}
+	c.out.Int(int64(cmd.first))
+	c.out.Int(int64(cmd.last))
+	c.out.Int(int64(cmd.step))
+	cats := cmd.aclCategories()
+	c.out.Set(len(cats))
+	for _, cat := range cats {
+		c.out.Simple(cat)
+	}
+	c.out.Set(len(cmd.tips))
+	for _, t := range cmd.tips {
+		c.out.Simple(t)
+	}
+	writeKeySpecs(c, cmd)
+	c.out.Array(len(cmd.subs))
+	for _, s := range cmd.subs {
+		writeCommandInfo(c, s)
+	}
+}
+
+// writeKeySpecs writes the command's key specification (Redis 7): a range
+// from first to last with step, or none.
+func writeKeySpecs(c *conn, cmd *command) {
+	if cmd.step <= 0 {
+		c.out.Array(0)
+		return
+	}
+	flag := "RO"
+	if cmd.flags&flagWrite != 0 {
+		flag = "RW"
+	}
+	c.out.Array(1)
+	c.out.Map(3)
+	c.out.BulkString("flags")
+	c.out.Set(1)
+	c.out.Simple(flag)
+	c.out.BulkString("begin_search")
+	c.out.Map(2)
+	c.out.BulkString("type")
+	c.out.BulkString("index")
+	c.out.BulkString("spec")
+	c.out.Map(1)
+	c.out.BulkString("index")
+	c.out.Int(int64(cmd.first))
+	c.out.BulkString("find_keys")
+	c.out.Map(2)
+	c.out.BulkString("type")
+	c.out.BulkString("range")
+	c.out.BulkString("spec")
+	c.out.Map(3)
+	c.out.BulkString("lastkey")
+	last := cmd.last
+	if last >= 0 {
+		last -= cmd.first
+	}
+	c.out.Int(int64(last))
+	c.out.BulkString("keystep")
+	c.out.Int(int64(cmd.step))
+	c.out.BulkString("limit")
+	c.out.Int(0)
+}
+
+// aclCategories derives the ACL categories Redis would list.
+func (cmd *command) aclCategories() []string {
+	var out []string
+	switch {
+	case cmd.flags&flagWrite != 0:
+		out = append(out, "@write")
+	case cmd.flags&flagReadonly != 0:
+		out = append(out, "@read")
+	}
+	switch cmd.group {
+	case "string":
+		out = append(out, "@string")
+	case "hash":
+		out = append(out, "@hash")
+	case "list":
+		out = append(out, "@list")
+	case "set":
+		out = append(out, "@set")
+	case "sorted-set":
+		out = append(out, "@sortedset")
+	case "stream":
+		out = append(out, "@stream")
+	case "generic":
+		out = append(out, "@keyspace")
+	case "connection":
+		out = append(out, "@connection")
+	}
+	if cmd.flags&flagAdmin != 0 {
+		out = append(out, "@admin", "@dangerous")
+	}
+	if cmd.flags&flagFast != 0 {
+		out = append(out, "@fast")
+	} else {
+		out = append(out, "@slow")
+	}
+	return out
+}
+
+func cmdCommandDocs(c *conn, args [][]byte) {
+	var cmds []*command
+	if len(args) == 2 {
+		cmds = sortedCommands()
+	} else {
+		for _, name := range args[2:] {
+			if cmd := lookupFullName(name); cmd != nil {
+				cmds = append(cmds, cmd)
+			}
+		}
+	}
+	c.out.Map(len(cmds))
+	for _, cmd := range cmds {
+		writeCommandDocs(c, cmd)
+	}
+}
+
+func writeCommandDocs(c *conn, cmd *command) {
+	c.out.BulkString(cmd.name)
+	n := 3
+	if len(cmd.subs) > 0 {
+		n++
+	}
+	c.out.Map(n)
+	c.out.BulkString("summary")
+	c.out.BulkString(cmd.summary)
+	c.out.BulkString("since")
+	c.out.BulkString(cmd.since)
+	c.out.BulkString("group")
+	c.out.BulkString(cmd.group)
+	if len(cmd.subs) > 0 {
+		c.out.BulkString("subcommands")
+		c.out.Map(len(cmd.subs))
+		for _, s := range cmd.subs {
+			writeCommandDocs(c, s)
+		}
+	}
+}
+
+func cmdCommandList(c *conn, args [][]byte) {
+	var filter func(*command) bool
+	switch {
+	case len(args) == 2:
+	case len(args) == 5 && eq(args[2], "FILTERBY") && eq(args[3], "PATTERN"):
+		pat := args[4]
+		filter = func(cmd *command) bool { return glob.Match(view(pat), cmd.name) }
+	case len(args) == 5 && eq(args[2], "FILTERBY") && eq(args[3], "ACLCAT"):
+		cat := "@" + strings.ToLower(string(args[4]))
+		filter = func(cmd *command) bool {
+			for _, x := range cmd.aclCategories() {
+				if x == cat {
+					return true
+				}
+			}
+			return false
+		}
+	case len(args) == 5 && eq(args[2], "FILTERBY") && eq(args[3], "MODULE"):
+		filter = func(*command) bool { return false }
+	default:
+		c.err(msgSyntax)
+		return
+	}
+	var names []string
+	for _, cmd := range sortedCommands() {
+		for _, x := range append([]*command{cmd}, cmd.subs...) {
+			if filter == nil || filter(x) {
+				names = append(names, x.name)
+			}
+		}
+	}
+	c.out.Array(len(names))
+	for _, n := range names {
+		c.out.BulkString(n)
+	}
+}
+
+func cmdCommandGetKeys(c *conn, args [][]byte) {
+	target := args[2:]
+	cmd := lookupCommand(target[0])
+	if cmd != nil && len(cmd.subs) > 0 && len(target) >= 2 {
+		cmd = cmd.lookupSub(target[1])
+	}
+	switch {
+	case cmd == nil:
+		c.err("ERR Invalid command specified")
+		return
+	case !cmd.arityOK(len(target)):
+		c.err("ERR Invalid number of arguments specified for command")
+		return
+	}
+	idx := cmd.keyIndexes(target)
+	if len(idx) == 0 {
+		c.err("ERR The command has no key arguments")
+		return
+	}
+	c.out.Array(len(idx))
+	for _, i := range idx {
+		c.out.Bulk(target[i])
+	}
+}
+
+func cmdCommandHelp(c *conn, _ [][]byte) {
+	writeHelp(c, "COMMAND", []string{
+		"(no subcommand)", "    Return details about all commands.",
+		"COUNT", "    Return the total number of commands in this server.",
+		"LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "    Return a list of all commands in this server.",
+		"INFO [<command-name> ...]", "    Return details about multiple commands.",
+		"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
+		"GETKEYS <full-command>", "    Return the keys from a full command.",
+	})
+}
+
+// --- INFO ---
+
+func cmdInfo(c *conn, args [][]byte) {
+	sections := make([]string, 0, len(args))
+	for _, a := range args[1:] {
+		sections = append(sections, strings.ToLower(string(a)))
+	}
+	c.out.Verbatim(c.srv.info(sections, time.Now()))
+}
+
+// --- CONFIG ---
+
+// configParam is one CONFIG GET/SET parameter.
+type configParam struct {
+	name string
+	get  func(s *Server) string
+	set  func(s *Server, v string) string // nil = immutable; returns an error text
+}
+
+var configParams = []configParam{
+	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatInt(s.store.Config().MaxMemoryBytes, 10) }},
+	{name: "maxmemory-policy", get: func(s *Server) string { return evictionPolicyName(s.store.Config().Eviction) }},
+	{name: "notify-keyspace-events", get: func(s *Server) string { return s.NotifyKeyspaceEvents() }, set: setNotifyKeyspaceEvents},
+	{name: "databases", get: func(*Server) string { return "1" }},
+	{name: "cluster-enabled", get: func(*Server) string { return "yes" }},
+	{name: "port", get: func(s *Server) string { return strconv.Itoa(s.port()) }},
+	{name: "timeout", get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10) }},
+	{name: "maxclients", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxClients) }},
+	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.Limits.MaxBulkLen) }},
+	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQueryBuffer) }},
+	{name: "save", get: func(*Server) string { return "" }},
+	{name: "appendonly", get: func(*Server) string { return "no" }},
+}
+
+func evictionPolicyName(p store.EvictionPolicy) string {
+	if p == store.NoEviction {
+		return "noeviction"
+	}
+	return "allkeys-lru"
+}
+
+func cmdConfigGet(c *conn, args [][]byte) {
+	seen := map[string]bool{}
+	var pairs []string
+	for _, pat := range args[2:] {
+		lp := strings.ToLower(string(pat))
+		for _, p := range configParams {
+			if !seen[p.name] && glob.Match(lp, p.name) {
+				seen[p.name] = true
+				pairs = append(pairs, p.name, p.get(c.srv))
+			}
+		}
+	}
+	c.out.Map(len(pairs) / 2)
+	for _, s := range pairs {
+		c.out.BulkString(s)
+	}
+}
+
+func cmdConfigSet(c *conn, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.err("ERR wrong number of arguments for 'config|set' command")
+		return
+	}
+	type change struct {
+		p *configParam
+		v string
+	}
+	var changes []change
+	for j := 2; j < len(args); j += 2 {
+		name := strings.ToLower(string(args[j]))
+		var p *configParam
+		for i := range configParams {
+			if configParams[i].name == name {
+				p = &configParams[i]
+			}
+		}
+		switch {
+		case p == nil:
+			c.err("ERR Unknown option or number of arguments for CONFIG SET - '" + truncate(args[j], 128) + "'")
+			return
+		case p.set == nil:
+			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+			return
+		}
+		changes = append(changes, change{p, string(args[j+1])})
+	}
+	for _, ch := range changes {
+		if msg := ch.p.set(c.srv, ch.v); msg != "" {
+			c.err("ERR CONFIG SET failed (possibly related to argument '" + ch.p.name + "') - " + msg)
+			return
+		}
+	}
+	c.out.OK()
+}
+
+// Keyspace event classes, in the order Redis prints them.
+const notifyAllClasses = "g$lshzxetd"
+
+// setNotifyKeyspaceEvents validates and normalises the flags the way
+// Redis's keyspaceEventsStringToFlags / keyspaceEventsFlagsToString do.
+func setNotifyKeyspaceEvents(s *Server, v string) string {
+	var set [256]bool
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		switch {
+		case ch == 'A':
+			for j := 0; j < len(notifyAllClasses); j++ {
+				set[notifyAllClasses[j]] = true
+			}
+		case strings.IndexByte(notifyAllClasses+"KEmn", ch) >= 0:
+			set[ch] = true
+		default:
+			return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
+		}
+	}
+	var b strings.Builder
+	all := true
+	for j := 0; j < len(notifyAllClasses); j++ {
+		all = all && set[notifyAllClasses[j]]
+	}
+	if all {
+		b.WriteByte('A')
+	} else {
+		for j := 0; j < len(notifyAllClasses); j++ {
+			if set[notifyAllClasses[j]] {
+				b.WriteByte(notifyAllClasses[j])
+			}
+		}
+	}
+	for _, ch := range []byte("KEmn") {
+		if set[ch] {
+			b.WriteByte(ch)
+		}
+	}
+	s.cfgMu.Lock()
+	s.notifyEvents = b.String()
+	s.cfgMu.Unlock()
+	return ""
+}
+
+func cmdConfigResetStat(c *conn, _ [][]byte) {
+	c.srv.resetStats()
+	c.out.OK()
+}
+
+func cmdConfigHelp(c *conn, _ [][]byte) {
+	names := make([]string, 0, len(configParams))
+	for _, p := range configParams {
+		if p.set != nil {
+			names = append(names, p.name)
+		}
+	}
+	sort.Strings(names)
+	writeHelp(c, "CONFIG", []string{
+		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>", "    Set the configuration <directive> to <value> (settable: " + strings.Join(names, ", ") + ").",
+		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+	})
+}
+
+// --- keyspace-wide ---
+
+func cmdDBSize(c *conn, _ [][]byte) { c.out.Int(int64(c.srv.store.DBSize())) }
+
+func cmdFlush(c *conn, args [][]byte) {
+	switch {
+	case len(args) == 1:
+	case len(args) == 2 && (eq(args[1], "ASYNC") || eq(args[1], "SYNC")):
+	default:
+		c.err(msgSyntax)
+		return
+	}
+	c.srv.store.Flush()
+	c.out.OK()
+}
+
+func cmdTime(c *conn, _ [][]byte) {
+	now := time.Now()
+	c.out.Array(2)
+	c.out.BulkInt(now.Unix())
+	c.out.BulkInt(int64(now.Nanosecond() / 1000))
+}

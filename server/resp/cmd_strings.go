@@ -1,0 +1,486 @@
+package resp
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/metrics"
+)
+
+// String commands. Plain reads and writes go straight to the key's segment
+// (Get/Put); counters and in-place edits run through store.Exec, so the
+// one implementation in the store engine serves RESP, the native protocol
+// and embedded mode alike.
+//
+// Atomicity of the conditional SET forms: the store's Put takes
+// preconditions (IfAbsent, IfMatchVersion). SET … NX/XX/GET/KEEPTTL reads
+// the key's version (and value, TTL) first, decides, then writes with
+// IfMatchVersion (key existed) or IfAbsent (it did not); if another writer
+// got in between, the Put fails with Conflict and the command starts over
+// from the read. So each form is linearizable against every other write of
+// the key, without a lock held across the two steps.
+
+const writeFlags = flagWrite | flagDenyOOM
+
+var (
+	posInf = math.Inf(1)
+	negInf = math.Inf(-1)
+)
+
+// maxAttempts bounds the read-decide-write retries of a conditional write
+// that keeps losing to concurrent writers (or meets a transaction's
+// reservation): after that the client gets TRYAGAIN.
+const maxAttempts = 64
+
+func init() {
+	s := func(c *command) *command { c.group = "string"; return c }
+	register(
+		s(&command{name: "get", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Returns the string value of a key.", metric: metrics.OpGet, run: cmdGet}),
+		s(&command{name: "set", arity: -3, flags: writeFlags, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Sets the string value of a key, ignoring its type ([NX|XX] [GET] [EX|PX|EXAT|PXAT|KEEPTTL]).", metric: metrics.OpPut, run: cmdSet}),
+		s(&command{name: "getset", arity: 3, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Returns the previous string value of a key after setting it to a new value.", metric: metrics.OpPut, run: cmdGetSet}),
+		s(&command{name: "setnx", arity: 3, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Sets the string value of a key only when the key does not exist.", metric: metrics.OpPut, run: cmdSetNX}),
+		s(&command{name: "setex", arity: 4, flags: writeFlags, first: 1, last: 1, step: 1, since: "2.0.0",
+			summary: "Sets the string value and expiration time (seconds) of a key.", metric: metrics.OpPut, run: cmdSetEX}),
+		s(&command{name: "psetex", arity: 4, flags: writeFlags, first: 1, last: 1, step: 1, since: "2.6.0",
+			summary: "Sets the string value and expiration time (milliseconds) of a key.", metric: metrics.OpPut, run: cmdSetEX}),
+		s(&command{name: "mget", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "1.0.0",
+			summary: "Atomically returns the string values of one or more keys (one slot).", metric: metrics.OpGet, run: cmdMGet}),
+		s(&command{name: "mset", arity: -3, flags: writeFlags, first: 1, last: -1, step: 2, since: "1.0.1",
+			summary: "Sets the string values of one or more keys (one slot).", metric: metrics.OpPut, run: cmdMSet}),
+		s(&command{name: "msetnx", arity: -3, flags: writeFlags, first: 1, last: -1, step: 2, since: "1.0.1",
+			summary: "Sets the string values of one or more keys (one slot) only when none of them exists.", metric: metrics.OpPut, run: cmdMSetNX}),
+		s(&command{name: "getdel", arity: 2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "6.2.0",
+			summary: "Returns the string value of a key after deleting the key.", metric: metrics.OpDelete, run: cmdGetDel}),
+		s(&command{name: "getex", arity: -2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "6.2.0",
+			summary: "Returns the string value of a key after setting its expiration time ([EX|PX|EXAT|PXAT|PERSIST]).", metric: metrics.OpGet, run: cmdGetEX}),
+		s(&command{name: "append", arity: 3, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "2.0.0",
+			summary: "Appends a string to the value of a key. Creates the key if it doesn't exist.", run: execCmd(kv.CmdAppend, shapePlain)}),
+		s(&command{name: "strlen", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "2.2.0",
+			summary: "Returns the length of a string value.", run: execCmd(kv.CmdStrLen, shapePlain)}),
+		s(&command{name: "getrange", arity: 4, flags: flagReadonly, first: 1, last: 1, step: 1, since: "2.4.0",
+			summary: "Returns a substring of the string stored at a key.", run: execCmd(kv.CmdGetRange, shapePlain)}),
+		s(&command{name: "setrange", arity: 4, flags: writeFlags, first: 1, last: 1, step: 1, since: "2.2.0",
+			summary: "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", run: execCmd(kv.CmdSetRange, shapePlain)}),
+		s(&command{name: "incr", arity: 2, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr(1)}),
+		s(&command{name: "decr", arity: 2, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", run: cmdIncr(-1)}),
+		s(&command{name: "incrby", arity: 3, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", run: cmdIncrBy(false)}),
+		s(&command{name: "decrby", arity: 3, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
+			summary: "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", run: cmdIncrBy(true)}),
+		s(&command{name: "incrbyfloat", arity: 3, flags: writeFlags | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
+			summary: "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", run: execCmd(kv.CmdIncrByFloat, shapePlain)}),
+	)
+}
+
+// execCmd maps a command onto the store command op with the key at args[1]
+// and the rest as its arguments.
+func execCmd(op kv.CmdOp, sh shape) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) { c.exec(op, args[1], args[2:], sh) }
+}
+
+func cmdGet(c *conn, args [][]byte) {
+	key := view(args[1])
+	res := c.segment(key).Get(key)
+	switch res.Status {
+	case kv.StatusSuccess:
+		c.hits.Add(1)
+		c.out.Bulk(res.Value)
+	case kv.StatusNotFound:
+		c.misses.Add(1)
+		c.status = kv.StatusNotFound
+		c.out.Null()
+	default:
+		c.storeError(res.Status, "")
+	}
+}
+
+// put stores a copy of the value (the store keeps it; the argument aliases
+// the read buffer) under a copy of the key.
+func (c *conn) put(key, value []byte, opts *kv.PutOptions) kv.Result {
+	if len(value) > c.srv.store.Config().MaxItemBytes {
+		return kv.Result{Status: kv.StatusItemTooLarge}
+	}
+	k := string(key)
+	v := make([]byte, len(value))
+	copy(v, value)
+	return c.segment(k).Put(k, v, opts)
+}
+
+// setOpts are the parsed options of SET and its relatives.
+type setOpts struct {
+	nx, xx, get, keepTTL, persist bool
+	hasExpire                     bool
+	// ttl is the relative expiry when hasExpire; <= 0 means the absolute
+	// time given is already past: the key is written and expires at once.
+	ttl time.Duration
+}
+
+// parseExpire converts an EX/PX/EXAT/PXAT argument to a relative TTL, with
+// Redis's checks and error text.
+func parseExpire(c *conn, name string, unit string, arg []byte, now time.Time) (time.Duration, bool) {
+	n, ok := parseInt(arg)
+	if !ok {
+		c.err(msgNotInteger)
+		return 0, false
+	}
+	ms := n
+	seconds := unit == "EX" || unit == "EXAT"
+	if n <= 0 || seconds && n > math.MaxInt64/1000 {
+		c.err("ERR invalid expire time in '" + name + "' command")
+		return 0, false
+	}
+	if seconds {
+		ms = n * 1000
+	}
+	switch unit {
+	case "EX", "PX":
+		if ms > math.MaxInt64/int64(time.Millisecond)-now.UnixMilli() {
+			c.err("ERR invalid expire time in '" + name + "' command")
+			return 0, false
+		}
+		return time.Duration(ms) * time.Millisecond, true
+	}
+	return time.UnixMilli(ms).Sub(now), true
+}
+
+// parseSetOpts parses SET's options from args[from:] (Redis's
+// parseExtendedStringArgumentsOrReply; getex selects GETEX's subset).
+func parseSetOpts(c *conn, args [][]byte, from int, name string, getex bool) (setOpts, bool) {
+	var o setOpts
+	now := time.Now()
+	expireSet := false
+	for j := from; j < len(args); j++ {
+		a := args[j]
+		hasNext := j+1 < len(args)
+		switch {
+		case !getex && eq(a, "NX") && !o.xx:
+			o.nx = true
+		case !getex && eq(a, "XX") && !o.nx:
+			o.xx = true
+		case !getex && eq(a, "GET"):
+			o.get = true
+		case !getex && eq(a, "KEEPTTL") && !expireSet:
+			o.keepTTL = true
+		case getex && eq(a, "PERSIST") && !expireSet:
+			o.persist = true
+		case hasNext && !o.keepTTL && !o.persist && !expireSet &&
+			(eq(a, "EX") || eq(a, "PX") || eq(a, "EXAT") || eq(a, "PXAT")):
+			unit := string(upper(a))
+			ttl, ok := parseExpire(c, name, unit, args[j+1], now)
+			if !ok {
+				return o, false
+			}
+			o.hasExpire, o.ttl, expireSet = true, ttl, true
+			j++
+		default:
+			c.err(msgSyntax)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+func upper(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, ch := range b {
+		if ch >= 'a' && ch <= 'z' {
+			ch -= 'a' - 'A'
+		}
+		out[i] = ch
+	}
+	return out
+}
+
+func cmdSet(c *conn, args [][]byte) {
+	if len(args) == 3 {
+		res := c.put(args[1], args[2], nil)
+		if res.Status != kv.StatusSuccess {
+			c.storeError(res.Status, "")
+			return
+		}
+		c.out.OK()
+		return
+	}
+	o, ok := parseSetOpts(c, args, 3, "set", false)
+	if !ok {
+		return
+	}
+	c.set(args[1], args[2], o)
+}
+
+func cmdGetSet(c *conn, args [][]byte) {
+	c.set(args[1], args[2], setOpts{get: true})
+}
+
+// set runs SET with options: read, decide, write with a precondition,
+// retry on conflict (see the file comment).
+func (c *conn) set(key, value []byte, o setOpts) {
+	k := view(key)
+	g := c.segment(k)
+	conditional := o.nx || o.xx || o.get || o.keepTTL
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var (
+			exists  bool
+			version uint64
+			ttl     time.Duration
+			old     []byte
+		)
+		if conditional {
+			var cur kv.Result
+			if o.get {
+				cur = g.Get(k)
+				if cur.Status == kv.StatusWrongType {
+					c.storeError(cur.Status, "")
+					return
+				}
+			} else {
+				cur = g.TimeToLive(k)
+			}
+			exists = cur.Status == kv.StatusSuccess
+			version, ttl, old = cur.Version, cur.TTL, cur.Value
+		}
+		reply := func() {
+			if o.get {
+				if exists {
+					c.out.Bulk(old)
+				} else {
+					c.out.Null()
+				}
+				return
+			}
+			c.out.OK()
+		}
+		if o.nx && exists || o.xx && !exists {
+			if o.get {
+				reply()
+				return
+			}
+			c.status = kv.StatusConflict
+			c.out.Null()
+			return
+		}
+		if o.hasExpire && o.ttl <= 0 {
+			// An absolute expiry already past: Redis writes and expires the
+			// key at once, which leaves no key.
+			g.Delete(k)
+			reply()
+			return
+		}
+		var opts kv.PutOptions
+		if conditional {
+			if exists {
+				opts.IfMatchVersion = version
+			} else {
+				opts.IfAbsent = true
+			}
+		}
+		switch {
+		case o.keepTTL && exists:
+			opts.TTL = ttl
+		case o.hasExpire:
+			opts.TTL = o.ttl
+		}
+		res := c.put(key, value, &opts)
+		switch res.Status {
+		case kv.StatusSuccess:
+			reply()
+			return
+		case kv.StatusConflict:
+			if !conditional {
+				c.storeError(res.Status, msgTxReserved)
+				return
+			}
+			continue // the key changed under us: decide again
+		default:
+			c.storeError(res.Status, "")
+			return
+		}
+	}
+	c.storeError(kv.StatusConflict, "")
+}
+
+const msgTxReserved = "key reserved by a transaction in progress"
+
+func cmdSetNX(c *conn, args [][]byte) {
+	res := c.put(args[1], args[2], &kv.PutOptions{IfAbsent: true})
+	switch res.Status {
+	case kv.StatusSuccess:
+		c.out.Int(1)
+	case kv.StatusConflict:
+		if k := view(args[1]); c.segment(k).TimeToLive(k).Status == kv.StatusNotFound {
+			c.storeError(kv.StatusConflict, msgTxReserved)
+			return
+		}
+		c.out.Int(0)
+	default:
+		c.storeError(res.Status, "")
+	}
+}
+
+func cmdSetEX(c *conn, args [][]byte) {
+	name, unit := "setex", "EX"
+	if eq(args[0], "PSETEX") {
+		name, unit = "psetex", "PX"
+	}
+	ttl, ok := parseExpire(c, name, unit, args[2], time.Now())
+	if !ok {
+		return
+	}
+	res := c.put(args[1], args[3], &kv.PutOptions{TTL: ttl})
+	if res.Status != kv.StatusSuccess {
+		c.storeError(res.Status, "")
+		return
+	}
+	c.out.OK()
+}
+
+func cmdMGet(c *conn, args [][]byte) {
+	c.out.Array(len(args) - 1)
+	for _, kb := range args[1:] {
+		k := view(kb)
+		res := c.segment(k).Get(k)
+		if res.Status == kv.StatusSuccess {
+			c.hits.Add(1)
+			c.out.Bulk(res.Value)
+			continue
+		}
+		c.misses.Add(1)
+		c.out.Null()
+	}
+}
+
+func cmdMSet(c *conn, args [][]byte) {
+	if len(args)%2 != 1 {
+		c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
+		return
+	}
+	for j := 1; j < len(args); j += 2 {
+		if res := c.put(args[j], args[j+1], nil); res.Status != kv.StatusSuccess {
+			c.storeError(res.Status, "")
+			return
+		}
+	}
+	c.out.OK()
+}
+
+// cmdMSetNX writes the pairs only if none of the keys exists. The keys share
+// a slot, hence a segment, but the store has no multi-key write yet (the
+// transaction primitive, R-DS-4, will give one): each key is created with
+// IfAbsent, and if a concurrent writer creates one of them first the keys
+// this command already created are removed again, so the reply (0) stays
+// true of what the command leaves behind.
+func cmdMSetNX(c *conn, args [][]byte) {
+	if len(args)%2 != 1 {
+		c.err("ERR wrong number of arguments for 'msetnx' command")
+		return
+	}
+	for j := 1; j < len(args); j += 2 {
+		k := view(args[j])
+		if c.segment(k).TimeToLive(k).Status != kv.StatusNotFound {
+			c.out.Int(0)
+			return
+		}
+	}
+	for j := 1; j < len(args); j += 2 {
+		res := c.put(args[j], args[j+1], &kv.PutOptions{IfAbsent: true})
+		if res.Status == kv.StatusSuccess {
+			continue
+		}
+		for i := 1; i < j; i += 2 {
+			k := view(args[i])
+			c.segment(k).Delete(k)
+		}
+		if res.Status == kv.StatusConflict {
+			c.out.Int(0)
+			return
+		}
+		c.storeError(res.Status, "")
+		return
+	}
+	c.out.Int(1)
+}
+
+func cmdGetDel(c *conn, args [][]byte) {
+	r := c.exec(kv.CmdGetDel, args[1], nil, shapePlain)
+	if r.Status == kv.StatusSuccess {
+		if r.Type == kv.ReplyNil {
+			c.misses.Add(1)
+		} else {
+			c.hits.Add(1)
+		}
+	}
+}
+
+func cmdGetEX(c *conn, args [][]byte) {
+	o, ok := parseSetOpts(c, args, 2, "getex", true)
+	if !ok {
+		return
+	}
+	k := view(args[1])
+	g := c.segment(k)
+	res := g.Get(k)
+	switch res.Status {
+	case kv.StatusSuccess:
+		c.hits.Add(1)
+	case kv.StatusNotFound:
+		c.misses.Add(1)
+		c.out.Null()
+		return
+	default:
+		c.storeError(res.Status, "")
+		return
+	}
+	switch {
+	case o.hasExpire && o.ttl <= 0:
+		g.Delete(k)
+	case o.hasExpire:
+		g.Expire(k, o.ttl)
+	case o.persist:
+		g.Persist(k)
+	}
+	c.out.Bulk(res.Value)
+}
+
+func cmdIncr(delta int64) func(c *conn, args [][]byte) {
+	arg := [][]byte{[]byte(strconv.FormatInt(delta, 10))}
+	return func(c *conn, args [][]byte) { c.exec(kv.CmdIncrBy, args[1], arg, shapePlain) }
+}
+
+func cmdIncrBy(negate bool) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) {
+		n, ok := parseInt(args[2])
+		if !ok {
+			c.err(msgNotInteger)
+			return
+		}
+		if negate {
+			if n == math.MinInt64 {
+				c.err("ERR decrement would overflow")
+				return
+			}
+			n = -n
+		}
+		var tmp [20]byte
+		c.exec(kv.CmdIncrBy, args[1], [][]byte{strconv.AppendInt(tmp[:0], n, 10)}, shapePlain)
+	}
+}
+
+// lowerName is a command name as Redis prints it in errors.
+func lowerName(b []byte) string {
+	out := make([]byte, len(b))
+	for i, ch := range b {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		out[i] = ch
+	}
+	return string(out)
+}

@@ -1,0 +1,434 @@
+package resp
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// cmdFlags are the properties of a command, named as COMMAND reports them.
+type cmdFlags uint32
+
+const (
+	flagWrite cmdFlags = 1 << iota
+	flagReadonly
+	flagDenyOOM
+	flagAdmin
+	flagNoScript
+	flagLoading
+	flagStale
+	flagFast
+	flagNoAuth
+	flagAllowBusy
+	flagNoMandatoryKeys
+)
+
+var flagNames = []struct {
+	f    cmdFlags
+	name string
+}{
+	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagAdmin, "admin"},
+	{flagNoScript, "noscript"}, {flagLoading, "loading"}, {flagStale, "stale"}, {flagFast, "fast"},
+	{flagNoAuth, "no_auth"}, {flagAllowBusy, "allow_busy"}, {flagNoMandatoryKeys, "no_mandatory_keys"},
+}
+
+func (f cmdFlags) names() []string {
+	var out []string
+	for _, n := range flagNames {
+		if f&n.f != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
+// command is one entry of the command table: what COMMAND reports, what
+// docs/RESP.md lists, and the handler. Arity follows Redis: positive = exact
+// number of arguments including the name, negative = at least that many.
+// Keys are at positions first..last (last < 0 counts from the end) every
+// step; 0,0,0 = no key.
+type command struct {
+	name    string // lower case; "parent|sub" for a subcommand
+	arity   int
+	flags   cmdFlags
+	first   int
+	last    int
+	step    int
+	group   string // Redis's command group: string, generic, hash, …
+	since   string // the Redis version that introduced it
+	summary string
+	tips    []string
+	metric  metrics.Op
+	run     func(c *conn, args [][]byte)
+	subs    []*command // subcommands, dispatched on args[1]
+	parent  *command
+}
+
+// commandTable is the table of every command the front end serves, by
+// lower-case name. Built once at package initialisation and never mutated
+// afterwards.
+var commandTable = map[string]*command{}
+
+func register(cmds ...*command) {
+	for _, c := range cmds {
+		if _, dup := commandTable[c.name]; dup {
+			panic("resp: command " + c.name + " registered twice")
+		}
+		if c.run == nil && len(c.subs) == 0 {
+			panic("resp: command " + c.name + " has no handler")
+		}
+		for _, s := range c.subs {
+			s.parent = c
+			s.name = c.name + "|" + s.name
+			if s.group == "" {
+				s.group = c.group
+			}
+			if s.since == "" {
+				s.since = c.since
+			}
+		}
+		commandTable[c.name] = c
+	}
+}
+
+// sortedCommands returns the table in name order.
+func sortedCommands() []*command {
+	out := make([]*command, 0, len(commandTable))
+	for _, c := range commandTable {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// lookupCommand finds a command by its name in any case, without allocating.
+func lookupCommand(name []byte) *command {
+	var tmp [32]byte
+	if len(name) > len(tmp) {
+		return nil
+	}
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		tmp[i] = c
+	}
+	return commandTable[string(tmp[:len(name)])]
+}
+
+func (cmd *command) lookupSub(name []byte) *command {
+	for _, s := range cmd.subs {
+		if strings.EqualFold(s.name[len(cmd.name)+1:], string(name)) {
+			return s
+		}
+	}
+	return nil
+}
+
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity
+}
+
+// keyIndexes returns the positions of the keys in args.
+func (cmd *command) keyIndexes(args [][]byte) []int {
+	if cmd.step <= 0 || cmd.first <= 0 || cmd.first >= len(args) {
+		return nil
+	}
+	last := cmd.last
+	if last < 0 {
+		last += len(args)
+	}
+	last = min(last, len(args)-1)
+	var out []int
+	for i := cmd.first; i <= last; i += cmd.step {
+		out = append(out, i)
+	}
+	return out
+}
+
+// multiKey reports whether the command may name more than one key.
+func (cmd *command) multiKey() bool {
+	return cmd.step > 0 && (cmd.last < 0 || cmd.last > cmd.first)
+}
+
+// execute runs one command and appends its reply (processCommand's order:
+// unknown command, arity, authentication, cluster rules, execution).
+func (c *conn) execute(args [][]byte) {
+	cmd := lookupCommand(args[0])
+	if cmd == nil {
+		c.out.Error(unknownCommandError(args))
+		return
+	}
+	if len(cmd.subs) > 0 && len(args) >= 2 {
+		sub := cmd.lookupSub(args[1])
+		if sub == nil {
+			c.out.Error("ERR unknown subcommand '" + truncate(args[1], 128) + "'. Try " + strings.ToUpper(cmd.name) + " HELP.")
+			return
+		}
+		cmd = sub
+	}
+	if !cmd.arityOK(len(args)) {
+		c.out.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
+		return
+	}
+	if !c.authed && cmd.flags&flagNoAuth == 0 {
+		c.out.Error("NOAUTH Authentication required.")
+		return
+	}
+	if cmd.multiKey() && len(args) > cmd.first+1 && !sameSlot(cmd, args) {
+		c.out.Error("CROSSSLOT Keys in request don't hash to the same slot")
+		return
+	}
+	c.lastCmd.Store(cmd)
+	c.status = kv.StatusSuccess
+	began := time.Now()
+	mark := len(c.out.B)
+	cmd.run(c, args)
+	switch c.reply {
+	case replyOff:
+		c.out.B = c.out.B[:mark]
+	case replySkip:
+		c.out.B = c.out.B[:mark]
+		c.reply = replyOn
+	case replySkipNext:
+		c.reply = replySkip
+	}
+	c.cmds.Add(1)
+	c.lastActive.Store(began.UnixNano())
+	if m := c.srv.cfg.Metrics; m != nil {
+		m.Op(cmd.metric, c.status, time.Since(began))
+	}
+}
+
+func sameSlot(cmd *command, args [][]byte) bool {
+	idx := cmd.keyIndexes(args)
+	if len(idx) < 2 {
+		return true
+	}
+	slot := placement.Slot(view(args[idx[0]]))
+	for _, i := range idx[1:] {
+		if placement.Slot(view(args[i])) != slot {
+			return false
+		}
+	}
+	return true
+}
+
+// unknownCommandError is Redis's text, byte for byte: the name cut to 128
+// bytes, then the first arguments quoted, up to 128 bytes in all.
+func unknownCommandError(args [][]byte) string {
+	var sb strings.Builder
+	for i := 1; i < len(args) && sb.Len() < 128; i++ {
+		room := 128 - sb.Len()
+		sb.WriteByte('\'')
+		sb.WriteString(truncate(args[i], room))
+		sb.WriteString("' ")
+	}
+	return "ERR unknown command '" + truncate(args[0], 128) + "', with args beginning with: " + sb.String()
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// view returns a string sharing b's memory, for store calls that retain
+// nothing of the key (Get, Delete, Expire, Persist, TimeToLive, Exec).
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (c *conn) segment(key string) *store.Segment {
+	return c.srv.store.Segment(placement.SegmentOf(key, c.srv.segs))
+}
+
+// --- replies ---
+
+// errorf writes an error reply and marks the command as a bad request.
+func (c *conn) err(msg string) {
+	c.out.Error(msg)
+	if c.status == kv.StatusSuccess {
+		c.status = kv.StatusBadRequest
+	}
+}
+
+const (
+	msgSyntax      = "ERR syntax error"
+	msgNotInteger  = "ERR value is not an integer or out of range"
+	msgNotFloat    = "ERR value is not a valid float"
+	msgWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	msgNoSuchKey   = "ERR no such key"
+	msgOOM         = "OOM command not allowed when used memory > 'maxmemory'."
+	msgCrossSlot   = "CROSSSLOT Keys in request don't hash to the same slot"
+	msgInvalidKey  = "ERR invalid key: empty or longer than the maximum key size"
+	msgTryAgainTx  = "TRYAGAIN key reserved by a transaction in progress"
+	msgInvalidExpr = "ERR invalid expire time in '%s' command"
+)
+
+// storeError writes the Redis error for a non-success store status.
+func (c *conn) storeError(st kv.Status, message string) {
+	c.status = st
+	switch st {
+	case kv.StatusWrongType:
+		c.out.Error(msgWrongType)
+	case kv.StatusBadRequest:
+		if message == "" {
+			c.out.Error(msgInvalidKey)
+			return
+		}
+		if strings.HasPrefix(message, "CROSSSLOT") {
+			c.out.Error(msgCrossSlot)
+			return
+		}
+		c.out.Error("ERR " + message)
+	case kv.StatusItemTooLarge:
+		if message == "" {
+			message = "value exceeds the maximum item size of " + strconv.Itoa(c.srv.store.Config().MaxItemBytes) + " bytes"
+		}
+		c.out.Error("OOM " + message)
+	case kv.StatusCapacityExceeded:
+		c.out.Error(msgOOM)
+	case kv.StatusNotFound:
+		c.out.Error(msgNoSuchKey)
+	case kv.StatusConflict:
+		if message == "" {
+			message = "key changed concurrently"
+		}
+		c.out.Error("TRYAGAIN " + message)
+	case kv.StatusUnavailable:
+		c.out.Error("CLUSTERDOWN The cluster is down")
+	case kv.StatusUnauthorized:
+		c.out.Error("NOAUTH Authentication required.")
+	case kv.StatusTimeout:
+		c.out.Error("ERR timeout")
+	default:
+		if st.Redirect() {
+			c.out.Error("TRYAGAIN " + st.String())
+			return
+		}
+		c.out.Error("ERR " + st.String())
+	}
+}
+
+// shape says how a store reply maps onto RESP types beyond the obvious.
+type shape uint8
+
+const (
+	shapePlain     shape = iota
+	shapeMap             // a flat field, value, … array is a map (HGETALL)
+	shapeSet             // an array is a set (SMEMBERS)
+	shapeDouble          // a bulk is a double (ZSCORE, ZINCRBY)
+	shapeScores          // member, score, … pairs (WITHSCORES): RESP3 [member, double] pairs
+	shapeNullArray       // a nil is a null array (LPOP key count)
+)
+
+// writeReply writes a store reply.
+func (c *conn) writeReply(r kv.Reply, sh shape) {
+	if r.Status != kv.StatusSuccess {
+		c.storeError(r.Status, r.Message)
+		return
+	}
+	switch r.Type {
+	case kv.ReplyNil:
+		if sh == shapeNullArray {
+			c.out.NullArray()
+		} else {
+			c.out.Null()
+		}
+	case kv.ReplyOK:
+		c.out.OK()
+	case kv.ReplyInt:
+		c.out.Int(r.Int)
+	case kv.ReplyBulk:
+		if sh == shapeDouble {
+			c.out.DoubleText(redisFloatText(r.Bulk))
+			return
+		}
+		c.out.Bulk(r.Bulk)
+	case kv.ReplyArray:
+		switch sh {
+		case shapeMap:
+			c.out.Map(len(r.Array) / 2)
+		case shapeSet:
+			c.out.Set(len(r.Array))
+		case shapeScores:
+			if c.out.Proto == 3 {
+				c.out.Array(len(r.Array) / 2)
+				for i := 0; i+1 < len(r.Array); i += 2 {
+					c.out.Array(2)
+					c.writeReply(r.Array[i], shapePlain)
+					c.writeReply(r.Array[i+1], shapeDouble)
+				}
+				return
+			}
+			c.out.Array(len(r.Array))
+		default:
+			c.out.Array(len(r.Array))
+		}
+		for _, e := range r.Array {
+			c.writeReply(e, shapePlain)
+		}
+	}
+}
+
+// redisFloatText rewrites Go's spelling of infinities the way Redis prints
+// them.
+func redisFloatText(b []byte) []byte {
+	switch string(b) {
+	case "+Inf":
+		return []byte("inf")
+	case "-Inf":
+		return []byte("-inf")
+	}
+	return b
+}
+
+// exec runs a data-structure command on the store and writes its reply.
+func (c *conn) exec(op kv.CmdOp, key []byte, args [][]byte, sh shape) kv.Reply {
+	r := c.srv.store.Exec(kv.Cmd{Op: op, Key: view(key), Args: args})
+	c.writeReply(r, sh)
+	return r
+}
+
+// execRaw runs a store command without writing anything.
+func (c *conn) execRaw(op kv.CmdOp, key []byte, args ...[]byte) kv.Reply {
+	return c.srv.store.Exec(kv.Cmd{Op: op, Key: view(key), Args: args})
+}
+
+// --- argument parsing ---
+
+func parseInt64(b []byte) (int64, bool) { return parseInt(b) }
+
+// parseFloat parses a float argument like Redis's getDoubleFromObject:
+// "inf", "+inf", "-inf" accepted, NaN and trailing garbage refused.
+func parseFloat(b []byte) (float64, bool) {
+	s := string(b)
+	switch strings.ToLower(s) {
+	case "inf", "+inf", "infinity", "+infinity":
+		return posInf, true
+	case "-inf", "-infinity":
+		return negInf, true
+	}
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != f {
+		return 0, false
+	}
+	return f, true
+}
+
+func eq(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
+
+func itoa(n int64) []byte { return strconv.AppendInt(nil, n, 10) }

@@ -1,0 +1,408 @@
+package resp
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+const (
+	initialReadBuffer = 16 << 10
+	// flushThreshold: replies are written as soon as this much is pending,
+	// even in the middle of a pipelined batch, so a long pipeline of large
+	// replies never piles up in memory.
+	flushThreshold = 64 << 10
+	// maxKeptBuffer: a buffer grown beyond this by one large command or
+	// reply is dropped once it is empty.
+	maxKeptBuffer = 1 << 20
+	// writeChunk: the background writer writes in chunks of this size, each
+	// with a fresh WriteTimeout, so the timeout measures lack of progress.
+	writeChunk = 1 << 20
+)
+
+var errOutputLimit = errors.New("output buffer limit reached")
+
+// conn is one client connection.
+//
+// Goroutines: serve (the reader) owns everything under "reader-owned"; it
+// parses each pipelined command, executes it inline and appends its reply
+// to out, and writes the replies once per read batch (flush). It writes to
+// the socket itself, with a non-blocking write, as long as the socket takes
+// everything; what the socket does not take goes to a background writer
+// goroutine, started on first need, and from then on every reply goes
+// through its queue until it is drained — so replies stay in order, a client
+// that reads slowly never blocks the reader (a client pipelining more than
+// the socket buffers hold does not deadlock), and a client that does not read
+// at all is disconnected when its queue passes OutputBufferLimit.
+type conn struct {
+	srv *Server
+	nc  net.Conn
+	raw syscall.RawConn // plain TCP: non-blocking direct writes; nil under TLS
+	id  int64
+
+	// reader-owned
+	buf     []byte
+	r, w    int // unconsumed input is buf[r:w]
+	parser  Parser
+	lim     Limits
+	out     Writer
+	authed  bool
+	reply   uint8     // CLIENT REPLY mode
+	closing bool      // close once the replies so far are written (QUIT, protocol error)
+	status  kv.Status // outcome of the command being executed, for metrics
+	readErr error     // a read error that came with data, reported after it is handled
+	rw      rawWriteState
+
+	// read by CLIENT LIST / INFO from other goroutines
+	created    time.Time
+	lastActive atomic.Int64 // Unix ns of the last command
+	name       atomic.Pointer[string]
+	libName    atomic.Pointer[string]
+	libVer     atomic.Pointer[string]
+	lastCmd    atomic.Pointer[command]
+	proto      atomic.Int32
+	cmds       atomic.Uint64
+	netIn      atomic.Uint64
+	netOut     atomic.Uint64
+	hits       atomic.Uint64
+	misses     atomic.Uint64
+	stopping   atomic.Bool
+
+	// background writer
+	wmu      sync.Mutex // guards the fields below
+	wcond    sync.Cond  // signals wq growth and wclosing to the writer
+	wq       []byte     // replies the writer has yet to write
+	wspare   []byte
+	wbusy    bool // the writer owns the socket: the reader must queue, not write
+	wstarted bool
+	wclosing bool
+	werr     error
+	wdone    chan struct{}
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		srv: s, nc: nc, id: s.nextID.Add(1),
+		buf:     make([]byte, initialReadBuffer),
+		lim:     s.cfg.Limits,
+		out:     Writer{Proto: 2, B: make([]byte, 0, 4<<10)},
+		authed:  !s.authRequired(),
+		created: time.Now(),
+		wdone:   make(chan struct{}),
+	}
+	c.wcond.L = &c.wmu
+	c.parser.Reset()
+	if !c.authed {
+		c.lim.Unauthenticated = true
+	}
+	c.proto.Store(2)
+	c.lastActive.Store(c.created.UnixNano())
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil && rawWritable {
+			c.raw = rc
+			c.rw.fn = c.rw.write
+		}
+	}
+	return c
+}
+
+func (c *conn) logger() *slog.Logger {
+	return c.srv.log.With("client_id", c.id, "remote", c.nc.RemoteAddr().String())
+}
+
+// stopReading makes the reader's next read fail, which ends serve after the
+// commands already read are answered (graceful shutdown).
+func (c *conn) stopReading() {
+	c.stopping.Store(true)
+	_ = c.nc.SetReadDeadline(time.Now())
+}
+
+func (c *conn) serve() {
+	defer c.srv.forget(c)
+	defer c.finish()
+	if tc, ok := c.nc.(interface{ Handshake() error }); ok {
+		_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := tc.Handshake(); err != nil {
+			c.logger().Info("TLS handshake failed", "err", err)
+			return
+		}
+		_ = c.nc.SetDeadline(time.Time{})
+	}
+	for {
+		if !c.handleBuffered() || !c.flush() || c.closing {
+			return
+		}
+		if !c.fill() {
+			return
+		}
+	}
+}
+
+// handleBuffered executes every complete command in the read buffer. It
+// reports false when the connection must end without writing anything more.
+func (c *conn) handleBuffered() bool {
+	for c.r < c.w {
+		args, n, err := c.parser.Next(c.buf[c.r:c.w], &c.lim)
+		if err != nil {
+			c.out.Error("ERR " + err.Error())
+			c.closing = true
+			c.logger().Info("closing connection after a protocol error", "err", err)
+			return true
+		}
+		if n == 0 {
+			break
+		}
+		c.r += n
+		if len(args) == 0 {
+			continue
+		}
+		c.execute(args)
+		if c.closing {
+			return true
+		}
+		if len(c.out.B) >= flushThreshold && !c.flush() {
+			return false
+		}
+	}
+	return true
+}
+
+// fill reads more input. It reports false when the connection must end.
+func (c *conn) fill() bool {
+	if c.readErr != nil {
+		c.logReadError(c.readErr)
+		return false
+	}
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+		if len(c.buf) > maxKeptBuffer {
+			c.buf = make([]byte, initialReadBuffer)
+		}
+	} else if c.r > 0 {
+		c.w = copy(c.buf, c.buf[c.r:c.w])
+		c.r = 0
+	}
+	pending := c.w - c.r
+	if pending > c.srv.cfg.MaxQueryBuffer {
+		c.logger().Warn("closing connection: query buffer limit reached", "bytes", pending, "limit", c.srv.cfg.MaxQueryBuffer)
+		return false
+	}
+	if need := c.parser.Need(); need > len(c.buf) {
+		c.grow(need)
+	} else if c.w == len(c.buf) {
+		c.grow(2 * len(c.buf))
+	}
+	if t := c.srv.cfg.IdleTimeout; t > 0 && !c.stopping.Load() {
+		_ = c.nc.SetReadDeadline(time.Now().Add(t))
+	}
+	n, err := c.nc.Read(c.buf[c.w:])
+	if n > 0 {
+		c.w += n
+		c.netIn.Add(uint64(n))
+		if err != nil {
+			c.readErr = err
+		}
+		return true
+	}
+	if err == nil {
+		return true
+	}
+	c.logReadError(err)
+	return false
+}
+
+func (c *conn) grow(size int) {
+	limit := c.srv.cfg.MaxQueryBuffer + 64<<10
+	size = min(size, limit)
+	if size <= len(c.buf) {
+		size = len(c.buf) + initialReadBuffer
+	}
+	nb := make([]byte, size)
+	c.w = copy(nb, c.buf[c.r:c.w])
+	c.r = 0
+	c.buf = nb
+}
+
+func (c *conn) logReadError(err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case c.stopping.Load():
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
+		c.logger().Info("closing idle connection", "idle_timeout", c.srv.cfg.IdleTimeout)
+	default:
+		c.logger().Debug("read failed; closing", "err", err)
+	}
+}
+
+// flush hands the pending replies to the socket. It reports false once
+// writing has failed or the output limit was passed; the connection is then
+// closed.
+func (c *conn) flush() bool {
+	b := c.out.B
+	if len(b) == 0 {
+		return true
+	}
+	c.netOut.Add(uint64(len(b)))
+	c.wmu.Lock()
+	if c.werr != nil {
+		c.wmu.Unlock()
+		c.out.B = b[:0]
+		return false
+	}
+	if c.wbusy {
+		ok := c.enqueueLocked(b)
+		c.wmu.Unlock()
+		c.out.B = keep(b)
+		return ok
+	}
+	c.wmu.Unlock()
+	written := 0
+	if c.raw != nil {
+		n, err := c.rw.try(c.raw, b)
+		if err != nil {
+			c.wmu.Lock()
+			c.werr = err
+			c.wmu.Unlock()
+			c.out.B = b[:0]
+			return false
+		}
+		if n == len(b) {
+			c.out.B = keep(b)
+			return true
+		}
+		written = n
+	}
+	c.wmu.Lock()
+	ok := c.enqueueLocked(b[written:])
+	if ok {
+		c.wbusy = true
+		if !c.wstarted {
+			c.wstarted = true
+			go c.writeLoop()
+		}
+		c.wcond.Signal()
+	}
+	c.wmu.Unlock()
+	c.out.B = keep(b)
+	return ok
+}
+
+// enqueueLocked appends b to the writer's queue, or fails the connection
+// when the queue would pass the output limit.
+func (c *conn) enqueueLocked(b []byte) bool {
+	if len(c.wq)+len(b) > c.srv.cfg.OutputBufferLimit {
+		c.werr = errOutputLimit
+		c.wq = nil
+		c.logger().Warn("closing connection: output buffer limit reached (the client does not read its replies)",
+			"limit", c.srv.cfg.OutputBufferLimit)
+		_ = c.nc.Close() // unblocks the writer
+		return false
+	}
+	if len(c.wq) == 0 && cap(c.wq) < len(b) && cap(b) <= maxKeptBuffer {
+		c.wq = append(c.wq[:0], b...)
+	} else {
+		c.wq = append(c.wq, b...)
+	}
+	return true
+}
+
+// keep returns the reply buffer emptied, or a fresh one when a large reply
+// grew it.
+func keep(b []byte) []byte {
+	if cap(b) > maxKeptBuffer {
+		return make([]byte, 0, 4<<10)
+	}
+	return b[:0]
+}
+
+// writeLoop is the background writer: it writes the queue until the
+// connection closes.
+func (c *conn) writeLoop() {
+	defer close(c.wdone)
+	c.wmu.Lock()
+	for {
+		for len(c.wq) == 0 && !c.wclosing && c.werr == nil {
+			c.wbusy = false
+			c.wcond.Wait()
+		}
+		if c.werr != nil || len(c.wq) == 0 {
+			c.wbusy = false
+			c.wmu.Unlock()
+			return
+		}
+		buf := c.wq
+		c.wq = c.wspare[:0]
+		c.wmu.Unlock()
+		err := c.writeAll(buf)
+		c.wmu.Lock()
+		if cap(buf) <= maxKeptBuffer {
+			c.wspare = buf[:0]
+		} else {
+			c.wspare = nil
+		}
+		if err != nil {
+			if c.werr == nil {
+				c.werr = err
+				if !c.stopping.Load() {
+					c.logger().Info("closing connection: writing replies failed", "err", err)
+				}
+			}
+			c.wq = nil
+			c.wbusy = false
+			c.wmu.Unlock()
+			_ = c.nc.Close()
+			return
+		}
+	}
+}
+
+func (c *conn) writeAll(b []byte) error {
+	for len(b) > 0 {
+		chunk := b[:min(len(b), writeChunk)]
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
+		n, err := c.nc.Write(chunk)
+		b = b[n:]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish waits for the queued replies to be written (bounded by
+// WriteTimeout per chunk, or cut short by a forced close), then closes the
+// socket.
+func (c *conn) finish() {
+	c.wmu.Lock()
+	c.wclosing = true
+	started := c.wstarted
+	c.wcond.Signal()
+	c.wmu.Unlock()
+	if started {
+		<-c.wdone
+	}
+	_ = c.nc.Close()
+}
+
+// sortConns orders connections by id.
+func sortConns(cs []*conn) {
+	slices.SortFunc(cs, func(a, b *conn) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,225 @@
+package resp
+
+import (
+	"crypto/rand"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Key listing for SCAN, KEYS, RANDOMKEY, CLUSTER GETKEYSINSLOT and INFO
+// keyspace. Tombstones and expired records never surface.
+//
+// KEYS, RANDOMKEY and INFO walk the store's sorted-key snapshots
+// (store.ScanEach: no values copied, no session). SCAN needs more: Redis
+// clients carry its cursor as an integer and may resume it on any
+// connection, so the cursor here is stateless:
+//
+//	cursor = segment << 50 | position
+//
+// Within a segment keys are visited in the order of a fixed 50-bit hash of
+// the key (FNV-1a), and position is the smallest hash not returned yet. A
+// page never splits keys of equal hash, so the next call resumes exactly
+// after the last key returned. Hence Redis's guarantee, and a bit more: a
+// key that exists from the start to the end of a full iteration is returned
+// exactly once (no duplicates, unlike Redis across a rehash); a key created
+// or deleted during the iteration may or may not be returned. COUNT is the
+// number of keys examined per call (MATCH and TYPE filter after that), as
+// in Redis; the iteration is over when the cursor returned is 0.
+
+const (
+	cursorPosBits = 50
+	cursorPosMask = 1<<cursorPosBits - 1
+	// segCacheSize: hash-ordered key lists of the segments SCAN visited
+	// last, kept while their segment does not change. An iteration walks the
+	// segments in order, so a few cover concurrent scans.
+	segCacheSize = 8
+)
+
+// keyEntry is one live key of a segment.
+type keyEntry struct {
+	key     string
+	kind    store.ValueKind
+	expires int64 // Unix ns, 0 = no TTL
+	hash    uint64
+}
+
+// scanHash is the position of a key within its segment's SCAN order.
+func scanHash(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	return h & cursorPosMask
+}
+
+// segKeys is a segment's live keys sorted by scanHash, as of a revision.
+// Immutable once built.
+type segKeys struct {
+	seg     uint16
+	rev     uint64
+	n       int
+	entries []keyEntry
+}
+
+// segCache holds the segKeys SCAN built last.
+type segCache struct {
+	mu   sync.Mutex // guards list
+	list []*segKeys // most recent last
+}
+
+// segmentKeys returns segment seg's keys in SCAN order, from the cache when
+// the segment has not changed since they were listed.
+func (s *Server) segmentKeys(seg uint16) []keyEntry {
+	g := s.store.Segment(seg)
+	rev, n := g.Revision(), g.Len()
+	s.scanCache.mu.Lock()
+	for i, c := range s.scanCache.list {
+		if c.seg == seg {
+			if c.rev == rev && c.n == n {
+				s.scanCache.list = append(append(s.scanCache.list[:i:i], s.scanCache.list[i+1:]...), c)
+				s.scanCache.mu.Unlock()
+				return c.entries
+			}
+			s.scanCache.list = append(s.scanCache.list[:i:i], s.scanCache.list[i+1:]...)
+			break
+		}
+	}
+	s.scanCache.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	snap := g.Snapshot()
+	entries := make([]keyEntry, len(snap.Records))
+	for i := range snap.Records {
+		r := &snap.Records[i]
+		entries[i] = keyEntry{key: r.Key, kind: r.Kind, expires: r.ExpiresAt, hash: scanHash(r.Key)}
+	}
+	slices.SortFunc(entries, func(a, b keyEntry) int {
+		switch {
+		case a.hash < b.hash:
+			return -1
+		case a.hash > b.hash:
+			return 1
+		}
+		return 0
+	})
+	c := &segKeys{seg: seg, rev: snap.Revision, n: len(entries), entries: entries}
+	s.scanCache.mu.Lock()
+	if len(s.scanCache.list) >= segCacheSize {
+		s.scanCache.list = append(s.scanCache.list[:0:0], s.scanCache.list[1:]...)
+	}
+	s.scanCache.list = append(s.scanCache.list, c)
+	s.scanCache.mu.Unlock()
+	return entries
+}
+
+// scan runs one SCAN step: it examines up to count keys from cursor on and
+// returns the next cursor (0 at the end) and the examined keys keep accepts.
+func (s *Server) scan(cursor uint64, count int, keep func(*keyEntry) bool) (next uint64, keys []string) {
+	seg := cursor >> cursorPosBits
+	pos := cursor & cursorPosMask
+	now := time.Now().UnixNano()
+	examined := 0
+	for seg < uint64(s.segs) && examined < count {
+		entries := s.segmentKeys(uint16(seg))
+		from := sort.Search(len(entries), func(i int) bool { return entries[i].hash >= pos })
+		cand := entries[from:]
+		cut := min(count-examined, len(cand))
+		for cut < len(cand) && cut > 0 && cand[cut].hash == cand[cut-1].hash {
+			cut++
+		}
+		for i := range cand[:cut] {
+			e := &cand[i]
+			if (e.expires == 0 || e.expires > now) && keep(e) {
+				keys = append(keys, e.key)
+			}
+		}
+		examined += cut
+		if cut == len(cand) {
+			seg, pos = seg+1, 0
+		} else {
+			pos = cand[cut-1].hash + 1 // ≤ cand[cut].hash ≤ cursorPosMask
+		}
+	}
+	if seg >= uint64(s.segs) {
+		return 0, keys
+	}
+	return seg<<cursorPosBits | pos, keys
+}
+
+// eachKey calls fn for every live key in ascending order from start (and
+// with prefix), until fn returns false.
+func (s *Server) eachKey(r store.KeyRange, fn func(store.ScanItem) bool) {
+	_ = s.store.ScanEach(store.ScanRequest{Range: r}, fn)
+}
+
+// randomKey returns a random live key: the first key at or after a random
+// point of the key space, wrapping around to the first key.
+func (s *Server) randomKey() (string, bool) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	var key string
+	found := false
+	for _, start := range []string{string(b[:]), ""} {
+		s.eachKey(store.KeyRange{Start: start}, func(it store.ScanItem) bool {
+			key, found = it.Key, true
+			return false
+		})
+		if found {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// expiringKeys counts the live keys with a TTL and their average remaining
+// TTL in milliseconds (INFO keyspace).
+func (s *Server) expiringKeys() (n int, avgTTLms int64) {
+	var sum time.Duration
+	s.eachKey(store.KeyRange{}, func(it store.ScanItem) bool {
+		if it.TTL > 0 {
+			n++
+			sum += it.TTL
+		}
+		return true
+	})
+	if n == 0 {
+		return 0, 0
+	}
+	return n, int64(sum/time.Millisecond) / int64(n)
+}
+
+// keysInSlot lists up to limit keys (limit < 0: all) of a slot, from the
+// segment that holds it.
+func (s *Server) keysInSlot(slot uint16, limit int) []string {
+	now := time.Now().UnixNano()
+	var out []string
+	for _, e := range s.segmentKeys(placement.SegmentOfSlot(slot, s.segs)) {
+		if limit >= 0 && len(out) >= limit {
+			break
+		}
+		if placement.Slot(e.key) == slot && (e.expires == 0 || e.expires > now) {
+			out = append(out, e.key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// literalPrefix is the part of a glob pattern before its first
+// metacharacter: every key the pattern matches starts with it.
+func literalPrefix(pattern []byte) string {
+	for i, c := range pattern {
+		switch c {
+		case '*', '?', '[', '\\':
+			return string(pattern[:i])
+		}
+	}
+	return string(pattern)
+}

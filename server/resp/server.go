@@ -1,0 +1,423 @@
+package resp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Config configures a Server. Build it with the fields you need; New fills
+// the defaults of the zero fields.
+type Config struct {
+	// Store is the engine every command runs on. Required.
+	Store *store.Store
+	// NodeID is the Zaris node id. CLUSTER MYID and the node id in CLUSTER
+	// SLOTS/SHARDS/NODES are its SHA-1 in hex (Redis Cluster ids are 40 hex
+	// characters); INFO server reports both.
+	NodeID string
+	// Version is the Zaris version, reported by INFO server.
+	Version string
+	// Token, when set, must be presented with AUTH <token>, AUTH default
+	// <token> or HELLO <proto> AUTH default <token> before any other command
+	// (R-OPS-5). Empty = no authentication.
+	Token string
+	// Limits bound what a client may send (bulk length, arguments, inline
+	// size). Zero fields take their defaults.
+	Limits Limits
+	// MaxQueryBuffer bounds the bytes of one command not yet complete
+	// (Redis's client-query-buffer-limit): a client that goes beyond is
+	// disconnected. Default 1 GiB.
+	MaxQueryBuffer int
+	// OutputBufferLimit bounds the replies waiting for a client that does not
+	// read them (Redis's client-output-buffer-limit hard limit): beyond it
+	// the connection is closed. Default 256 MiB.
+	OutputBufferLimit int
+	// WriteTimeout closes a connection whose pending replies make no progress
+	// for this long. Default 30 s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a connection that sends nothing for this long
+	// (Redis's timeout). Default 0: never.
+	IdleTimeout time.Duration
+	// MaxClients bounds the open connections; one more is refused with
+	// "-ERR max number of clients reached". Default 10000.
+	MaxClients int
+	// Metrics receives per-command operation counts and latencies,
+	// connection counts and authentication failures. Optional.
+	Metrics *metrics.Recorder
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxQueryBuffer    = 1 << 30
+	DefaultOutputBufferLimit = 256 << 20
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultMaxClients        = 10000
+)
+
+func (c *Config) setDefaults() error {
+	if c.Store == nil {
+		return errors.New("resp: Config.Store is required")
+	}
+	c.Limits = c.Limits.withDefaults()
+	if c.MaxQueryBuffer <= 0 {
+		c.MaxQueryBuffer = DefaultMaxQueryBuffer
+	}
+	if c.OutputBufferLimit <= 0 {
+		c.OutputBufferLimit = DefaultOutputBufferLimit
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.IdleTimeout < 0 {
+		return fmt.Errorf("resp: negative IdleTimeout %v", c.IdleTimeout)
+	}
+	if c.MaxClients <= 0 {
+		c.MaxClients = DefaultMaxClients
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NodeID == "" {
+		c.NodeID = "zaris"
+	}
+	return nil
+}
+
+// Server serves the Redis protocol for one store. Its zero value is not
+// usable: build it with New.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	store     *store.Store
+	segs      int
+	token     []byte
+	clusterID string // 40 hex: CLUSTER MYID
+	runID     string // 40 hex, random per server: INFO run_id
+	started   time.Time
+	conns     *metrics.ConnGauge
+
+	mu        sync.Mutex // guards listeners, clients, shutting
+	listeners map[net.Listener]struct{}
+	clients   map[*conn]struct{}
+	shutting  bool
+	connWG    sync.WaitGroup
+	sampler   chan struct{} // closed to stop the ops/sec sampler
+
+	nextID     atomic.Int64
+	stats      stats
+	listenAddr atomic.Value // *net.TCPAddr of the first listener served
+	scanCache  segCache
+	sampleOnce sync.Once
+
+	cfgMu        sync.Mutex // guards notifyEvents
+	notifyEvents string     // CONFIG SET notify-keyspace-events, normalised
+}
+
+// New validates cfg and returns a server ready to Serve.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	sum := sha1.Sum([]byte(cfg.NodeID))
+	var run [20]byte
+	_, _ = rand.Read(run[:])
+	return &Server{
+		cfg: cfg, log: cfg.Logger.With("component", "resp"),
+		store:     cfg.Store,
+		segs:      cfg.Store.Segments(),
+		token:     []byte(cfg.Token),
+		clusterID: hex.EncodeToString(sum[:]),
+		runID:     hex.EncodeToString(run[:]),
+		started:   time.Now(),
+		conns:     cfg.Metrics.Conns(metrics.ProtoRESP),
+		listeners: map[net.Listener]struct{}{},
+		clients:   map[*conn]struct{}{},
+		sampler:   make(chan struct{}),
+	}, nil
+}
+
+// Serve accepts connections on l until Shutdown or Close, and returns nil
+// then; it returns an error when accepting fails for good.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.shutting {
+		s.mu.Unlock()
+		return nil
+	}
+	first := len(s.listeners) == 0
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	if first {
+		if a, ok := l.Addr().(*net.TCPAddr); ok {
+			s.listenAddr.Store(a)
+		}
+		s.sampleOnce.Do(func() { go s.stats.sample(s, s.sampler) })
+	}
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			shutting := s.shutting
+			s.mu.Unlock()
+			if shutting {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTooManyFiles(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.stats.connsReceived.Add(1)
+		s.mu.Lock()
+		switch {
+		case s.shutting:
+			s.mu.Unlock()
+			_ = nc.Close()
+			return nil
+		case len(s.clients) >= s.cfg.MaxClients:
+			s.mu.Unlock()
+			s.stats.rejected.Add(1)
+			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n"))
+			_ = nc.Close()
+			continue
+		}
+		c := newConn(s, nc)
+		s.clients[c] = struct{}{}
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		s.conns.Inc()
+		go c.serve()
+	}
+}
+
+// Shutdown stops accepting, lets every connection finish the commands it
+// has already read (their replies are written), and closes them. If ctx
+// ends first, the remaining connections are closed at once and ctx's error
+// is returned. Safe to call more than once, and before Serve.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.shutting {
+		s.shutting = true
+		close(s.sampler)
+	}
+	for l := range s.listeners {
+		_ = l.Close()
+	}
+	for c := range s.clients {
+		c.stopReading()
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { s.connWG.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.closeAll()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if !s.shutting {
+		s.shutting = true
+		close(s.sampler)
+	}
+	for l := range s.listeners {
+		_ = l.Close()
+	}
+	s.mu.Unlock()
+	s.closeAll()
+	s.connWG.Wait()
+	return nil
+}
+
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	for c := range s.clients {
+		_ = c.nc.Close()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+	s.stats.retire(c)
+	s.conns.Dec()
+	s.connWG.Done()
+}
+
+// Connections returns the number of open client connections.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clients)
+}
+
+// snapshotClients returns the open connections, ordered by id.
+func (s *Server) snapshotClients() []*conn {
+	s.mu.Lock()
+	out := make([]*conn, 0, len(s.clients))
+	for c := range s.clients {
+		out = append(out, c)
+	}
+	s.mu.Unlock()
+	sortConns(out)
+	return out
+}
+
+func (s *Server) tokenOK(presented []byte) bool {
+	return subtle.ConstantTimeCompare(presented, s.token) == 1
+}
+
+func (s *Server) authRequired() bool { return len(s.token) > 0 }
+
+// NotifyKeyspaceEvents returns the notify-keyspace-events flags set with
+// CONFIG SET (normalised, "" = off).
+func (s *Server) NotifyKeyspaceEvents() string {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	return s.notifyEvents
+}
+
+// stats are the server-wide counters INFO reports. Live connections count
+// into their own counters (no shared cache line on the hot path); retire
+// folds a closing connection's counters in here.
+type stats struct {
+	connsReceived, rejected           atomic.Uint64
+	cmds, netIn, netOut, hits, misses atomic.Uint64
+
+	mu      sync.Mutex // guards the fields below
+	base    counters   // CONFIG RESETSTAT: subtracted from every report
+	samples [16]float64
+	nsample int
+	last    counters
+	lastAt  time.Time
+}
+
+type counters struct{ cmds, netIn, netOut, hits, misses, connsReceived, rejected uint64 }
+
+func (st *stats) retire(c *conn) {
+	st.cmds.Add(c.cmds.Load())
+	st.netIn.Add(c.netIn.Load())
+	st.netOut.Add(c.netOut.Load())
+	st.hits.Add(c.hits.Load())
+	st.misses.Add(c.misses.Load())
+}
+
+// totals sums the retired counters and those of the live connections.
+func (s *Server) totals() counters {
+	st := &s.stats
+	t := counters{
+		cmds: st.cmds.Load(), netIn: st.netIn.Load(), netOut: st.netOut.Load(),
+		hits: st.hits.Load(), misses: st.misses.Load(),
+		connsReceived: st.connsReceived.Load(), rejected: st.rejected.Load(),
+	}
+	s.mu.Lock()
+	for c := range s.clients {
+		t.cmds += c.cmds.Load()
+		t.netIn += c.netIn.Load()
+		t.netOut += c.netOut.Load()
+		t.hits += c.hits.Load()
+		t.misses += c.misses.Load()
+	}
+	s.mu.Unlock()
+	return t
+}
+
+// reported is totals minus the CONFIG RESETSTAT baseline.
+func (s *Server) reported() counters {
+	t := s.totals()
+	s.stats.mu.Lock()
+	b := s.stats.base
+	s.stats.mu.Unlock()
+	sub := func(a, b uint64) uint64 {
+		if a < b {
+			return 0
+		}
+		return a - b
+	}
+	return counters{
+		cmds: sub(t.cmds, b.cmds), netIn: sub(t.netIn, b.netIn), netOut: sub(t.netOut, b.netOut),
+		hits: sub(t.hits, b.hits), misses: sub(t.misses, b.misses),
+		connsReceived: sub(t.connsReceived, b.connsReceived), rejected: sub(t.rejected, b.rejected),
+	}
+}
+
+func (s *Server) resetStats() {
+	t := s.totals()
+	s.stats.mu.Lock()
+	s.stats.base = t
+	s.stats.mu.Unlock()
+}
+
+// sample measures the command rate every 100 ms and keeps the last 16
+// samples, as Redis does for instantaneous_ops_per_sec.
+func (st *stats) sample(s *Server, stop <-chan struct{}) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			t := s.totals()
+			st.mu.Lock()
+			if !st.lastAt.IsZero() {
+				if dt := now.Sub(st.lastAt).Seconds(); dt > 0 && t.cmds >= st.last.cmds {
+					st.samples[st.nsample%len(st.samples)] = float64(t.cmds-st.last.cmds) / dt
+					st.nsample++
+				}
+			}
+			st.last, st.lastAt = t, now
+			st.mu.Unlock()
+		}
+	}
+}
+
+// opsPerSec is the mean of the recent rate samples.
+func (st *stats) opsPerSec() int64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := min(st.nsample, len(st.samples))
+	if n == 0 {
+		return 0
+	}
+	var sum float64
+	for _, v := range st.samples[:n] {
+		sum += v
+	}
+	return int64(sum / float64(n))
+}

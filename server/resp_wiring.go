@@ -1,0 +1,17 @@
+package server
+
+import "github.com/zaris-io/zaris/server/resp"
+
+// newRESPService builds the Redis-protocol front end of the node (R-RESP).
+// TLS is applied by the Node on the listener, so the service itself runs
+// plain; the token is the one the native protocol and the HTTP API require.
+func (n *Node) newRESPService() (*resp.Server, error) {
+	return resp.New(resp.Config{
+		Store:   n.store,
+		NodeID:  n.cfg.NodeID,
+		Version: Version(),
+		Token:   n.cfg.Token,
+		Metrics: n.metrics,
+		Logger:  n.log,
+	})
+}
