@@ -76,3 +76,26 @@ func (m *ManualClock) Advance(d time.Duration) {
 	m.now += int64(d)
 	m.mu.Unlock()
 }
+
+// writeNow is the time a write stamps into a record (creation, expiry,
+// stream ids). It reads the system clock when the store owns a coarse one:
+// under CPU starvation the coarse tick lags, and a TTL computed from a
+// lagging clock would expire early. Reads keep the cheap coarse reading (a
+// lag there only keeps a key a moment longer).
+func (s *Store) writeNow() int64 {
+	if s.coarse == nil {
+		return s.clock.NowNano()
+	}
+	now := time.Now().UnixNano()
+	if now > s.coarse.now.Load() {
+		s.coarse.now.Store(now)
+	}
+	return now
+}
+
+func (s *Store) nowFor(write bool) int64 {
+	if write {
+		return s.writeNow()
+	}
+	return s.clock.NowNano()
+}

@@ -91,7 +91,7 @@ func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
 		return kv.BadRequest("unknown command " + cmd.Op.String())
 	}
 	h := handlers[cmd.Op]
-	now := g.store.clock.NowNano()
+	now := g.store.nowFor(h.write)
 	x := execCtx{seg: g, cmd: &cmd, now: now}
 	if !h.write {
 		g.mu.RLock()

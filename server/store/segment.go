@@ -129,7 +129,7 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	if o.TTL < 0 || (o.IfAbsent && o.IfMatchVersion != 0) {
 		return status(kv.StatusBadRequest)
 	}
-	now := s.clock.NowNano()
+	now := s.writeNow()
 	rec := &Record{Key: key, Value: value, CreatedAt: now, Meta: newMetadata(o.ContentType, o.Labels)}
 	if o.TTL > 0 {
 		rec.ExpiresAt = now + int64(o.TTL)
@@ -190,7 +190,7 @@ func (g *Segment) remove(key string, kind OpKind, onlyIfRevision uint64) kv.Resu
 	if st := g.store.checkKey(key); st != kv.StatusSuccess {
 		return status(st)
 	}
-	now := g.store.clock.NowNano()
+	now := g.store.writeNow()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old := g.items[key]
@@ -231,7 +231,7 @@ func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
 	if st := g.store.checkKey(key); st != kv.StatusSuccess {
 		return status(st)
 	}
-	now := g.store.clock.NowNano()
+	now := g.store.writeNow()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old := g.items[key]

@@ -688,7 +688,7 @@ func (s *Store) TxPrepare(id string, req TxPrepareRequest) kv.Reply {
 	t.staged += e.bytes
 	t.mu.Unlock()
 
-	now := s.clock.NowNano()
+	now := s.writeNow()
 	expires := now + int64(req.Timeout)
 	s.txLockSegments(e.segs)
 	st, why := s.prepareTxLocked(id, &req, e, now, expires)
