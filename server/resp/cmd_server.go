@@ -73,7 +73,7 @@ func cmdCommandInfo(c *conn, args [][]byte) {
 		if cmd := lookupFullName(name); cmd != nil {
 			writeCommandInfo(c, cmd)
 		} else {
-			c.out.NullArray()
+			c.out.Null()
 		}
 	}
 }
