@@ -1,0 +1,204 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func members(ids ...string) []NodeInfo {
+	out := make([]NodeInfo, len(ids))
+	for i, id := range ids {
+		out[i] = NodeInfo{ID: NodeID(id), Host: "127.0.0.1", ClientPort: 7000 + i}
+	}
+	return out
+}
+
+func seqIdentity() func() string {
+	n := 0
+	return func() string { n++; return fmt.Sprint("p", n) }
+}
+
+func TestPlan(t *testing.T) {
+	cases := []struct {
+		name       string
+		in         PlanInput
+		wantParts  int
+		wantRanges [][2]int
+		wantOwners []NodeID
+		wantRepl   [][]NodeID
+	}{
+		{"one partition per member by default, balanced contiguous ranges (no hot node owns a double share)",
+			PlanInput{Members: members("a", "b", "c"), TotalSegments: 256, RF: 1},
+			3, [][2]int{{0, 85}, {86, 170}, {171, 255}}, []NodeID{"a", "b", "c"}, [][]NodeID{nil, nil, nil}},
+		{"members are ordered by id: every leader plans the same map from the same members",
+			PlanInput{Members: members("c", "a", "b"), TotalSegments: 4, RF: 1},
+			3, [][2]int{{0, 1}, {2, 2}, {3, 3}}, []NodeID{"a", "b", "c"}, [][]NodeID{nil, nil, nil}},
+		{"RF 2: replicas come from members not used as primaries (disjoint groups: one node's loss hits one partition)",
+			PlanInput{Members: members("a", "b", "c", "d"), TotalSegments: 8, Partitions: 2, RF: 2},
+			2, [][2]int{{0, 3}, {4, 7}}, []NodeID{"a", "b"}, [][]NodeID{{"c"}, {"d"}}},
+		{"more partitions than members: capped so no node owns two partitions",
+			PlanInput{Members: members("a", "b"), TotalSegments: 8, Partitions: 5, RF: 1},
+			2, [][2]int{{0, 3}, {4, 7}}, []NodeID{"a", "b"}, [][]NodeID{nil, nil}},
+		{"not enough members for RF: fewer replicas, never a node in two groups",
+			PlanInput{Members: members("a", "b", "c"), TotalSegments: 6, Partitions: 2, RF: 3},
+			2, [][2]int{{0, 2}, {3, 5}}, []NodeID{"a", "b"}, [][]NodeID{{"c"}, nil}},
+	}
+	for _, c := range cases {
+		c.in.NewIdentity = seqIdentity()
+		c.in.Store = "s"
+		m := Plan(c.in)
+		if err := m.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(m.Partitions) != c.wantParts {
+			t.Fatalf("%s: %d partitions", c.name, len(m.Partitions))
+		}
+		for i, p := range m.Partitions {
+			if [2]int{p.FirstSegment, p.LastSegment} != c.wantRanges[i] || p.PrimaryNodeID != c.wantOwners[i] ||
+				p.ActiveOwner != c.wantOwners[i] || fmt.Sprint(p.ReplicaNodeIDs) != fmt.Sprint(c.wantRepl[i]) {
+				t.Fatalf("%s: partition %d = %+v", c.name, i, p)
+			}
+		}
+	}
+	if Plan(PlanInput{TotalSegments: 256}) != nil {
+		t.Fatal("no members must plan nothing")
+	}
+}
+
+func TestPlanStickyKeepsLiveOwners(t *testing.T) {
+	prev := Plan(PlanInput{Members: members("a", "b", "c"), TotalSegments: 12, RF: 1, NewIdentity: seqIdentity()})
+	// Swap the owner of partition 0 at runtime (a failover), then re-plan
+	// with the same members: the live serving owner stays in place instead of
+	// moving a healthy partition for nothing.
+	prev.Partitions[0].ActiveOwner = "c"
+	prev.Partitions[2].ActiveOwner = "a"
+	next := Plan(PlanInput{Members: members("a", "b", "c"), TotalSegments: 12, RF: 1, Previous: prev, NewIdentity: seqIdentity()})
+	if next.Partitions[0].ActiveOwner != "c" || next.Partitions[2].ActiveOwner != "a" || next.Partitions[1].ActiveOwner != "b" {
+		t.Fatalf("sticky placement moved serving owners: %+v", next.Partitions)
+	}
+	if next.Partitions[0].Identity != prev.Partitions[0].Identity {
+		t.Fatal("a kept partition lost its identity")
+	}
+	// A member that left does not keep its partition.
+	gone := Plan(PlanInput{Members: members("a", "b"), TotalSegments: 12, Partitions: 3, RF: 1, Previous: prev, NewIdentity: seqIdentity()})
+	for _, p := range gone.Partitions {
+		if p.ActiveOwner == "c" {
+			t.Fatal("a departed member kept a partition")
+		}
+	}
+}
+
+func TestAcceptMap(t *testing.T) {
+	cur := Plan(PlanInput{Members: members("a"), TotalSegments: 8, Store: "s", Cluster: "c1", NewIdentity: seqIdentity()})
+	cur.Version = 5
+	newer := cur.Clone()
+	newer.Version = 6
+	same := cur.Clone()
+	older := cur.Clone()
+	older.Version = 4
+	foreign := newer.Clone()
+	foreign.Store = "other"
+	otherCluster := newer.Clone()
+	otherCluster.ClusterID = "c2"
+	broken := newer.Clone()
+	broken.SegmentToPartition = broken.SegmentToPartition[:3]
+	cases := []struct {
+		name string
+		in   *PartitionMap
+		want error
+	}{
+		{"strictly newer: applied", newer, nil},
+		{"same version: two nodes could settle on different maps of one version", same, ErrStaleMap},
+		{"older version: a delayed broadcast would roll routing back", older, ErrStaleMap},
+		{"another store's map: never silently serve another store", foreign, ErrForeignMap},
+		{"another cluster's map: a misconfigured node must not join", otherCluster, ErrForeignMap},
+		{"a half-populated segment table: keys would route nowhere", broken, ErrInvalidMap},
+	}
+	for _, c := range cases {
+		err := AcceptMap(cur, c.in, "s", "c1")
+		if (c.want == nil) != (err == nil) || (c.want != nil && !errors.Is(err, c.want)) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	if err := AcceptMap(nil, cur, "s", "c1"); err != nil {
+		t.Fatalf("first map: %v", err)
+	}
+}
+
+func TestFormationGate(t *testing.T) {
+	g := FormationGate{MinMembers: 3, StableFor: 3 * time.Second, ForceAfter: 30 * time.Second}
+	t0 := time.Unix(1000, 0)
+	cases := []struct {
+		name                      string
+		members                   int
+		sinceChange, sinceWaiting time.Duration
+		want                      FormationDecision
+	}{
+		{"members still joining one by one: planning now means re-planning a second later", 3, time.Second, 2 * time.Second, FormationWait},
+		{"too few members, even if stable", 2, 10 * time.Second, 10 * time.Second, FormationWait},
+		{"stable long enough with the registry present", 3, 3 * time.Second, 10 * time.Second, FormationStable},
+		{"never stable: forced after 30 s rather than blocking forever", 2, time.Second, 30 * time.Second, FormationForced},
+	}
+	for _, c := range cases {
+		now := t0.Add(c.sinceWaiting)
+		if got := g.Decide(c.members, now.Add(-c.sinceChange), t0, now); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}
+
+func TestTrafficGate(t *testing.T) {
+	m := Plan(PlanInput{Members: members("a"), TotalSegments: 8, NewIdentity: seqIdentity()})
+	m.Version = 7
+	half := m.Clone()
+	half.SegmentToPartition = half.SegmentToPartition[:4]
+	cases := []struct {
+		name string
+		in   TrafficInputs
+		want TrafficDecision
+	}{
+		{"no map yet: nothing to route with", TrafficInputs{Guard: time.Minute}, TrafficHold},
+		{"runtime ownership behind the map: would serve a partition it does not hold yet", TrafficInputs{Map: m, RuntimeVersion: 6, RuntimeComplete: true, Guard: time.Minute}, TrafficHold},
+		{"runtime incomplete: some partition has no owner entry", TrafficInputs{Map: m, RuntimeVersion: 7, Guard: time.Minute}, TrafficHold},
+		{"segment table half populated: keys would route nowhere", TrafficInputs{Map: half, RuntimeVersion: 7, RuntimeComplete: true, Guard: time.Minute}, TrafficHold},
+		{"aligned: open", TrafficInputs{Map: m, RuntimeVersion: 7, RuntimeComplete: true, Guard: time.Minute}, TrafficOpen},
+		{"never converging: open after the guard with a warning instead of staying shut", TrafficInputs{Map: m, RuntimeVersion: 6, RuntimeComplete: true, WaitingFor: time.Minute, Guard: time.Minute}, TrafficOpenUnconverged},
+	}
+	for _, c := range cases {
+		if got := TrafficGate(c.in); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}
+
+func TestNextMemberState(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	grace := DefaultGraceWindow
+	cases := []struct {
+		name  string
+		cur   MemberState
+		sig   MemberSignal
+		after time.Duration
+		want  MemberState
+	}{
+		{"missed heartbeats only suspect: a GC pause must not move anything", MemberAlive, SignalSuspect, 0, MemberSuspected},
+		{"declared dead: unreachable, runtime only (failover, not a new map)", MemberSuspected, SignalDead, 0, MemberUnreachable},
+		{"back within the grace window: alive again, no reshuffle", MemberUnreachable, SignalAlive, 10 * time.Second, MemberAlive},
+		{"still gone inside the grace window: stays unreachable", MemberUnreachable, SignalTick, 29 * time.Second, MemberUnreachable},
+		{"gone past the grace window: lost, eligible for a new map", MemberUnreachable, SignalTick, 30 * time.Second, MemberLost},
+		{"graceful leave: decommissioned at once", MemberAlive, SignalLeft, 0, MemberDecommissioned},
+		{"an evicted node cannot heartbeat its way back in", MemberEvicted, SignalAlive, 0, MemberEvicted},
+		{"a tick never revives or kills an alive member", MemberAlive, SignalTick, time.Hour, MemberAlive},
+	}
+	for _, c := range cases {
+		got := NextMemberState(c.cur, c.sig, t0, t0.Add(c.after), grace)
+		if got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+		if got.MapAffecting() != (got == MemberLost || got == MemberEvicted || got == MemberDecommissioned) {
+			t.Errorf("%s: MapAffecting wrong for %v", c.name, got)
+		}
+	}
+}
