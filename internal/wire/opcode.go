@@ -14,41 +14,43 @@ import (
 type Opcode uint8
 
 const (
-	OpHandshake Opcode = iota + 1 // first frame of every connection; HandshakeRequest / HandshakeResponse
-	OpPing                        // liveness; the response body echoes the request body
-	OpGet                         // key request → Result
-	OpPut                         // PutRequest → Result
-	OpDelete                      // key request → Result
-	OpExpire                      // expire request → Result
-	OpPersist                     // key request → Result
-	OpTTL                         // key request → Result (Result.TTL)
-	OpBatch                       // batch request → batch result
-	OpInfo                        // empty body → InfoResponse
-	OpCommand                     // command request → Reply (data structures, R-DS)
-	OpWatch                       // watch request → a stream of WatchItem frames (R-DS-6)
-	OpSubscribe                   // subscribe request → a stream of MessageItem frames (R-DS-7)
-	OpEndStream                   // end-stream request {stream id} → Reply OK; ends a watch or subscription
-	OpPublish                     // publish request → Reply Int (receivers)
+	OpHandshake  Opcode = iota + 1 // first frame of every connection; HandshakeRequest / HandshakeResponse
+	OpPing                         // liveness; the response body echoes the request body
+	OpGet                          // key request → Result
+	OpPut                          // PutRequest → Result
+	OpDelete                       // key request → Result
+	OpExpire                       // expire request → Result
+	OpPersist                      // key request → Result
+	OpTTL                          // key request → Result (Result.TTL)
+	OpBatch                        // batch request → batch result
+	OpInfo                         // empty body → InfoResponse
+	OpCommand                      // command request → Reply (data structures, R-DS)
+	OpWatch                        // watch request → a stream of WatchItem frames (R-DS-6)
+	OpSubscribe                    // subscribe request → a stream of MessageItem frames (R-DS-7)
+	OpEndStream                    // end-stream request {stream id} → Reply OK; ends a watch or subscription
+	OpPublish                      // publish request → Reply Int (receivers)
+	OpRoutingMap                   // empty body → RoutingMap; with FlagStream in the request: a stream of maps, one per change (push)
 
 	opEnd // keep last: one past the highest opcode this build knows
 )
 
 var opcodeNames = [...]string{
-	OpHandshake: "Handshake",
-	OpPing:      "Ping",
-	OpGet:       "Get",
-	OpPut:       "Put",
-	OpDelete:    "Delete",
-	OpExpire:    "Expire",
-	OpPersist:   "Persist",
-	OpTTL:       "TTL",
-	OpBatch:     "Batch",
-	OpInfo:      "Info",
-	OpCommand:   "Command",
-	OpWatch:     "Watch",
-	OpSubscribe: "Subscribe",
-	OpEndStream: "EndStream",
-	OpPublish:   "Publish",
+	OpHandshake:  "Handshake",
+	OpPing:       "Ping",
+	OpGet:        "Get",
+	OpPut:        "Put",
+	OpDelete:     "Delete",
+	OpExpire:     "Expire",
+	OpPersist:    "Persist",
+	OpTTL:        "TTL",
+	OpBatch:      "Batch",
+	OpInfo:       "Info",
+	OpCommand:    "Command",
+	OpWatch:      "Watch",
+	OpSubscribe:  "Subscribe",
+	OpEndStream:  "EndStream",
+	OpPublish:    "Publish",
+	OpRoutingMap: "RoutingMap",
 }
 
 func (op Opcode) String() string {

@@ -52,5 +52,26 @@ func FuzzDecodeStreamBodies(f *testing.F) {
 		_ = DecodeMessageItem(b, &m)
 		_, _, _ = DecodePublishRequest(b)
 		_, _ = DecodeEndStreamRequest(b)
+		var rm RoutingMap
+		_ = DecodeRoutingMap(b, &rm)
 	})
+}
+
+func TestRoutingMapRoundTrip(t *testing.T) {
+	m := RoutingMap{Version: 9, TotalSegments: 4, Nodes: []RoutingNode{{ID: "a", Host: "127.0.0.1", ClientPort: 7861, RESPPort: 6380}, {ID: "b", Host: "::1", ClientPort: 7862}},
+		SegmentOwner: []int32{0, 0, 1, -1}}
+	var got RoutingMap
+	if err := DecodeRoutingMap(AppendRoutingMap(nil, &m), &got); err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	bad := m
+	bad.SegmentOwner = []int32{0, 5, 1, 1}
+	if err := DecodeRoutingMap(AppendRoutingMap(nil, &bad), &got); err == nil {
+		t.Fatal("an owner index past the node list was accepted")
+	}
+	short := m
+	short.SegmentOwner = []int32{0}
+	if err := DecodeRoutingMap(AppendRoutingMap(nil, &short), &got); err == nil {
+		t.Fatal("an incomplete segment table was accepted")
+	}
 }
