@@ -358,3 +358,34 @@ func TestWriteOnExpiredUnsweptCollectionReplicates(t *testing.T) {
 		t.Fatalf("replica holds %s", flat(r))
 	}
 }
+
+// A segment the node does not own answers Moved to every client operation:
+// the client's map is wrong, and the node never serves (or relays) it.
+func TestNotOwnedSegmentAnswersMoved(t *testing.T) {
+	s, _ := newTestStore(t, func(c *Config) { c.Segments = 2 })
+	s.Put("k", []byte("v"), nil)
+	g := s.SegmentFor("k")
+	g.SetOwned(false)
+	for name, r := range map[string]kv.Status{
+		"get":     s.Get("k").Status,
+		"put":     s.Put("k", []byte("w"), nil).Status,
+		"delete":  s.Delete("k").Status,
+		"expire":  s.Expire("k", time.Second).Status,
+		"persist": s.Persist("k").Status,
+		"ttl":     s.TimeToLive("k").Status,
+		"hset":    run(t, s, kv.CmdHSet, "k", "f", "v").Status,
+		"type":    run(t, s, kv.CmdType, "k").Status,
+	} {
+		if r != kv.StatusMoved {
+			t.Errorf("%s on a foreign segment: %v", name, r)
+		}
+	}
+	// Replication still applies to it.
+	if ok, err := g.ApplyRecord(Record{Key: "k", Value: []byte("from owner"), Version: 2, Revision: 9}, OpPut); !ok || err != nil {
+		t.Fatalf("apply on a replica segment: %v %v", ok, err)
+	}
+	g.SetOwned(true)
+	if r := s.Get("k"); string(r.Value) != "from owner" {
+		t.Fatalf("after taking ownership: %+v", r)
+	}
+}

@@ -96,6 +96,9 @@ func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
 	if !h.write {
 		g.mu.RLock()
 		defer g.mu.RUnlock()
+		if !g.owned {
+			return kv.StatusReply(kv.StatusMoved)
+		}
 		x.rec = g.liveLocked(cmd.Key, now)
 		if x.rec != nil {
 			if h.kind != kindAny && x.rec.Kind != h.kind {
@@ -112,6 +115,9 @@ func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.owned {
+		return kv.StatusReply(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+	}
 	return g.execWriteLocked(h, &x)
 }
 

@@ -97,6 +97,10 @@ func status(s kv.Status) kv.Result { return kv.Result{Status: s} }
 func (g *Segment) Get(key string) kv.Result {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
+	if !g.owned {
+		g.mu.RUnlock()
+		return status(kv.StatusMoved)
+	}
 	r := g.items[key]
 	if r == nil || !r.liveAt(now) {
 		g.mu.RUnlock()
@@ -137,6 +141,10 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	rec.access = s.stamp(now)
 
 	g.mu.Lock()
+	if !g.owned {
+		g.mu.Unlock()
+		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+	}
 	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
 		g.mu.Unlock()
 		return status(kv.StatusConflict)
@@ -193,6 +201,9 @@ func (g *Segment) remove(key string, kind OpKind, onlyIfRevision uint64) kv.Resu
 	now := g.store.writeNow()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.owned {
+		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+	}
 	old := g.items[key]
 	if old == nil || old.Deleted || (kind == OpDelete && old.expiredAt(now)) {
 		return status(kv.StatusNotFound)
@@ -234,6 +245,9 @@ func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
 	now := g.store.writeNow()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.owned {
+		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+	}
 	old := g.items[key]
 	if old == nil || !old.liveAt(now) {
 		return status(kv.StatusNotFound)
@@ -259,6 +273,10 @@ func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
 func (g *Segment) TimeToLive(key string) kv.Result {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
+	if !g.owned {
+		g.mu.RUnlock()
+		return status(kv.StatusMoved)
+	}
 	defer g.mu.RUnlock()
 	r := g.items[key]
 	if r == nil || !r.liveAt(now) {
