@@ -394,6 +394,9 @@ func (c *conn) dispatch(f wire.Frame) {
 	case wire.OpPublish:
 		c.appendReply(f.ID, f.Op, c.publish(f))
 		return
+	case wire.OpRoutingMap:
+		c.routingMap(f)
+		return
 	case wire.OpPing:
 		c.out = wire.AppendFrame(c.out, f.ID, f.Op, wire.FlagResponse, f.Body)
 		return

@@ -53,6 +53,8 @@ type Config struct {
 	// PoolBatchThreshold: batches with more items run on the worker pool
 	// instead of inline on the connection's reader. Default 64.
 	PoolBatchThreshold int
+	// Routing answers OpRoutingMap (cluster-aware clients). Optional.
+	Routing RoutingSource
 	// Logger defaults to slog.Default(); Observer is optional.
 	Logger   *slog.Logger
 	Observer Observer
