@@ -34,14 +34,28 @@ func TestRoutingMapAnswerAndPush(t *testing.T) {
 	if err := wire.DecodeRoutingMap(next.Body, &got); err != nil || got.Version != 2 {
 		t.Fatalf("pushed map: %+v %v", got, err)
 	}
-	// Ending the stream answers OK and a last frame.
-	end := c.call(wire.OpEndStream, wire.AppendEndStreamRequest(nil, id))
-	var r kv.Reply
-	if end.ID == id { // the stream's last frame may come first
-		end = c.read()
+	// Ending the stream answers OK, and the stream sends its last frame;
+	// the two may arrive in either order.
+	endID := c.nextID()
+	c.write(wire.AppendFrame(nil, endID, wire.OpEndStream, 0, wire.AppendEndStreamRequest(nil, id)))
+	sawOK, sawLast := false, false
+	for range 2 {
+		f := c.read()
+		switch {
+		case f.ID == endID:
+			var r kv.Reply
+			if err := wire.DecodeReply(f.Body, &r); err != nil || r.Type != kv.ReplyOK {
+				t.Fatalf("end stream: %+v %v", r, err)
+			}
+			sawOK = true
+		case f.ID == id && !f.Flags.Has(wire.FlagStream):
+			sawLast = true
+		default:
+			t.Fatalf("unexpected frame %+v", f)
+		}
 	}
-	if err := wire.DecodeReply(end.Body, &r); err != nil || r.Type != kv.ReplyOK {
-		t.Fatalf("end stream: %+v %v", r, err)
+	if !sawOK || !sawLast {
+		t.Fatal("missing the OK or the stream's last frame")
 	}
 }
 
