@@ -160,12 +160,16 @@ const maxCoalesced = 512 << 10
 // frame deadline. It reports false once writing failed: the connection is
 // done (write logged why).
 func (c *conn) afterFrame() bool {
-	if !c.fr.HasFrame() || len(c.out) >= maxCoalesced {
+	hasFrame := c.fr.HasFrame()
+	if !hasFrame || len(c.out) >= maxCoalesced {
 		if !c.flush() {
 			return false
 		}
 	}
-	if !c.stopping.Load() {
+	// With a complete request already buffered, the next Next does not read
+	// from the socket: the deadline only matters before a read, so a
+	// pipelined batch re-arms it once, not once per request.
+	if !hasFrame && !c.stopping.Load() {
 		c.dr.frameDone(c.unread())
 	}
 	return true
