@@ -1,0 +1,202 @@
+package cluster
+
+import "slices"
+
+// EvolveMap is the leader's rule for a map that already exists (R-CLU-2/4),
+// pure: given the committed map and the tracked members it returns the next
+// map (Version and TopologyVersion bumped), or nil when nothing changes.
+//
+// Policy — a live owner's data is never dropped or moved silently (RF 1 has
+// no copy, and data migration is a later issue):
+//   - a member in a map-affecting state (lost, evicted, decommissioned)
+//     leaves the map. Each partition it owned goes to a spare (a live member
+//     that owns nothing), or else is merged into a neighbouring partition
+//     whose owner is live. Its data was on the departed node: with RF 1 it
+//     is lost either way, and the partition restarts empty.
+//   - a live member that is not in the map joins it as a spare: listed in
+//     Nodes (clients learn its addresses) but owning nothing. Partitions
+//     never move to it by themselves; Rebalance does that, on an operator's
+//     request.
+//   - a member whose addresses changed gets its new addresses.
+//
+// Members the tracker does not know, or knows only as alive, suspected or
+// unreachable, keep their place: runtime states never change the map.
+func EvolveMap(cur *PartitionMap, members []MemberView) *PartitionMap {
+	if cur == nil {
+		return nil
+	}
+	byID := make(map[NodeID]MemberView, len(members))
+	for _, m := range members {
+		byID[m.Info.ID] = m
+	}
+	departed := func(id NodeID) bool {
+		m, ok := byID[id]
+		return ok && m.State.MapAffecting()
+	}
+
+	next := cur.Clone()
+	changed := false
+
+	// Addresses and departures.
+	kept := next.Nodes[:0]
+	for _, n := range next.Nodes {
+		if departed(n.ID) {
+			changed = true
+			continue
+		}
+		if m, ok := byID[n.ID]; ok && m.Info.Host != "" && m.Info != n {
+			n = m.Info
+			changed = true
+		}
+		kept = append(kept, n)
+	}
+	next.Nodes = kept
+
+	// Joins: live members not in the map become spares.
+	for _, m := range members {
+		if m.State != MemberAlive {
+			continue
+		}
+		if _, in := next.Node(m.Info.ID); !in {
+			next.Nodes = append(next.Nodes, m.Info)
+			changed = true
+		}
+	}
+	slices.SortFunc(next.Nodes, func(a, b NodeInfo) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	if !changed {
+		return nil
+	}
+
+	// Replicas on departed nodes are dropped.
+	for i := range next.Partitions {
+		p := &next.Partitions[i]
+		p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, departed)
+	}
+	// Orphaned partitions: a spare takes each, in order; the rest merge.
+	for i := range next.Partitions {
+		p := &next.Partitions[i]
+		if !departed(p.ActiveOwner) {
+			if departed(p.PrimaryNodeID) {
+				p.PrimaryNodeID = p.ActiveOwner // the serving owner stays where it is
+			}
+			continue
+		}
+		if spare := firstSpare(next, byID); spare != "" {
+			p.PrimaryNodeID, p.ActiveOwner = spare, spare
+			p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, func(id NodeID) bool { return id == spare })
+		} else {
+			p.PrimaryNodeID, p.ActiveOwner = "", ""
+		}
+	}
+	next.Partitions = mergeOrphans(next.Partitions)
+	if len(next.Partitions) == 0 {
+		return nil // no live owner left at all: keep the map rather than plan nothing
+	}
+	next.SegmentToPartition = make([]int, next.TotalSegments)
+	for i := range next.Partitions {
+		p := &next.Partitions[i]
+		p.ID = i
+		for s := p.FirstSegment; s <= p.LastSegment; s++ {
+			next.SegmentToPartition[s] = i
+		}
+	}
+	next.Version = cur.Version + 1
+	next.TopologyVersion = cur.TopologyVersion + 1
+	if next.Validate() != nil {
+		return nil
+	}
+	return next
+}
+
+// firstSpare is the first live member (by id) in no partition group.
+func firstSpare(m *PartitionMap, byID map[NodeID]MemberView) NodeID {
+	used := map[NodeID]bool{}
+	for _, p := range m.Partitions {
+		used[p.PrimaryNodeID], used[p.ActiveOwner] = true, true
+		for _, r := range p.ReplicaNodeIDs {
+			used[r] = true
+		}
+	}
+	for _, n := range m.Nodes {
+		if v, ok := byID[n.ID]; ok && v.State == MemberAlive && !used[n.ID] {
+			return n.ID
+		}
+	}
+	return ""
+}
+
+// mergeOrphans folds every ownerless partition's segment range into a
+// neighbour with an owner (the previous one when there is one), keeping
+// ranges contiguous and the neighbour's identity.
+func mergeOrphans(ps []Partition) []Partition {
+	out := make([]Partition, 0, len(ps))
+	pendingFirst := -1 // first segment of orphans waiting for a next owner
+	for _, p := range ps {
+		switch {
+		case p.ActiveOwner == "" && len(out) > 0:
+			out[len(out)-1].LastSegment = p.LastSegment
+		case p.ActiveOwner == "":
+			if pendingFirst < 0 {
+				pendingFirst = p.FirstSegment
+			}
+		default:
+			if pendingFirst >= 0 {
+				p.FirstSegment, pendingFirst = pendingFirst, -1
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Rebalance re-plans the map over every live member with the planner
+// (sticky: a live owner keeps the segments it can keep). Segments that change
+// owner start EMPTY on their new owner — with RF 1 and no data migration
+// yet, their data stays behind on the old owner, unreachable. It is an
+// operator's decision, never taken automatically. Nil when nothing changes.
+func Rebalance(cur *PartitionMap, members []MemberView, partitions, rf int, newIdentity func() string) *PartitionMap {
+	if cur == nil {
+		return nil
+	}
+	var live []NodeInfo
+	for _, m := range members {
+		if m.State == MemberAlive {
+			live = append(live, m.Info)
+		}
+	}
+	next := Plan(PlanInput{Members: live, TotalSegments: cur.TotalSegments, Partitions: partitions, RF: rf,
+		Previous: cur, Store: cur.Store, Cluster: cur.ClusterID, NewIdentity: newIdentity})
+	if next == nil || sameLayout(cur, next) {
+		return nil
+	}
+	next.Version = cur.Version + 1
+	next.TopologyVersion = cur.TopologyVersion + 1
+	return next
+}
+
+func sameLayout(a, b *PartitionMap) bool {
+	if len(a.Partitions) != len(b.Partitions) || len(a.Nodes) != len(b.Nodes) {
+		return false
+	}
+	for i := range a.Nodes {
+		if a.Nodes[i] != b.Nodes[i] {
+			return false
+		}
+	}
+	for i := range a.Partitions {
+		pa, pb := a.Partitions[i], b.Partitions[i]
+		if pa.FirstSegment != pb.FirstSegment || pa.LastSegment != pb.LastSegment || pa.ActiveOwner != pb.ActiveOwner ||
+			!slices.Equal(pa.ReplicaNodeIDs, pb.ReplicaNodeIDs) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// The control-plane log (R-CLU-3, DESIGN "Cluster"): the partition map and
+// runtime ownership are entries of one raft log; the map a node serves is
+// the fold of that log. Two entry kinds exist:
+//
+//	MapCommit        a whole new map, applied only through AcceptMap
+//	                 (strictly newer, same store and cluster, valid)
+//	OwnershipChange  one partition's active owner moves (failover); the
+//	                 generation grows, the epoch never regresses
+//
+// The fold functions are pure: the same log gives the same map on every
+// node. LeaderTerm is stamped from the raft term of the entry, so it is
+// exactly the term of the leader that wrote it.
+
+// EntryType is the first byte of an encoded entry.
+type EntryType uint8
+
+const (
+	EntryMapCommit       EntryType = 1
+	EntryOwnershipChange EntryType = 2
+)
+
+// OwnershipChange moves the active owner of one partition (R-REP-3/4).
+type OwnershipChange struct {
+	Partition  int    `msgpack:"p"`
+	Owner      NodeID `msgpack:"o"`
+	Generation uint64 `msgpack:"g"` // must exceed the partition's current generation
+	Epoch      uint64 `msgpack:"e"` // must not be below the partition's current epoch
+	Term       uint64 `msgpack:"t"` // the raft term of the leader that decided it
+}
+
+// ErrBadEntry: an entry that does not decode.
+var ErrBadEntry = errors.New("cluster: malformed control-plane entry")
+
+// ErrRejectedChange: an ownership change the fold refuses.
+var ErrRejectedChange = errors.New("cluster: ownership change rejected")
+
+// EncodeMapCommit encodes a MapCommit entry.
+func EncodeMapCommit(m *PartitionMap) ([]byte, error) {
+	b, err := msgpack.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encoding map: %w", err)
+	}
+	return append([]byte{byte(EntryMapCommit)}, b...), nil
+}
+
+// EncodeOwnershipChange encodes an OwnershipChange entry.
+func EncodeOwnershipChange(oc OwnershipChange) ([]byte, error) {
+	b, err := msgpack.Marshal(&oc)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encoding ownership change: %w", err)
+	}
+	return append([]byte{byte(EntryOwnershipChange)}, b...), nil
+}
+
+// FoldEntry applies one encoded entry, written at raft term term, to the
+// current map and returns the next map. On error the current map stands.
+func FoldEntry(cur *PartitionMap, data []byte, term uint64, store, clusterID string) (*PartitionMap, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: empty", ErrBadEntry)
+	}
+	switch EntryType(data[0]) {
+	case EntryMapCommit:
+		var m PartitionMap
+		if err := msgpack.Unmarshal(data[1:], &m); err != nil {
+			return nil, fmt.Errorf("%w: map commit: %v", ErrBadEntry, err)
+		}
+		return FoldMapCommit(cur, &m, term, store, clusterID)
+	case EntryOwnershipChange:
+		var oc OwnershipChange
+		if err := msgpack.Unmarshal(data[1:], &oc); err != nil {
+			return nil, fmt.Errorf("%w: ownership change: %v", ErrBadEntry, err)
+		}
+		return FoldOwnership(cur, oc, term)
+	}
+	return nil, fmt.Errorf("%w: unknown entry type %d", ErrBadEntry, data[0])
+}
+
+// FoldMapCommit applies a committed map: only through AcceptMap. A
+// partition keeps its ownership lease (generation, term) when its active
+// owner did not change; a new or moved owner gets the next generation and
+// the entry's term. Epochs never regress.
+func FoldMapCommit(cur, in *PartitionMap, term uint64, store, clusterID string) (*PartitionMap, error) {
+	if err := AcceptMap(cur, in, store, clusterID); err != nil {
+		return nil, err
+	}
+	next := in.Clone()
+	for i := range next.Partitions {
+		p := &next.Partitions[i]
+		var prev *Partition
+		if cur != nil {
+			for j := range cur.Partitions {
+				if cur.Partitions[j].Identity == p.Identity {
+					prev = &cur.Partitions[j]
+					break
+				}
+			}
+		}
+		switch {
+		case prev == nil:
+			p.OwnershipGeneration, p.LeaderTerm = max(p.OwnershipGeneration, 1), term
+		case prev.ActiveOwner == p.ActiveOwner:
+			if p.OwnershipGeneration <= prev.OwnershipGeneration {
+				p.OwnershipGeneration, p.LeaderTerm = prev.OwnershipGeneration, prev.LeaderTerm
+			} else {
+				p.LeaderTerm = term
+			}
+			p.Epoch = max(p.Epoch, prev.Epoch)
+		default:
+			p.OwnershipGeneration = max(p.OwnershipGeneration, prev.OwnershipGeneration+1)
+			p.LeaderTerm = term
+			p.Epoch = max(p.Epoch, prev.Epoch)
+		}
+	}
+	return next, nil
+}
+
+// FoldOwnership applies a runtime ownership move: the map's layout stays,
+// its Version grows (clients must re-route), TopologyVersion does not.
+func FoldOwnership(cur *PartitionMap, oc OwnershipChange, term uint64) (*PartitionMap, error) {
+	reject := func(format string, args ...any) (*PartitionMap, error) {
+		return nil, fmt.Errorf("%w: partition %d: %s", ErrRejectedChange, oc.Partition, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case cur == nil:
+		return reject("no map committed yet")
+	case oc.Partition < 0 || oc.Partition >= len(cur.Partitions):
+		return reject("no such partition (map has %d)", len(cur.Partitions))
+	case oc.Term != term:
+		return reject("decided at term %d, written at term %d (a deposed leader's decision)", oc.Term, term)
+	}
+	if _, ok := cur.Node(oc.Owner); !ok {
+		return reject("owner %q is not a member of map version %d", oc.Owner, cur.Version)
+	}
+	p := cur.Partitions[oc.Partition]
+	switch {
+	case oc.Generation <= p.OwnershipGeneration:
+		return reject("generation %d not above %d", oc.Generation, p.OwnershipGeneration)
+	case oc.Epoch < p.Epoch:
+		return reject("epoch %d below %d (epochs never regress)", oc.Epoch, p.Epoch)
+	}
+	next := cur.Clone()
+	np := &next.Partitions[oc.Partition]
+	np.ActiveOwner, np.OwnershipGeneration, np.Epoch, np.LeaderTerm = oc.Owner, oc.Generation, oc.Epoch, term
+	next.Version++
+	return next, nil
+}

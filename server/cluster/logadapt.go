@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// levelWriter forwards the lines memberlist (log.Logger, "[WARN] ...") and
+// raft (hclog, "[WARN]  raft: ...") write to the node's slog logger at the
+// level their prefix names. info lines of the libraries go to debug: the
+// cluster logs the events that matter to an operator itself.
+type levelWriter struct {
+	log *slog.Logger
+}
+
+func (w levelWriter) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+		s := string(line)
+		level := slog.LevelDebug
+		if i := strings.Index(s, "["); i >= 0 {
+			if j := strings.Index(s[i:], "]"); j > 0 {
+				switch s[i+1 : i+j] {
+				case "WARN":
+					level = slog.LevelWarn
+				case "ERR", "ERROR":
+					level = slog.LevelError
+				}
+				s = strings.TrimSpace(s[i+j+1:])
+			}
+		}
+		if w.log.Enabled(context.Background(), level) {
+			w.log.Log(context.Background(), level, s)
+		}
+	}
+	return len(p), nil
+}
+
+func newHCLogger(log *slog.Logger) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Name: "raft", Level: hclog.Debug, Output: levelWriter{log: log}, DisableTime: true,
+	})
+}

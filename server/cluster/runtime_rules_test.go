@@ -1,0 +1,373 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func view(id string, s MemberState) MemberView {
+	return MemberView{Info: NodeInfo{ID: NodeID(id), Host: "127.0.0.1", ClientPort: 7000, PeerPort: 7100}, State: s}
+}
+
+func planned(ids ...string) *PartitionMap {
+	ms := make([]NodeInfo, len(ids))
+	for i, id := range ids {
+		ms[i] = view(id, MemberAlive).Info
+	}
+	m := Plan(PlanInput{Members: ms, TotalSegments: 12, RF: 1, Store: "s", NewIdentity: seqIdentity()})
+	m.Version, m.TopologyVersion = 5, 2
+	return m
+}
+
+func owners(m *PartitionMap) string {
+	var out []string
+	for _, p := range m.Partitions {
+		out = append(out, fmt.Sprintf("%s[%d-%d]", p.ActiveOwner, p.FirstSegment, p.LastSegment))
+	}
+	return fmt.Sprint(out)
+}
+
+func TestEvolveMap(t *testing.T) {
+	base := planned("a", "b", "c") // a[0-3] b[4-7] c[8-11]
+	cases := []struct {
+		name    string
+		members []MemberView
+		want    string // owners, or "" for no change
+		nodes   int
+	}{
+		{"everyone alive: no new map (no churn for nothing)",
+			[]MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, "", 3},
+		{"suspected or unreachable: runtime only, the map stays (a GC pause must not reshuffle)",
+			[]MemberView{view("a", MemberAlive), view("b", MemberSuspected), view("c", MemberUnreachable)}, "", 3},
+		{"a member the leader never heard of keeps its place",
+			[]MemberView{view("a", MemberAlive), view("b", MemberAlive)}, "", 3},
+		{"a joiner becomes a spare: live owners keep every segment (no silent data loss)",
+			[]MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive), view("d", MemberAlive)},
+			"[a[0-3] b[4-7] c[8-11]]", 4},
+		{"a lost owner's partition merges into its live neighbour; the others do not move",
+			[]MemberView{view("a", MemberAlive), view("b", MemberLost), view("c", MemberAlive)},
+			"[a[0-7] c[8-11]]", 2},
+		{"a lost first owner merges into the next partition",
+			[]MemberView{view("a", MemberDecommissioned), view("b", MemberAlive), view("c", MemberAlive)},
+			"[b[0-7] c[8-11]]", 2},
+		{"a spare takes a lost owner's partition whole",
+			[]MemberView{view("a", MemberAlive), view("b", MemberEvicted), view("c", MemberAlive), view("d", MemberAlive)},
+			"[a[0-3] d[4-7] c[8-11]]", 3},
+	}
+	for _, c := range cases {
+		got := EvolveMap(base, c.members)
+		if c.want == "" {
+			if got != nil {
+				t.Errorf("%s: unexpected new map %s", c.name, owners(got))
+			}
+			continue
+		}
+		if got == nil {
+			t.Errorf("%s: no new map", c.name)
+			continue
+		}
+		if err := got.Validate(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if owners(got) != c.want || len(got.Nodes) != c.nodes || got.Version != 6 || got.TopologyVersion != 3 {
+			t.Errorf("%s: got %s with %d nodes, v%d/t%d", c.name, owners(got), len(got.Nodes), got.Version, got.TopologyVersion)
+		}
+		if err := AcceptMap(base, got, "s", ""); err != nil {
+			t.Errorf("%s: the evolved map would be refused: %v", c.name, err)
+		}
+	}
+	if EvolveMap(nil, nil) != nil {
+		t.Fatal("no map: nothing to evolve (the formation gate plans the first)")
+	}
+}
+
+func TestRebalanceGivesJoinersPartitions(t *testing.T) {
+	cur := planned("a", "b")
+	joined := EvolveMap(cur, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)})
+	next := Rebalance(joined, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, 0, 1, seqIdentity())
+	if next == nil || len(next.Partitions) != 3 || next.Version != joined.Version+1 {
+		t.Fatalf("rebalance: %+v", next)
+	}
+	if err := AcceptMap(joined, next, "s", ""); err != nil {
+		t.Fatal(err)
+	}
+	if Rebalance(next, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, 0, 1, seqIdentity()) != nil {
+		t.Fatal("a balanced map must not be re-planned")
+	}
+}
+
+func TestPlanVoters(t *testing.T) {
+	addr := func(n NodeInfo) string { return string(n.ID) + ":7811" }
+	srv := func(id string, voter bool) RaftServer {
+		return RaftServer{ID: NodeID(id), Address: id + ":7811", Voter: voter}
+	}
+	cases := []struct {
+		name    string
+		servers []RaftServer
+		members []MemberView
+		want    string
+	}{
+		{"a new alive member becomes a voter",
+			[]RaftServer{srv("a", true)}, []MemberView{view("a", MemberAlive), view("b", MemberAlive)}, "[{1 b b:7811}]"},
+		{"beyond five voters, a non-voter (commits stay fast)",
+			[]RaftServer{srv("a", true), srv("b", true), srv("c", true), srv("d", true), srv("e", true)},
+			[]MemberView{view("a", MemberAlive), view("f", MemberAlive)}, "[{2 f f:7811}]"},
+		{"a lost member is removed and a non-voter promoted in its seat",
+			[]RaftServer{srv("a", true), srv("b", true), srv("c", false)},
+			[]MemberView{view("a", MemberAlive), view("b", MemberLost), view("c", MemberAlive)}, "[{3 b } {1 c c:7811}]"},
+		{"an unreachable voter keeps its seat (a GC pause must not cost a voter)",
+			[]RaftServer{srv("a", true), srv("b", true)},
+			[]MemberView{view("a", MemberAlive), view("b", MemberUnreachable)}, "[]"},
+		{"the leader never removes itself",
+			[]RaftServer{srv("a", true)}, []MemberView{view("a", MemberDecommissioned)}, "[]"},
+	}
+	for _, c := range cases {
+		if got := fmt.Sprint(PlanVoters("a", c.servers, c.members, addr)); got != c.want {
+			t.Errorf("%s: %s", c.name, got)
+		}
+	}
+}
+
+func TestDetectDrift(t *testing.T) {
+	d := func(node string, version uint64, leader string) Digest {
+		return Digest{Node: NodeID(node), MapVersion: version, Leader: NodeID(leader), Term: 2, NodeCount: 3, Generations: []uint64{1, 1, 1}}
+	}
+	cases := []struct {
+		name       string
+		self       Digest
+		peers      []Digest
+		streak     int
+		wantStreak int
+		wantRepair bool
+	}{
+		{"agrees with the majority", d("a", 4, "a"), []Digest{d("b", 4, "a"), d("c", 4, "a")}, 1, 0, false},
+		{"behind for one cycle: the normal lag of a commit, no repair yet", d("a", 3, "a"), []Digest{d("b", 4, "a"), d("c", 4, "a")}, 0, 1, false},
+		{"behind two cycles in a row: refetch the map", d("a", 3, "a"), []Digest{d("b", 4, "a"), d("c", 4, "a")}, 1, 0, true},
+		{"wrong leader two cycles in a row: repair", d("a", 4, "x"), []Digest{d("b", 4, "a"), d("c", 4, "a")}, 1, 0, true},
+		{"no strict majority: nothing to converge to", d("a", 3, "a"), []Digest{d("b", 4, "a")}, 1, 0, false},
+		{"alone: no drift", d("a", 3, "a"), nil, 1, 0, false},
+	}
+	for _, c := range cases {
+		s, r := DetectDrift(c.self, c.peers, c.streak)
+		if s != c.wantStreak || r != c.wantRepair {
+			t.Errorf("%s: streak %d repair %v", c.name, s, r)
+		}
+	}
+	m := planned("a", "b")
+	m.Partitions[1].Epoch = 7
+	if g := DigestOf("a", m, "a", 3); g.Epoch != 7 || g.MapVersion != 5 || g.NodeCount != 2 || len(g.Generations) != 2 {
+		t.Fatalf("digest %+v", g)
+	}
+	if back, ok := decodeDigest(encodeDigest(d("a", 4, "a"))); !ok || !sameView(back, d("b", 4, "a")) {
+		t.Fatal("digest round trip")
+	}
+}
+
+func TestTracker(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tr := NewTracker(NodeInfo{ID: "self"}, 30*time.Second, t0)
+	b := NodeInfo{ID: "b", Host: "h"}
+	if !tr.Signal(b, SignalAlive, t0) || tr.Present() != 2 || !tr.LastChange().Equal(t0) {
+		t.Fatal("a new alive member is tracked and changes the present set")
+	}
+	if tr.Signal(NodeInfo{ID: "self"}, SignalDead, t0) {
+		t.Fatal("the local node is always alive")
+	}
+	tr.Signal(b, SignalDead, t0.Add(time.Second))
+	if m, _ := tr.Get("b"); m.State != MemberUnreachable {
+		t.Fatalf("dead → unreachable, got %v", m.State)
+	}
+	if moved := tr.Tick(t0.Add(20 * time.Second)); len(moved) != 0 {
+		t.Fatal("still inside the grace window")
+	}
+	if moved := tr.Tick(t0.Add(31 * time.Second)); !slices.Equal(moved, []NodeID{"b"}) {
+		t.Fatalf("lost after the grace window: %v", moved)
+	}
+	tr.Expect([]NodeInfo{{ID: "ghost"}}, t0.Add(40*time.Second))
+	if m, _ := tr.Get("ghost"); m.State != MemberUnreachable {
+		t.Fatal("a map member never heard of starts unreachable, so it can be lost")
+	}
+	if tr.Signal(NodeInfo{ID: "never"}, SignalDead, t0) {
+		t.Fatal("a death of a member never seen alive is ignored")
+	}
+}
+
+func TestFold(t *testing.T) {
+	m := planned("a", "b")
+	first, err := FoldMapCommit(nil, m, 3, "s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range first.Partitions {
+		if p.OwnershipGeneration != 1 || p.LeaderTerm != 3 {
+			t.Fatalf("a new partition's lease: %+v", p)
+		}
+	}
+	// The same owners in a newer map keep their lease; a moved owner gets a
+	// new generation at the new term.
+	next := first.Clone()
+	next.Version++
+	next.Partitions[1].ActiveOwner, next.Partitions[1].PrimaryNodeID = "a", "a"
+	next.Partitions[0].ActiveOwner, next.Partitions[0].PrimaryNodeID = "b", "b"
+	folded, err := FoldMapCommit(first, next, 4, "s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := folded.Partitions[0]; p.OwnershipGeneration != 2 || p.LeaderTerm != 4 {
+		t.Fatalf("moved owner's lease: %+v", p)
+	}
+	same := folded.Clone()
+	same.Version++
+	kept, _ := FoldMapCommit(folded, same, 9, "s", "")
+	if p := kept.Partitions[0]; p.OwnershipGeneration != 2 || p.LeaderTerm != 4 {
+		t.Fatalf("an unchanged owner must keep its lease: %+v", p)
+	}
+	if _, err := FoldMapCommit(folded, folded.Clone(), 9, "s", ""); !errors.Is(err, ErrStaleMap) {
+		t.Fatalf("stale: %v", err)
+	}
+
+	data, _ := EncodeOwnershipChange(OwnershipChange{Partition: 1, Owner: "b", Generation: 3, Epoch: 1, Term: 5})
+	moved, err := FoldEntry(kept, data, 5, "s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := moved.Partitions[1]; p.ActiveOwner != "b" || p.Epoch != 1 || p.LeaderTerm != 5 || moved.Version != kept.Version+1 ||
+		moved.TopologyVersion != kept.TopologyVersion {
+		t.Fatalf("ownership change fold: %+v v%d", p, moved.Version)
+	}
+	rejects := []struct {
+		name string
+		oc   OwnershipChange
+		term uint64
+	}{
+		{"written at another term than decided: a deposed leader's decision", OwnershipChange{Partition: 1, Owner: "a", Generation: 9, Epoch: 2, Term: 4}, 5},
+		{"generation not above the current: a replayed or reordered move", OwnershipChange{Partition: 1, Owner: "a", Generation: 3, Epoch: 2, Term: 5}, 5},
+		{"epoch regresses: an old owner would be un-fenced", OwnershipChange{Partition: 1, Owner: "a", Generation: 9, Epoch: 0, Term: 5}, 5},
+		{"unknown owner", OwnershipChange{Partition: 1, Owner: "zz", Generation: 9, Epoch: 2, Term: 5}, 5},
+		{"no such partition", OwnershipChange{Partition: 7, Owner: "a", Generation: 9, Epoch: 2, Term: 5}, 5},
+	}
+	for _, r := range rejects {
+		if _, err := FoldOwnership(moved, r.oc, r.term); !errors.Is(err, ErrRejectedChange) {
+			t.Errorf("%s: %v", r.name, err)
+		}
+	}
+	if _, err := FoldEntry(moved, []byte{9, 1}, 5, "s", ""); !errors.Is(err, ErrBadEntry) {
+		t.Fatal("unknown entry type must be refused")
+	}
+}
+
+func TestCheckPeer(t *testing.T) {
+	self := Meta{Info: NodeInfo{ID: "a"}, Store: "s", Cluster: "c", Proto: MetaProto}
+	enc := func(m Meta) []byte { b, _ := EncodeMeta(m, 512); return b }
+	ok := Meta{Info: NodeInfo{ID: "b"}, Store: "s", Cluster: "c", Proto: MetaProto}
+	if _, err := CheckPeer(self, "b", enc(ok)); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name string
+		peer string
+		raw  []byte
+	}{
+		{"another store: a node must never silently serve another store", "b", enc(Meta{Info: NodeInfo{ID: "b"}, Store: "x", Cluster: "c", Proto: MetaProto})},
+		{"another cluster: two clusters on one network must not merge", "b", enc(Meta{Info: NodeInfo{ID: "b"}, Store: "s", Cluster: "x", Proto: MetaProto})},
+		{"a name that is not its id", "zz", enc(ok)},
+		{"garbage metadata", "b", []byte{0xc1}},
+		{"no metadata", "b", nil},
+	}
+	for _, b := range bad {
+		if _, err := CheckPeer(self, b.peer, b.raw); !errors.Is(err, ErrForeignNode) {
+			t.Errorf("%s: %v", b.name, err)
+		}
+	}
+}
+
+func TestBoltStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "raft.db")
+	s, err := openBoltStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []*raft.Log
+	for i := uint64(1); i <= 10; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}})
+	}
+	if err := s.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRange(1, 3); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.FirstIndex()
+	last, _ := s.LastIndex()
+	if first != 4 || last != 10 {
+		t.Fatalf("range %d..%d", first, last)
+	}
+	var l raft.Log
+	if err := s.GetLog(2, &l); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("deleted log: %v", err)
+	}
+	if err := s.SetUint64([]byte("term"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetUint64([]byte("missing")); err == nil || err.Error() != "not found" {
+		t.Fatalf("raft expects the message %q for a missing key: %v", "not found", err)
+	}
+	_ = s.Close()
+	// Reopened: everything is still there.
+	s, err = openBoltStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.GetLog(5, &l); err != nil || l.Data[0] != 5 {
+		t.Fatalf("log 5 after reopen: %v %+v", err, l)
+	}
+	if v, err := s.GetUint64([]byte("term")); err != nil || v != 7 {
+		t.Fatalf("term after reopen: %d %v", v, err)
+	}
+}
+
+func TestPeerMuxRoutesByFirstByte(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := NewPeerMux(ln, nil, discardLogger())
+	m := planned("a")
+	mux.Handle(PeerMapFetch, func(c net.Conn) { serveMapFetch(c, func() *PartitionMap { return m }) })
+	mux.Serve()
+	defer mux.Close()
+	ctx, cancel := contextTimeout(2 * time.Second)
+	defer cancel()
+	got, err := mux.fetchMap(ctx, ln.Addr().String())
+	if err != nil || got.Version != m.Version || len(got.Partitions) != 1 {
+		t.Fatalf("fetch: %v %+v", err, got)
+	}
+	// An unknown protocol byte is closed without an answer.
+	c, err := mux.Dial(ctx, ln.Addr().String(), 0x7f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatal("unknown protocol must be closed")
+	}
+	c.Close()
+	mux.Close()
+	mux.Close() // safe twice
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func contextTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zaris-io/zaris/internal/placement"
+)
+
+// Status is a point-in-time description of the cluster as this node sees
+// it (STYLE 12), served as JSON by GET /v1/cluster.
+type Status struct {
+	Self            NodeID            `json:"self"`
+	Store           string            `json:"store"`
+	ClusterID       string            `json:"clusterId"`
+	MapVersion      uint64            `json:"mapVersion"`
+	TopologyVersion uint64            `json:"topologyVersion"`
+	TotalSegments   int               `json:"totalSegments"`
+	Leader          NodeID            `json:"leader"`
+	Term            uint64            `json:"term"`
+	TrafficGate     string            `json:"trafficGate"` // hold, open, open-unconverged
+	Joined          bool              `json:"joined"`
+	DriftRepairs    uint64            `json:"driftRepairs"`
+	Nodes           []NodeStatus      `json:"nodes"`
+	Partitions      []PartitionStatus `json:"partitions"`
+}
+
+// NodeStatus is one member: its addresses, state and roles.
+type NodeStatus struct {
+	ID         NodeID `json:"id"`
+	Host       string `json:"host"`
+	ClientAddr string `json:"clientAddr"`
+	RESPAddr   string `json:"respAddr,omitempty"`
+	HTTPAddr   string `json:"httpAddr,omitempty"`
+	PeerAddr   string `json:"peerAddr"`
+	GossipAddr string `json:"gossipAddr"`
+	State      string `json:"state"`      // alive, suspected, unreachable, lost, evicted, decommissioned
+	InMap      bool   `json:"inMap"`      // listed in the applied map
+	Raft       string `json:"raft"`       // voter, nonvoter, or "" when not in the raft configuration
+	Leader     bool   `json:"leader"`     // leads the control plane
+	Partitions []int  `json:"partitions"` // partitions it actively owns
+}
+
+// PartitionStatus is one partition of the applied map.
+type PartitionStatus struct {
+	ID           int      `json:"id"`
+	Identity     string   `json:"identity"`
+	Primary      NodeID   `json:"primary"`
+	ActiveOwner  NodeID   `json:"activeOwner"`
+	Replicas     []NodeID `json:"replicas"`
+	Epoch        uint64   `json:"epoch"`
+	Generation   uint64   `json:"generation"`
+	LeaderTerm   uint64   `json:"leaderTerm"`
+	Health       string   `json:"health"` // healthy, suspect, unavailable
+	FirstSegment int      `json:"firstSegment"`
+	LastSegment  int      `json:"lastSegment"`
+	FirstSlot    int      `json:"firstSlot"`
+	LastSlot     int      `json:"lastSlot"`
+}
+
+var trafficNames = [...]string{TrafficHold: "hold", TrafficOpen: "open", TrafficOpenUnconverged: "open-unconverged"}
+
+// Status describes the cluster now.
+func (c *Cluster) Status() Status {
+	c.mu.RLock()
+	m, members, open, traffic, repairs, joined := c.applied, c.members, c.trafficOpen, c.traffic, c.repairs, c.joined
+	c.mu.RUnlock()
+	if !open {
+		traffic = TrafficHold
+	}
+	st := Status{Self: c.cfg.Self.ID, Store: c.cfg.Store, ClusterID: c.cfg.ClusterID, Leader: c.Leader(), Term: c.Term(),
+		TrafficGate: trafficNames[traffic], Joined: joined, DriftRepairs: repairs,
+		Nodes: []NodeStatus{}, Partitions: []PartitionStatus{}}
+	roles := map[NodeID]string{}
+	if c.raft != nil {
+		if f := c.raft.GetConfiguration(); f.Error() == nil {
+			for _, s := range f.Configuration().Servers {
+				roles[NodeID(s.ID)] = "nonvoter"
+				if s.Suffrage == raft.Voter {
+					roles[NodeID(s.ID)] = "voter"
+				}
+			}
+		}
+	}
+	state := map[NodeID]MemberState{}
+	infos := map[NodeID]NodeInfo{}
+	var order []NodeID
+	for _, mv := range members {
+		state[mv.Info.ID] = mv.State
+		infos[mv.Info.ID] = mv.Info
+		order = append(order, mv.Info.ID)
+	}
+	owned := map[NodeID][]int{}
+	if m != nil {
+		st.MapVersion, st.TopologyVersion, st.TotalSegments = m.Version, m.TopologyVersion, m.TotalSegments
+		for _, n := range m.Nodes {
+			if _, ok := infos[n.ID]; !ok {
+				infos[n.ID] = n
+				order = append(order, n.ID)
+			}
+		}
+		for _, p := range m.Partitions {
+			owned[p.ActiveOwner] = append(owned[p.ActiveOwner], p.ID)
+			first, _ := placement.SlotRange(uint16(p.FirstSegment), m.TotalSegments)
+			_, last := placement.SlotRange(uint16(p.LastSegment), m.TotalSegments)
+			health := "healthy"
+			switch s := state[p.ActiveOwner]; {
+			case p.ActiveOwner == "" || s == MemberUnreachable || s.MapAffecting():
+				health = "unavailable"
+			case s == MemberSuspected:
+				health = "suspect"
+			}
+			st.Partitions = append(st.Partitions, PartitionStatus{ID: p.ID, Identity: p.Identity, Primary: p.PrimaryNodeID,
+				ActiveOwner: p.ActiveOwner, Replicas: append([]NodeID{}, p.ReplicaNodeIDs...), Epoch: p.Epoch,
+				Generation: p.OwnershipGeneration, LeaderTerm: p.LeaderTerm, Health: health,
+				FirstSegment: p.FirstSegment, LastSegment: p.LastSegment, FirstSlot: int(first), LastSlot: int(last)})
+		}
+	}
+	for _, id := range order {
+		n := infos[id]
+		ns := NodeStatus{ID: id, Host: n.Host, ClientAddr: hostPort(n.Host, n.ClientPort), RESPAddr: hostPort(n.Host, n.RESPPort),
+			HTTPAddr: hostPort(n.Host, n.HTTPPort), PeerAddr: hostPort(n.Host, n.PeerPort), GossipAddr: hostPort(n.Host, n.GossipPort),
+			State: "unknown", Raft: roles[id], Leader: id == st.Leader, Partitions: append([]int{}, owned[id]...)}
+		if s, ok := state[id]; ok {
+			ns.State = s.String()
+		}
+		if m != nil {
+			_, ns.InMap = m.Node(id)
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	return st
+}
+
+func hostPort(host string, port int) string {
+	if port <= 0 {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
