@@ -1,0 +1,116 @@
+package failover
+
+import (
+	"testing"
+	"time"
+)
+
+func TestConfirmOwnerDown(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	esc := DefaultSuspectEscalation
+	cases := []struct {
+		name                     string
+		leader, reachable, clean bool
+		since                    time.Time
+		after                    time.Duration
+		want                     ConfirmDecision
+	}{
+		{"a follower never promotes: two nodes would elect two owners", false, false, true, t0, time.Minute, Ignore},
+		{"a 'left' signal racing ahead of the peer table while the owner still answers: leave it", true, true, true, t0, time.Minute, Ignore},
+		{"clean departure confirmed by the re-check: promote", true, false, true, time.Time{}, 0, Confirm},
+		{"silent owner, first seen now: only suspect", true, false, false, t0, 0, Suspect},
+		{"silent inside the escalation window: a GC pause must not cost a promotion", true, false, false, t0, 9 * time.Second, Suspect},
+		{"silent for the whole window: confirm", true, false, false, t0, 10 * time.Second, Confirm},
+	}
+	for _, c := range cases {
+		if got := ConfirmOwnerDown(c.leader, c.reachable, c.clean, c.since, t0.Add(c.after), esc); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}
+
+func TestNextEpochAndFence(t *testing.T) {
+	cases := []struct {
+		name          string
+		base, highest uint64
+		want          uint64
+		ok            bool
+	}{
+		{"first promotion", 7, 7, 8, true},
+		{"a leader planning from a stale base would regress ownership: refused", 5, 7, 0, false},
+		{"equal to an observed epoch: two owners at one epoch, refused", 6, 7, 0, false},
+		{"wraparound is refused", ^uint64(0), 0, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := NextEpoch(c.base, c.highest)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: %d %v", c.name, got, ok)
+		}
+	}
+	if AcceptWrite(true, 7, 8) {
+		t.Error("an old owner back from a partition at epoch 7 accepted a write at epoch 8 (split brain)")
+	}
+	if !AcceptWrite(true, 8, 8) || AcceptWrite(false, 8, 8) {
+		t.Error("fence wrong for the current owner / a replica")
+	}
+}
+
+func TestChooseCandidateAndPromotionState(t *testing.T) {
+	cands := []Candidate{
+		{ID: "n3", Alive: true, SyncedSegments: 100, HeldKeys: 900},
+		{ID: "n2", Alive: true, SyncedSegments: 128, HeldKeys: 800},
+		{ID: "n4", Alive: false, SyncedSegments: 128, HeldKeys: 1000},
+	}
+	best, ok := ChooseCandidate(cands)
+	if !ok || best.ID != "n2" {
+		t.Fatalf("picked %+v: the most synced live replica serves soonest; a dead one never", best)
+	}
+	if _, ok := ChooseCandidate([]Candidate{{ID: "x", Alive: false}}); ok {
+		t.Fatal("no live replica must mean Unavailable, not a fake owner")
+	}
+	cases := []struct {
+		name            string
+		cand, bestOther int64
+		want            Health
+	}{
+		{"a more complete live sibling exists: sync first, or acknowledged keys read NotFound", 800, 900, Recovering},
+		{"the candidate is the most complete: serve now", 900, 800, Degraded},
+		{"a lone survivor serves: blocking the only copy left helps nobody", 500, 0, Degraded},
+		{"equal holders: serve", 900, 900, Degraded},
+	}
+	for _, c := range cases {
+		if got := PromotionState(c.cand, c.bestOther); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}
+
+func TestNextHealth(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	d := DefaultHealthDebounce
+	cases := []struct {
+		name     string
+		cur      Health
+		ev       HealthEvent
+		promoted Health
+		since    time.Time
+		after    time.Duration
+		want     Health
+	}{
+		{"losing a replica degrades at once (cheap, reversible)", Healthy, EventReplicaLost, 0, time.Time{}, 0, Degraded},
+		{"promotion lands in the proven state", Degraded, EventOwnerPromoted, Recovering, time.Time{}, 0, Recovering},
+		{"a recovering owner that caught up starts serving", Recovering, EventCaughtUp, 0, time.Time{}, 0, Degraded},
+		{"synced but inside the debounce: a flapping node must not storm transitions", Degraded, EventAllSynced, 0, t0, time.Second, Degraded},
+		{"synced for the debounce: healthy again", Degraded, EventAllSynced, 0, t0, d, Healthy},
+		{"never healthy straight from recovering", Recovering, EventAllSynced, 0, t0, time.Hour, Recovering},
+		{"no survivor: unavailable, loudly", Degraded, EventNoSurvivor, 0, time.Time{}, 0, Unavailable},
+	}
+	for _, c := range cases {
+		if got := NextHealth(c.cur, c.ev, c.promoted, c.since, t0.Add(c.after), d); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+	if !Degraded.Serving() || Recovering.Serving() || Unavailable.Serving() {
+		t.Fatal("serving states")
+	}
+}
