@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -181,6 +183,94 @@ type Config struct {
 	LogLevel slog.Level
 	// LogFormat is text or json (--log-format). Default text.
 	LogFormat LogFormat
+
+	// ClusterID names the cluster (--cluster-id): a node of another cluster
+	// is refused, even for the same store. Default "" (every node must agree
+	// on it, empty included). 0–64 characters of [A-Za-z0-9_-].
+	ClusterID string
+	// Nodes is the node registry (--nodes; YAML "nodes:" as a list of
+	// {id, host, client-port, peer-port, gossip-port, resp-port, http-port}
+	// or of ID@HOST:CLIENT:PEER:GOSSIP[:RESP[:HTTP]] strings). Default
+	// empty. Every registry node joins the others, the registry's first five
+	// are the raft voters at bootstrap, and the formation gate waits for all
+	// of them. A node listed in it takes its ports from its entry.
+	Nodes []NodeEntry
+	// ExpectNodes is how many members the formation gate waits for before
+	// the first map (--expect-nodes). Default 0 = the registry size, or 1.
+	ExpectNodes int
+	// Partitions is the number of partitions of the first map
+	// (--partitions). Default 0 = one per member (R-CLU-7). At most the
+	// store's segment count (256).
+	Partitions int
+	// Timings are the cluster's clocks. The flags --formation-stable (3s),
+	// --formation-timeout (30s), --traffic-guard (60s), --member-grace
+	// (30s), --raft-heartbeat-timeout (1s), --raft-election-timeout (1s),
+	// --raft-leader-lease (500ms) and --gossip-probe-interval (1s) set the
+	// main ones; cluster.TestTimings() are short ones for tests.
+	Timings cluster.Timings
+}
+
+// NodeEntry is one node of the registry (Config.Nodes).
+type NodeEntry struct {
+	ID         string `yaml:"id"`
+	Host       string `yaml:"host"`
+	ClientPort int    `yaml:"client-port"`
+	PeerPort   int    `yaml:"peer-port"`
+	GossipPort int    `yaml:"gossip-port"`
+	RESPPort   int    `yaml:"resp-port"` // 0 = RESP off
+	HTTPPort   int    `yaml:"http-port"` // 0 = HTTP off
+}
+
+// String is the compact form ID@HOST:CLIENT:PEER:GOSSIP:RESP:HTTP.
+func (e NodeEntry) String() string {
+	host := e.Host
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return fmt.Sprintf("%s@%s:%d:%d:%d:%d:%d", e.ID, host, e.ClientPort, e.PeerPort, e.GossipPort, e.RESPPort, e.HTTPPort)
+}
+
+// ParseNodeEntry parses ID@HOST:CLIENT:PEER:GOSSIP[:RESP[:HTTP]] (a bracketed
+// IPv6 host is allowed).
+func ParseNodeEntry(s string) (NodeEntry, error) {
+	id, rest, ok := strings.Cut(strings.TrimSpace(s), "@")
+	if !ok || id == "" {
+		return NodeEntry{}, errors.New("want ID@HOST:CLIENT:PEER:GOSSIP[:RESP[:HTTP]]")
+	}
+	var host string
+	if strings.HasPrefix(rest, "[") {
+		end := strings.Index(rest, "]")
+		if end < 0 {
+			return NodeEntry{}, errors.New("unclosed [ in the host")
+		}
+		host, rest = rest[1:end], strings.TrimPrefix(rest[end+1:], ":")
+	} else {
+		host, rest, _ = strings.Cut(rest, ":")
+	}
+	parts := strings.Split(rest, ":")
+	if host == "" || len(parts) < 3 || len(parts) > 5 {
+		return NodeEntry{}, errors.New("want ID@HOST:CLIENT:PEER:GOSSIP[:RESP[:HTTP]]")
+	}
+	ports := make([]int, 5)
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > 65535 {
+			return NodeEntry{}, fmt.Errorf("port %q: want 0..65535", p)
+		}
+		ports[i] = n
+	}
+	return NodeEntry{ID: id, Host: host, ClientPort: ports[0], PeerPort: ports[1], GossipPort: ports[2],
+		RESPPort: ports[3], HTTPPort: ports[4]}, nil
+}
+
+// registryEntry returns the registry entry of id.
+func (c Config) registryEntry(id string) (NodeEntry, bool) {
+	for _, e := range c.Nodes {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return NodeEntry{}, false
 }
 
 // DefaultConfig returns the documented defaults.
@@ -205,6 +295,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:   DefaultShutdownTimeout,
 		LogLevel:          slog.LevelInfo,
 		LogFormat:         LogText,
+		Timings:           cluster.DefaultTimings(),
 	}
 }
 
@@ -363,6 +454,71 @@ func (c Config) Validate() error {
 	default:
 		return bad("log-format", "%q: want text or json", c.LogFormat)
 	}
+	return c.validateCluster(bad)
+}
+
+// validateCluster checks the cluster options: the registry (no duplicate
+// ids, no two services on one host:port, this node's entry agreeing with
+// its ports), the formation and partition counts and the timings.
+func (c Config) validateCluster(bad func(option, format string, args ...any) error) error {
+	if c.ClusterID != "" && !storeNamePattern.MatchString(c.ClusterID) {
+		return bad("cluster-id", "%q: want 0-64 characters of [A-Za-z0-9_-]", c.ClusterID)
+	}
+	seen := map[string]int{}
+	owner := map[string]string{} // host:port → "node "x" client-port"
+	for i, e := range c.Nodes {
+		where := fmt.Sprintf("entry %d (%q)", i+1, e.ID)
+		if !ValidNodeID(e.ID) {
+			return bad("nodes", "%s: id %q: want 1-64 characters of [A-Za-z0-9._-] starting with a letter or digit", where, e.ID)
+		}
+		if j, dup := seen[e.ID]; dup {
+			return bad("nodes", "node id %q is listed twice (entries %d and %d): node ids must be unique", e.ID, j+1, i+1)
+		}
+		seen[e.ID] = i
+		if e.Host == "" || net.ParseIP(e.Host) == nil && !hostnamePattern.MatchString(e.Host) {
+			return bad("nodes", "%s: host %q is neither an IP address nor a host name", where, e.Host)
+		}
+		for _, p := range []struct {
+			name  string
+			port  int
+			offOK bool
+		}{{"client-port", e.ClientPort, false}, {"peer-port", e.PeerPort, false}, {"gossip-port", e.GossipPort, false},
+			{"resp-port", e.RESPPort, true}, {"http-port", e.HTTPPort, true}} {
+			switch {
+			case p.port == 0 && p.offOK:
+				continue
+			case p.port < 1 || p.port > 65535:
+				return bad("nodes", "%s: %s %d out of range 1..65535", where, p.name, p.port)
+			}
+			key := net.JoinHostPort(e.Host, strconv.Itoa(p.port))
+			what := fmt.Sprintf("node %q's %s", e.ID, p.name)
+			if other, dup := owner[key]; dup {
+				return bad("nodes", "%s and %s are both %s: overlapping ports", other, what, key)
+			}
+			owner[key] = what
+		}
+	}
+	if e, ok := c.registryEntry(c.NodeID); ok && c.NodeID != "" {
+		for _, p := range []struct {
+			option     string
+			mine, want int
+		}{{"client-port", c.ClientPort, e.ClientPort}, {"peer-port", c.PeerPort, e.PeerPort},
+			{"gossip-port", c.GossipPort, e.GossipPort}, {"resp-port", c.RESPPort, e.RESPPort}, {"http-port", c.HTTPPort, e.HTTPPort}} {
+			if p.mine != p.want && p.mine != EphemeralPort {
+				return bad(p.option, "%d, but this node's entry in nodes (%q) says %d: leave it unset or make them agree", p.mine, c.NodeID, p.want)
+			}
+		}
+	}
+	if c.ExpectNodes < 0 {
+		return bad("expect-nodes", "%d: must be 0 (the registry size, or 1) or more", c.ExpectNodes)
+	}
+	if c.Partitions < 0 || c.Partitions > store.DefaultSegments {
+		return bad("partitions", "%d out of range 0..%d (0 = one per member)", c.Partitions, store.DefaultSegments)
+	}
+	if err := c.Timings.Validate(); err != nil {
+		option, problem, _ := strings.Cut(err.Error(), ": ")
+		return bad(option, "%s", problem)
+	}
 	return nil
 }
 
@@ -412,6 +568,10 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max_workers", c.MaxWorkers),
 		slog.Int("min_workers", c.MinWorkers),
 		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),
+		slog.String("cluster_id", c.ClusterID),
+		slog.Int("registry_nodes", len(c.Nodes)),
+		slog.Int("expect_nodes", c.ExpectNodes),
+		slog.Int("partitions", c.Partitions),
 	)
 }
 

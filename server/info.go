@@ -84,6 +84,13 @@ func (n *Node) Info() Info {
 			}
 		}
 	}
+	peerPort, gossipPort := c.PeerPort, c.GossipPort
+	if n.peer != nil {
+		peerPort = portOf(n.peer.Addr())
+	}
+	if n.cluster != nil {
+		gossipPort = n.cluster.GossipPort()
+	}
 	n.mu.Unlock()
 
 	st := n.store.Stats()
@@ -96,7 +103,7 @@ func (n *Node) Info() Info {
 		StartedAt: startedAt,
 		Ports: PortsInfo{
 			Client: ports[EndpointClient], RESP: ports[EndpointRESP], HTTP: ports[EndpointHTTP],
-			Peer: c.PeerPort, Gossip: c.GossipPort,
+			Peer: peerPort, Gossip: gossipPort,
 		},
 		Addresses: addrs,
 		Memory: MemoryInfo{

@@ -131,6 +131,40 @@ var options = []option{
 		set:  func(c *Config, v string) error { c.TLSCA = v; return nil },
 		show: func(c Config) string { return c.TLSCA }},
 
+	{name: "cluster-id", arg: "ID", usage: "cluster name; a node of another cluster is refused",
+		set:  func(c *Config, v string) error { c.ClusterID = v; return nil },
+		show: func(c Config) string { return c.ClusterID }},
+	{name: "nodes", arg: "ID@HOST:CLIENT:PEER:GOSSIP[:RESP[:HTTP]],...", list: true,
+		usage: "node registry (YAML: a list of {id, host, client-port, peer-port, gossip-port, resp-port, http-port})",
+		set: func(c *Config, v string) error {
+			c.Nodes = nil
+			for _, item := range splitList(v) {
+				e, err := ParseNodeEntry(item)
+				if err != nil {
+					return fmt.Errorf("%q: %w", item, err)
+				}
+				c.Nodes = append(c.Nodes, e)
+			}
+			return nil
+		},
+		show: func(c Config) string {
+			out := make([]string, len(c.Nodes))
+			for i, e := range c.Nodes {
+				out[i] = e.String()
+			}
+			return strings.Join(out, ",")
+		}},
+	intOption("expect-nodes", "members the formation gate waits for (0 = registry size, or 1)", func(c *Config) *int { return &c.ExpectNodes }),
+	intOption("partitions", "partitions of the first map (0 = one per member)", func(c *Config) *int { return &c.Partitions }),
+	durationOption("formation-stable", "membership stability before the first map", func(c *Config) *time.Duration { return &c.Timings.FormationStable }),
+	durationOption("formation-timeout", "first map forced after this long", func(c *Config) *time.Duration { return &c.Timings.FormationTimeout }),
+	durationOption("traffic-guard", "open the client ports after this long even unconverged", func(c *Config) *time.Duration { return &c.Timings.TrafficGuard }),
+	durationOption("member-grace", "an unreachable member is lost after this long", func(c *Config) *time.Duration { return &c.Timings.MemberGrace }),
+	durationOption("raft-heartbeat-timeout", "raft follower timeout", func(c *Config) *time.Duration { return &c.Timings.RaftHeartbeat }),
+	durationOption("raft-election-timeout", "raft candidate timeout", func(c *Config) *time.Duration { return &c.Timings.RaftElection }),
+	durationOption("raft-leader-lease", "raft leader lease (at most the heartbeat timeout)", func(c *Config) *time.Duration { return &c.Timings.RaftLeaderLease }),
+	durationOption("gossip-probe-interval", "memberlist failure-detector probe interval", func(c *Config) *time.Duration { return &c.Timings.GossipProbeInterval }),
+
 	{name: "eviction", arg: "lru|noeviction", usage: "at the memory cap: evict by sampled LRU, or refuse writes",
 		set: func(c *Config, v string) error {
 			switch strings.ToLower(v) {
@@ -198,6 +232,19 @@ func portOption(name, usage string, field func(*Config) *int) option {
 			return nil
 		},
 		show: func(c Config) string { return strconv.Itoa(*field(&c)) }}
+}
+
+func durationOption(name, usage string, field func(*Config) *time.Duration) option {
+	return option{name: name, arg: "DURATION", usage: usage,
+		set: func(c *Config, v string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return errors.New("not a duration (e.g. 3s, 500ms)")
+			}
+			*field(c) = d
+			return nil
+		},
+		show: func(c Config) string { return field(&c).String() }}
 }
 
 func intOption(name, usage string, field func(*Config) *int) option {
@@ -392,6 +439,30 @@ func LoadConfig(args []string, lookupEnv func(string) (string, bool)) (Config, e
 		sources[o.name] = "flag --" + o.name
 	}
 
+	// 5. A node listed in the registry takes the ports it left unset from
+	// its entry.
+	if len(cfg.Nodes) > 0 {
+		id := cfg.NodeID
+		if id == "" {
+			host, _ := os.Hostname()
+			id = NodeIDFromHostname(host)
+		}
+		if e, ok := cfg.registryEntry(id); ok {
+			for _, p := range []struct {
+				option string
+				field  *int
+				value  int
+			}{{"client-port", &cfg.ClientPort, e.ClientPort}, {"peer-port", &cfg.PeerPort, e.PeerPort},
+				{"gossip-port", &cfg.GossipPort, e.GossipPort}, {"resp-port", &cfg.RESPPort, e.RESPPort},
+				{"http-port", &cfg.HTTPPort, e.HTTPPort}} {
+				if sources[p.option] == "" {
+					*p.field = p.value
+					sources[p.option] = "nodes entry " + strconv.Quote(id)
+				}
+			}
+		}
+	}
+
 	if err := cfg.Validate(); err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) {
@@ -443,6 +514,14 @@ func applyYAML(cfg *Config, path string, data []byte, sources map[string]string)
 		case v.Kind == yaml.SequenceNode && o.list:
 			var items []string
 			for _, it := range v.Content {
+				if it.Kind == yaml.MappingNode && o.name == "nodes" {
+					var e NodeEntry
+					if err := decodeNodeEntry(it, &e); err != nil {
+						return fmt.Errorf("%s:%d: nodes: %v", path, it.Line, err)
+					}
+					items = append(items, e.String())
+					continue
+				}
 				if it.Kind != yaml.ScalarNode {
 					return fmt.Errorf("%s:%d: %s: list items must be plain values", path, it.Line, o.name)
 				}
@@ -478,4 +557,23 @@ func Usage(w io.Writer) {
 	}
 	fmt.Fprintf(&b, "  --%-27s %s\n", "version", "print the version and exit")
 	_, _ = w.Write(b.Bytes())
+}
+
+// decodeNodeEntry decodes one registry entry of the YAML "nodes:" list,
+// refusing unknown keys.
+func decodeNodeEntry(n *yaml.Node, e *NodeEntry) error {
+	known := map[string]bool{"id": true, "host": true, "client-port": true, "peer-port": true, "gossip-port": true,
+		"resp-port": true, "http-port": true}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; !known[k] {
+			return fmt.Errorf("unknown key %q in a node entry (keys: id, host, client-port, peer-port, gossip-port, resp-port, http-port)", k)
+		}
+	}
+	if err := n.Decode(e); err != nil {
+		return err
+	}
+	if e.ID == "" || strings.ContainsAny(e.ID, "@,") || strings.ContainsAny(e.Host, "@,") {
+		return fmt.Errorf("entry needs an id and a host, without '@' or ','")
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -106,7 +107,7 @@ log-format: json
 		Eviction: store.NoEviction, Token: "file-token",
 		TLSCert: "/etc/zaris/cert.pem", TLSKey: "/etc/zaris/key.pem", TLSCA: "/etc/zaris/ca.pem",
 		MaxWorkers: 512, MinWorkers: 64, ShutdownTimeout: 45 * time.Second,
-		LogLevel: -4, LogFormat: LogJSON,
+		LogLevel: -4, LogFormat: LogJSON, Timings: cluster.DefaultTimings(),
 	}
 	require.Equal(t, want, cfg)
 

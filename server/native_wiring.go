@@ -20,6 +20,7 @@ func (n *Node) newNativeService() (*native.Server, error) {
 		Token:      n.cfg.Token,
 		MinWorkers: n.cfg.MinWorkers,
 		MaxWorkers: n.cfg.MaxWorkers,
+		Routing:    n.routing,
 		Logger:     n.log,
 		Observer:   nativeObserver{rec: n.metrics, conns: n.metrics.Conns(metrics.ProtoNative)},
 	})

@@ -16,8 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/httpapi"
 	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -105,12 +107,20 @@ type Node struct {
 	metrics *metrics.Recorder
 	tls     *tls.Config // nil = plain TCP
 
-	mu        sync.Mutex // guards state, services, listeners, startedAt
+	mu        sync.Mutex // guards state, services, listeners, served, peer, cluster, startedAt
 	state     nodeState
 	services  [numEndpoints]Service
 	builtin   [numEndpoints]bool // the service is the node's own default; Attach may replace it
 	listeners [numEndpoints]net.Listener
+	served    [numEndpoints]bool // Serve was started on the listener
+	peer      net.Listener       // the peer port (raft; replication later)
+	cluster   *cluster.Cluster
 	startedAt time.Time
+
+	native    *native.Server // the built-in native service (request counters)
+	routing   *clusterRouting
+	readyCh   chan struct{} // closed when the traffic gate opens
+	readyOnce sync.Once
 
 	ready    atomic.Bool // serving traffic: /readyz
 	stopping atomic.Bool // set before services are shut down: their Serve returning is expected
@@ -146,12 +156,18 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: store: %w", err)
 	}
+	// Nothing is owned until a committed map says so (see cluster_wiring.go).
+	for i := range st.Segments() {
+		st.Segment(uint16(i)).SetOwned(false)
+	}
 	n := &Node{
-		cfg:    cfg,
-		log:    logger,
-		store:  st,
-		tls:    tlsConfig,
-		failed: make(chan error, 1),
+		cfg:     cfg,
+		log:     logger,
+		store:   st,
+		tls:     tlsConfig,
+		failed:  make(chan error, 1),
+		routing: &clusterRouting{idle: make(chan struct{})},
+		readyCh: make(chan struct{}),
 		metrics: metrics.New(metrics.Options{
 			NodeID: cfg.NodeID, Store: cfg.Store, Version: Version(), Stats: st.Stats,
 		}),
@@ -164,6 +180,14 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Token:   cfg.Token,
 			Ready:   n.Ready,
 			Info:    func() any { return n.Info() },
+			Cluster: func() any { return n.ClusterStatus() },
+			Rebalance: func(ctx context.Context) (uint64, error) {
+				v, err := n.Rebalance(ctx)
+				if errors.Is(err, cluster.ErrNotLeader) {
+					err = fmt.Errorf("%w: %w", httpapi.ErrNotLeader, err)
+				}
+				return v, err
+			},
 		})
 		if err != nil {
 			_ = st.Close()
@@ -178,6 +202,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.services[EndpointClient] = nat
 	n.builtin[EndpointClient] = true
+	n.native = nat
 	if cfg.RESPPort != 0 {
 		rs, err := n.newRESPService()
 		if err != nil {
@@ -268,62 +293,107 @@ func (n *Node) Attach(ep Endpoint, svc Service) error {
 	return nil
 }
 
-// Start binds the listener of every endpoint that has a service, starts
-// serving them and marks the node ready. If a listener cannot be bound,
-// nothing stays bound and Start returns the error; the node can then only be
-// stopped.
+// Start binds the listener of every endpoint that has a service and the
+// peer port, joins (or bootstraps) the cluster and serves HTTP at once
+// (/readyz answers 503). The client and RESP listeners serve only when the
+// traffic gate opens: the node has applied a committed map (R-CLU-5); the
+// node is then Ready. A node alone (no --join, no registry, expecting no
+// one) leads its own cluster of one at once, and Start returns when it is
+// ready; a node of a larger cluster returns right after binding — wait
+// with WaitReady. If a listener cannot be bound or the cluster cannot
+// start, nothing stays bound and Start returns the error; the node can then
+// only be stopped. If ctx ends while a lone node waits for its gate, Start
+// returns ctx's error with the node running (Stop it).
 func (n *Node) Start(ctx context.Context) error {
+	standalone, err := n.startLocked(ctx)
+	if err != nil || !standalone {
+		return err
+	}
+	select {
+	case <-n.readyCh:
+		return nil
+	case err := <-n.failed:
+		n.failed <- err
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("server: start: waiting for the traffic gate: %w", ctx.Err())
+	}
+}
+
+func (n *Node) startLocked(ctx context.Context) (standalone bool, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch n.state {
 	case stateRunning:
-		return ErrStarted
+		return false, ErrStarted
 	case stateStopping, stateStopped:
-		return ErrStopped
+		return false, ErrStopped
 	}
 
 	var lc net.ListenConfig
-	for ep := Endpoint(0); ep < numEndpoints; ep++ {
-		if n.services[ep] == nil {
-			continue
-		}
+	listen := func(what string, port int) (net.Listener, error) {
 		if err := ctx.Err(); err != nil {
-			n.closeListenersLocked()
-			return fmt.Errorf("server: start: %w", err)
+			return nil, fmt.Errorf("server: start: %w", err)
 		}
-		port := n.cfg.port(ep)
 		if port == EphemeralPort {
 			port = 0
 		}
 		addr := net.JoinHostPort(n.cfg.Bind, strconv.Itoa(port))
 		ln, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {
-			n.closeListenersLocked()
-			return fmt.Errorf("server: %s listener on %s: %w", ep, addr, err)
+			return nil, fmt.Errorf("server: %s listener on %s: %w", what, addr, err)
 		}
 		if n.tls != nil {
 			ln = tls.NewListener(ln, n.tls)
 		}
+		return ln, nil
+	}
+	for ep := Endpoint(0); ep < numEndpoints; ep++ {
+		if n.services[ep] == nil {
+			continue
+		}
+		ln, err := listen(ep.String(), n.cfg.port(ep))
+		if err != nil {
+			n.closeListenersLocked()
+			return false, err
+		}
 		n.listeners[ep] = ln
 	}
+	peer, err := listen("peer", n.cfg.PeerPort)
+	if err != nil {
+		n.closeListenersLocked()
+		return false, err
+	}
+	cl, err := n.newClusterLocked(peer)
+	if err == nil {
+		err = cl.Start()
+	}
+	if err != nil {
+		_ = peer.Close()
+		n.closeListenersLocked()
+		return false, fmt.Errorf("server: cluster: %w", err)
+	}
+	n.peer, n.cluster = peer, cl
+	n.routing.c.Store(cl)
 
-	for ep := Endpoint(0); ep < numEndpoints; ep++ {
-		if ln := n.listeners[ep]; ln != nil {
-			n.serve(ep, n.services[ep], ln)
-		}
+	if ln := n.listeners[EndpointHTTP]; ln != nil {
+		n.served[EndpointHTTP] = true
+		n.serve(EndpointHTTP, n.services[EndpointHTTP], ln)
 	}
 	n.state = stateRunning
 	n.startedAt = time.Now()
-	n.ready.Store(true)
 
-	attrs := []any{"version", Version(), "config", n.cfg}
+	attrs := []any{"version", Version(), "config", n.cfg, "peer_addr", peer.Addr().String(),
+		"gossip_port", cl.GossipPort()}
 	for ep := Endpoint(0); ep < numEndpoints; ep++ {
 		if ln := n.listeners[ep]; ln != nil {
 			attrs = append(attrs, ep.String()+"_addr", ln.Addr().String())
 		}
 	}
-	n.log.Info("node ready", attrs...)
-	return nil
+	n.log.Info("node started; the client ports open with the traffic gate", attrs...)
+	cc := cluster.Config{Join: n.cfg.Join, ExpectNodes: n.cfg.ExpectNodes, Registry: n.cfg.registryInfos(),
+		Self: cluster.NodeInfo{ID: cluster.NodeID(n.cfg.NodeID)}}
+	return cc.Standalone(), nil
 }
 
 func (n *Node) closeListenersLocked() {
@@ -407,6 +477,10 @@ func (n *Node) stop(ctx context.Context) error {
 			go func() { defer wg.Done(); shut(ep) }()
 		}
 		wg.Wait()
+		// The cluster goes after the client ports (clients drained while the
+		// node was still a member) and before HTTP (/readyz says 503 to
+		// the end).
+		n.cluster.Stop()
 		shut(EndpointHTTP)
 
 		done := make(chan struct{})
@@ -444,8 +518,17 @@ func (n *Node) stop(ctx context.Context) error {
 // shutdown drains one endpoint's service; when that does not finish in
 // time it forces it closed.
 func (n *Node) shutdown(ctx context.Context, ep Endpoint) error {
-	svc, ln := n.services[ep], n.listeners[ep]
+	n.mu.Lock()
+	svc, ln, served := n.services[ep], n.listeners[ep], n.served[ep]
+	n.mu.Unlock()
 	if svc == nil || ln == nil {
+		return nil
+	}
+	if !served {
+		// The traffic gate never opened: nothing to drain. Shutdown still
+		// releases what the service holds (the native worker pool).
+		_ = ln.Close()
+		_ = svc.Shutdown(ctx)
 		return nil
 	}
 	err := svc.Shutdown(ctx)

@@ -216,6 +216,7 @@ type Cluster struct {
 	lastJoin    time.Time
 
 	requests chan request
+	leaderCh chan bool // raft's leadership notifications
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -267,6 +268,7 @@ func New(cfg Config) (*Cluster, error) {
 		refused:   map[string]bool{},
 		routingCh: make(chan struct{}),
 		requests:  make(chan request),
+		leaderCh:  make(chan bool, 16),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -314,6 +316,7 @@ func (c *Cluster) startRaft() error {
 	rc.LeaderLeaseTimeout = c.t.RaftLeaderLease
 	rc.CommitTimeout = c.t.RaftCommit
 	rc.Logger = hl
+	rc.NotifyCh = c.leaderCh
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("cluster: raft config: %w", err)
 	}
@@ -607,6 +610,8 @@ func (c *Cluster) loop() {
 			c.applyMap(c.fsm.Map(), "raft")
 		case <-tick.C:
 			c.tick()
+		case <-c.leaderCh:
+			c.tick() // act on a new leadership at once, not a tick later
 		case <-dig.C:
 			c.digestCycle()
 		case req := <-c.requests:
@@ -738,6 +743,9 @@ func (c *Cluster) leaderWork(now time.Time) {
 	cur := c.fsm.Map()
 	if cur == nil {
 		gate := FormationGate{MinMembers: c.cfg.expect(), StableFor: c.t.FormationStable, ForceAfter: c.t.FormationTimeout}
+		if c.cfg.Standalone() {
+			gate.StableFor = 0 // expecting no one: no membership to wait on
+		}
 		decision := gate.Decide(c.tracker.Present(), c.tracker.LastChange(), c.startedAt, now)
 		if decision == FormationWait {
 			return

@@ -32,6 +32,9 @@ func (w levelWriter) Write(p []byte) (int, error) {
 				s = strings.TrimSpace(s[i+j+1:])
 			}
 		}
+		if strings.Contains(s, "heartbeat timeout reached, starting election") {
+			level = slog.LevelInfo // every election starts so, a lone node's first included
+		}
 		if w.log.Enabled(context.Background(), level) {
 			w.log.Log(context.Background(), level, s)
 		}

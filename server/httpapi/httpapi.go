@@ -6,6 +6,9 @@
 //	GET  /readyz               200 once the node serves traffic, else 503 (never authenticated)
 //	GET  /metrics              Prometheus text of the node's registry
 //	GET  /v1/info              node info as JSON (no secrets)
+//	GET  /v1/cluster           the cluster as this node sees it: mapVersion, leader, term, nodes, partitions
+//	POST /v1/cluster/rebalance?accept-data-loss=true
+//	                           re-plan the map over every live member (on the leader; 409 elsewhere)
 //	GET  /v1/keys/{key}        the value; ETag, X-Zaris-Revision, X-Zaris-TTL
 //	HEAD /v1/keys/{key}        the same headers, no body
 //	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30; If-Match, If-None-Match: *
@@ -60,7 +63,16 @@ type Options struct {
 	// Info returns the document served by /v1/info, encoded as JSON.
 	// nil = /v1/info answers 404.
 	Info func() any
+	// Cluster returns the document served by /v1/cluster. nil = 404.
+	Cluster func() any
+	// Rebalance re-plans the partition map and returns the committed map
+	// version; an error wrapping ErrNotLeader answers 409. nil = 404.
+	Rebalance func(ctx context.Context) (uint64, error)
 }
+
+// ErrNotLeader is wrapped by a Rebalance error on a node that does not lead
+// the control plane.
+var ErrNotLeader = errors.New("not the control-plane leader")
 
 // BodySlack is how far above the store's MaxItemBytes a PUT body may go
 // before the upload is cut off: a value over MaxItemBytes is refused with
@@ -77,6 +89,8 @@ type Server struct {
 	log     *slog.Logger
 	ready   func() bool
 	info    func() any
+	cluster func() any
+	rebal   func(ctx context.Context) (uint64, error)
 	bearer  []byte // "Bearer <token>" material; nil = no authentication
 	maxItem int64
 
@@ -95,6 +109,8 @@ func New(opts Options) (*Server, error) {
 		log:     opts.Logger,
 		ready:   opts.Ready,
 		info:    opts.Info,
+		cluster: opts.Cluster,
+		rebal:   opts.Rebalance,
 		maxItem: int64(opts.Store.Config().MaxItemBytes),
 	}
 	if s.log == nil {
@@ -128,6 +144,8 @@ func New(opts Options) (*Server, error) {
 		protected.GET("/metrics", echo.WrapHandler(s.rec.Handler()))
 	}
 	protected.GET("/v1/info", s.getInfo)
+	protected.GET("/v1/cluster", s.getCluster)
+	protected.POST("/v1/cluster/rebalance", s.rebalance)
 	protected.GET(keysPrefix+"*", s.getKey)
 	protected.HEAD(keysPrefix+"*", s.getKey)
 	protected.PUT(keysPrefix+"*", s.putKey)
@@ -311,4 +329,35 @@ func (s *Server) getInfo(c echo.Context) error {
 		return fail(c, kv.StatusNotFound, "no info")
 	}
 	return c.JSON(http.StatusOK, s.info())
+}
+
+func (s *Server) getCluster(c echo.Context) error {
+	if s.cluster == nil {
+		return fail(c, kv.StatusNotFound, "no cluster")
+	}
+	return c.JSON(http.StatusOK, s.cluster())
+}
+
+type rebalanceBody struct {
+	MapVersion uint64 `json:"mapVersion"`
+}
+
+// rebalance re-plans the map. Moved segments start empty on their new owner
+// (RF 1, no data migration yet), so the caller must say it accepts that.
+func (s *Server) rebalance(c echo.Context) error {
+	if s.rebal == nil {
+		return fail(c, kv.StatusNotFound, "no cluster")
+	}
+	if c.QueryParam("accept-data-loss") != "true" {
+		return fail(c, kv.StatusBadRequest, "a rebalance moves segments without their data (no migration yet): "+
+			"add ?accept-data-loss=true to confirm")
+	}
+	v, err := s.rebal(c.Request().Context())
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return c.JSON(http.StatusConflict, errorBody{Status: kv.StatusMoved.String(), Error: err.Error()})
+	case err != nil:
+		return fail(c, kv.StatusUnavailable, err.Error())
+	}
+	return c.JSON(http.StatusOK, rebalanceBody{MapVersion: v})
 }

@@ -336,6 +336,7 @@ func (c *conn) dispatch(f wire.Frame) {
 	if obs != nil {
 		began = time.Now()
 	}
+	c.srv.counts.requests.Add(1)
 	var res kv.Result
 	switch f.Op {
 	case wire.OpGet, wire.OpDelete, wire.OpPersist, wire.OpTTL:
@@ -454,6 +455,8 @@ func (c *conn) batch(f wire.Frame) {
 		c.badBody(f, err)
 		return
 	}
+	c.srv.counts.batches.Add(1)
+	c.srv.counts.batchItems.Add(uint64(len(items)))
 	if len(items) <= c.srv.cfg.PoolBatchThreshold {
 		c.out = c.appendBatch(c.out, f.ID, items)
 		return

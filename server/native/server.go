@@ -100,11 +100,12 @@ func (c *Config) setDefaults() error {
 
 // Server serves the native protocol for one store.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	pool  *pool
-	segs  int
-	token []byte
+	cfg    Config
+	log    *slog.Logger
+	pool   *pool
+	segs   int
+	token  []byte
+	counts counters
 
 	mu        sync.Mutex // guards listeners, conns, shutting
 	listeners map[net.Listener]struct{}

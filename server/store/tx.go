@@ -33,6 +33,8 @@ package store
 //	            → BadRequest, ItemTooLarge: malformed request
 //	            → CapacityExceeded: no-eviction store full, or too many bytes
 //	              staged by prepared transactions (MaxMemoryBytes/4)
+//	            → Moved: a key's segment is not owned by this node (the
+//	              client's map is wrong); nothing is reserved
 //	TX.COMMIT   Args[0] transaction id
 //	            → Array, one element per staged write in request order: Status
 //	              Success with the write's Version and Revision (NotFound for a
@@ -548,6 +550,14 @@ func (s *Store) txKeys(req *TxPrepareRequest) (keys []string, keySegs, segs []ui
 // prepareTxLocked votes on req and, on yes, reserves every key until expires.
 // The caller holds the write locks of every segment of e.
 func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, now, expires int64) (kv.Status, string) {
+	// A key this node does not own: the coordinator's map is wrong. Vote no
+	// with Moved (never stage a write a replica or a foreign segment would
+	// then apply) so it refreshes its map and retries.
+	for i, k := range e.keys {
+		if !s.segments[e.keySegs[i]].owned {
+			return kv.StatusMoved, fmt.Sprintf("key %q: segment %d is not owned by this node", k, e.keySegs[i])
+		}
+	}
 	cur := make(map[string]txKeyView, len(e.keys))
 	for i, k := range e.keys {
 		g := s.segments[e.keySegs[i]]

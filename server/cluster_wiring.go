@@ -1,0 +1,208 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"sync/atomic"
+
+	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/native"
+)
+
+// A node is always a cluster member (R-CLU): alone it bootstraps a cluster
+// of one and leads it; with --join, an --expect-nodes above 1 or a registry
+// it forms or joins a cluster of several. Its client-facing listeners are
+// bound at Start (the ports are reserved and advertised) but serve only
+// once the traffic gate opens; until then /readyz answers 503 and every
+// segment is unowned (anything reaching the store answers Moved).
+
+// clusterRouting adapts the node's cluster to native.RoutingSource; it
+// answers no map until the cluster runs.
+type clusterRouting struct {
+	c    atomic.Pointer[cluster.Cluster]
+	idle chan struct{} // never closed
+}
+
+var _ native.RoutingSource = (*clusterRouting)(nil)
+
+func (r *clusterRouting) RoutingMap() *wire.RoutingMap {
+	c := r.c.Load()
+	if c == nil {
+		return nil
+	}
+	m, _ := c.RoutingMap()
+	return m
+}
+
+func (r *clusterRouting) Changed() <-chan struct{} {
+	c := r.c.Load()
+	if c == nil {
+		return r.idle
+	}
+	_, ch := c.RoutingMap()
+	return ch
+}
+
+// advertiseHost is the host other nodes and clients reach this node at:
+// its registry entry's, else the bind address, else (bound to every
+// interface) the host name.
+func (c Config) advertiseHost() string {
+	if e, ok := c.registryEntry(c.NodeID); ok {
+		return e.Host
+	}
+	if ip := net.ParseIP(c.Bind); ip == nil || !ip.IsUnspecified() {
+		return c.Bind
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return c.Bind
+}
+
+func (c Config) registryInfos() []cluster.NodeInfo {
+	out := make([]cluster.NodeInfo, len(c.Nodes))
+	for i, e := range c.Nodes {
+		out[i] = cluster.NodeInfo{ID: cluster.NodeID(e.ID), Host: e.Host, ClientPort: e.ClientPort, PeerPort: e.PeerPort,
+			GossipPort: e.GossipPort, RESPPort: e.RESPPort, HTTPPort: e.HTTPPort}
+	}
+	return out
+}
+
+// newCluster builds the node's cluster member on its bound listeners
+// (called by Start under n.mu).
+func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
+	c := n.cfg
+	self := cluster.NodeInfo{ID: cluster.NodeID(c.NodeID), Host: c.advertiseHost(), PeerPort: portOf(peer.Addr())}
+	if ln := n.listeners[EndpointClient]; ln != nil {
+		self.ClientPort = portOf(ln.Addr())
+	}
+	if ln := n.listeners[EndpointRESP]; ln != nil {
+		self.RESPPort = portOf(ln.Addr())
+	}
+	if ln := n.listeners[EndpointHTTP]; ln != nil {
+		self.HTTPPort = portOf(ln.Addr())
+	}
+	gossip := c.GossipPort
+	if gossip == EphemeralPort {
+		gossip = 0
+	}
+	var dial cluster.Dialer
+	if n.tls != nil {
+		base := &tls.Config{Certificates: n.tls.Certificates, RootCAs: n.tls.RootCAs, MinVersion: tls.VersionTLS12}
+		dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(addr)
+			tc := base.Clone()
+			tc.ServerName = host
+			d := tls.Dialer{Config: tc}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
+	return cluster.New(cluster.Config{
+		Self: self, Store: c.Store, ClusterID: c.ClusterID,
+		GossipBind: c.Bind, GossipPort: gossip,
+		Registry: c.registryInfos(), Join: c.Join, ExpectNodes: c.ExpectNodes,
+		Partitions: c.Partitions, ReplicationFactor: c.ReplicationFactor, TotalSegments: n.store.Segments(),
+		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings,
+		Logger: n.log,
+		OnMap:  n.applyOwnership,
+		OnTraffic: func(d cluster.TrafficDecision) {
+			n.openTraffic(d)
+		},
+	})
+}
+
+// applyOwnership aligns the store's runtime ownership to map m: a segment
+// this node does not actively own answers Moved to every client operation.
+func (n *Node) applyOwnership(m *cluster.PartitionMap) {
+	owned := m.OwnedSegments(cluster.NodeID(n.cfg.NodeID))
+	for i := 0; i < n.store.Segments() && i < len(owned); i++ {
+		n.store.Segment(uint16(i)).SetOwned(owned[i])
+	}
+}
+
+// openTraffic starts serving the client and RESP listeners (the traffic
+// gate opened) and marks the node ready.
+func (n *Node) openTraffic(d cluster.TrafficDecision) {
+	n.mu.Lock()
+	if n.state != stateRunning {
+		n.mu.Unlock()
+		return
+	}
+	for _, ep := range []Endpoint{EndpointClient, EndpointRESP} {
+		if ln := n.listeners[ep]; ln != nil && !n.served[ep] {
+			n.served[ep] = true
+			n.serve(ep, n.services[ep], ln)
+		}
+	}
+	n.mu.Unlock()
+	n.ready.Store(true)
+	n.readyOnce.Do(func() { close(n.readyCh) })
+	attrs := []any{"converged", d == cluster.TrafficOpen}
+	if m := n.Cluster().Map(); m != nil {
+		attrs = append(attrs, "map_version", m.Version)
+	}
+	for _, ep := range []Endpoint{EndpointClient, EndpointRESP} {
+		if a := n.Addr(ep); a != nil {
+			attrs = append(attrs, ep.String()+"_addr", a.String())
+		}
+	}
+	n.log.Info("node ready", attrs...)
+}
+
+// WaitReady blocks until the node serves traffic (its traffic gate opened),
+// ctx ends, or a service fails.
+func (n *Node) WaitReady(ctx context.Context) error {
+	select {
+	case <-n.readyCh:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("server: waiting for the traffic gate: %w", ctx.Err())
+	}
+}
+
+// Cluster is the node's membership and control plane (nil before Start).
+func (n *Node) Cluster() *cluster.Cluster {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cluster
+}
+
+// ClusterStatus describes the cluster as this node sees it (GET /v1/cluster).
+func (n *Node) ClusterStatus() cluster.Status {
+	c := n.Cluster()
+	if c == nil {
+		return cluster.Status{Self: cluster.NodeID(n.cfg.NodeID), Store: n.cfg.Store, ClusterID: n.cfg.ClusterID,
+			TrafficGate: "hold", Nodes: []cluster.NodeStatus{}, Partitions: []cluster.PartitionStatus{}}
+	}
+	return c.Status()
+}
+
+// Rebalance re-plans the map over every live member. Segments that change
+// owner start EMPTY on their new owner: with replication factor 1 and no
+// data migration yet, their data stays behind, unreachable. It must run on
+// the control-plane leader (cluster.ErrNotLeader otherwise).
+func (n *Node) Rebalance(ctx context.Context) (uint64, error) {
+	c := n.Cluster()
+	if c == nil {
+		return 0, ErrStopped
+	}
+	return c.Rebalance(ctx)
+}
+
+// RequestCounts are the requests received by the node's built-in
+// native-protocol service: every frame after the handshake, the OpBatch
+// frames and their items. A bulk call grouped by owner shows as exactly one
+// batch per owner. Zero when the client endpoint was replaced by Attach.
+type RequestCounts = native.RequestCounts
+
+// RequestCounts returns the node's native request counters.
+func (n *Node) RequestCounts() RequestCounts {
+	if n.native == nil {
+		return RequestCounts{}
+	}
+	return n.native.Counts()
+}
