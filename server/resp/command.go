@@ -28,6 +28,7 @@ const (
 	flagNoAuth
 	flagAllowBusy
 	flagNoMandatoryKeys
+	flagMovableKeys
 )
 
 var flagNames = []struct {
@@ -37,6 +38,7 @@ var flagNames = []struct {
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagAdmin, "admin"},
 	{flagNoScript, "noscript"}, {flagLoading, "loading"}, {flagStale, "stale"}, {flagFast, "fast"},
 	{flagNoAuth, "no_auth"}, {flagAllowBusy, "allow_busy"}, {flagNoMandatoryKeys, "no_mandatory_keys"},
+	{flagMovableKeys, "movablekeys"},
 }
 
 func (f cmdFlags) names() []string {
@@ -66,9 +68,12 @@ type command struct {
 	summary string
 	tips    []string
 	metric  metrics.Op
-	run     func(c *conn, args [][]byte)
-	subs    []*command // subcommands, dispatched on args[1]
-	parent  *command
+	// keys finds the keys of a command whose keys move (XREAD … STREAMS);
+	// nil = the first/last/step positions.
+	keys   func(args [][]byte) []int
+	run    func(c *conn, args [][]byte)
+	subs   []*command // subcommands, dispatched on args[1]
+	parent *command
 }
 
 // commandTable is the table of every command the front end serves, by
@@ -141,6 +146,9 @@ func (cmd *command) arityOK(n int) bool {
 
 // keyIndexes returns the positions of the keys in args.
 func (cmd *command) keyIndexes(args [][]byte) []int {
+	if cmd.keys != nil {
+		return cmd.keys(args)
+	}
 	if cmd.step <= 0 || cmd.first <= 0 || cmd.first >= len(args) {
 		return nil
 	}
@@ -158,7 +166,7 @@ func (cmd *command) keyIndexes(args [][]byte) []int {
 
 // multiKey reports whether the command may name more than one key.
 func (cmd *command) multiKey() bool {
-	return cmd.step > 0 && (cmd.last < 0 || cmd.last > cmd.first)
+	return cmd.keys != nil || cmd.step > 0 && (cmd.last < 0 || cmd.last > cmd.first)
 }
 
 // execute runs one command and appends its reply (processCommand's order:
@@ -278,6 +286,10 @@ const (
 // storeError writes the Redis error for a non-success store status.
 func (c *conn) storeError(st kv.Status, message string) {
 	c.status = st
+	if code, _, _ := strings.Cut(message, " "); codedErrors[code] {
+		c.out.Error(message)
+		return
+	}
 	switch st {
 	case kv.StatusWrongType:
 		c.out.Error(msgWrongType)
@@ -299,6 +311,10 @@ func (c *conn) storeError(st kv.Status, message string) {
 	case kv.StatusCapacityExceeded:
 		c.out.Error(msgOOM)
 	case kv.StatusNotFound:
+		if message != "" {
+			c.out.Error("ERR " + message)
+			return
+		}
 		c.out.Error(msgNoSuchKey)
 	case kv.StatusConflict:
 		if message == "" {
@@ -320,6 +336,10 @@ func (c *conn) storeError(st kv.Status, message string) {
 	}
 }
 
+// codedErrors are the error codes the store puts at the start of a
+// message (stream groups), passed through as the reply's code.
+var codedErrors = map[string]bool{"NOGROUP": true, "BUSYGROUP": true}
+
 // shape says how a store reply maps onto RESP types beyond the obvious.
 type shape uint8
 
@@ -330,6 +350,7 @@ const (
 	shapeDouble          // a bulk is a double (ZSCORE, ZINCRBY)
 	shapeScores          // member, score, … pairs (WITHSCORES): RESP3 [member, double] pairs
 	shapeNullArray       // a nil is a null array (LPOP key count)
+	shapeStream          // stream entries: a nil inside is a null array (a deleted entry)
 )
 
 // writeReply writes a store reply.
@@ -340,7 +361,7 @@ func (c *conn) writeReply(r kv.Reply, sh shape) {
 	}
 	switch r.Type {
 	case kv.ReplyNil:
-		if sh == shapeNullArray {
+		if sh == shapeNullArray || sh == shapeStream {
 			c.out.NullArray()
 		} else {
 			c.out.Null()
@@ -375,8 +396,12 @@ func (c *conn) writeReply(r kv.Reply, sh shape) {
 		default:
 			c.out.Array(len(r.Array))
 		}
+		inner := shapePlain
+		if sh == shapeStream {
+			inner = shapeStream
+		}
 		for _, e := range r.Array {
-			c.writeReply(e, shapePlain)
+			c.writeReply(e, inner)
 		}
 	}
 }

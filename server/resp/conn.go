@@ -76,6 +76,8 @@ type conn struct {
 	hits       atomic.Uint64
 	misses     atomic.Uint64
 	stopping   atomic.Bool
+	stop       chan struct{} // closed by stopReading: a blocked command gives up
+	stopOnce   sync.Once
 
 	// background writer
 	wmu      sync.Mutex // guards the fields below
@@ -98,6 +100,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		authed:  !s.authRequired(),
 		created: time.Now(),
 		wdone:   make(chan struct{}),
+		stop:    make(chan struct{}),
 	}
 	c.wcond.L = &c.wmu
 	c.parser.Reset()
@@ -124,6 +127,18 @@ func (c *conn) logger() *slog.Logger {
 func (c *conn) stopReading() {
 	c.stopping.Store(true)
 	_ = c.nc.SetReadDeadline(time.Now())
+	c.stopOnce.Do(func() { close(c.stop) })
+}
+
+// peerClosed reports whether the client has closed its end (checked while
+// a command blocks, when the reader is not reading). Under TLS it cannot
+// tell and reports false: a blocked command then ends by its timeout, by
+// data, or by shutdown.
+func (c *conn) peerClosed() bool {
+	if c.raw == nil {
+		return false
+	}
+	return rawPeerClosed(c.raw)
 }
 
 func (c *conn) serve() {

@@ -20,3 +20,5 @@ func (s *rawWriteState) try(syscall.RawConn, []byte) (int, error) {
 }
 
 func isTooManyFiles(err error) bool { return false }
+
+func rawPeerClosed(syscall.RawConn) bool { return false }

@@ -57,6 +57,8 @@ func Docs() string {
 
 func keySpecText(cmd *command) string {
 	switch {
+	case cmd.keys != nil:
+		return "movable"
 	case cmd.step <= 0:
 		return "–"
 	case cmd.first == cmd.last:
@@ -159,6 +161,16 @@ characters); ` + "`INFO server`" + ` shows both.
 - ` + "`keyspace_hits`" + `/` + "`keyspace_misses`" + ` count string reads (GET, MGET, GETEX,
   GETDEL). ` + "`used_memory`" + ` is the accounted size of the owned data, the figure
   the memory cap (` + "`maxmemory`" + `) governs.
+- Blocking commands (` + "`BLPOP`" + `, ` + "`BRPOP`" + `, ` + "`XREAD`" + `/` + "`XREADGROUP BLOCK`" + `) hold the
+  connection, as in Redis, until they can be served, their timeout passes (a
+  null reply), the client disconnects or the node stops. They wait on store
+  watches of their keys: each change of a key wakes the blocked commands, which
+  try again (several clients blocked on one list race for the element; there is
+  no FIFO order among them), with a 250 ms re-check as a safety net.
+- Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims exactly like ` + "`=`" + `;
+  XREADGROUP, XCLAIM and XAUTOCLAIM create the consumer they name; there is no
+  XINFO and no ENTRIESREAD. XREAD/XREADGROUP over several keys (one slot) read
+  each key in turn.
 - ` + "`CONFIG SET`" + ` accepts ` + "`notify-keyspace-events`" + ` (validated and normalised as
   Redis does); every other parameter CONFIG GET shows is read-only.
 
@@ -171,7 +183,6 @@ const docsOutro = `
 - MULTI/EXEC/DISCARD/WATCH (to be mapped onto the transaction primitive).
 - SUBSCRIBE/PSUBSCRIBE/PUBLISH/PUBSUB and keyspace notifications
   (` + "`notify-keyspace-events`" + ` is stored and shown, no event is published yet).
-- Blocking commands (BLPOP, BRPOP, XREAD BLOCK).
 - ZRANGE BYLEX and the other lexicographic ranges; any command not listed
   above answers ` + "`-ERR unknown command`" + `.
 `

@@ -1,0 +1,127 @@
+package resp
+
+import (
+	"math"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Blocking commands (BLPOP, BRPOP, XREAD/XREADGROUP BLOCK). As in Redis the
+// connection waits — the commands pipelined after the blocking one wait
+// with it — until the command can be served, the timeout passes (a null
+// reply), the client goes away or the server shuts down.
+//
+// Waiting uses the store's watches (R-DS-6) on the keys: every change of a
+// watched key wakes the command, which tries again; several clients blocked
+// on one key race for an element and the losers wait again. A periodic
+// check (blockPoll) covers a watch that ended (a consumer too slow for its
+// buffer) and notices a client that disconnected while blocked.
+
+const blockPoll = 250 * time.Millisecond
+
+func init() {
+	l := func(c *command) *command { c.group = "list"; return c }
+	register(
+		l(&command{name: "blpop", arity: -3, flags: flagWrite, first: 1, last: -2, step: 1, since: "2.0.0",
+			summary: "Removes and returns the first element in a list; blocks until an element is available or the timeout (seconds, 0 = forever) passes.",
+			run:     cmdBPop(kv.CmdLPop)}),
+		l(&command{name: "brpop", arity: -3, flags: flagWrite, first: 1, last: -2, step: 1, since: "2.0.0",
+			summary: "Removes and returns the last element in a list; blocks until an element is available or the timeout (seconds, 0 = forever) passes.",
+			run:     cmdBPop(kv.CmdRPop)}),
+	)
+}
+
+func cmdBPop(op kv.CmdOp) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) {
+		secs, ok := parseFloat(args[len(args)-1])
+		if !ok || math.IsInf(secs, 0) {
+			c.err("ERR timeout is not a float or out of range")
+			return
+		}
+		if secs < 0 {
+			c.err("ERR timeout is negative")
+			return
+		}
+		timeout := time.Duration(min(secs*float64(time.Second), float64(math.MaxInt64)))
+		keys := args[1 : len(args)-1]
+		c.blockOn(keys, true, timeout, func() bool {
+			for _, k := range keys {
+				r := c.execRaw(op, k)
+				switch {
+				case r.Status != kv.StatusSuccess:
+					c.storeError(r.Status, r.Message)
+					return true
+				case r.Type == kv.ReplyBulk:
+					c.out.Array(2)
+					c.out.Bulk(k)
+					c.out.Bulk(r.Bulk)
+					return true
+				}
+			}
+			return false
+		})
+	}
+}
+
+// blockOn runs try until it produces a reply. try writes a reply and
+// returns true, or writes nothing and returns false (nothing to serve yet).
+// Without blocking, try runs once and must reply. A timeout of 0 waits
+// without limit; when the timeout passes the reply is a null array.
+func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try func() bool) {
+	if try() || !blocking {
+		return
+	}
+	// Deliver the replies of the commands before this one first.
+	if !c.flush() {
+		c.closing = true
+		return
+	}
+	wake := make(chan struct{}, 1)
+	for _, k := range keys {
+		w, _, err := c.srv.store.Watch(store.WatchOptions{Key: string(k), Buffer: 64})
+		if err != nil {
+			continue // an invalid key never changes: the poll covers it
+		}
+		defer w.Close()
+		go func() {
+			for range w.Events() {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	poll := time.NewTicker(blockPoll)
+	defer poll.Stop()
+	for {
+		// A change between the previous try and the watch registration is
+		// not lost: try again before every wait.
+		if try() {
+			return
+		}
+		select {
+		case <-wake:
+		case <-poll.C:
+			if c.peerClosed() {
+				c.closing = true
+				return
+			}
+		case <-expired:
+			c.out.NullArray()
+			return
+		case <-c.stop:
+			c.out.NullArray()
+			c.closing = true
+			return
+		}
+	}
+}
