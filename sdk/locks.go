@@ -79,8 +79,13 @@ func (l *Locks) AcquireWait(ctx context.Context, name string, ttl, retryEvery ti
 		return nil, fmt.Errorf("%w: AcquireWait needs a positive retry interval, got %v", ErrBadRequest, retryEvery)
 	}
 	var timer *time.Timer
-	for {
+	for held := false; ; held = true {
 		lease, err := l.Acquire(ctx, name, ttl)
+		if held && ctx.Err() != nil && !errors.Is(err, ErrLockHeld) {
+			// The deadline fell inside an attempt: the last answer was
+			// still "held".
+			return nil, fmt.Errorf("zaris: waiting for lock %q: %w (%w)", name, ctx.Err(), ErrLockHeld)
+		}
 		if !errors.Is(err, ErrLockHeld) {
 			return lease, err
 		}
