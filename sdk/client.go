@@ -38,7 +38,7 @@ func Connect(ctx context.Context, connString string, opts ...Option) (*Client, e
 	if cs.Inproc {
 		c.be, err = newEmbeddedBackend(cs.Store, o.storeConfig)
 	} else {
-		c.be, err = dialRemote(ctx, cs, o)
+		c.be, err = connectRemote(ctx, cs, o)
 	}
 	if err != nil {
 		return nil, err
@@ -120,7 +120,10 @@ func (c *Client) TimeToLive(ctx context.Context, key string) (Result, error) {
 
 // ExecuteBatch runs mixed operations. results[i] answers items[i]; every item
 // has its own status and partial success is normal — a batch is never a
-// transaction (R-CLIENT-4).
+// transaction (R-CLIENT-4). On a cluster, one request goes to each owner in
+// parallel; the items of an owner that cannot be reached answer Unavailable
+// (not sent) or Timeout (sent, answer lost: it may have been applied), and
+// the call fails with the transport error only when no item got an answer.
 func (c *Client) ExecuteBatch(ctx context.Context, items []BatchItem) ([]ItemResult, error) {
 	if err := c.check(ctx); err != nil {
 		return nil, err

@@ -15,9 +15,24 @@
 // no durability, no high availability and no sharing across processes: the
 // data lives as long as some Client of that name is open in this process.
 //
+// Cluster (R-CLIENT-2..5). A remote Connect asks the first reachable seed for
+// the cluster's routing map; a plain single node has none and is served over
+// one connection. With a map the client holds one multiplexed connection per
+// node and an immutable routing table swapped atomically: routing a key is
+// one placement call and one array index, and every operation — key
+// operations, commands, watches — goes straight to the key's owner. The
+// table stays honest three ways: the servers push each new map version, the
+// client polls every DefaultMapPollInterval, and an answer that says the
+// map is wrong (Moved, OwnershipChanging, Migrating, ReplicaSyncPending,
+// ReplicaWriteRejected, Unavailable) refreshes it and retries at once,
+// within WithMaxAttempts attempts and the call's deadline; only transient
+// transport failures back off. Client.Routing reports the table.
+//
 // Bulk calls (R-CLIENT-4) — GetMany, PutMany, DeleteMany — are thin shells
 // over ExecuteBatch. Results come back in the caller's order with a status
-// per item; a bulk call is never a transaction.
+// per item; a bulk call is never a transaction. On a cluster the items are
+// grouped by owner, one request per owner in parallel, and the items
+// answered with a redirect are grouped again on the refreshed map.
 //
 // Data structures and coordination (R-DS): Hashes, Lists, Sets, SortedSets,
 // Counters, Streams, Locks, Tx, Watch, PubSub and Scan are typed surfaces over

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -13,6 +14,8 @@ type clientOptions struct {
 	serializer  Serializer
 	logger      *slog.Logger
 	storeConfig *store.Config
+	mapPoll     time.Duration // 0: DefaultMapPollInterval; < 0: no polling
+	maxAttempts int           // 0: DefaultMaxAttempts
 }
 
 // WithSerializer replaces the msgpack serializer used by GetAs/PutAs.
@@ -28,3 +31,17 @@ func WithLogger(l *slog.Logger) Option { return func(o *clientOptions) { o.logge
 func WithEmbeddedConfig(cfg store.Config) Option {
 	return func(o *clientOptions) { c := cfg; o.storeConfig = &c }
 }
+
+// WithMapPollInterval sets how often a cluster client fetches the routing
+// map besides the changes servers push (default DefaultMapPollInterval, 10 s;
+// 0 keeps the default; a negative interval turns polling off, leaving push
+// and the refresh on a redirect). Ignored by embedded and single-node
+// clients.
+func WithMapPollInterval(d time.Duration) Option { return func(o *clientOptions) { o.mapPoll = d } }
+
+// WithMaxAttempts bounds the attempts of one cluster operation across
+// redirects (refresh the map, retry at once) and transient transport
+// failures (back off, retry); the call's deadline bounds them too. Default
+// DefaultMaxAttempts (5); n < 1 keeps the default. Ignored by embedded and
+// single-node clients.
+func WithMaxAttempts(n int) Option { return func(o *clientOptions) { o.maxAttempts = n } }

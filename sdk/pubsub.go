@@ -154,7 +154,7 @@ func (b *remoteBackend) subscribe(ctx context.Context, req wire.SubscribeRequest
 	if err != nil {
 		return nil, err
 	}
-	id, frames, err := c.openStream(wire.OpSubscribe, func(dst []byte) []byte { return wire.AppendSubscribeRequest(dst, req) }, int(req.Buffer)+16)
+	id, frames, err := c.openStream(wire.OpSubscribe, 0, func(dst []byte) []byte { return wire.AppendSubscribeRequest(dst, req) }, int(req.Buffer)+16)
 	if err != nil {
 		return nil, err
 	}

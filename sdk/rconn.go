@@ -20,6 +20,7 @@ import (
 type rconn struct {
 	nc       net.Conn
 	endpoint string
+	nodeID   string // the server's node id, from the handshake
 	maxFrame int
 
 	wmu   sync.Mutex // guards wbuf
@@ -82,7 +83,7 @@ func handshake(ctx context.Context, nc net.Conn, ep string, req wire.HandshakeRe
 	}
 	_ = nc.SetDeadline(time.Time{})
 	c := &rconn{
-		nc: nc, endpoint: ep, maxFrame: int(resp.MaxFrameSize),
+		nc: nc, endpoint: ep, nodeID: resp.NodeID, maxFrame: int(resp.MaxFrameSize),
 		wkick: make(chan struct{}, 1),
 		calls: make(map[uint32]*pendingCall), nextID: 1,
 		done: make(chan struct{}),
@@ -123,14 +124,16 @@ func (c *rconn) shutdown(err error) {
 // openStream sends a streaming request and returns the channel of its
 // frames: items have FlagStream; the last frame does not; the channel is
 // closed after it (or when the connection is lost or the consumer fell
-// more than buffer frames behind).
-func (c *rconn) openStream(op wire.Opcode, body func([]byte) []byte, buffer int) (uint32, <-chan response, error) {
+// more than buffer frames behind). flags are the request frame's flags
+// (FlagStream asks OpRoutingMap for a stream; OpWatch and OpSubscribe
+// stream without it).
+func (c *rconn) openStream(op wire.Opcode, flags wire.Flags, body func([]byte) []byte, buffer int) (uint32, <-chan response, error) {
 	pc := &pendingCall{ch: make(chan response, buffer), stream: true}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return 0, nil, c.lostErr(err)
+		return 0, nil, notSent(c.lostErr(err))
 	}
 	id := c.nextID
 	c.nextID++
@@ -139,14 +142,14 @@ func (c *rconn) openStream(op wire.Opcode, body func([]byte) []byte, buffer int)
 	}
 	c.calls[id] = pc
 	c.mu.Unlock()
-	c.send(id, op, body)
+	c.send(id, op, flags, body)
 	return id, pc.ch, nil
 }
 
 // endStream asks the server to end a stream; its last frame closes the
 // stream's channel.
 func (c *rconn) endStream(id uint32) {
-	c.send(c.reserveID(), wire.OpEndStream, func(dst []byte) []byte { return wire.AppendEndStreamRequest(dst, id) })
+	c.send(c.reserveID(), wire.OpEndStream, 0, func(dst []byte) []byte { return wire.AppendEndStreamRequest(dst, id) })
 }
 
 func (c *rconn) reserveID() uint32 {
@@ -160,10 +163,10 @@ func (c *rconn) reserveID() uint32 {
 	return id // no waiter: the reply is dropped by the read loop
 }
 
-func (c *rconn) send(id uint32, op wire.Opcode, body func([]byte) []byte) {
+func (c *rconn) send(id uint32, op wire.Opcode, flags wire.Flags, body func([]byte) []byte) {
 	c.wmu.Lock()
 	var start int
-	c.wbuf, start = wire.BeginFrame(c.wbuf, id, op, 0)
+	c.wbuf, start = wire.BeginFrame(c.wbuf, id, op, flags)
 	c.wbuf = body(c.wbuf)
 	c.wbuf = wire.EndFrame(c.wbuf, start)
 	c.wmu.Unlock()
@@ -180,7 +183,7 @@ func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte)
 		err := c.err
 		c.mu.Unlock()
 		callPool.Put(pc)
-		return response{}, c.lostErr(err)
+		return response{}, notSent(c.lostErr(err))
 	}
 	id := c.nextID
 	c.nextID++
@@ -190,7 +193,7 @@ func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte)
 	c.calls[id] = pc
 	c.mu.Unlock()
 
-	c.send(id, op, body)
+	c.send(id, op, 0, body)
 
 	select {
 	case resp := <-pc.ch:
@@ -214,6 +217,31 @@ func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte)
 		// call is dropped, not pooled, since its channel may still be written.
 		return response{}, ctx.Err()
 	}
+}
+
+// notSentError marks a failure that happened before the request left this
+// process (no connection, or a connection already known to be broken): a
+// retry cannot apply it twice. The message is the cause's.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+func notSent(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ns *notSentError
+	if errors.As(err, &ns) {
+		return err
+	}
+	return &notSentError{err}
+}
+
+// wasNotSent reports whether err says the request never left this process.
+func wasNotSent(err error) bool {
+	var ns *notSentError
+	return errors.As(err, &ns)
 }
 
 func (c *rconn) lostErr(err error) error {

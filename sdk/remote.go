@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -51,15 +52,21 @@ type remoteBackend struct {
 	dialTO    time.Duration
 	callTO    time.Duration
 
-	mu      sync.Mutex // guards cur, lastErr, retryAt, backoff, closed
-	cur     *rconn
-	lastErr error
-	retryAt time.Time
-	backoff time.Duration
-	closed  bool
+	// live is the connection while it is healthy: the lock-free fast path
+	// of conn. Written under mu.
+	live atomic.Pointer[rconn]
+
+	mu       sync.Mutex // guards cur, lastErr, retryAt, backoff, closed, closeErr
+	cur      *rconn
+	lastErr  error
+	retryAt  time.Time
+	backoff  time.Duration
+	closed   bool
+	closeErr error // what conn answers once closed: ErrClosed, or errNodeRetired
 }
 
-func dialRemote(ctx context.Context, cs ConnString, o clientOptions) (backend, error) {
+// newRemote returns a backend for cs without dialling.
+func newRemote(cs ConnString) (*remoteBackend, error) {
 	b := &remoteBackend{cs: cs, dialTO: cs.DialTimeout, callTO: cs.Timeout}
 	if b.dialTO == 0 {
 		b.dialTO = DefaultDialTimeout
@@ -74,10 +81,15 @@ func dialRemote(ctx context.Context, cs ConnString, o clientOptions) (backend, e
 		}
 		b.tlsConfig = tc
 	}
-	if _, err := b.conn(ctx); err != nil {
-		return nil, err
-	}
 	return b, nil
+}
+
+// adopt makes c, already handshaken, the backend's connection.
+func (b *remoteBackend) adopt(c *rconn) {
+	b.mu.Lock()
+	b.cur = c
+	b.live.Store(c)
+	b.mu.Unlock()
 }
 
 func clientTLSConfig(cs ConnString) (*tls.Config, error) {
@@ -106,14 +118,18 @@ func clientTLSConfig(cs ConnString) (*tls.Config, error) {
 // conn returns the live connection, dialling one if needed. While a redial
 // is backing off it fails fast with the last dial error.
 func (b *remoteBackend) conn(ctx context.Context) (*rconn, error) {
+	if c := b.live.Load(); c != nil && !c.broken() {
+		return c, nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return nil, ErrClosed
+		return nil, b.closeErr
 	}
 	if b.cur != nil && !b.cur.broken() {
 		return b.cur, nil
 	}
+	b.live.Store(nil)
 	if b.lastErr != nil && time.Now().Before(b.retryAt) {
 		return nil, b.lastErr
 	}
@@ -122,6 +138,7 @@ func (b *remoteBackend) conn(ctx context.Context) (*rconn, error) {
 		c, err := b.dial(ctx, ep)
 		if err == nil {
 			b.cur, b.lastErr, b.backoff = c, nil, 0
+			b.live.Store(c)
 			return c, nil
 		}
 		var he *HandshakeError
@@ -171,15 +188,26 @@ func (b *remoteBackend) dial(ctx context.Context, ep string) (*rconn, error) {
 }
 
 func (b *remoteBackend) close() error {
+	b.closeWith(ErrClosed)
+	return nil
+}
+
+// closeWith closes the backend: conn answers why from now on, and the
+// connection's waiting calls fail with it.
+func (b *remoteBackend) closeWith(why error) {
 	b.mu.Lock()
-	b.closed = true
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.closed, b.closeErr = true, why
 	c := b.cur
 	b.cur = nil
+	b.live.Store(nil)
 	b.mu.Unlock()
 	if c != nil {
-		c.shutdown(ErrClosed)
+		c.shutdown(why)
 	}
-	return nil
 }
 
 // call sends one request and waits for its response within the context's
@@ -190,7 +218,7 @@ func (b *remoteBackend) call(ctx context.Context, op wire.Opcode, body func([]by
 	}
 	c, err := b.conn(ctx)
 	if err != nil {
-		return response{}, err
+		return response{}, notSent(err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -241,9 +269,7 @@ func (b *remoteBackend) put(ctx context.Context, key string, value []byte, opts 
 }
 
 func (b *remoteBackend) maxValue() int {
-	b.mu.Lock()
-	c := b.cur
-	b.mu.Unlock()
+	c := b.live.Load()
 	max := wire.DefaultMaxFrameSize
 	if c != nil && c.maxFrame > 0 {
 		max = c.maxFrame

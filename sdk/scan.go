@@ -110,9 +110,12 @@ type Scanner struct {
 	owners []scanOwner
 }
 
-// Scan returns the client's scanner. Today a client talks to one owner; a
-// backend that knows several (the cluster client) lists them through
-// scanRouter and the scanner fans out to each.
+// Scan returns the client's scanner. An embedded or single-node client has
+// one owner; a cluster client lists the nodes that own a segment in its
+// current routing table (scanRouter) and the scanner fans out to each. A
+// scan spans the owners of the table it started on: its resume token names
+// them, and a token from before an ownership change that added or removed
+// an owner fails with ErrBadScanToken (restart the scan).
 func (c *Client) Scan() *Scanner {
 	return &Scanner{owners: ownersOf(c)}
 }

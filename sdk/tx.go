@@ -237,12 +237,23 @@ func (t *Tx) Commit(ctx context.Context) (TxResult, error) {
 		return TxResult{Status: StatusSuccess, Writes: []ItemResult{}}, nil
 	}
 
-	c := coordinator{routes: t.routes, id: newTxID(), parts: splitByOwner(reads, writes, timeout, t.routes.ownerOf)}
-	if res, err, ok := c.prepare(ctx); !ok {
-		return res, err
+	// A prepare refused with a redirect status (the owner's map says the
+	// key is not its own) changed nothing and was aborted everywhere: the
+	// keys are grouped again on the refreshed map, under a new id.
+	for attempt := 1; ; attempt++ {
+		c := coordinator{routes: t.routes, id: newTxID(), parts: splitByOwner(reads, writes, timeout, t.routes.ownerOf)}
+		res, err, ok := c.prepare(ctx)
+		if ok {
+			return c.commit(ctx, writes)
+		}
+		if !res.Status.Redirect() || attempt >= txRedirectAttempts || !t.routes.reroute(ctx) {
+			return res, err
+		}
 	}
-	return c.commit(ctx, writes)
 }
+
+// txRedirectAttempts bounds the prepares of one Commit across map changes.
+const txRedirectAttempts = 5
 
 // --- owners ---
 
@@ -258,6 +269,9 @@ type txRouter interface {
 	ownerOf(key string) txOwner
 	// doOn sends a node-level command to owner.
 	doOn(ctx context.Context, owner txOwner, cmd kv.Cmd) (kv.Reply, error)
+	// reroute refreshes the owners after a prepare was refused with a
+	// redirect status; false when another attempt cannot route differently.
+	reroute(ctx context.Context) bool
 }
 
 // singleOwner routes every key to the client's one connection.
@@ -268,6 +282,8 @@ func (singleOwner) ownerOf(string) txOwner { return "" }
 func (r singleOwner) doOn(ctx context.Context, _ txOwner, cmd kv.Cmd) (kv.Reply, error) {
 	return r.c.Do(ctx, cmd)
 }
+
+func (singleOwner) reroute(context.Context) bool { return false }
 
 // groupByOwner groups keys by their owner, keeping their order within each
 // group. With one owner it returns one group.

@@ -64,6 +64,12 @@ type WatchOptions struct {
 // watch ended. Watch again with Snapshot to resynchronise.
 var ErrWatchOverflow = errors.New("zaris: watch consumer fell behind; watch again with a snapshot")
 
+// ErrWatchMoved: on a cluster, the owner of a watched key's segment changed
+// (for a prefix watch, of any segment); the watch ended. Changes applied on
+// the new owner before the client learned the new map cannot be replayed:
+// watch again with a snapshot to resynchronise.
+var ErrWatchMoved = errors.New("zaris: the owner of watched keys changed; watch again with a snapshot")
+
 // Watcher opens watches (R-DS-6).
 type Watcher struct{ c *Client }
 
@@ -117,7 +123,8 @@ func (s *WatchStream) Snapshot() []WatchRecord { return s.snapshot }
 // then says why (nil after Close).
 func (s *WatchStream) Events() <-chan WatchEvent { return s.events }
 
-// Err is why the watch ended: ErrWatchOverflow, a lost connection, or nil.
+// Err is why the watch ended: ErrWatchOverflow, ErrWatchMoved, a lost
+// connection, or nil.
 func (s *WatchStream) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -194,7 +201,7 @@ func (b *remoteBackend) watch(ctx context.Context, req wire.WatchRequest) (*Watc
 	if err != nil {
 		return nil, err
 	}
-	id, frames, err := c.openStream(wire.OpWatch, func(dst []byte) []byte { return wire.AppendWatchRequest(dst, req) }, int(req.Buffer)+16)
+	id, frames, err := c.openStream(wire.OpWatch, 0, func(dst []byte) []byte { return wire.AppendWatchRequest(dst, req) }, int(req.Buffer)+16)
 	if err != nil {
 		return nil, err
 	}
