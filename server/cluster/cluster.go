@@ -279,7 +279,6 @@ func New(cfg Config) (*Cluster, error) {
 // loop. On error everything started is stopped again.
 func (c *Cluster) Start() (err error) {
 	c.startedAt = c.now()
-	c.tracker = NewTracker(c.cfg.Self, c.t.MemberGrace, c.startedAt)
 	c.mux = NewPeerMux(c.cfg.PeerListener, c.cfg.Dial, c.log.With("component", "peer"))
 	c.mux.Handle(PeerMapFetch, func(conn net.Conn) { serveMapFetch(conn, c.Map) })
 	defer func() {
@@ -294,6 +293,8 @@ func (c *Cluster) Start() (err error) {
 	if err := c.startMemberlist(); err != nil {
 		return err
 	}
+	// After memberlist: Self now carries the bound gossip port.
+	c.tracker = NewTracker(c.cfg.Self, c.t.MemberGrace, c.startedAt)
 	go c.loop()
 	return nil
 }

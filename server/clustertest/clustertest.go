@@ -1,0 +1,372 @@
+// Package clustertest runs real Zaris clusters inside one test process:
+// N server.Nodes on 127.0.0.1 with ephemeral ports (client, RESP, HTTP,
+// peer and gossip), in-memory raft stores and short cluster timings
+// (cluster.TestTimings: formation in 200 ms, a 1 s grace window). It is
+// test support for the server's own tests and for the SDK's: a test
+// imports it, calls Start and gets running, converged nodes.
+//
+//	c := clustertest.Start(t, 4, clustertest.Options{})
+//	client, _ := sdk.Connect(ctx, c.ConnString())
+//	...
+//	c.Node("n2").RequestCounts().Batches // one per GetMany that touched n2
+//
+// Nodes are named n1…nN; n1 bootstraps the cluster and the others join it
+// through its gossip port; every node expects N members, so the first map
+// is planned with all of them (one partition per node). Everything stops
+// in t.Cleanup. The package imports the server, never the SDK.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/server"
+	"github.com/zaris-io/zaris/server/cluster"
+)
+
+// Options shape a test cluster. The zero value is a cluster of store
+// "default", RESP and HTTP on, one partition per node.
+type Options struct {
+	// Store is the store name (default "default").
+	Store string
+	// ClusterID is the cluster id (default "").
+	ClusterID string
+	// NoRESP and NoHTTP turn those front ends off.
+	NoRESP, NoHTTP bool
+	// Partitions is the number of partitions (0 = one per node).
+	Partitions int
+	// Token, when set, is required from every client.
+	Token string
+	// Mutate, when set, changes each node's configuration last.
+	Mutate func(cfg *server.Config)
+	// Logger receives every node's log lines (nil = discarded).
+	Logger *slog.Logger
+	// Timeout bounds formation and convergence (default 30 s).
+	Timeout time.Duration
+}
+
+// Cluster is a running test cluster.
+type Cluster struct {
+	t    testing.TB
+	opts Options
+
+	mu      sync.Mutex // guards nodes, stopped, next
+	nodes   []*server.Node
+	stopped map[*server.Node]bool
+	next    int
+}
+
+// NodeConfig is the configuration of test node id: 127.0.0.1, every port
+// ephemeral, short timings, a 64 MiB memory cap.
+func NodeConfig(id string, opts Options) server.Config {
+	c := server.DefaultConfig()
+	c.NodeID = id
+	if opts.Store != "" {
+		c.Store = opts.Store
+	}
+	c.ClusterID = opts.ClusterID
+	c.ClientPort, c.PeerPort, c.GossipPort = server.EphemeralPort, server.EphemeralPort, server.EphemeralPort
+	c.RESPPort, c.HTTPPort = server.EphemeralPort, server.EphemeralPort
+	if opts.NoRESP {
+		c.RESPPort = 0
+	}
+	if opts.NoHTTP {
+		c.HTTPPort = 0
+	}
+	c.Partitions = opts.Partitions
+	c.Token = opts.Token
+	c.MemoryMaxBytes = 64 << 20
+	c.MinWorkers, c.MaxWorkers = 2, 64
+	c.ShutdownTimeout = 5 * time.Second
+	c.Timings = cluster.TestTimings()
+	if opts.Mutate != nil {
+		opts.Mutate(&c)
+	}
+	return c
+}
+
+// Start runs an n-node cluster and returns once every node is ready and
+// all agree on one map version.
+func Start(t testing.TB, n int, opts Options) *Cluster {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("clustertest: %d nodes", n)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	c := &Cluster{t: t, opts: opts, stopped: map[*server.Node]bool{}}
+	t.Cleanup(c.StopAll)
+	first := c.startNode("n1", n, nil)
+	seed := []string{GossipAddr(first)}
+	for i := 2; i <= n; i++ {
+		c.startNode(fmt.Sprint("n", i), n, seed)
+	}
+	c.next = n + 1
+	c.WaitReady(opts.Timeout)
+	c.WaitConverged(opts.Timeout)
+	return c
+}
+
+func (c *Cluster) startNode(id string, expect int, join []string) *server.Node {
+	c.t.Helper()
+	cfg := NodeConfig(id, c.opts)
+	cfg.ExpectNodes = expect
+	cfg.Join = join
+	logger := c.opts.Logger
+	if logger != nil {
+		logger = logger.With("test_node", id)
+	}
+	nd, err := server.NewNode(cfg, logger)
+	if err != nil {
+		c.t.Fatalf("clustertest: node %s: %v", id, err)
+	}
+	if err := nd.Start(context.Background()); err != nil {
+		_ = nd.Stop(context.Background())
+		c.t.Fatalf("clustertest: start %s: %v", id, err)
+	}
+	c.mu.Lock()
+	c.nodes = append(c.nodes, nd)
+	c.mu.Unlock()
+	return nd
+}
+
+// AddNode starts one more node that joins the cluster (it becomes a spare:
+// a member owning nothing until a rebalance) and waits for it to be ready.
+func (c *Cluster) AddNode() *server.Node {
+	c.t.Helper()
+	c.mu.Lock()
+	id := fmt.Sprint("n", c.next)
+	c.next++
+	c.mu.Unlock()
+	var seeds []string
+	for _, nd := range c.Running() {
+		seeds = append(seeds, GossipAddr(nd))
+	}
+	nd := c.startNode(id, 1, seeds)
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+	defer cancel()
+	if err := nd.WaitReady(ctx); err != nil {
+		c.t.Fatalf("clustertest: %s: %v", id, err)
+	}
+	return nd
+}
+
+// Nodes returns every node started, stopped ones included.
+func (c *Cluster) Nodes() []*server.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*server.Node(nil), c.nodes...)
+}
+
+// Running returns the nodes not stopped.
+func (c *Cluster) Running() []*server.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*server.Node
+	for _, nd := range c.nodes {
+		if !c.stopped[nd] {
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
+// Node returns the node with id (nil when none).
+func (c *Cluster) Node(id string) *server.Node {
+	for _, nd := range c.Nodes() {
+		if nd.Config().NodeID == id {
+			return nd
+		}
+	}
+	return nil
+}
+
+// Stop stops one node (a crash, as far as the others can tell: it does not
+// announce a leave).
+func (c *Cluster) Stop(nd *server.Node) {
+	c.mu.Lock()
+	c.stopped[nd] = true
+	c.mu.Unlock()
+	_ = nd.Stop(context.Background())
+}
+
+// StopAll stops every node (t.Cleanup does it too).
+func (c *Cluster) StopAll() {
+	var wg sync.WaitGroup
+	for _, nd := range c.Running() {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Stop(nd) }()
+	}
+	wg.Wait()
+}
+
+// Endpoints are the running nodes' client (native protocol) addresses.
+func (c *Cluster) Endpoints() []string {
+	var out []string
+	for _, nd := range c.Running() {
+		if a := nd.ClientAddr(); a != nil {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+
+// RESPEndpoints are the running nodes' RESP addresses.
+func (c *Cluster) RESPEndpoints() []string {
+	var out []string
+	for _, nd := range c.Running() {
+		if a := nd.RESPAddr(); a != nil {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+
+// ConnString is an SDK connection string naming every running node as a
+// seed: zaris://host:port,host:port/store (with ?token= when set).
+func (c *Cluster) ConnString() string {
+	store := c.opts.Store
+	if store == "" {
+		store = server.DefaultStore
+	}
+	s := "zaris://" + strings.Join(c.Endpoints(), ",") + "/" + store
+	if c.opts.Token != "" {
+		s += "?token=" + c.opts.Token
+	}
+	return s
+}
+
+// Leader is the running node leading the control plane (nil when none).
+func (c *Cluster) Leader() *server.Node {
+	for _, nd := range c.Running() {
+		if cl := nd.Cluster(); cl != nil && cl.IsLeader() {
+			return nd
+		}
+	}
+	return nil
+}
+
+// Map is the map applied by the first running node.
+func (c *Cluster) Map() *cluster.PartitionMap {
+	for _, nd := range c.Running() {
+		if cl := nd.Cluster(); cl != nil {
+			if m := cl.Map(); m != nil {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// Owner is the running node that owns key in the current map.
+func (c *Cluster) Owner(key string) *server.Node {
+	m := c.Map()
+	if m == nil {
+		return nil
+	}
+	return c.Node(string(m.OwnerOfKey(key)))
+}
+
+// NonOwner is a running node that does not own key (nil with one node).
+func (c *Cluster) NonOwner(key string) *server.Node {
+	owner := c.Owner(key)
+	for _, nd := range c.Running() {
+		if nd != owner {
+			return nd
+		}
+	}
+	return nil
+}
+
+// KeyOwnedBy returns a key (prefix + a number) owned by node id.
+func (c *Cluster) KeyOwnedBy(id, prefix string) string {
+	m := c.Map()
+	for i := 0; m != nil && i < 1_000_000; i++ {
+		k := prefix + strconv.Itoa(i)
+		if string(m.OwnerOfSegment(int(placement.SegmentOf(k, m.TotalSegments)))) == id {
+			return k
+		}
+	}
+	c.t.Fatalf("clustertest: no key owned by %s", id)
+	return ""
+}
+
+// WaitReady waits until every running node serves traffic.
+func (c *Cluster) WaitReady(timeout time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, nd := range c.Running() {
+		if err := nd.WaitReady(ctx); err != nil {
+			c.t.Fatalf("clustertest: %s not ready: %v", nd.Config().NodeID, err)
+		}
+	}
+}
+
+// WaitConverged waits until every running node applied the same map
+// version, with a known leader, and returns that version.
+func (c *Cluster) WaitConverged(timeout time.Duration) uint64 {
+	c.t.Helper()
+	var v uint64
+	c.Eventually(timeout, "every running node on one map version", func() bool {
+		v = 0
+		for _, nd := range c.Running() {
+			cl := nd.Cluster()
+			if cl == nil || cl.Map() == nil || cl.Leader() == "" {
+				return false
+			}
+			if v != 0 && cl.Map().Version != v {
+				return false
+			}
+			v = cl.Map().Version
+		}
+		return v != 0
+	})
+	return v
+}
+
+// WaitVersion waits until every running node applied at least version v
+// and they agree, and returns the version.
+func (c *Cluster) WaitVersion(v uint64, timeout time.Duration) uint64 {
+	c.t.Helper()
+	var got uint64
+	c.Eventually(timeout, fmt.Sprintf("every running node on one map version ≥ %d", v), func() bool {
+		got = 0
+		for _, nd := range c.Running() {
+			m := nd.Cluster().Map()
+			if m == nil || m.Version < v || got != 0 && m.Version != got {
+				return false
+			}
+			got = m.Version
+		}
+		return got != 0
+	})
+	return got
+}
+
+// Eventually polls cond every 10 ms until it holds, failing the test after
+// timeout.
+func (c *Cluster) Eventually(timeout time.Duration, what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("clustertest: timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// GossipAddr is a node's gossip address (to --join it).
+func GossipAddr(nd *server.Node) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(nd.Info().Ports.Gossip))
+}
