@@ -3,11 +3,19 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: run test test-short bench lint fuzz build tools
+.PHONY: run test test-short bench lint fuzz build tools cluster cluster-stop
 
 ## run: start a single-node server with the embedded default configuration
 run:
 	$(GO) run ./cmd/zaris-server
+
+## cluster: start a 3-node cluster on loopback in the background (scripts/cluster.sh)
+cluster:
+	scripts/cluster.sh start
+
+## cluster-stop: stop the cluster started by `make cluster`
+cluster-stop:
+	scripts/cluster.sh stop
 
 ## build: compile every binary into ./bin
 build:
