@@ -191,3 +191,41 @@ func TestClusterRefusesForeignNodes(t *testing.T) {
 		})
 	}
 }
+
+func TestDriftIsRepairedFromTheLeader(t *testing.T) {
+	nodes := startTestCluster(t, 3)
+	leader := leaderOf(nodes)
+	if leader == nil {
+		t.Fatal("no leader")
+	}
+	old := leader.c.Map()
+	oc := OwnershipChange{Partition: 0, Owner: old.Partitions[0].ActiveOwner, Generation: old.Partitions[0].OwnershipGeneration + 1,
+		Epoch: old.Partitions[0].Epoch}
+	if err := leader.c.CommitOwnership(context.Background(), oc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "everyone on the new version", func() bool {
+		for _, n := range nodes {
+			if m := n.c.Map(); m == nil || m.Version != old.Version+1 {
+				return false
+			}
+		}
+		return true
+	})
+	// Roll one follower's applied map back behind the others' (as if it
+	// had missed the commit): its digest differs from the majority, and
+	// two cycles later it refetches the map from the leader.
+	var lagging *testNode
+	for _, n := range nodes {
+		if n != leader {
+			lagging = n
+			break
+		}
+	}
+	lagging.c.mu.Lock()
+	lagging.c.applied = old
+	lagging.c.mu.Unlock()
+	eventually(t, 10*time.Second, "the drift repaired", func() bool {
+		return lagging.c.Map().Version == old.Version+1 && lagging.c.Status().DriftRepairs > 0
+	})
+}
