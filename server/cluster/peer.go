@@ -124,9 +124,10 @@ func (m *PeerMux) route(c net.Conn) {
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	if b[0] == PeerRaft {
-		// Raft owns the connection from here; Close still closes it.
+		// Raft owns the connection from here; its Close untracks it, and
+		// the mux's Close still closes it.
 		select {
-		case m.raftConns <- c:
+		case m.raftConns <- &trackedConn{Conn: c, m: m}:
 		case <-m.done:
 			m.untrack(c)
 			_ = c.Close()
@@ -141,6 +142,18 @@ func (m *PeerMux) route(c net.Conn) {
 		return
 	}
 	h(c)
+}
+
+// trackedConn is a connection handed over to raft: closing it forgets it.
+type trackedConn struct {
+	net.Conn
+	m    *PeerMux
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() { c.m.untrack(c.Conn) })
+	return c.Conn.Close()
 }
 
 // Close stops accepting and closes every connection; safe twice.
