@@ -22,7 +22,6 @@ import (
 // routing map they all serve: a static cluster. move changes an owner the
 // way a cluster would — the stores first, then the published map.
 type testCluster struct {
-	t     *testing.T
 	nodes []*clusterNode
 	src   *native.StaticRouting
 
@@ -47,6 +46,8 @@ type clusterConfig struct {
 	mutePush bool
 	// spare nodes are started and listed in the map without segments.
 	spare int
+	// maxFrame is the servers' frame limit (0: the default).
+	maxFrame int
 }
 
 // mutedSource serves the map but never reports a change: a broken push.
@@ -54,13 +55,13 @@ type mutedSource struct{ *native.StaticRouting }
 
 func (mutedSource) Changed() <-chan struct{} { return nil }
 
-func startCluster(t *testing.T, n int, cc clusterConfig) *testCluster {
+func startCluster(t testing.TB, n int, cc clusterConfig) *testCluster {
 	t.Helper()
 	if cc.store.Segments == 0 {
 		cc.store = store.DefaultConfig()
 	}
 	total := cc.store.Segments
-	tc := &testCluster{t: t}
+	tc := &testCluster{}
 	listeners := make([]net.Listener, n+cc.spare)
 	m := &wire.RoutingMap{Version: 1, TotalSegments: total, SegmentOwner: make([]int32, total)}
 	for i := range listeners {
@@ -93,7 +94,7 @@ func startCluster(t *testing.T, n int, cc clusterConfig) *testCluster {
 		}
 		cn := &clusterNode{id: m.Nodes[i].ID, addr: l.Addr().String(), store: st, obs: &opCounter{}, done: make(chan error, 1)}
 		cn.srv, err = native.New(native.Config{Store: st, StoreName: "default", NodeID: cn.id, Version: "test",
-			Routing: src, Observer: cn.obs})
+			Routing: src, Observer: cn.obs, MaxFrameSize: cc.maxFrame})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func (tc *testCluster) url() string {
 // connect opens a cluster client and waits until it follows a node's map
 // stream, so that a change made next reaches it by push (or, with a muted
 // push, by poll or redirect only) — never through a stream opened after it.
-func (tc *testCluster) connect(t *testing.T, opts ...sdk.Option) *sdk.Client {
+func (tc *testCluster) connect(t testing.TB, opts ...sdk.Option) *sdk.Client {
 	t.Helper()
 	c, err := sdk.Connect(context.Background(), tc.url(), opts...)
 	if err != nil {
@@ -222,7 +223,7 @@ func (tc *testCluster) keysOn(i int, prefix string, n int) []string {
 }
 
 // eventually polls cond until it holds or the time is up.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {

@@ -177,9 +177,10 @@ func (b *clusterBackend) batch(ctx context.Context, items []BatchItem) ([]ItemRe
 		t := b.table.Load()
 		groups := t.groupBatch(items, todo)
 		errs := make([]error, len(groups))
+		sent := make([]int, len(groups)) // items of the group answered before its error
 		fanOut(len(groups), func(g int) {
 			if groups[g].n != nil {
-				errs[g] = sendGroup(ctx, groups[g], items, out)
+				sent[g], errs[g] = sendGroup(ctx, groups[g], items, out)
 			}
 		})
 		var next []int
@@ -199,15 +200,16 @@ func (b *clusterBackend) batch(ctx context.Context, items []BatchItem) ([]ItemRe
 				if wasNotSent(err) {
 					st = StatusUnavailable
 				}
-				for _, i := range grp.idx {
+				answered, failed := grp.idx[:sent[g]], grp.idx[sent[g]:] // a large group's first frames may have been answered
+				for _, i := range failed {
 					out[i] = ItemResult{Index: i, Op: items[i].Op, Key: items[i].Key, Result: Result{Status: st}}
 					unanswered[i] = true
 				}
 				lastErr = err
 				if act == retryTransient {
-					next, transient = append(next, grp.idx...), true
+					next, transient = append(next, failed...), true
 				}
-				continue
+				grp.idx = answered
 			}
 			for _, i := range grp.idx {
 				unanswered[i] = false
@@ -233,24 +235,11 @@ func (b *clusterBackend) batch(ctx context.Context, items []BatchItem) ([]ItemRe
 	}
 }
 
-// sendGroup sends one owner's items (the remote backend splits them only
-// where a frame would exceed the server's limit) and writes each result at
-// its caller index.
-func sendGroup(ctx context.Context, g batchGroup, items []BatchItem, out []ItemResult) error {
-	sub := make([]BatchItem, len(g.idx))
-	for j, i := range g.idx {
-		sub[j] = items[i]
-	}
-	res, err := g.n.be.batch(ctx, sub)
-	if err != nil {
-		return err
-	}
-	for j, i := range g.idx {
-		r := res[j]
-		r.Index = i
-		out[i] = r
-	}
-	return nil
+// sendGroup sends one owner's items (split only where a frame would exceed
+// the server's limit), each answer landing at its caller index. It returns
+// how many of the group's items were answered before an error.
+func sendGroup(ctx context.Context, g batchGroup, items []BatchItem, out []ItemResult) (int, error) {
+	return g.n.be.batchInto(ctx, items, g.idx, out)
 }
 
 func allGets(items []BatchItem, idx []int) bool {

@@ -189,6 +189,43 @@ func TestClusterGetManyOneRequestPerOwner(t *testing.T) {
 	}
 }
 
+// An owner's share larger than a frame is split into several requests to
+// that owner; results still land at their caller index.
+func TestClusterBulkLargerThanOneFrame(t *testing.T) {
+	ctx := context.Background()
+	tc := startCluster(t, 3, clusterConfig{maxFrame: 256 << 10})
+	c := tc.connect(t)
+	items := make([]sdk.KV, 600)
+	keys := make([]string, len(items))
+	for i := range items {
+		keys[i] = fmt.Sprint("big:", i)
+		items[i] = sdk.KV{Key: keys[i], Value: []byte(fmt.Sprintf("%04d%s", i, make([]byte, 4092)))}
+	}
+	res, err := c.PutMany(ctx, items) // ~2.4 MiB: several frames per owner
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if !r.OK() || r.Index != i || r.Key != keys[i] {
+			t.Fatalf("item %d: %+v", i, r)
+		}
+	}
+	for _, cn := range tc.nodes {
+		if n := cn.obs.count(wire.OpBatch, -1); n < 3 {
+			t.Fatalf("%s got its share in %d requests; it does not fit one frame", cn.id, n)
+		}
+	}
+	got, err := c.GetMany(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range got {
+		if !r.OK() || r.Index != i || string(r.Value[:4]) != fmt.Sprintf("%04d", i) {
+			t.Fatalf("GetMany[%d]: %v %q", i, r.Status, r.Value[:min(4, len(r.Value))])
+		}
+	}
+}
+
 // A client on a stale map (push broken, no poll) is answered Moved, refreshes
 // and retries on the new owner without the caller noticing.
 func TestClusterStaleMapRecovers(t *testing.T) {

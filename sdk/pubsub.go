@@ -31,6 +31,9 @@ type Message struct {
 var ErrSubscriberOverflow = errors.New("zaris: subscriber fell behind; messages were dropped")
 
 // Publish sends payload to channel and returns how many subscribers got it.
+// On a cluster the message is published on the channel's home node (the
+// owner of the channel name's segment) and every subscription listens on
+// every owner, so each subscriber gets it once.
 func (p *PubSub) Publish(ctx context.Context, channel string, payload []byte) (int, error) {
 	if err := p.c.check(ctx); err != nil {
 		return 0, err

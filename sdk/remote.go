@@ -297,33 +297,64 @@ func (b *remoteBackend) timeToLive(ctx context.Context, key string) (Result, err
 // limit and stitches the per-item results back in caller order.
 func (b *remoteBackend) batch(ctx context.Context, items []BatchItem) ([]ItemResult, error) {
 	out := make([]ItemResult, len(items))
-	limit := b.maxValue()
-	for start := 0; start < len(items); {
-		end, size := start, 0
-		for end < len(items) && (end == start || size+len(items[end].Key)+len(items[end].Value)+64 <= limit) {
-			size += len(items[end].Key) + len(items[end].Value) + 64
-			end++
-		}
-		chunk := items[start:end]
-		if err := b.batchChunk(ctx, chunk, out[start:end], start); err != nil {
-			return nil, err
-		}
-		start = end
+	if _, err := b.batchInto(ctx, items, nil, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
-func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, out []ItemResult, offset int) error {
-	for i, it := range items {
-		out[i] = ItemResult{Index: offset + i, Op: it.Op, Key: it.Key}
+// pick is the caller index of the j-th item of a selection (idx nil: every
+// item, in order).
+func pick(idx []int, j int) int {
+	if idx == nil {
+		return j
 	}
-	if len(items) == 1 && len(items[0].Value) > b.maxValue() {
-		out[0].Result = Result{Status: StatusItemTooLarge}
+	return idx[j]
+}
+
+// batchInto sends the selected items — items[idx[j]], or every item when
+// idx is nil — in Batch frames no larger than the server's frame limit, and
+// writes each answer at out[idx[j]], Index idx[j]. It returns how many
+// selected items were answered before an error (the first ones).
+func (b *remoteBackend) batchInto(ctx context.Context, items []BatchItem, idx []int, out []ItemResult) (int, error) {
+	n := len(items)
+	if idx != nil {
+		n = len(idx)
+	}
+	limit := b.maxValue()
+	for start := 0; start < n; {
+		end, size := start, 0
+		for end < n {
+			it := &items[pick(idx, end)]
+			sz := len(it.Key) + len(it.Value) + 64
+			if end > start && size+sz > limit {
+				break
+			}
+			size += sz
+			end++
+		}
+		if err := b.batchChunk(ctx, items, idx, start, end, out); err != nil {
+			return start, err
+		}
+		start = end
+	}
+	return n, nil
+}
+
+// batchChunk sends the selected items start..end-1 in one Batch frame.
+func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, idx []int, start, end int, out []ItemResult) error {
+	for j := start; j < end; j++ {
+		i := pick(idx, j)
+		out[i] = ItemResult{Index: i, Op: items[i].Op, Key: items[i].Key}
+	}
+	if first := pick(idx, start); end-start == 1 && len(items[first].Value) > b.maxValue() {
+		out[first].Result = Result{Status: StatusItemTooLarge}
 		return nil
 	}
 	resp, err := b.call(ctx, wire.OpBatch, func(dst []byte) []byte {
-		dst = wire.AppendBatchRequestHeader(dst, len(items))
-		for _, it := range items {
+		dst = wire.AppendBatchRequestHeader(dst, end-start)
+		for j := start; j < end; j++ {
+			it := &items[pick(idx, j)]
 			dst = wire.AppendBatchItem(dst, wire.BatchOp(it.Op), it.Key, it.Value, it.Options)
 		}
 		return dst
@@ -336,20 +367,20 @@ func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, out [
 		if err := wire.DecodeErrorResponse(resp.body, &e); err != nil {
 			return fmt.Errorf("zaris: undecodable error response: %w", err)
 		}
-		for i := range out {
-			out[i].Result = Result{Status: e.Status}
+		for j := start; j < end; j++ {
+			out[pick(idx, j)].Result = Result{Status: e.Status}
 		}
 		return nil
 	}
-	results, err := wire.DecodeBatchResult(resp.body, make([]kv.Result, 0, len(items)))
+	results, err := wire.DecodeBatchResult(resp.body, make([]kv.Result, 0, end-start))
 	if err != nil {
 		return fmt.Errorf("zaris: undecodable batch response: %w", err)
 	}
-	if len(results) != len(items) {
-		return fmt.Errorf("zaris: batch of %d items answered with %d results", len(items), len(results))
+	if len(results) != end-start {
+		return fmt.Errorf("zaris: batch of %d items answered with %d results", end-start, len(results))
 	}
-	for i := range results {
-		out[i].Result = results[i]
+	for k := range results {
+		out[pick(idx, start+k)].Result = results[k]
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ type testServer struct {
 }
 
 // startServer runs a real native-protocol server on a loopback port.
-func startServer(t *testing.T, mutate ...func(*native.Config)) *testServer {
+func startServer(t testing.TB, mutate ...func(*native.Config)) *testServer {
 	t.Helper()
 	st, err := store.New(store.DefaultConfig())
 	if err != nil {
@@ -56,7 +56,7 @@ func startServer(t *testing.T, mutate ...func(*native.Config)) *testServer {
 	return ts
 }
 
-func (ts *testServer) stop(t *testing.T) {
+func (ts *testServer) stop(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = ts.srv.Shutdown(ctx)

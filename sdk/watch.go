@@ -76,7 +76,7 @@ type Watcher struct{ c *Client }
 // Watch returns the client's watch surface.
 func (c *Client) Watch() *Watcher { return &Watcher{c: c} }
 
-// Key watches one key.
+// Key watches one key, on its owner.
 func (w *Watcher) Key(ctx context.Context, key string, opts *WatchOptions) (*WatchStream, error) {
 	if key == "" {
 		return nil, fmt.Errorf("%w: empty key", ErrBadRequest)
@@ -84,7 +84,9 @@ func (w *Watcher) Key(ctx context.Context, key string, opts *WatchOptions) (*Wat
 	return w.open(ctx, wire.WatchRequest{Key: key}, opts)
 }
 
-// Prefix watches every key starting with prefix ("" = every key).
+// Prefix watches every key starting with prefix ("" = every key). On a
+// cluster it merges one stream per owner; events of one key keep their
+// order, events of keys on different owners interleave.
 func (w *Watcher) Prefix(ctx context.Context, prefix string, opts *WatchOptions) (*WatchStream, error) {
 	return w.open(ctx, wire.WatchRequest{Prefix: prefix}, opts)
 }
