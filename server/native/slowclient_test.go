@@ -112,8 +112,8 @@ func TestSlowLorisDribble(t *testing.T) {
 // frames — right after the handshake or after a response — is not limited.
 func TestIdleConnectionIsNotClosed(t *testing.T) {
 	h := newHarness(t, func(c *native.Config) {
-		c.FrameTimeout = shortTimeout / 3
-		c.HandshakeTimeout = shortTimeout / 3
+		c.FrameTimeout = shortTimeout / 2
+		c.HandshakeTimeout = shortTimeout / 2
 	})
 	c := h.dialReady()
 	c.expectOpen(3 * shortTimeout) // idle right after the handshake
@@ -133,7 +133,10 @@ func TestIdleConnectionIsNotClosed(t *testing.T) {
 		pipeline = append(pipeline, frame(uint32(1000+i), wire.OpPing, []byte("straddle"))...)
 	}
 	step := len(pipeline) / n // every frame has the same size
-	tick := time.NewTicker(shortTimeout / 3 / 3)
+	// 12 writes, each 1/12 of shortTimeout apart: the whole pipeline spans
+	// twice the frame timeout while each frame completes with a 6× margin
+	// (room for a loaded test machine).
+	tick := time.NewTicker(shortTimeout / 12)
 	defer tick.Stop()
 	for from := 0; from < len(pipeline); {
 		<-tick.C // the pace under test: each write ends halfway into a frame
