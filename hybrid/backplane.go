@@ -15,8 +15,9 @@ const (
 	// every entry) so that L1 copies created before At become misses.
 	InvalidateTag
 	// InvalidateAll evicts every L1 copy. A transport sends it to its own
-	// subscribers when it may have lost messages (a gap in a journal), so
-	// no instance keeps serving a copy it was never told about.
+	// subscribers when it may have lost messages (a gap in a journal, a
+	// pub/sub subscription lost and made again), so no instance keeps
+	// serving a copy it was never told about.
 	InvalidateAll
 )
 
@@ -46,9 +47,10 @@ type Invalidation struct {
 	At int64 `msgpack:"at,omitempty"`
 }
 
-// Backplane carries invalidations between the instances of a cache. It is
-// the seam for the cluster's pub/sub: LocalBackplane serves one process,
-// JournalBackplane serves any number of processes over plain KV today.
+// Backplane carries invalidations between the instances of a cache.
+// PubSubBackplane (recommended) rides the store's publish/subscribe,
+// JournalBackplane serves any number of processes over plain KV, and
+// LocalBackplane serves one process.
 //
 // Delivery is at-most-once per message and best effort; a transport that
 // knows it lost messages delivers InvalidateAll. Subscribers receive their

@@ -69,9 +69,10 @@
 // L2 is the shared truth. L1 is eventually consistent across instances.
 // With a Backplane, Set, Remove and RemoveByTag on one instance evict (or
 // invalidate) the L1 copies on the others: the window is the backplane's
-// latency — immediate for NewLocalBackplane, about one poll interval for
-// NewJournalBackplane. Without one, another instance's L1 copy lives until
-// its LocalCacheExpiration, or until a read through L2 reveals a newer tag
+// latency — immediate for NewLocalBackplane, one network hop for
+// NewPubSubBackplane, about one poll interval for NewJournalBackplane.
+// Without one, another instance's L1 copy lives until its
+// LocalCacheExpiration, or until a read through L2 reveals a newer tag
 // marker. A fill that read a value before an invalidation of its key does
 // not write that value to L1 (or, for a factory result, to L2) after it.
 // Within one instance, reads after Set/Remove/RemoveByTag see them.
@@ -79,13 +80,29 @@
 // the factory N times; a fleet-wide single load is a distributed lock's
 // job, not the cache's.
 //
-// The Backplane interface is the seam for the cluster's pub/sub. Shipped
-// today: LocalBackplane (in-process fan-out, for several caches in one
-// process sharing one L2) and JournalBackplane, which needs nothing but KV:
-// an invalidation journal in a Zaris store (a sequence key advanced by CAS,
-// one entry per sequence with a TTL) that every instance polls. A journal
-// reader that finds a hole it cannot fill clears its whole L1 rather than
-// risk a missed invalidation.
+// # Backplanes
+//
+// NewPubSubBackplane is the recommended backplane: it rides the store's
+// publish/subscribe (embedded or a server, typically the L2 client), one
+// channel for the fleet (default "zaris:hybrid:invalidations"), one compact
+// binary message per Set, Remove or RemoveByTag, no keys written and no
+// polling. Publish also delivers in-process at once, so caches sharing one
+// backplane hear each other without a round trip; a backplane drops the
+// echo of its own messages. Pub/sub is fire-and-forget, so whenever the
+// subscription ends other than by Close — the receiver fell behind and was
+// cut off, the connection was lost, the server restarted — it subscribes
+// again with backoff and then clears every subscriber's whole L1, since
+// messages may have been missed meanwhile; an undecodable message is
+// handled the same way. Until it is back, this instance's L1 converges as
+// it would without a backplane.
+//
+// NewJournalBackplane is for deployments without pub/sub: it needs nothing
+// but KV — an invalidation journal in a Zaris store (a sequence key
+// advanced by CAS, one entry per sequence with a TTL) that every instance
+// polls. A journal reader that finds a hole it cannot fill clears its
+// whole L1 rather than risk a missed invalidation. NewLocalBackplane fans
+// out in-process only, for several caches in one process sharing one L2.
+// Any other transport fits behind the Backplane interface.
 //
 // # Beyond the original
 //

@@ -83,8 +83,8 @@ func (o JournalOptions) validate() error {
 // Guarantees: messages are delivered in sequence order, at most once; a
 // reader that cannot read a message (expired because it fell behind, or
 // never written) delivers InvalidateAll instead — every L1 copy is dropped,
-// never a stale one kept. The pub/sub of the cluster will replace this
-// transport behind the same interface.
+// never a stale one kept. Where the store offers publish/subscribe,
+// PubSubBackplane is the better transport: no polling, no keys written.
 type JournalBackplane struct {
 	c      *sdk.Client
 	o      JournalOptions

@@ -1,7 +1,8 @@
 // Command hybrid demonstrates the two-tier cache (R-SDK-2): two application
-// instances, each with its own in-process L1, share one L2 and a journal
-// backplane. By default L2 is an embedded store standing in for the
-// cluster; pass -l2 zaris://host:7861/<store> to use a real server.
+// instances, each with its own in-process L1, share one L2 and a pub/sub
+// backplane over it (invalidations ride the store's publish/subscribe). By
+// default L2 is an embedded store standing in for the cluster; pass
+// -l2 zaris://host:7861/<store> to use a real server.
 //
 //	go run ./examples/hybrid
 package main
@@ -93,7 +94,7 @@ func main() {
 		p, _, _ := hybrid.TryGet[Product](ctx, b.cache, "product:1", nil)
 		return p.Name == "renamed"
 	})
-	fmt.Println("b sees a's Set after one backplane poll")
+	fmt.Println("b sees a's Set: the backplane evicted b's L1 copy")
 
 	// 4. RemoveByTag: O(1), lazy; the next read reloads.
 	if err := a.cache.RemoveByTag(ctx, "catalog"); err != nil {
@@ -112,7 +113,7 @@ func main() {
 
 type instance struct {
 	l1, l2 *sdk.Client
-	bp     *hybrid.JournalBackplane
+	bp     *hybrid.PubSubBackplane
 	cache  *hybrid.Cache
 }
 
@@ -127,7 +128,9 @@ func newInstance(ctx context.Context, name, l2conn string, opts hybrid.Options) 
 	if err != nil {
 		log.Fatal(err)
 	}
-	bp, err := hybrid.NewJournalBackplane(ctx, l2, hybrid.JournalOptions{PollInterval: 50 * time.Millisecond})
+	// One channel for the fleet; a store without pub/sub would take
+	// hybrid.NewJournalBackplane(ctx, l2, hybrid.JournalOptions{}) instead.
+	bp, err := hybrid.NewPubSubBackplane(ctx, l2, hybrid.PubSubOptions{Logger: opts.Logger})
 	if err != nil {
 		log.Fatal(err)
 	}
