@@ -53,6 +53,17 @@ func init() {
 }
 
 func cmdPing(c *conn, args [][]byte) {
+	if len(args) <= 2 && c.out.Proto == 2 && c.subscribed() {
+		// Redis's PING in RESP2 subscribed mode: a "pong" message.
+		c.out.Array(2)
+		c.out.BulkString("pong")
+		if len(args) == 2 {
+			c.out.Bulk(args[1])
+		} else {
+			c.out.BulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.out.Simple("PONG")
@@ -202,6 +213,12 @@ func cmdQuit(c *conn, _ [][]byte) {
 }
 
 func cmdReset(c *conn, _ [][]byte) {
+	if c.sub != nil {
+		c.pmu.Lock()
+		c.sub.Unsubscribe()
+		c.sub.PUnsubscribe()
+		c.pmu.Unlock()
+	}
 	c.out.Proto = 2
 	c.proto.Store(2)
 	c.name.Store(nil)

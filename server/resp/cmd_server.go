@@ -183,6 +183,8 @@ func (cmd *command) aclCategories() []string {
 		out = append(out, "@sortedset")
 	case "stream":
 		out = append(out, "@stream")
+	case "pubsub":
+		out = append(out, "@pubsub")
 	case "generic":
 		out = append(out, "@keyspace")
 	case "connection":
@@ -447,8 +449,9 @@ func setNotifyKeyspaceEvents(s *Server, v string) string {
 		}
 	}
 	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
 	s.notifyEvents = b.String()
-	s.cfgMu.Unlock()
+	s.applyNotify(b.String()) // under cfgMu: the publisher follows the last value set
 	return ""
 }
 

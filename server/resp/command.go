@@ -193,29 +193,43 @@ func (c *conn) execute(args [][]byte) {
 		c.out.Error("NOAUTH Authentication required.")
 		return
 	}
+	if c.out.Proto == 2 && c.sub != nil && !subscribedModeCommands[baseName(cmd)] && c.subscribed() {
+		c.out.Error(subscribedModeError(cmd.name))
+		return
+	}
 	if cmd.multiKey() && len(args) > cmd.first+1 && !sameSlot(cmd, args) {
 		c.out.Error("CROSSSLOT Keys in request don't hash to the same slot")
 		return
 	}
 	c.lastCmd.Store(cmd)
 	c.status = kv.StatusSuccess
-	began := time.Now()
+	began := c.clock // when the previous command of the batch ended, or the read returned
 	mark := len(c.out.B)
 	cmd.run(c, args)
 	switch c.reply {
 	case replyOff:
-		c.out.B = c.out.B[:mark]
+		c.out.B = c.out.B[:min(mark, len(c.out.B))] // a reply already flushed (blocking, pub/sub) stays sent
 	case replySkip:
-		c.out.B = c.out.B[:mark]
+		c.out.B = c.out.B[:min(mark, len(c.out.B))]
 		c.reply = replyOn
 	case replySkipNext:
 		c.reply = replySkip
 	}
+	now := time.Now() // one clock read per command: it also starts the next one's
+	c.clock = now
 	c.cmds.Add(1)
-	c.lastActive.Store(began.UnixNano())
+	c.lastActive.Store(now.UnixNano())
 	if m := c.srv.cfg.Metrics; m != nil {
-		m.Op(cmd.metric, c.status, time.Since(began))
+		m.Op(cmd.metric, c.status, now.Sub(began))
 	}
+}
+
+// baseName is a command's top-level name.
+func baseName(cmd *command) string {
+	if cmd.parent != nil {
+		return cmd.parent.name
+	}
+	return cmd.name
 }
 
 func sameSlot(cmd *command, args [][]byte) bool {

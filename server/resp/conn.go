@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/store"
 )
 
 const (
@@ -56,10 +57,12 @@ type conn struct {
 	lim     Limits
 	out     Writer
 	authed  bool
-	reply   uint8     // CLIENT REPLY mode
-	closing bool      // close once the replies so far are written (QUIT, protocol error)
-	status  kv.Status // outcome of the command being executed, for metrics
-	readErr error     // a read error that came with data, reported after it is handled
+	reply   uint8               // CLIENT REPLY mode
+	sub     *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
+	closing bool                // close once the replies so far are written (QUIT, protocol error)
+	status  kv.Status           // outcome of the command being executed, for metrics
+	readErr error               // a read error that came with data, reported after it is handled
+	clock   time.Time           // when the last command ended or the last read returned
 	rw      rawWriteState
 
 	// read by CLIENT LIST / INFO from other goroutines
@@ -79,12 +82,15 @@ type conn struct {
 	stop       chan struct{} // closed by stopReading: a blocked command gives up
 	stopOnce   sync.Once
 
+	pmu sync.Mutex // held by the reader while it changes subscriptions and by the pub/sub forwarder while it queues messages; taken before wmu
+
 	// background writer
 	wmu      sync.Mutex // guards the fields below
 	wcond    sync.Cond  // signals wq growth and wclosing to the writer
 	wq       []byte     // replies the writer has yet to write
 	wspare   []byte
 	wbusy    bool // the writer owns the socket: the reader must queue, not write
+	wdirect  bool // the reader is writing directly: queue, do not wake the writer
 	wstarted bool
 	wclosing bool
 	werr     error
@@ -220,6 +226,7 @@ func (c *conn) fill() bool {
 		_ = c.nc.SetReadDeadline(time.Now().Add(t))
 	}
 	n, err := c.nc.Read(c.buf[c.w:])
+	c.clock = time.Now()
 	if n > 0 {
 		c.w += n
 		c.netIn.Add(uint64(n))
@@ -274,47 +281,55 @@ func (c *conn) flush() bool {
 		c.out.B = b[:0]
 		return false
 	}
-	if c.wbusy {
+	if c.wbusy || c.raw == nil {
 		ok := c.enqueueLocked(b)
 		c.wmu.Unlock()
 		c.out.B = keep(b)
 		return ok
 	}
+	// The socket is idle: write directly, owning it meanwhile (wdirect), so
+	// that what another producer (pub/sub) queues waits behind these bytes.
+	c.wdirect = true
 	c.wmu.Unlock()
-	written := 0
-	if c.raw != nil {
-		n, err := c.rw.try(c.raw, b)
-		if err != nil {
-			c.wmu.Lock()
-			c.werr = err
-			c.wmu.Unlock()
-			c.out.B = b[:0]
-			return false
-		}
-		if n == len(b) {
-			c.out.B = keep(b)
-			return true
-		}
-		written = n
-	}
+	n, err := c.rw.try(c.raw, b)
 	c.wmu.Lock()
-	ok := c.enqueueLocked(b[written:])
-	if ok {
-		c.wbusy = true
-		if !c.wstarted {
-			c.wstarted = true
-			go c.writeLoop()
-		}
-		c.wcond.Signal()
+	c.wdirect = false
+	ok := true
+	switch {
+	case err != nil:
+		c.werr = err
+		ok = false
+	case n < len(b) || len(c.wq) > 0:
+		// The rest goes before whatever was queued while we wrote.
+		queued := c.wq
+		c.wq = nil
+		ok = c.enqueueLocked(b[n:]) && c.enqueueLocked(queued)
 	}
 	c.wmu.Unlock()
 	c.out.B = keep(b)
 	return ok
 }
 
-// enqueueLocked appends b to the writer's queue, or fails the connection
-// when the queue would pass the output limit.
+// send queues bytes from a producer other than the reader (pub/sub
+// messages), behind the replies already on their way.
+func (c *conn) send(b []byte) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return false
+	}
+	c.netOut.Add(uint64(len(b)))
+	return c.enqueueLocked(b)
+}
+
+// enqueueLocked appends b to the writer's queue and wakes the background
+// writer (unless the reader owns the socket for a direct write: it hands
+// the queue over when done), or fails the connection when the queue would
+// pass the output limit.
 func (c *conn) enqueueLocked(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
 	if len(c.wq)+len(b) > c.srv.cfg.OutputBufferLimit {
 		c.werr = errOutputLimit
 		c.wq = nil
@@ -327,6 +342,14 @@ func (c *conn) enqueueLocked(b []byte) bool {
 		c.wq = append(c.wq[:0], b...)
 	} else {
 		c.wq = append(c.wq, b...)
+	}
+	if !c.wdirect {
+		c.wbusy = true
+		if !c.wstarted {
+			c.wstarted = true
+			go c.writeLoop()
+		}
+		c.wcond.Signal()
 	}
 	return true
 }
@@ -398,6 +421,9 @@ func (c *conn) writeAll(b []byte) error {
 // WriteTimeout per chunk, or cut short by a forced close), then closes the
 // socket.
 func (c *conn) finish() {
+	if c.sub != nil {
+		c.sub.Close()
+	}
 	c.wmu.Lock()
 	c.wclosing = true
 	started := c.wstarted

@@ -19,6 +19,7 @@ var groupTitles = []struct{ group, title string }{
 	{"set", "Sets"},
 	{"sorted-set", "Sorted sets"},
 	{"stream", "Streams"},
+	{"pubsub", "Pub/Sub"},
 }
 
 // Docs renders docs/RESP.md: the notes below and one table per command
@@ -171,8 +172,23 @@ characters); ` + "`INFO server`" + ` shows both.
   XREADGROUP, XCLAIM and XAUTOCLAIM create the consumer they name; there is no
   XINFO and no ENTRIESREAD. XREAD/XREADGROUP over several keys (one slot) read
   each key in turn.
-- ` + "`CONFIG SET`" + ` accepts ` + "`notify-keyspace-events`" + ` (validated and normalised as
-  Redis does); every other parameter CONFIG GET shows is read-only.
+- Pub/Sub runs on the node's broker (R-DS-7): at-most-once delivery to the
+  subscribers connected when a message is published. A subscriber that falls
+  4096 messages behind is disconnected (Redis's pubsub output buffer limit).
+  In RESP2 a subscribed connection accepts only (P)SUBSCRIBE, (P)UNSUBSCRIBE,
+  PING, QUIT and RESET, as in Redis; in RESP3 messages are push replies and
+  every command is allowed.
+- Keyspace notifications (R-RESP-3): ` + "`CONFIG SET notify-keyspace-events`" + ` takes
+  Redis's flags (K, E, A, g, $, l, s, h, z, x, e, t; validated and normalised
+  as Redis does). With K and/or E set, every change the store applies — the
+  sweeper's expirations and the evictor's evictions included, through a store
+  watch of all keys — is published on ` + "`__keyspace@0__:<key>`" + ` and
+  ` + "`__keyevent@0__:<event>`" + `. Event names follow what the store applies: a value
+  write is ` + "`set`" + ` (INCR and APPEND included), a collection change is named after
+  its logged effect (HINCRBY notifies ` + "`hset`" + `). Not published: the 'n' (new
+  key) and 'm' (key miss) classes, XGROUP/XREADGROUP/XCLAIM bookkeeping.
+  Notifications are node-local, like Redis Cluster's.
+- Every other parameter CONFIG GET shows is read-only.
 
 ## Supported commands
 `
@@ -181,8 +197,7 @@ const docsOutro = `
 ## Not supported yet
 
 - MULTI/EXEC/DISCARD/WATCH (to be mapped onto the transaction primitive).
-- SUBSCRIBE/PSUBSCRIBE/PUBLISH/PUBSUB and keyspace notifications
-  (` + "`notify-keyspace-events`" + ` is stored and shown, no event is published yet).
+- Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, XINFO.
 - ZRANGE BYLEX and the other lexicographic ranges; any command not listed
   above answers ` + "`-ERR unknown command`" + `.
 `

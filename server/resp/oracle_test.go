@@ -149,6 +149,9 @@ var oracleScript = [][]string{
 	{"XGROUP", "DELCONSUMER", "x", "g", "c9"}, {"XGROUP", "DESTROY", "x", "g"}, {"XGROUP", "DESTROY", "x", "g"}, {"TYPE", "x"},
 	{"RPUSH", "{bl}a", "1"}, {"BLPOP", "{bl}a", "{bl}b", "0"}, {"BLPOP", "{bl}a", "0.01"}, {"BRPOP", "{bl}a", "x"}, {"BLPOP", "{bl}a", "-1"},
 	{"XREAD", "BLOCK", "10", "STREAMS", "x", "$"}, {"XREAD", "BLOCK", "-1", "STREAMS", "x", "$"},
+	{"PUBLISH", "och", "m"}, {"PUBSUB", "NUMSUB", "och", "x"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "CHANNELS"}, {"UNSUBSCRIBE"}, {"PUNSUBSCRIBE", "p*"},
+	{"SUBSCRIBE", "och"}, {"PING"}, {"PING", "x"}, {"GET", "x"}, {"PUBSUB", "CHANNELS", "o*"}, {"PUBSUB", "NUMSUB", "och"}, {"UNSUBSCRIBE", "och"},
+	{"PSUBSCRIBE", "o*"}, {"PUBSUB", "NUMPAT"}, {"PUNSUBSCRIBE"}, {"PUBSUB", "FOO"},
 	{"DBSIZE"}, {"FLUSHALL", "FOO"}, {"FLUSHALL"}, {"DBSIZE"}, {"KEYS", "*"}, {"RANDOMKEY"},
 }
 

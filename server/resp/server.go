@@ -125,6 +125,7 @@ type Server struct {
 
 	cfgMu        sync.Mutex // guards notifyEvents
 	notifyEvents string     // CONFIG SET notify-keyspace-events, normalised
+	notify       notifier   // the keyspace-notification publisher
 }
 
 // New validates cfg and returns a server ready to Serve.
@@ -233,6 +234,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.stopReading()
 	}
 	s.mu.Unlock()
+	s.stopNotify()
 
 	done := make(chan struct{})
 	go func() { s.connWG.Wait(); close(done) }()
@@ -257,6 +259,7 @@ func (s *Server) Close() error {
 		_ = l.Close()
 	}
 	s.mu.Unlock()
+	s.stopNotify()
 	s.closeAll()
 	s.connWG.Wait()
 	return nil

@@ -1,0 +1,187 @@
+package resp
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Keyspace notifications (R-RESP-3): with notify-keyspace-events holding K
+// and/or E and at least one event class, a publisher goroutine follows a
+// store watch of every key (R-DS-6) and publishes each change on the
+// broker, on "__keyspace@0__:<key>" (the event name) and
+// "__keyevent@0__:<event>" (the key), as Redis does. Because the watch sees
+// every change the store applies — the sweeper's expirations and the
+// evictor's evictions included — "expired" and "evicted" are published
+// too.
+//
+// Event names come from what the store applies: a value write is "set"
+// (whatever string command produced it: INCR and APPEND also notify "set"),
+// a collection mutation is named after its logged effect (HINCRBY is logged
+// as an HSET and notifies "hset"). Stream group bookkeeping (XGROUP,
+// XREADGROUP, XCLAIM) and the 'n' (new key) and 'm' (key miss) classes are
+// not published.
+
+// notifyWatchBuffer: events the publisher may fall behind by before its
+// watch ends (it then resubscribes; the events in between are lost, as
+// notifications are fire-and-forget in Redis too).
+const notifyWatchBuffer = 1 << 16
+
+type notifier struct {
+	mu   sync.Mutex    // guards stop, done
+	stop chan struct{} // closes the running publisher
+	done chan struct{}
+}
+
+// applyNotify (re)starts or stops the publisher for normalised flags. Lock
+// order: Server.cfgMu → notifier.mu → Server.mu.
+func (s *Server) applyNotify(flags string) {
+	n := &s.notify
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stop != nil {
+		close(n.stop)
+		<-n.done
+		n.stop, n.done = nil, nil
+	}
+	classes := expandNotifyFlags(flags)
+	if !classes['K'] && !classes['E'] || !anyClass(classes) {
+		return
+	}
+	s.mu.Lock()
+	shutting := s.shutting
+	s.mu.Unlock()
+	if shutting {
+		return
+	}
+	// Watch before returning: CONFIG SET's effect is immediate, the writes
+	// that follow it are notified.
+	w, _, err := s.store.Watch(store.WatchOptions{Buffer: notifyWatchBuffer})
+	if err != nil {
+		s.log.Error("keyspace notifications: cannot watch the store", "err", err)
+		return
+	}
+	n.stop, n.done = make(chan struct{}), make(chan struct{})
+	go s.publishEvents(w, classes, n.stop, n.done)
+}
+
+func (s *Server) stopNotify() { s.applyNotify("") }
+
+func expandNotifyFlags(flags string) (set [256]bool) {
+	for i := 0; i < len(flags); i++ {
+		if flags[i] == 'A' {
+			for j := 0; j < len(notifyAllClasses); j++ {
+				set[notifyAllClasses[j]] = true
+			}
+			continue
+		}
+		set[flags[i]] = true
+	}
+	return set
+}
+
+func anyClass(set [256]bool) bool {
+	for j := 0; j < len(notifyAllClasses); j++ {
+		if set[notifyAllClasses[j]] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) publishEvents(w *store.Watch, classes [256]bool, stop, done chan struct{}) {
+	defer close(done)
+	broker := s.store.PubSub()
+	for {
+		for ended := false; !ended; {
+			select {
+			case <-stop:
+				w.Close()
+				return
+			case ev, ok := <-w.Events():
+				if !ok {
+					ended = true
+					break
+				}
+				name, class := eventName(ev)
+				if name == "" || !classes[class] {
+					continue
+				}
+				if classes['K'] {
+					broker.Publish("__keyspace@0__:"+ev.Key, []byte(name))
+				}
+				if classes['E'] {
+					broker.Publish("__keyevent@0__:"+name, []byte(ev.Key))
+				}
+			}
+		}
+		if !errors.Is(w.Err(), store.ErrWatchOverflow) {
+			return // the store closed
+		}
+		s.log.Warn("keyspace notifications fell behind the writes; events were lost", "buffer", notifyWatchBuffer)
+		var err error
+		if w, _, err = s.store.Watch(store.WatchOptions{Buffer: notifyWatchBuffer}); err != nil {
+			s.log.Error("keyspace notifications: cannot watch the store", "err", err)
+			return
+		}
+	}
+}
+
+// eventName is the Redis event name and class of a store change ("" when
+// it is not published).
+func eventName(ev store.Event) (string, byte) {
+	switch ev.Kind {
+	case store.EventPut:
+		return "set", '$'
+	case store.EventDelete:
+		return "del", 'g'
+	case store.EventExpire:
+		return "expire", 'g'
+	case store.EventPersist:
+		return "persist", 'g'
+	case store.EventExpired:
+		return "expired", 'x'
+	case store.EventEvicted:
+		return "evicted", 'e'
+	case store.EventCommand:
+		if e, ok := commandEvents[ev.Command]; ok {
+			return e.name, e.class
+		}
+	}
+	return "", 0
+}
+
+var commandEvents = func() map[kv.CmdOp]struct {
+	name  string
+	class byte
+} {
+	m := map[kv.CmdOp]struct {
+		name  string
+		class byte
+	}{}
+	for class, ops := range map[byte][]kv.CmdOp{
+		'h': {kv.CmdHSet, kv.CmdHSetNX, kv.CmdHIncrBy, kv.CmdHIncrByFloat, kv.CmdHDel},
+		'l': {kv.CmdLPush, kv.CmdRPush, kv.CmdLPop, kv.CmdRPop, kv.CmdLRem, kv.CmdLTrim, kv.CmdLSet},
+		's': {kv.CmdSAdd, kv.CmdSRem},
+		'z': {kv.CmdZAdd, kv.CmdZIncrBy, kv.CmdZRem},
+		't': {kv.CmdXAdd, kv.CmdXDel, kv.CmdXTrim},
+	} {
+		for _, op := range ops {
+			name := strings.ToLower(op.String())
+			switch op {
+			case kv.CmdHSetNX:
+				name = "hset"
+			case kv.CmdZIncrBy:
+				name = "zincr"
+			}
+			m[op] = struct {
+				name  string
+				class byte
+			}{name, class}
+		}
+	}
+	return m
+}()
