@@ -46,6 +46,37 @@ type pendingCall struct {
 	// stream: the call is a response stream (watch, subscription): frames
 	// with FlagStream are items and keep it registered; the last frame ends it.
 	stream bool
+
+	// For streams, the read loop delivers and the read loop or shutdown
+	// closes: smu orders the two so a frame is never sent on a closed channel.
+	smu    sync.Mutex
+	closed bool
+}
+
+// offer delivers a stream frame without blocking; false when the consumer
+// is too far behind (the channel is full) — or the stream already ended.
+func (pc *pendingCall) offer(r response) (sent, ended bool) {
+	pc.smu.Lock()
+	defer pc.smu.Unlock()
+	if pc.closed {
+		return false, true
+	}
+	select {
+	case pc.ch <- r:
+		return true, false
+	default:
+		return false, false
+	}
+}
+
+// end closes a stream's channel once.
+func (pc *pendingCall) end() {
+	pc.smu.Lock()
+	defer pc.smu.Unlock()
+	if !pc.closed {
+		pc.closed = true
+		close(pc.ch)
+	}
 }
 
 var callPool = sync.Pool{New: func() any { return &pendingCall{ch: make(chan response, 1)} }}
@@ -114,7 +145,7 @@ func (c *rconn) shutdown(err error) {
 	close(c.done)
 	for _, pc := range calls {
 		if pc.stream {
-			close(pc.ch) // the consumer sees the end; Err says the connection was lost
+			pc.end() // the consumer sees the end; Err says the connection was lost
 			continue
 		}
 		pc.ch <- response{flags: 0xff} // connection lost marker
@@ -296,20 +327,19 @@ func (c *rconn) readLoop(fr *wire.FrameReader) {
 			pc.ch <- resp
 			continue
 		}
-		select {
-		case pc.ch <- resp:
+		sent, ended := pc.offer(resp)
+		switch {
+		case ended:
+		case sent:
 			if !f.Flags.Has(wire.FlagStream) {
-				close(pc.ch)
+				pc.end()
 			}
 		default:
 			// The consumer fell behind: end the stream here and on the server.
 			c.mu.Lock()
-			_, still := c.calls[f.ID]
 			delete(c.calls, f.ID)
 			c.mu.Unlock()
-			if still || !f.Flags.Has(wire.FlagStream) {
-				close(pc.ch)
-			}
+			pc.end()
 			go c.endStream(f.ID)
 		}
 	}

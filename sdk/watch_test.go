@@ -205,3 +205,38 @@ func TestRemoteSlowWatcherDoesNotStallTheConnection(t *testing.T) {
 		}
 	}
 }
+
+// Closing a client while its subscription is receiving must not race the
+// read loop's delivery against the close of the stream (a send on a closed
+// channel crashed the process).
+func TestRemoteCloseWhileSubscriptionReceives(t *testing.T) {
+	ts := startServer(t)
+	ctx := context.Background()
+	pub, err := sdk.Connect(ctx, "zaris://"+ts.addr+"/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	for round := range 20 {
+		sub, err := sdk.Connect(ctx, "zaris://"+ts.addr+"/default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := sub.PubSub().Subscribe(ctx, "flood")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 500 {
+				pub.PubSub().Publish(ctx, "flood", []byte(fmt.Sprint(round, i)))
+			}
+		}()
+		<-s.Messages() // traffic is flowing
+		sub.Close()
+		<-done
+		for range s.Messages() { // drains and ends
+		}
+	}
+}
