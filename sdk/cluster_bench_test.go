@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/sdk"
+	"github.com/zaris-io/zaris/server/clustertest"
 )
 
-// Cluster benchmarks (R-CLIENT-4, issue 7 item 11), all on loopback in this
-// process: the servers and the client share the machine's cores.
+// Cluster benchmarks (R-CLIENT-4, issue 7 item 11) on real clusters
+// (server/clustertest), all on loopback in this process: the servers and
+// the client share the machine's cores.
 //
 //	go test -run '^$' -bench 'Cluster' -benchtime 2s ./sdk/
 
@@ -35,8 +37,8 @@ func benchFill(b *testing.B, c *sdk.Client) []string {
 // ratio metric is the loop's time over GetMany's, measured in the same run.
 func BenchmarkClusterGetMany1000(b *testing.B) {
 	ctx := context.Background()
-	tc := startCluster(b, 4, clusterConfig{})
-	c := tc.connect(b)
+	cl := clustertest.Start(b, 4, clustertest.Options{NoRESP: true, NoHTTP: true})
+	c := realConnect(b, cl.ConnString())
 	keys := benchFill(b, c)
 	b.Run("GetMany", func(b *testing.B) {
 		b.ReportAllocs()
@@ -119,8 +121,8 @@ func BenchmarkClusterGetParallel(b *testing.B) {
 		})
 	}
 	b.Run("cluster-4", func(b *testing.B) {
-		tc := startCluster(b, 4, clusterConfig{})
-		run(b, tc.connect(b))
+		cl := clustertest.Start(b, 4, clustertest.Options{NoRESP: true, NoHTTP: true})
+		run(b, realConnect(b, cl.ConnString()))
 	})
 	b.Run("single-node", func(b *testing.B) {
 		ts := startServer(b)
