@@ -61,10 +61,9 @@ var (
 type mapSource uint8
 
 const (
-	fromBootstrap mapSource = iota
-	fromPush
-	fromPoll
-	fromRefresh
+	fromPush    mapSource = iota + 1 // a server's map stream
+	fromPoll                         // the periodic fetch
+	fromRefresh                      // the fetch after a redirect
 )
 
 // clusterBackend routes every operation to the owner of its key.
