@@ -113,47 +113,59 @@ type refreshFlight struct {
 	err  error // set before done is closed
 }
 
-// connectRemote bootstraps a remote client: a cluster client when the first
-// reachable seed has a routing map, else the single-connection backend.
+// connectRemote bootstraps a remote client: it asks the seeds in order for
+// the routing map, and builds a cluster client from the first map, or
+// keeps the single-connection backend when the first seed reached has no
+// map at all (a plain single node). A member that has no map yet
+// (Unavailable: the cluster is forming) is passed over; while only such
+// members answer, the seeds are asked again until the dial timeout.
 func connectRemote(ctx context.Context, cs ConnString, o clientOptions) (backend, error) {
 	seed, err := newRemote(cs)
 	if err != nil {
 		return nil, err
 	}
-	m, c, err := bootstrapMap(ctx, seed)
-	if errors.Is(err, errNoRoutingMap) {
-		return seed, nil // a plain single node: one connection, as always
-	}
-	if err != nil {
-		seed.close()
-		return nil, err
-	}
-	b, err := newCluster(ctx, seed, c, m, o)
-	if err != nil {
-		seed.close()
-		return nil, err
-	}
-	return b, nil
-}
-
-// bootstrapMap fetches the routing map from the first reachable seed. A
-// member without a map yet (Unavailable: the cluster is forming) is asked
-// again until the dial timeout.
-func bootstrapMap(ctx context.Context, seed *remoteBackend) (*wire.RoutingMap, *rconn, error) {
 	deadline := time.Now().Add(seed.dialTO)
 	for {
-		c, err := seed.conn(ctx)
-		if err != nil {
-			return nil, nil, err
+		var errs []error
+		forming := false
+		for _, ep := range cs.Endpoints {
+			c, err := seed.dial(ctx, ep)
+			if err != nil {
+				var he *HandshakeError
+				if errors.As(err, &he) {
+					return nil, err // a refusal is configuration, not reachability
+				}
+				errs = append(errs, err)
+				continue
+			}
+			fctx, cancel := context.WithTimeout(ctx, seed.dialTO)
+			m, err := fetchMap(fctx, c)
+			cancel()
+			switch {
+			case err == nil:
+				b, err := newCluster(ctx, seed, c, m, o)
+				if err != nil {
+					c.shutdown(ErrClosed)
+					return nil, err
+				}
+				return b, nil
+			case errors.Is(err, errNoRoutingMap):
+				seed.adopt(c) // a plain single node: one connection, as always
+				return seed, nil
+			case errors.Is(err, ErrUnavailable):
+				forming = true
+			}
+			c.shutdown(ErrClosed)
+			errs = append(errs, err)
 		}
-		fctx, cancel := context.WithTimeout(ctx, seed.dialTO)
-		m, err := fetchMap(fctx, c)
-		cancel()
-		if err == nil || !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
-			return m, c, err
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !forming || time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(errs...))
 		}
 		if !sleep(ctx, 100*time.Millisecond) {
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }

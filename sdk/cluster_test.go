@@ -15,6 +15,7 @@ import (
 	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/sdk"
+	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -80,6 +81,26 @@ func TestClusterConnectReadsTheMap(t *testing.T) {
 	defer one.Close()
 	if rs := one.Routing(); !rs.Cluster || len(rs.Nodes) != 4 {
 		t.Fatalf("from one seed: %+v", rs)
+	}
+}
+
+// A seed that has no map yet (a forming member answers Unavailable) is
+// passed over; with only such seeds Connect gives up at the dial timeout.
+func TestClusterConnectPassesOverAFormingSeed(t *testing.T) {
+	forming := startServer(t, func(c *native.Config) { c.Routing = native.NewStaticRouting(nil) })
+	tc := startCluster(t, 3, clusterConfig{})
+	c, err := sdk.Connect(context.Background(), "zaris://"+forming.addr+","+tc.nodes[1].addr+"/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if rs := c.Routing(); !rs.Cluster || len(rs.Nodes) != 3 {
+		t.Fatalf("routing %+v", rs)
+	}
+	start := time.Now()
+	_, err = sdk.Connect(context.Background(), "zaris://"+forming.addr+"/default?dialTimeout=300ms")
+	if !errors.Is(err, sdk.ErrUnavailable) || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("only forming seeds: %v after %v", err, time.Since(start))
 	}
 }
 
