@@ -99,14 +99,17 @@ func BenchmarkSingleNodeGetMany1000(b *testing.B) {
 	}
 }
 
-// Single-key GET throughput, many goroutines on one client: through the
-// cluster client (routing per call, 4 nodes) and through a single-node
-// client.
+// Single-key GET throughput, many goroutines on one client (8 per core, so
+// requests pipeline on the connections): through the cluster client
+// (routing per call) on 4 nodes and on a 1-node cluster, and through the
+// single-connection client of a bare native server. Allocations count the
+// servers' too (same process).
 func BenchmarkClusterGetParallel(b *testing.B) {
 	ctx := context.Background()
 	run := func(b *testing.B, c *sdk.Client) {
 		keys := benchFill(b, c)
 		b.ReportAllocs()
+		b.SetParallelism(8)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
@@ -120,10 +123,12 @@ func BenchmarkClusterGetParallel(b *testing.B) {
 			}
 		})
 	}
-	b.Run("cluster-4", func(b *testing.B) {
-		cl := clustertest.Start(b, 4, clustertest.Options{NoRESP: true, NoHTTP: true})
-		run(b, realConnect(b, cl.ConnString()))
-	})
+	for _, n := range []int{4, 1} { // 1: the same server and client code on one node
+		b.Run(fmt.Sprintf("cluster-%d", n), func(b *testing.B) {
+			cl := clustertest.Start(b, n, clustertest.Options{NoRESP: true, NoHTTP: true})
+			run(b, realConnect(b, cl.ConnString()))
+		})
+	}
 	b.Run("single-node", func(b *testing.B) {
 		ts := startServer(b)
 		c, err := sdk.Connect(ctx, "zaris://"+ts.addr+"/default")
