@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/zaris-io/zaris/server/native"
-	"log/slog"
+	"github.com/zaris-io/zaris/internal/testenv"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,51 +29,7 @@ var remoteMode bool
 // real server on a loopback port.
 func newClientCfg(t testing.TB, cfg *store.Config) *sdk.Client {
 	t.Helper()
-	ctx := context.Background()
-	name := fmt.Sprintf("%s-test-%d", "cache", storeSeq.Add(1))
-	if !remoteMode {
-		var opts []sdk.Option
-		if cfg != nil {
-			opts = append(opts, sdk.WithEmbeddedConfig(*cfg))
-		}
-		c, err := sdk.Connect(ctx, "zaris://inproc/"+name, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	sc := store.DefaultConfig()
-	if cfg != nil {
-		sc = *cfg
-	}
-	st, err := store.New(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := native.New(native.Config{Store: st, StoreName: name, NodeID: "n1", Version: "test", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
-	c, err := sdk.Connect(ctx, "zaris://"+l.Addr().String()+"/"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		<-done
-		st.Close()
-	})
-	return c
+	return testenv.Client(t, remoteMode, "cache", cfg)
 }
 
 func newClient(t testing.TB) *sdk.Client { return newClientCfg(t, nil) }

@@ -38,13 +38,25 @@ func (c *coarseClock) run() {
 		select {
 		case <-c.stop:
 			return
-		case now := <-t.C:
-			c.now.Store(now.UnixNano())
+		case <-t.C:
+			c.advance(time.Now().UnixNano())
 		}
 	}
 }
 
 func (c *coarseClock) NowNano() int64 { return c.now.Load() }
+
+// advance moves the clock forward to now, never back: a tick that fired
+// before a precise write reading must not undo it (a read would then see a
+// TTL above the one just set).
+func (c *coarseClock) advance(now int64) {
+	for {
+		cur := c.now.Load()
+		if now <= cur || c.now.CompareAndSwap(cur, now) {
+			return
+		}
+	}
+}
 
 func (c *coarseClock) close() {
 	close(c.stop)
@@ -87,9 +99,7 @@ func (s *Store) writeNow() int64 {
 		return s.clock.NowNano()
 	}
 	now := time.Now().UnixNano()
-	if now > s.coarse.now.Load() {
-		s.coarse.now.Store(now)
-	}
+	s.coarse.advance(now)
 	return now
 }
 

@@ -389,3 +389,29 @@ func TestNotOwnedSegmentAnswersMoved(t *testing.T) {
 		t.Fatalf("after taking ownership: %+v", r)
 	}
 }
+
+func TestDBSizeAndFlushCountOwnedSegmentsOnly(t *testing.T) {
+	s, _ := newTestStore(t, func(c *Config) { c.Segments = 2 })
+	var a, b string
+	for i := 0; a == "" || b == ""; i++ {
+		k := fmt.Sprint("k", i)
+		if s.SegmentFor(k).ID() == 0 {
+			a = k
+		} else {
+			b = k
+		}
+	}
+	s.Put(a, []byte("v"), nil)
+	s.Put(b, []byte("v"), nil)
+	s.SegmentFor(b).SetOwned(false) // a replica copy now
+	if n := s.DBSize(); n != 1 {
+		t.Fatalf("DBSize %d counts a replica copy", n)
+	}
+	if n := s.Flush(); n != 1 {
+		t.Fatalf("Flush removed %d: a replica must follow its owner's deletes, not flush itself", n)
+	}
+	s.SegmentFor(b).SetOwned(true)
+	if !s.Get(b).OK() {
+		t.Fatal("the replica copy was flushed")
+	}
+}

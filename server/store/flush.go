@@ -2,13 +2,19 @@ package store
 
 import "github.com/zaris-io/zaris/internal/kv"
 
-// Flush removes every live key, each as a logged delete (so replicas and
-// watchers see it), and returns how many it removed.
+// Flush removes every live key of the owned segments, each as a logged
+// delete (so replicas and watchers see it), and returns how many it
+// removed. A replica segment is its owner's to change: it follows the
+// owner's deletes through replication instead.
 func (s *Store) Flush() int {
 	n := 0
 	for _, g := range s.segments {
 		now := s.clock.NowNano()
 		g.mu.Lock()
+		if !g.owned {
+			g.mu.Unlock()
+			continue
+		}
 		for _, r := range g.items {
 			if !r.Deleted {
 				g.tombstoneLocked(r, OpDelete, now)
@@ -20,12 +26,17 @@ func (s *Store) Flush() int {
 	return n
 }
 
-// DBSize counts the live keys (expired-but-unswept keys excluded).
+// DBSize counts the live keys of the segments this node owns
+// (expired-but-unswept keys excluded; replica copies are not counted).
 func (s *Store) DBSize() int {
 	n := 0
 	now := s.clock.NowNano()
 	for _, g := range s.segments {
 		g.mu.RLock()
+		if !g.owned {
+			g.mu.RUnlock()
+			continue
+		}
 		if len(g.expiring) == 0 {
 			n += g.live
 		} else {
