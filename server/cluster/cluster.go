@@ -639,22 +639,10 @@ func (c *Cluster) drainEvents() {
 func (c *Cluster) tick() {
 	now := c.now()
 	c.drainEvents()
-	for _, n := range c.ml.Members() {
-		if n.Name == string(c.cfg.Self.ID) {
-			continue
-		}
-		info, ok := c.infoOf(n)
-		if !ok {
-			continue
-		}
-		sig := SignalAlive
-		if n.State == memberlist.StateSuspect {
-			sig = SignalSuspect
-		}
-		if c.tracker.Signal(info, sig, now) {
-			c.log.Info("member state", "member", info.ID, "state", sig2state(sig))
-		}
-	}
+	// Member states come from memberlist's event callbacks (drainEvents),
+	// which run under memberlist's lock and copy what they read: the *Node
+	// values Members() returns are memberlist's own, written concurrently
+	// (reading their Meta or State here was a data race).
 	if m := c.Map(); m != nil {
 		c.tracker.Expect(m.Nodes, now)
 	}
