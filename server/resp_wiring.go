@@ -4,7 +4,9 @@ import "github.com/zaris-io/zaris/server/resp"
 
 // newRESPService builds the Redis-protocol front end of the node (R-RESP).
 // TLS is applied by the Node on the listener, so the service itself runs
-// plain; the token is the one the native protocol and the HTTP API require.
+// plain; the token is the one the native protocol and the HTTP API require;
+// the routing source is the one the native protocol serves, so CLUSTER SLOTS
+// and MOVED redirects follow the committed partition map.
 func (n *Node) newRESPService() (*resp.Server, error) {
 	return resp.New(resp.Config{
 		Store:   n.store,
@@ -13,5 +15,6 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		Token:   n.cfg.Token,
 		Metrics: n.metrics,
 		Logger:  n.log,
+		Routing: n.routing,
 	})
 }

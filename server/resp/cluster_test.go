@@ -108,10 +108,7 @@ func TestRedisCLI(t *testing.T) {
 	host, port, _ := strings.Cut(addr, ":")
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, append([]string{"-h", host, "-p", port}, args...)...)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		return strings.TrimRight(string(out), "\n")
+		return runCLI(t, bin, host, port, args...)
 	}
 	require.Equal(t, "PONG", run("PING"))
 	require.Equal(t, "OK", run("SET", "greeting", "hello world"))
@@ -140,6 +137,14 @@ func TestRedisCLI(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "errors: 0, replies: 2000")
 	require.Equal(t, "2003", run("DBSIZE"))
+}
+
+func runCLI(t *testing.T, bin, host, port string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-h", host, "-p", port}, args...)...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return strings.TrimRight(string(out), "\n")
 }
 
 // sortedPairs keeps a HGETALL output stable for comparison (field order is

@@ -1,18 +1,23 @@
 package resp
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"net"
 	"strconv"
 	"strings"
 
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/wire"
 )
 
 // Cluster commands (R-RESP-2). Zaris places keys exactly like Redis
-// Cluster (R-PLACE-1), so a stock cluster client can route by slot. Today a
-// node owns every slot: CLUSTER SLOTS/SHARDS/NODES describe this node
-// serving 0-16383 at the address the client reached it on, which is what
-// makes go-redis's ClusterClient and `redis-cli -c` work against it.
+// Cluster (R-PLACE-1), so a stock cluster client routes by slot:
+// CLUSTER SLOTS/SHARDS/NODES describe the committed partition map (each
+// node's segments as slot ranges, at its RESP address), and a command on a
+// key whose segment this node does not own — the store answers Moved —
+// gets "-MOVED <slot> <owner>", which go-redis's ClusterClient and
+// `redis-cli -c` follow.
 
 func init() {
 	register(&command{name: "cluster", arity: -2, group: "cluster", since: "3.0.0",
@@ -47,9 +52,9 @@ func cmdClusterKeySlot(c *conn, args [][]byte) {
 	c.out.Int(int64(placement.Slot(view(args[2]))))
 }
 
-// endpoint is the address to advertise to this client: the local address of
-// its connection, which it can reach by construction (a node bound to
-// 0.0.0.0 has no single address of its own).
+// endpoint is the address to advertise to this client when there is no
+// cluster map: the local address of its connection, which it can reach by
+// construction (a node bound to 0.0.0.0 has no single address of its own).
 func (c *conn) endpoint() (ip string, port int) {
 	if a, ok := c.nc.LocalAddr().(*net.TCPAddr); ok {
 		return a.IP.String(), a.Port
@@ -59,62 +64,179 @@ func (c *conn) endpoint() (ip string, port int) {
 	return host, n
 }
 
+// clusterNode is a node as the cluster commands describe it.
+type clusterNode struct {
+	id   string // Redis-style: 40 hex characters
+	host string
+	port int
+	self bool
+	// slots are the node's slot ranges, ascending: first, last, first, ….
+	slots []uint16
+}
+
+func (n *clusterNode) addr() string { return net.JoinHostPort(n.host, strconv.Itoa(n.port)) }
+
+// slotRange is a contiguous run of slots served by one node.
+type slotRange struct {
+	first, last uint16
+	node        *clusterNode
+}
+
+// topology is the cluster as the committed map describes it — the slot
+// ranges of each node's segments (R-PLACE-3: a segment is a contiguous slot
+// range) — or, without a map, this node serving every slot at the address
+// the client reached it on.
+func (c *conn) topology() ([]*clusterNode, []slotRange) {
+	var m *wire.RoutingMap
+	if src := c.srv.cfg.Routing; src != nil {
+		m = src.RoutingMap()
+	}
+	if m == nil || m.TotalSegments <= 0 || len(m.SegmentOwner) != m.TotalSegments {
+		ip, port := c.endpoint()
+		self := &clusterNode{id: c.srv.clusterID, host: ip, port: port, self: true, slots: []uint16{0, placement.SlotCount - 1}}
+		return []*clusterNode{self}, []slotRange{{0, placement.SlotCount - 1, self}}
+	}
+	nodes := make([]*clusterNode, len(m.Nodes))
+	for i, rn := range m.Nodes {
+		nodes[i] = &clusterNode{id: redisNodeID(rn.ID), host: rn.Host, port: rn.RESPPort, self: rn.ID == c.srv.cfg.NodeID}
+	}
+	var ranges []slotRange
+	for seg, owner := range m.SegmentOwner {
+		if owner < 0 || int(owner) >= len(nodes) {
+			continue
+		}
+		first, last := placement.SlotRange(uint16(seg), m.TotalSegments)
+		if n := len(ranges); n > 0 && ranges[n-1].node == nodes[owner] && ranges[n-1].last+1 == first {
+			ranges[n-1].last = last
+			continue
+		}
+		ranges = append(ranges, slotRange{first, last, nodes[owner]})
+	}
+	for _, r := range ranges {
+		r.node.slots = append(r.node.slots, r.first, r.last)
+	}
+	return nodes, ranges
+}
+
+// redisNodeID is the Redis-style id of a Zaris node: the SHA-1 of its id.
+func redisNodeID(id string) string {
+	sum := sha1.Sum([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// movedError is the redirect for a key whose segment this node does not
+// own: "MOVED <slot> <host:port>" of the owner in the committed map (what a
+// Redis Cluster client follows), or CLUSTERDOWN when no node serves it.
+func (c *conn) movedError(key []byte) string {
+	slot := placement.Slot(view(key))
+	_, ranges := c.topology()
+	for _, r := range ranges {
+		if slot >= r.first && slot <= r.last {
+			if r.node.self {
+				break // the map says here, the store says no: it is changing
+			}
+			return "MOVED " + strconv.Itoa(int(slot)) + " " + r.node.addr()
+		}
+	}
+	return "TRYAGAIN slot " + strconv.Itoa(int(slot)) + " is moving between nodes"
+}
+
 func cmdClusterSlots(c *conn, _ [][]byte) {
-	ip, port := c.endpoint()
-	c.out.Array(1)
-	c.out.Array(3)
-	c.out.Int(0)
-	c.out.Int(placement.SlotCount - 1)
-	c.out.Array(4)
-	c.out.BulkString(ip)
-	c.out.Int(int64(port))
-	c.out.BulkString(c.srv.clusterID)
-	c.out.Map(0)
+	_, ranges := c.topology()
+	c.out.Array(len(ranges))
+	for _, r := range ranges {
+		c.out.Array(3)
+		c.out.Int(int64(r.first))
+		c.out.Int(int64(r.last))
+		c.out.Array(4)
+		c.out.BulkString(r.node.host)
+		c.out.Int(int64(r.node.port))
+		c.out.BulkString(r.node.id)
+		c.out.Map(0)
+	}
 }
 
 func cmdClusterShards(c *conn, _ [][]byte) {
-	ip, port := c.endpoint()
-	c.out.Array(1)
-	c.out.Map(2)
-	c.out.BulkString("slots")
-	c.out.Array(2)
-	c.out.Int(0)
-	c.out.Int(placement.SlotCount - 1)
-	c.out.BulkString("nodes")
-	c.out.Array(1)
-	c.out.Map(7)
-	c.out.BulkString("id")
-	c.out.BulkString(c.srv.clusterID)
-	c.out.BulkString("port")
-	c.out.Int(int64(port))
-	c.out.BulkString("ip")
-	c.out.BulkString(ip)
-	c.out.BulkString("endpoint")
-	c.out.BulkString(ip)
-	c.out.BulkString("role")
-	c.out.BulkString("master")
-	c.out.BulkString("replication-offset")
-	c.out.Int(0)
-	c.out.BulkString("health")
-	c.out.BulkString("online")
+	nodes, _ := c.topology()
+	var serving []*clusterNode
+	for _, n := range nodes {
+		if len(n.slots) > 0 {
+			serving = append(serving, n)
+		}
+	}
+	c.out.Array(len(serving))
+	for _, n := range serving {
+		c.out.Map(2)
+		c.out.BulkString("slots")
+		c.out.Array(len(n.slots))
+		for _, s := range n.slots {
+			c.out.Int(int64(s))
+		}
+		c.out.BulkString("nodes")
+		c.out.Array(1)
+		c.out.Map(7)
+		c.out.BulkString("id")
+		c.out.BulkString(n.id)
+		c.out.BulkString("port")
+		c.out.Int(int64(n.port))
+		c.out.BulkString("ip")
+		c.out.BulkString(n.host)
+		c.out.BulkString("endpoint")
+		c.out.BulkString(n.host)
+		c.out.BulkString("role")
+		c.out.BulkString("master")
+		c.out.BulkString("replication-offset")
+		c.out.Int(0)
+		c.out.BulkString("health")
+		c.out.BulkString("online")
+	}
 }
 
 func cmdClusterNodes(c *conn, _ [][]byte) {
-	ip, port := c.endpoint()
-	c.out.Verbatim(c.srv.clusterID + " " + net.JoinHostPort(ip, strconv.Itoa(port)) + "@0 myself,master - 0 0 1 connected 0-" +
-		strconv.Itoa(placement.SlotCount-1) + "\n")
+	nodes, _ := c.topology()
+	var b strings.Builder
+	for _, n := range nodes {
+		flags := "master"
+		if n.self {
+			flags = "myself,master"
+		}
+		b.WriteString(n.id + " " + n.addr() + "@0 " + flags + " - 0 0 1 connected")
+		for i := 0; i+1 < len(n.slots); i += 2 {
+			b.WriteByte(' ')
+			b.WriteString(strconv.Itoa(int(n.slots[i])))
+			if n.slots[i+1] != n.slots[i] {
+				b.WriteString("-" + strconv.Itoa(int(n.slots[i+1])))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	c.out.Verbatim(b.String())
 }
 
 func cmdClusterInfo(c *conn, _ [][]byte) {
+	nodes, ranges := c.topology()
+	assigned, size := 0, 0
+	for _, r := range ranges {
+		assigned += int(r.last-r.first) + 1
+	}
+	for _, n := range nodes {
+		if len(n.slots) > 0 {
+			size++
+		}
+	}
+	state := "ok"
+	if assigned < placement.SlotCount {
+		state = "fail"
+	}
 	var b strings.Builder
 	for _, kv := range [][2]string{
-		{"cluster_state", "ok"},
-		{"cluster_slots_assigned", "16384"},
-		{"cluster_slots_ok", "16384"},
+		{"cluster_state", state},
+		{"cluster_slots_assigned", strconv.Itoa(assigned)},
+		{"cluster_slots_ok", strconv.Itoa(assigned)},
 		{"cluster_slots_pfail", "0"},
 		{"cluster_slots_fail", "0"},
-		{"cluster_known_nodes", "1"},
-		{"cluster_size", "1"},
+		{"cluster_known_nodes", strconv.Itoa(len(nodes))},
+		{"cluster_size", strconv.Itoa(size)},
 		{"cluster_current_epoch", "1"},
 		{"cluster_my_epoch", "1"},
 		{"cluster_stats_messages_sent", "0"},

@@ -201,6 +201,14 @@ func (c *conn) execute(args [][]byte) {
 		c.out.Error("CROSSSLOT Keys in request don't hash to the same slot")
 		return
 	}
+	c.curKey = nil // the key a Moved status redirects for
+	if cmd.keys != nil {
+		if idx := cmd.keys(args); len(idx) > 0 {
+			c.curKey = args[idx[0]]
+		}
+	} else if cmd.step > 0 && cmd.first > 0 && cmd.first < len(args) {
+		c.curKey = args[cmd.first]
+	}
 	c.lastCmd.Store(cmd)
 	c.status = kv.StatusSuccess
 	began := c.clock // when the previous command of the batch ended, or the read returned
@@ -335,6 +343,12 @@ func (c *conn) storeError(st kv.Status, message string) {
 			message = "key changed concurrently"
 		}
 		c.out.Error("TRYAGAIN " + message)
+	case kv.StatusMoved:
+		if c.curKey != nil {
+			c.out.Error(c.movedError(c.curKey))
+			return
+		}
+		c.out.Error("TRYAGAIN the key's segment is not served by this node")
 	case kv.StatusUnavailable:
 		c.out.Error("CLUSTERDOWN The cluster is down")
 	case kv.StatusUnauthorized:

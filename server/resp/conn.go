@@ -58,6 +58,7 @@ type conn struct {
 	out     Writer
 	authed  bool
 	reply   uint8               // CLIENT REPLY mode
+	curKey  []byte              // the first key of the command being executed (MOVED)
 	sub     *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
 	closing bool                // close once the replies so far are written (QUIT, protocol error)
 	status  kv.Status           // outcome of the command being executed, for metrics

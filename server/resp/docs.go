@@ -157,8 +157,10 @@ characters); ` + "`INFO server`" + ` shows both.
   at the same time can interleave with them. ` + "`MSETNX`" + ` checks then creates each
   key with IfAbsent and removes what it created if it loses a race, so it never
   leaves a partial write behind but is not isolated from concurrent readers.
-- ` + "`FLUSHDB`" + `/` + "`FLUSHALL`" + ` delete every key as logged deletes (ASYNC is accepted
-  and runs synchronously).
+- ` + "`FLUSHDB`" + `/` + "`FLUSHALL`" + ` delete every key this node owns as logged deletes
+  (ASYNC is accepted and runs synchronously); ` + "`DBSIZE`" + `, ` + "`KEYS`" + `, ` + "`SCAN`" + ` and
+  ` + "`INFO keyspace`" + ` count and list the owned keys only — like Redis Cluster masters;
+  a cluster client sends them to every node.
 - ` + "`keyspace_hits`" + `/` + "`keyspace_misses`" + ` count string reads (GET, MGET, GETEX,
   GETDEL). ` + "`used_memory`" + ` is the accounted size of the owned data, the figure
   the memory cap (` + "`maxmemory`" + `) governs.

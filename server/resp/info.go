@@ -177,12 +177,12 @@ func infoCluster(_ *Server, b *strings.Builder, _ time.Time) {
 }
 
 func infoKeyspace(s *Server, b *strings.Builder, _ time.Time) {
-	keys := s.store.DBSize()
+	keys := s.store.Stats().Items
 	if keys == 0 {
 		return
 	}
 	expiring, avgTTL := s.expiringKeys()
-	field(b, "db0", "keys="+strconv.Itoa(keys)+",expires="+strconv.Itoa(expiring)+",avg_ttl="+strconv.FormatInt(avgTTL, 10))
+	field(b, "db0", "keys="+strconv.FormatInt(keys, 10)+",expires="+strconv.Itoa(expiring)+",avg_ttl="+strconv.FormatInt(avgTTL, 10))
 }
 
 // port is the TCP port of the first listener served, 0 before Serve.

@@ -77,6 +77,9 @@ type segCache struct {
 // the segment has not changed since they were listed.
 func (s *Server) segmentKeys(seg uint16) []keyEntry {
 	g := s.store.Segment(seg)
+	if !g.Owned() {
+		return nil // a replica copy, or another node's: its owner lists it
+	}
 	rev, n := g.Revision(), g.Len()
 	s.scanCache.mu.Lock()
 	for i, c := range s.scanCache.list {

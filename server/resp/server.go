@@ -3,7 +3,6 @@ package resp
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -53,11 +53,22 @@ type Config struct {
 	// MaxClients bounds the open connections; one more is refused with
 	// "-ERR max number of clients reached". Default 10000.
 	MaxClients int
+	// Routing is the cluster's committed partition map (the source the
+	// native protocol serves too): CLUSTER SLOTS/SHARDS/NODES describe it
+	// and MOVED redirects point into it. Nil, or no map yet: this node
+	// serves every slot.
+	Routing RoutingSource
 	// Metrics receives per-command operation counts and latencies,
 	// connection counts and authentication failures. Optional.
 	Metrics *metrics.Recorder
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+}
+
+// RoutingSource yields the cluster's current routing map (nil before the
+// cluster runs).
+type RoutingSource interface {
+	RoutingMap() *wire.RoutingMap
 }
 
 // Defaults of Config.
@@ -133,7 +144,6 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	sum := sha1.Sum([]byte(cfg.NodeID))
 	var run [20]byte
 	_, _ = rand.Read(run[:])
 	return &Server{
@@ -141,7 +151,7 @@ func New(cfg Config) (*Server, error) {
 		store:     cfg.Store,
 		segs:      cfg.Store.Segments(),
 		token:     []byte(cfg.Token),
-		clusterID: hex.EncodeToString(sum[:]),
+		clusterID: redisNodeID(cfg.NodeID),
 		runID:     hex.EncodeToString(run[:]),
 		started:   time.Now(),
 		conns:     cfg.Metrics.Conns(metrics.ProtoRESP),
