@@ -108,7 +108,11 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Partitions: c.Partitions, ReplicationFactor: c.ReplicationFactor, TotalSegments: n.store.Segments(),
 		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings,
 		Logger: n.log,
-		OnMap:  n.applyOwnership,
+		OnMap: func(m *cluster.PartitionMap) {
+			n.applyOwnership(m)
+			n.repl.Apply(m)
+		},
+		PeerHandlers: map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
 		OnTraffic: func(d cluster.TrafficDecision) {
 			n.openTraffic(d)
 		},
@@ -178,7 +182,9 @@ func (n *Node) ClusterStatus() cluster.Status {
 		return cluster.Status{Self: cluster.NodeID(n.cfg.NodeID), Store: n.cfg.Store, ClusterID: n.cfg.ClusterID,
 			TrafficGate: "hold", Nodes: []cluster.NodeStatus{}, Partitions: []cluster.PartitionStatus{}}
 	}
-	return c.Status()
+	st := c.Status()
+	n.repl.Annotate(&st)
+	return st
 }
 
 // Rebalance re-plans the map over every live member. Segments that change

@@ -29,6 +29,7 @@ const (
 	DefaultMemoryMaxBytes    = store.DefaultMaxMemoryBytes // 1 GiB
 	DefaultMaxItemBytes      = store.DefaultMaxItemBytes   // 4 MiB
 	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultSyncTimeout       = 2 * time.Second
 
 	// EphemeralPort, in any port field, asks the operating system for a free
 	// port at Start; Node.Addr reports the port actually bound. Tests use it
@@ -134,6 +135,17 @@ type Config struct {
 	// WriteQuorum is all, majority or besteffort (--write-quorum); only used
 	// with ReplicationSync. Default all.
 	WriteQuorum WriteQuorum
+	// SyncTimeout bounds a sync write's wait for its replicas
+	// (--sync-timeout): after it the write answers Timeout — it stays
+	// applied on the owner, it is just not acknowledged (besteffort answers
+	// Success). Default 2 s. Must be positive.
+	SyncTimeout time.Duration
+	// OpLogMaxOps and OpLogMaxBytes bound each segment's op-log
+	// (--oplog-max-ops, --oplog-max-bytes): a replica further behind than
+	// the log reaches catches up by snapshot (R-REP-1). Defaults 1024
+	// entries and 256 KiB of values. Must be positive.
+	OpLogMaxOps   int
+	OpLogMaxBytes int
 
 	// MemoryMaxBytes caps the bytes of owned data on this node (R-MEM-1)
 	// (--memory-max-bytes; plain bytes or with a unit: 512MiB, 1GiB).
@@ -287,6 +299,9 @@ func DefaultConfig() Config {
 		ReplicationFactor: DefaultReplicationFactor,
 		ReplicationMode:   ReplicationAsync,
 		WriteQuorum:       WriteQuorumAll,
+		SyncTimeout:       DefaultSyncTimeout,
+		OpLogMaxOps:       store.DefaultOpLogMaxOps,
+		OpLogMaxBytes:     store.DefaultOpLogMaxBytes,
 		MemoryMaxBytes:    DefaultMemoryMaxBytes,
 		MaxItemBytes:      DefaultMaxItemBytes,
 		Eviction:          store.EvictLRU,
@@ -409,6 +424,15 @@ func (c Config) Validate() error {
 	case WriteQuorumAll, WriteQuorumMajority, WriteQuorumBestEffort:
 	default:
 		return bad("write-quorum", "%q: want all, majority or besteffort", c.WriteQuorum)
+	}
+	if c.SyncTimeout <= 0 {
+		return bad("sync-timeout", "%v: must be positive", c.SyncTimeout)
+	}
+	if c.OpLogMaxOps < 1 {
+		return bad("oplog-max-ops", "%d: must be at least 1", c.OpLogMaxOps)
+	}
+	if c.OpLogMaxBytes < 1 {
+		return bad("oplog-max-bytes", "%d: must be at least 1", c.OpLogMaxBytes)
 	}
 
 	if c.MemoryMaxBytes <= 0 {
@@ -560,6 +584,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("replication_factor", c.ReplicationFactor),
 		slog.String("replication_mode", string(c.ReplicationMode)),
 		slog.String("write_quorum", string(c.WriteQuorum)),
+		slog.Duration("sync_timeout", c.SyncTimeout),
 		slog.Int64("memory_max_bytes", c.MemoryMaxBytes),
 		slog.Int("max_item_bytes", c.MaxItemBytes),
 		slog.String("eviction", c.Eviction.String()),
@@ -582,6 +607,7 @@ func (c Config) storeConfig(logger *slog.Logger) store.Config {
 	sc.MaxMemoryBytes = c.MemoryMaxBytes
 	sc.MaxItemBytes = c.MaxItemBytes
 	sc.Eviction = c.Eviction
+	sc.OpLogMaxOps, sc.OpLogMaxBytes = c.OpLogMaxOps, c.OpLogMaxBytes
 	sc.Logger = logger
 	return sc
 }

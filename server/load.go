@@ -101,6 +101,18 @@ var options = []option{
 			return errors.New("want all, majority or besteffort")
 		},
 		show: func(c Config) string { return string(c.WriteQuorum) }},
+	durationOption("sync-timeout", "how long a sync write waits for its replicas before answering Timeout", func(c *Config) *time.Duration { return &c.SyncTimeout }),
+	intOption("oplog-max-ops", "op-log entries kept per segment (a replica further behind catches up by snapshot)", func(c *Config) *int { return &c.OpLogMaxOps }),
+	{name: "oplog-max-bytes", arg: "N", usage: "value bytes kept by each segment's op-log (units allowed: 256KiB)",
+		set: func(c *Config, v string) error {
+			n, err := parseBytes(v)
+			if err == nil && n > 1<<40 {
+				return errors.New("too large")
+			}
+			c.OpLogMaxBytes = int(n)
+			return err
+		},
+		show: func(c Config) string { return strconv.Itoa(c.OpLogMaxBytes) }},
 	{name: "memory-max-bytes", arg: "N", usage: "cap of owned data in bytes (units allowed: 512MiB, 1GiB)",
 		set: func(c *Config, v string) error {
 			n, err := parseBytes(v)

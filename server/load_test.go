@@ -83,6 +83,9 @@ data-dir: /var/lib/zaris
 replication-factor: 3
 replication-mode: sync
 write-quorum: majority
+sync-timeout: 750ms
+oplog-max-ops: 64
+oplog-max-bytes: 64KiB
 memory-max-bytes: 2GiB
 max-item-bytes: 1MiB
 eviction: noeviction
@@ -103,7 +106,8 @@ log-format: json
 		ClientPort: 17861, RESPPort: 0, PeerPort: 17811, GossipPort: 17946, HTTPPort: 17801,
 		Join:    []string{"10.0.0.1:7946", "10.0.0.2:7946"},
 		DataDir: "/var/lib/zaris", ReplicationFactor: 3, ReplicationMode: ReplicationSync,
-		WriteQuorum: WriteQuorumMajority, MemoryMaxBytes: 2 << 30, MaxItemBytes: 1 << 20,
+		WriteQuorum: WriteQuorumMajority, SyncTimeout: 750 * time.Millisecond, OpLogMaxOps: 64, OpLogMaxBytes: 64 << 10,
+		MemoryMaxBytes: 2 << 30, MaxItemBytes: 1 << 20,
 		Eviction: store.NoEviction, Token: "file-token",
 		TLSCert: "/etc/zaris/cert.pem", TLSKey: "/etc/zaris/key.pem", TLSCA: "/etc/zaris/ca.pem",
 		MaxWorkers: 512, MinWorkers: 64, ShutdownTimeout: 45 * time.Second,
@@ -117,6 +121,7 @@ log-format: json
 		"--client-port", "17861", "--resp-port", "0", "--peer-port", "17811", "--gossip-port", "17946",
 		"--http-port", "17801", "--join", "10.0.0.1:7946,10.0.0.2:7946", "--data-dir", "/var/lib/zaris",
 		"--replication-factor", "3", "--replication-mode", "sync", "--write-quorum", "majority",
+		"--sync-timeout", "750ms", "--oplog-max-ops", "64", "--oplog-max-bytes", "65536",
 		"--memory-max-bytes", "2147483648", "--max-item-bytes", "1048576", "--eviction", "noeviction",
 		"--token", "file-token", "--tls-cert", "/etc/zaris/cert.pem", "--tls-key", "/etc/zaris/key.pem",
 		"--tls-ca", "/etc/zaris/ca.pem", "--max-workers", "512", "--min-workers", "64",

@@ -12,17 +12,22 @@ import (
 // newNativeService builds the native-protocol front end of the node. TLS is
 // applied by the Node on the listener, so the service itself runs plain.
 func (n *Node) newNativeService() (*native.Server, error) {
+	var barrier native.WriteBarrier
+	if n.repl.Barrier() {
+		barrier = n.repl // sync replication; async writes pay nothing
+	}
 	return native.New(native.Config{
-		Store:      n.store,
-		StoreName:  n.cfg.Store,
-		NodeID:     n.cfg.NodeID,
-		Version:    Version(),
-		Token:      n.cfg.Token,
-		MinWorkers: n.cfg.MinWorkers,
-		MaxWorkers: n.cfg.MaxWorkers,
-		Routing:    n.routing,
-		Logger:     n.log,
-		Observer:   nativeObserver{rec: n.metrics, conns: n.metrics.Conns(metrics.ProtoNative)},
+		WriteBarrier: barrier,
+		Store:        n.store,
+		StoreName:    n.cfg.Store,
+		NodeID:       n.cfg.NodeID,
+		Version:      Version(),
+		Token:        n.cfg.Token,
+		MinWorkers:   n.cfg.MinWorkers,
+		MaxWorkers:   n.cfg.MaxWorkers,
+		Routing:      n.routing,
+		Logger:       n.log,
+		Observer:     nativeObserver{rec: n.metrics, conns: n.metrics.Conns(metrics.ProtoNative)},
 	})
 }
 

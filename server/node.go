@@ -20,6 +20,7 @@ import (
 	"github.com/zaris-io/zaris/server/httpapi"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/native"
+	"github.com/zaris-io/zaris/server/replication"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -118,6 +119,7 @@ type Node struct {
 	startedAt time.Time
 
 	native    *native.Server // the built-in native service (request counters)
+	repl      *replication.Manager
 	routing   *clusterRouting
 	readyCh   chan struct{} // closed when the traffic gate opens
 	readyOnce sync.Once
@@ -172,15 +174,28 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			NodeID: cfg.NodeID, Store: cfg.Store, Version: Version(), Stats: st.Stats,
 		}),
 	}
+	repl, err := n.newReplication()
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	n.repl = repl
+	n.metrics.Registry().MustRegister(repl.Collector())
+	fail := func(err error) (*Node, error) {
+		repl.Close()
+		_ = st.Close()
+		return nil, err
+	}
 	if cfg.HTTPPort != 0 {
 		h, err := httpapi.New(httpapi.Options{
-			Store:   st,
-			Metrics: n.metrics,
-			Logger:  logger.With("component", "http"),
-			Token:   cfg.Token,
-			Ready:   n.Ready,
-			Info:    func() any { return n.Info() },
-			Cluster: func() any { return n.ClusterStatus() },
+			Store:        st,
+			Metrics:      n.metrics,
+			Logger:       logger.With("component", "http"),
+			Token:        cfg.Token,
+			Ready:        n.Ready,
+			Info:         func() any { return n.Info() },
+			Cluster:      func() any { return n.ClusterStatus() },
+			WriteBarrier: n.httpBarrier(),
 			Rebalance: func(ctx context.Context) (uint64, error) {
 				v, err := n.Rebalance(ctx)
 				if errors.Is(err, cluster.ErrNotLeader) {
@@ -190,15 +205,13 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			},
 		})
 		if err != nil {
-			_ = st.Close()
-			return nil, err
+			return fail(err)
 		}
 		n.services[EndpointHTTP] = h
 	}
 	nat, err := n.newNativeService()
 	if err != nil {
-		_ = st.Close()
-		return nil, err
+		return fail(err)
 	}
 	n.services[EndpointClient] = nat
 	n.builtin[EndpointClient] = true
@@ -207,8 +220,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		rs, err := n.newRESPService()
 		if err != nil {
 			_ = nat.Shutdown(context.Background())
-			_ = st.Close()
-			return nil, err
+			return fail(err)
 		}
 		n.services[EndpointRESP] = rs
 		n.builtin[EndpointRESP] = true
@@ -477,9 +489,11 @@ func (n *Node) stop(ctx context.Context) error {
 			go func() { defer wg.Done(); shut(ep) }()
 		}
 		wg.Wait()
-		// The cluster goes after the client ports (clients drained while the
-		// node was still a member) and before HTTP (/readyz says 503 to
-		// the end).
+		// Replication stops once the client ports drained (their sync
+		// writes had their answer), the cluster after it (clients drained
+		// while the node was still a member) and before HTTP (/readyz says
+		// 503 to the end).
+		n.repl.Close()
 		n.cluster.Stop()
 		shut(EndpointHTTP)
 
@@ -497,6 +511,7 @@ func (n *Node) stop(ctx context.Context) error {
 			}
 		}
 	}
+	n.repl.Close() // a node never started: nothing ran, Close is cheap
 	if err := n.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("server: store: %w", err))
 	}

@@ -141,6 +141,11 @@ type Config struct {
 	// OnTraffic is called once, on the control loop, when the traffic gate
 	// opens (TrafficOpen or TrafficOpenUnconverged).
 	OnTraffic func(TrafficDecision)
+	// PeerHandlers serve further peer protocols by their first byte
+	// (PeerReplication); raft and map fetches are the cluster's own. Each
+	// handler owns its connection until it returns (the mux closes it then,
+	// and on Stop).
+	PeerHandlers map[byte]func(net.Conn)
 }
 
 // Standalone reports whether the node forms a cluster of its own: nobody
@@ -281,6 +286,11 @@ func (c *Cluster) Start() (err error) {
 	c.startedAt = c.now()
 	c.mux = NewPeerMux(c.cfg.PeerListener, c.cfg.Dial, c.log.With("component", "peer"))
 	c.mux.Handle(PeerMapFetch, func(conn net.Conn) { serveMapFetch(conn, c.Map) })
+	for b, h := range c.cfg.PeerHandlers {
+		if b != PeerRaft && b != PeerMapFetch {
+			c.mux.Handle(b, h)
+		}
+	}
 	defer func() {
 		if err != nil {
 			c.shutdown()
@@ -451,6 +461,18 @@ func advertiseIP(host string) string {
 	}
 	return ips[0].String()
 }
+
+// DialPeer opens a connection speaking protocol proto to the peer port at
+// addr (TLS-wrapped when the node speaks TLS). The caller closes it.
+func (c *Cluster) DialPeer(ctx context.Context, addr string, proto byte) (net.Conn, error) {
+	if c.mux == nil {
+		return nil, errors.New("cluster: not started")
+	}
+	return c.mux.Dial(ctx, addr, proto)
+}
+
+// PeerAddr is the peer address (host:port) of a map node.
+func PeerAddr(n NodeInfo) string { return net.JoinHostPort(n.Host, strconv.Itoa(n.PeerPort)) }
 
 // GossipPort is the bound gossip port (after Start).
 func (c *Cluster) GossipPort() int { return c.cfg.Self.GossipPort }
@@ -759,7 +781,7 @@ func (c *Cluster) leaderWork(now time.Time) {
 		}
 		return
 	}
-	if next := EvolveMap(cur, c.tracker.Members()); next != nil {
+	if next := EvolveMap(cur, c.tracker.Members(), c.cfg.ReplicationFactor); next != nil {
 		if err := c.commit(next); err != nil {
 			c.log.Warn("map not committed", "version", next.Version, "err", err)
 		}

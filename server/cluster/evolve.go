@@ -18,10 +18,15 @@ import "slices"
 //     never move to it by themselves; Rebalance does that, on an operator's
 //     request.
 //   - a member whose addresses changed gets its new addresses.
+//   - a partition whose owner departed goes first to one of its live
+//     replicas (it holds the data, R-REP-1), and only then to a spare.
+//   - a partition with fewer than rf-1 replicas takes spares as replicas
+//     (a replica starts empty and catches up from the owner's op-log or a
+//     snapshot); a promoted replica's slot is refilled the same way.
 //
 // Members the tracker does not know, or knows only as alive, suspected or
 // unreachable, keep their place: runtime states never change the map.
-func EvolveMap(cur *PartitionMap, members []MemberView) *PartitionMap {
+func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 	if cur == nil {
 		return nil
 	}
@@ -71,25 +76,27 @@ func EvolveMap(cur *PartitionMap, members []MemberView) *PartitionMap {
 		}
 		return 0
 	})
-	if !changed {
-		return nil
-	}
-
 	// Replicas on departed nodes are dropped.
 	for i := range next.Partitions {
 		p := &next.Partitions[i]
 		p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, departed)
 	}
-	// Orphaned partitions: a spare takes each, in order; the rest merge.
+	// Orphaned partitions: a live replica takes each (it holds the data),
+	// else a spare, in order; the rest merge.
 	for i := range next.Partitions {
 		p := &next.Partitions[i]
 		if !departed(p.ActiveOwner) {
 			if departed(p.PrimaryNodeID) {
 				p.PrimaryNodeID = p.ActiveOwner // the serving owner stays where it is
+				owner := p.ActiveOwner
+				p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, func(id NodeID) bool { return id == owner })
 			}
 			continue
 		}
-		if spare := firstSpare(next, byID); spare != "" {
+		if r := firstLiveReplica(p, byID); r != "" {
+			p.PrimaryNodeID, p.ActiveOwner = r, r
+			p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, func(id NodeID) bool { return id == r })
+		} else if spare := firstSpare(next, byID); spare != "" {
 			p.PrimaryNodeID, p.ActiveOwner = spare, spare
 			p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, func(id NodeID) bool { return id == spare })
 		} else {
@@ -99,6 +106,21 @@ func EvolveMap(cur *PartitionMap, members []MemberView) *PartitionMap {
 	next.Partitions = mergeOrphans(next.Partitions)
 	if len(next.Partitions) == 0 {
 		return nil // no live owner left at all: keep the map rather than plan nothing
+	}
+	// Replica slots: spares fill the partitions short of rf-1 replicas.
+	for i := range next.Partitions {
+		p := &next.Partitions[i]
+		for len(p.ReplicaNodeIDs) < rf-1 {
+			spare := firstSpare(next, byID)
+			if spare == "" {
+				break
+			}
+			p.ReplicaNodeIDs = append(p.ReplicaNodeIDs, spare)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
 	}
 	next.SegmentToPartition = make([]int, next.TotalSegments)
 	for i := range next.Partitions {
@@ -114,6 +136,16 @@ func EvolveMap(cur *PartitionMap, members []MemberView) *PartitionMap {
 		return nil
 	}
 	return next
+}
+
+// firstLiveReplica is the first of p's replicas that is alive.
+func firstLiveReplica(p *Partition, byID map[NodeID]MemberView) NodeID {
+	for _, id := range p.ReplicaNodeIDs {
+		if v, ok := byID[id]; ok && v.State == MemberAlive {
+			return id
+		}
+	}
+	return ""
 }
 
 // firstSpare is the first live member (by id) in no partition group.

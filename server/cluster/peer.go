@@ -15,12 +15,15 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The peer port carries every node-to-node stream: raft today, replication
-// and migration later. The first byte of each connection names its
+// The peer port carries every node-to-node stream: raft, map fetches,
+// replication (and migration later). The first byte of each connection names its
 // protocol, so they share one port (and one TLS configuration).
 const (
 	PeerRaft     byte = 1 // hashicorp/raft's network transport
 	PeerMapFetch byte = 2 // "send me your committed map" (cold start, drift repair)
+	// PeerReplication carries one op-log shipping session from a
+	// partition's active owner to one replica (server/replication).
+	PeerReplication byte = 3
 )
 
 // peerHeaderTimeout bounds the wait for a new connection's protocol byte.

@@ -10,8 +10,11 @@ import (
 type PlanInput struct {
 	Members       []NodeInfo // the live members to plan with
 	TotalSegments int
-	Partitions    int // 0 = one per member (R-CLU-7)
-	RF            int // replication factor, ≥ 1
+	// Partitions is the number of partitions; 0 = one per member with
+	// RF 1 (R-CLU-7), one per RF members otherwise, so that every
+	// partition can get its RF-1 replicas (groups are disjoint).
+	Partitions int
+	RF         int // replication factor, ≥ 1
 	// Previous is the map in force, if any: its live serving owners stay in
 	// place (sticky placement) and its partition identities survive.
 	Previous *PartitionMap
@@ -45,15 +48,15 @@ func Plan(in PlanInput) *PartitionMap {
 		}
 		return 0
 	})
+	rf := max(in.RF, 1)
 	nparts := in.Partitions
 	if nparts <= 0 {
-		nparts = len(members)
+		nparts = max(len(members)/rf, 1)
 	}
 	nparts = min(nparts, len(members), in.TotalSegments)
 	if nparts == 0 {
 		return nil
 	}
-	rf := max(in.RF, 1)
 	newID := in.NewIdentity
 	if newID == nil {
 		newID = randomIdentity

@@ -64,7 +64,7 @@ func TestEvolveMap(t *testing.T) {
 			"[a[0-3] d[4-7] c[8-11]]", 3},
 	}
 	for _, c := range cases {
-		got := EvolveMap(base, c.members)
+		got := EvolveMap(base, c.members, 1)
 		if c.want == "" {
 			if got != nil {
 				t.Errorf("%s: unexpected new map %s", c.name, owners(got))
@@ -85,14 +85,81 @@ func TestEvolveMap(t *testing.T) {
 			t.Errorf("%s: the evolved map would be refused: %v", c.name, err)
 		}
 	}
-	if EvolveMap(nil, nil) != nil {
+	if EvolveMap(nil, nil, 1) != nil {
 		t.Fatal("no map: nothing to evolve (the formation gate plans the first)")
+	}
+}
+
+func groups(m *PartitionMap) string {
+	var out []string
+	for _, p := range m.Partitions {
+		out = append(out, fmt.Sprintf("%s%v[%d-%d]", p.ActiveOwner, p.ReplicaNodeIDs, p.FirstSegment, p.LastSegment))
+	}
+	return fmt.Sprint(out)
+}
+
+func TestEvolveMapReplicas(t *testing.T) {
+	ms := []NodeInfo{view("a", MemberAlive).Info, view("b", MemberAlive).Info, view("c", MemberAlive).Info, view("d", MemberAlive).Info}
+	base := Plan(PlanInput{Members: ms, TotalSegments: 12, RF: 2, Store: "s", NewIdentity: seqIdentity()})
+	base.Version, base.TopologyVersion = 5, 2
+	if got := groups(base); got != "[a[c][0-5] b[d][6-11]]" {
+		t.Fatalf("RF 2 over 4 members plans two groups of two: %s", got)
+	}
+	alive := func(ids ...string) []MemberView {
+		var out []MemberView
+		for _, id := range ids {
+			out = append(out, view(id, MemberAlive))
+		}
+		return out
+	}
+	cases := []struct {
+		name    string
+		members []MemberView
+		want    string // groups, or "" for no change
+	}{
+		{"full groups and no change: no new map", alive("a", "b", "c", "d"), ""},
+		{"a joiner is a spare while every replica slot is full", alive("a", "b", "c", "d", "e"), "[a[c][0-5] b[d][6-11]]"},
+		{"a lost replica's slot is refilled by a spare (the partition gets its copy back)",
+			append(alive("a", "b", "d", "e"), view("c", MemberLost)), "[a[e][0-5] b[d][6-11]]"},
+		{"a lost replica without a spare: the slot stays empty, the owner keeps serving",
+			append(alive("a", "b", "d"), view("c", MemberLost)), "[a[][0-5] b[d][6-11]]"},
+		{"a lost owner's partition goes to its live replica, which holds the data (not to an empty spare)",
+			append(alive("b", "c", "d", "e"), view("a", MemberLost)), "[c[e][0-5] b[d][6-11]]"},
+		{"a lost owner with a dead replica: a spare takes the partition",
+			append(alive("b", "d", "e"), view("a", MemberLost), view("c", MemberUnreachable)), "[e[c][0-5] b[d][6-11]]"},
+	}
+	for _, c := range cases {
+		got := EvolveMap(base, c.members, 2)
+		if c.want == "" {
+			if got != nil {
+				t.Errorf("%s: unexpected new map %s", c.name, groups(got))
+			}
+			continue
+		}
+		if got == nil {
+			t.Errorf("%s: no new map", c.name)
+			continue
+		}
+		if err := AcceptMap(base, got, "s", ""); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if groups(got) != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, groups(got), c.want)
+		}
+	}
+	// A partition whose runtime owner already moved to its replica (a
+	// failover) keeps that owner as primary once the old one is lost.
+	moved := base.Clone()
+	moved.Partitions[0].ActiveOwner = "c"
+	got := EvolveMap(moved, append(alive("b", "c", "d", "e"), view("a", MemberLost)), 2)
+	if got == nil || groups(got) != "[c[e][0-5] b[d][6-11]]" || got.Partitions[0].PrimaryNodeID != "c" {
+		t.Fatalf("promoted owner: %v", got)
 	}
 }
 
 func TestRebalanceGivesJoinersPartitions(t *testing.T) {
 	cur := planned("a", "b")
-	joined := EvolveMap(cur, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)})
+	joined := EvolveMap(cur, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, 1)
 	next := Rebalance(joined, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, 0, 1, seqIdentity())
 	if next == nil || len(next.Partitions) != 3 || next.Version != joined.Version+1 {
 		t.Fatalf("rebalance: %+v", next)

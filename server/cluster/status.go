@@ -58,6 +58,31 @@ type PartitionStatus struct {
 	LastSegment  int      `json:"lastSegment"`
 	FirstSlot    int      `json:"firstSlot"`
 	LastSlot     int      `json:"lastSlot"`
+	// Replication is the replicas' progress as the partition's active
+	// owner sees it: filled on the active owner only (the node that ships),
+	// absent elsewhere.
+	Replication []ReplicaStatus `json:"replication,omitempty"`
+}
+
+// ReplicaStatus is one replica of a partition, seen from its active owner
+// (server/replication).
+type ReplicaStatus struct {
+	Node NodeID `json:"node"`
+	// State: connecting (no session yet), streaming (caught up or catching
+	// up on a live session), disconnected (the last session broke; retrying),
+	// held (a segment's replica is ahead of this owner under the same
+	// history: nothing is shipped over it until restart recovery).
+	State string `json:"state"`
+	// LagRevisions is how far behind the replica is: the sum over the
+	// partition's segments of (owner revision − replica's applied revision).
+	LagRevisions uint64 `json:"lagRevisions"`
+	// Snapshots counts the segment snapshots shipped to it (catch-up from
+	// below the op-log's trim floor or over a foreign history); OpsShipped
+	// the op-log entries.
+	Snapshots  uint64 `json:"snapshots"`
+	OpsShipped uint64 `json:"opsShipped"`
+	// Sessions counts the sessions opened to the replica.
+	Sessions uint64 `json:"sessions"`
 }
 
 var trafficNames = [...]string{TrafficHold: "hold", TrafficOpen: "open", TrafficOpenUnconverged: "open-unconverged"}

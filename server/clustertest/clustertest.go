@@ -180,14 +180,21 @@ func (c *Cluster) Running() []*server.Node {
 	return out
 }
 
-// Node returns the node with id (nil when none).
+// Node returns the running node with id, else the last one started with
+// it (nil when none).
 func (c *Cluster) Node(id string) *server.Node {
+	var last *server.Node
 	for _, nd := range c.Nodes() {
+		if nd.Config().NodeID == id {
+			last = nd
+		}
+	}
+	for _, nd := range c.Running() {
 		if nd.Config().NodeID == id {
 			return nd
 		}
 	}
-	return nil
+	return last
 }
 
 // Stop stops one node (a crash, as far as the others can tell: it does not
@@ -197,6 +204,66 @@ func (c *Cluster) Stop(nd *server.Node) {
 	c.stopped[nd] = true
 	c.mu.Unlock()
 	_ = nd.Stop(context.Background())
+}
+
+// Restart stops nd (a crash: its memory is gone) unless it is stopped
+// already, runs whileDown (nil = nothing), then starts a fresh node with the
+// same id on the same ports, joining the running nodes, and waits for it to
+// be ready. Its store starts empty: what it held comes back only through
+// replication.
+func (c *Cluster) Restart(nd *server.Node, whileDown func()) *server.Node {
+	c.t.Helper()
+	ports := nd.Info().Ports
+	c.Stop(nd)
+	if whileDown != nil {
+		whileDown()
+	}
+	var seeds []string
+	for _, r := range c.Running() {
+		seeds = append(seeds, GossipAddr(r))
+	}
+	cfg := NodeConfig(nd.Config().NodeID, c.opts)
+	cfg.ClientPort, cfg.PeerPort, cfg.GossipPort = ports.Client, ports.Peer, ports.Gossip
+	if cfg.RESPPort != 0 {
+		cfg.RESPPort = ports.RESP
+	}
+	if cfg.HTTPPort != 0 {
+		cfg.HTTPPort = ports.HTTP
+	}
+	cfg.ExpectNodes, cfg.Join = 1, seeds
+	logger := c.opts.Logger
+	if logger != nil {
+		logger = logger.With("test_node", cfg.NodeID)
+	}
+	fresh, err := server.NewNode(cfg, logger)
+	if err != nil {
+		c.t.Fatalf("clustertest: restart %s: %v", cfg.NodeID, err)
+	}
+	// The ports were just released: retry the bind briefly.
+	deadline := time.Now().Add(c.opts.Timeout)
+	for {
+		err = fresh.Start(context.Background())
+		if err == nil {
+			break
+		}
+		_ = fresh.Stop(context.Background())
+		if time.Now().After(deadline) {
+			c.t.Fatalf("clustertest: restart %s: %v", cfg.NodeID, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if fresh, err = server.NewNode(cfg, logger); err != nil {
+			c.t.Fatalf("clustertest: restart %s: %v", cfg.NodeID, err)
+		}
+	}
+	c.mu.Lock()
+	c.nodes = append(c.nodes, fresh)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+	defer cancel()
+	if err := fresh.WaitReady(ctx); err != nil {
+		c.t.Fatalf("clustertest: %s after restart: %v", cfg.NodeID, err)
+	}
+	return fresh
 }
 
 // StopAll stops every node (t.Cleanup does it too).

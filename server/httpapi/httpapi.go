@@ -68,6 +68,11 @@ type Options struct {
 	// Rebalance re-plans the partition map and returns the committed map
 	// version; an error wrapping ErrNotLeader answers 409. nil = 404.
 	Rebalance func(ctx context.Context) (uint64, error)
+	// WriteBarrier, when set, holds the answer of a successful PUT or
+	// DELETE until it returns (sync replication, R-REP-2): a status other
+	// than Success is answered instead (Timeout: 504; the write stays
+	// applied on this node). nil = answered after the local apply.
+	WriteBarrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
 }
 
 // ErrNotLeader is wrapped by a Rebalance error on a node that does not lead
@@ -91,6 +96,7 @@ type Server struct {
 	info    func() any
 	cluster func() any
 	rebal   func(ctx context.Context) (uint64, error)
+	barrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
 	bearer  []byte // "Bearer <token>" material; nil = no authentication
 	maxItem int64
 
@@ -111,6 +117,7 @@ func New(opts Options) (*Server, error) {
 		info:    opts.Info,
 		cluster: opts.Cluster,
 		rebal:   opts.Rebalance,
+		barrier: opts.WriteBarrier,
 		maxItem: int64(opts.Store.Config().MaxItemBytes),
 	}
 	if s.log == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -371,4 +372,35 @@ func TestInfoAndUnknownRoutes(t *testing.T) {
 	r = f.do("POST", key("k"), strings.NewReader("v"))
 	require.Equal(t, http.StatusMethodNotAllowed, r.code)
 	require.Equal(t, "BadRequest", r.errStatus(t))
+}
+
+func TestWriteBarrier(t *testing.T) {
+	var waited atomic.Int32
+	var verdict atomic.Uint32 // a kv.Status
+	f := newFixture(t, func(_ *store.Config, o *Options) {
+		o.WriteBarrier = func(_ context.Context, _ uint16, rev uint64) kv.Status {
+			waited.Add(1)
+			return kv.Status(verdict.Load())
+		}
+	})
+	verdict.Store(uint32(kv.StatusSuccess))
+	r := f.do(http.MethodPut, key("a"), strings.NewReader("v"))
+	require.Equal(t, http.StatusCreated, r.code)
+	require.EqualValues(t, 1, waited.Load(), "a successful write waits for the barrier")
+
+	// A barrier timeout answers 504: the write was not acknowledged, yet it
+	// is applied on this node.
+	verdict.Store(uint32(kv.StatusTimeout))
+	r = f.do(http.MethodPut, key("b"), strings.NewReader("v"))
+	require.Equal(t, http.StatusGatewayTimeout, r.code)
+	require.Equal(t, "Timeout", r.errStatus(t))
+	require.True(t, f.store.Get("b").OK())
+	r = f.do(http.MethodDelete, key("a"), nil)
+	require.Equal(t, http.StatusGatewayTimeout, r.code)
+	require.EqualValues(t, 3, waited.Load())
+
+	// Failed writes never wait.
+	r = f.do(http.MethodDelete, key("absent"), nil)
+	require.Equal(t, http.StatusNotFound, r.code)
+	require.EqualValues(t, 3, waited.Load())
 }

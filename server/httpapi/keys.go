@@ -189,9 +189,10 @@ func (s *Server) putKey(c echo.Context) error {
 
 	opStart := time.Now()
 	res := s.store.Put(key, value, &opts)
+	res.Status = s.acknowledge(c, key, res)
 	s.rec.Op(metrics.OpPut, res.Status, time.Since(opStart))
 	if !res.OK() {
-		return fail(c, res.Status, "")
+		return fail(c, res.Status, unacknowledged(res.Status))
 	}
 	setResultHeaders(c.Response().Header(), res, true)
 	code := http.StatusOK
@@ -235,10 +236,27 @@ func (s *Server) deleteKey(c echo.Context) error {
 		return s.refuse(c, metrics.OpDelete, start, kv.StatusBadRequest, "conditional DELETE (If-Match) is not supported")
 	}
 	res := s.store.Delete(key)
+	res.Status = s.acknowledge(c, key, res)
 	s.rec.Op(metrics.OpDelete, res.Status, time.Since(start))
 	if !res.OK() {
-		return fail(c, res.Status, "")
+		return fail(c, res.Status, unacknowledged(res.Status))
 	}
 	setResultHeaders(c.Response().Header(), res, false)
 	return c.NoContent(http.StatusNoContent)
+}
+
+// acknowledge runs the write barrier after a successful write (sync
+// replication) and returns the status to answer.
+func (s *Server) acknowledge(c echo.Context, key string, res kv.Result) kv.Status {
+	if s.barrier == nil || !res.OK() {
+		return res.Status
+	}
+	return s.barrier(c.Request().Context(), s.store.SegmentFor(key).ID(), res.Revision)
+}
+
+func unacknowledged(st kv.Status) string {
+	if st == kv.StatusTimeout {
+		return "not acknowledged by the replicas in time; the write is applied on the owner"
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -337,7 +338,10 @@ func (c *conn) dispatch(f wire.Frame) {
 		began = time.Now()
 	}
 	c.srv.counts.requests.Add(1)
-	var res kv.Result
+	var (
+		res  kv.Result
+		wkey []byte // the key a write changed (the write barrier's segment)
+	)
 	switch f.Op {
 	case wire.OpGet, wire.OpDelete, wire.OpPersist, wire.OpTTL:
 		kb, err := wire.DecodeKeyRequest(f.Body)
@@ -351,9 +355,9 @@ func (c *conn) dispatch(f wire.Frame) {
 		case wire.OpGet:
 			res = g.Get(key)
 		case wire.OpDelete:
-			res = g.Delete(key)
+			res, wkey = g.Delete(key), kb
 		case wire.OpPersist:
-			res = g.Persist(key)
+			res, wkey = g.Persist(key), kb
 		default:
 			res = g.TimeToLive(key)
 		}
@@ -363,7 +367,7 @@ func (c *conn) dispatch(f wire.Frame) {
 			c.badBody(f, err)
 			return
 		}
-		res = c.put(req.Key, req.Value, &req.Options)
+		res, wkey = c.put(req.Key, req.Value, &req.Options), req.Key
 	case wire.OpExpire:
 		kb, ttl, err := wire.DecodeExpireRequest(f.Body)
 		if err != nil {
@@ -371,7 +375,7 @@ func (c *conn) dispatch(f wire.Frame) {
 			return
 		}
 		key := view(kb)
-		res = c.segment(key).Expire(key, ttl)
+		res, wkey = c.segment(key).Expire(key, ttl), kb
 	case wire.OpBatch:
 		c.batch(f)
 		return
@@ -382,6 +386,11 @@ func (c *conn) dispatch(f wire.Frame) {
 			return
 		}
 		reply := c.srv.cfg.Store.Exec(cmd)
+		if c.srv.cfg.WriteBarrier != nil && reply.Status == kv.StatusSuccess && store.CommandWrites(cmd.Op) {
+			if st := c.commandBarrier(cmd); st != kv.StatusSuccess {
+				reply = kv.Reply{Status: st, Message: "not acknowledged by the replicas in time; the write is applied on the owner"}
+			}
+		}
 		c.appendReply(f.ID, f.Op, reply)
 		if obs != nil {
 			obs.Op(f.Op, reply.Status, time.Since(began))
@@ -415,10 +424,38 @@ func (c *conn) dispatch(f wire.Frame) {
 		c.refuse(f.ID, f.Op, kv.StatusBadRequest, "unknown opcode "+f.Op.String())
 		return
 	}
+	if c.srv.cfg.WriteBarrier != nil && res.Status == kv.StatusSuccess && wkey != nil {
+		seg := placement.SegmentOf(view(wkey), c.srv.segs)
+		res.Status = c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, res.Revision)
+	}
 	c.out = appendResult(c.out, f.ID, f.Op, res)
 	if obs != nil {
 		obs.Op(f.Op, res.Status, time.Since(began))
 	}
+}
+
+// commandBarrier waits for the write barrier after a successful write
+// command: on its key's segment, or on every owned segment for a
+// node-level commit (a transaction's keys, a flush), each at its current
+// revision — at or past the command's own writes.
+func (c *conn) commandBarrier(cmd kv.Cmd) kv.Status {
+	st := c.srv.cfg.Store
+	var segs []uint16
+	if cmd.Op.NodeLevel() {
+		for i := range st.Segments() {
+			if st.Segment(uint16(i)).Owned() {
+				segs = append(segs, uint16(i))
+			}
+		}
+	} else {
+		segs = append(segs, placement.SegmentOf(cmd.Key, c.srv.segs))
+	}
+	for _, seg := range segs {
+		if s := c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, st.Segment(seg).Revision()); s != kv.StatusSuccess {
+			return s
+		}
+	}
+	return kv.StatusSuccess
 }
 
 func appendResult(dst []byte, id uint32, op wire.Opcode, res kv.Result) []byte {
@@ -479,28 +516,69 @@ func (c *conn) appendBatch(dst []byte, id uint32, items []wire.BatchItem) []byte
 	}
 	dst, start := wire.BeginFrame(dst, id, wire.OpBatch, wire.FlagResponse)
 	dst = wire.AppendBatchResultHeader(dst, len(items))
+	if c.srv.cfg.WriteBarrier != nil {
+		return c.appendBatchBarrier(dst, start, items, began)
+	}
 	worst := kv.StatusSuccess
 	for i := range items {
-		it := &items[i]
-		var res kv.Result
-		switch it.Op {
-		case wire.BatchGet:
-			key := view(it.Key)
-			res = c.segment(key).Get(key)
-		case wire.BatchPut:
-			res = c.put(it.Key, it.Value, &it.Options)
-		case wire.BatchDelete:
-			key := view(it.Key)
-			res = c.segment(key).Delete(key)
-		default:
-			res = kv.Result{Status: kv.StatusBadRequest}
-		}
+		res := c.batchItem(&items[i])
 		if res.Status != kv.StatusSuccess && res.Status != kv.StatusNotFound {
 			worst = res.Status
 		}
 		dst = wire.AppendResult(dst, res)
 	}
 	if obs != nil {
+		obs.Op(wire.OpBatch, worst, time.Since(began))
+	}
+	return wire.EndFrame(dst, start)
+}
+
+func (c *conn) batchItem(it *wire.BatchItem) kv.Result {
+	switch it.Op {
+	case wire.BatchGet:
+		key := view(it.Key)
+		return c.segment(key).Get(key)
+	case wire.BatchPut:
+		return c.put(it.Key, it.Value, &it.Options)
+	case wire.BatchDelete:
+		key := view(it.Key)
+		return c.segment(key).Delete(key)
+	}
+	return kv.Result{Status: kv.StatusBadRequest}
+}
+
+// appendBatchBarrier runs a batch under the write barrier: every item
+// first, then one wait per segment written (at the highest revision the
+// batch wrote there); a write whose segment timed out answers the
+// barrier's status.
+func (c *conn) appendBatchBarrier(dst []byte, start int, items []wire.BatchItem, began time.Time) []byte {
+	results := make([]kv.Result, len(items))
+	segs := make([]uint16, len(items))
+	high := map[uint16]uint64{}
+	for i := range items {
+		it := &items[i]
+		results[i] = c.batchItem(it)
+		if it.Op != wire.BatchGet && results[i].Status == kv.StatusSuccess {
+			segs[i] = placement.SegmentOf(view(it.Key), c.srv.segs)
+			high[segs[i]] = max(high[segs[i]], results[i].Revision)
+		}
+	}
+	verdict := make(map[uint16]kv.Status, len(high))
+	for seg, rev := range high {
+		verdict[seg] = c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, rev)
+	}
+	worst := kv.StatusSuccess
+	for i := range results {
+		res := results[i]
+		if items[i].Op != wire.BatchGet && res.Status == kv.StatusSuccess {
+			res.Status = verdict[segs[i]]
+		}
+		if res.Status != kv.StatusSuccess && res.Status != kv.StatusNotFound {
+			worst = res.Status
+		}
+		dst = wire.AppendResult(dst, res)
+	}
+	if obs := c.srv.cfg.Observer; obs != nil {
 		obs.Op(wire.OpBatch, worst, time.Since(began))
 	}
 	return wire.EndFrame(dst, start)

@@ -58,6 +58,20 @@ type Config struct {
 	// Logger defaults to slog.Default(); Observer is optional.
 	Logger   *slog.Logger
 	Observer Observer
+	// WriteBarrier, when set, holds the answer of every successful write
+	// until it returns (sync replication, R-REP-2). nil = a write is
+	// answered right after its local apply, at no extra cost.
+	WriteBarrier WriteBarrier
+}
+
+// WriteBarrier decides when a write applied locally may be acknowledged.
+// Wait is called after a successful write of revision on segment seg and
+// returns the status to answer: StatusSuccess once the write is durable
+// enough, StatusTimeout when it could not be made so in time (the write
+// stays applied on this node). It blocks the connection's reader, so a
+// pipelined connection's writes are acknowledged in order.
+type WriteBarrier interface {
+	Wait(ctx context.Context, seg uint16, revision uint64) kv.Status
 }
 
 func (c *Config) setDefaults() error {

@@ -58,6 +58,16 @@ func register(op kv.CmdOp, h handler) {
 	handlers[op] = &h
 }
 
+// CommandWrites reports whether op may mutate the store: a key command
+// registered as a write, or a node-level commit (TX.COMMIT, FLUSH). The
+// sync-replication write barrier waits only after those (R-REP-2).
+func CommandWrites(op kv.CmdOp) bool {
+	if op.NodeLevel() {
+		return op == kv.CmdTxCommit || op == kv.CmdFlush
+	}
+	return int(op) < len(handlers) && handlers[op] != nil && handlers[op].write
+}
+
 // nodeHandlers implement node-level commands (kv.CmdOp.NodeLevel): they see
 // the whole store.
 var nodeHandlers [256]func(s *Store, cmd kv.Cmd) kv.Reply

@@ -1,0 +1,701 @@
+package replication
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// protoVersion is the session protocol's version, sent in Hello.
+const protoVersion = 1
+
+// frameType is the byte after a frame's length.
+type frameType uint8
+
+const (
+	fHello     frameType = 1
+	fOps       frameType = 2
+	fSnapBegin frameType = 3
+	fSnapChunk frameType = 4
+	fSnapEnd   frameType = 5
+	fPing      frameType = 6
+
+	fHelloReply frameType = 129
+	fAck        frameType = 130
+)
+
+// maxFrame bounds one frame: an item is at most a few MiB (MaxItemBytes),
+// and the shipper cuts batches at chunkBytes.
+const maxFrame = 64 << 20
+
+// Batching: an Ops or SnapChunk frame is cut after chunkOps entries or
+// chunkBytes of values.
+const (
+	chunkOps   = 4096
+	chunkBytes = 1 << 20
+)
+
+// ErrProtocol wraps every malformed frame.
+var ErrProtocol = errors.New("replication: protocol error")
+
+func protoErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
+}
+
+// hello opens a session (owner → replica).
+type hello struct {
+	Version     int
+	Store       string
+	Cluster     string
+	From        cluster.NodeID
+	Partition   int
+	Identity    string
+	Generation  uint64
+	Epoch       uint64
+	MapVersion  uint64
+	First, Last int
+	Incarnation uint64
+}
+
+// Hello reply statuses.
+const (
+	replyOK      = 0
+	replyRetry   = 1 // the replica's map is behind: try again shortly
+	replyRefused = 2 // the replica's map does not make the sender its source
+)
+
+// segState is what a replica holds of one segment: its applied revision
+// and the history it came from.
+type segState struct {
+	Segment  uint16
+	Revision uint64
+	Lineage  lineage
+}
+
+type helloReply struct {
+	Status  int
+	Message string
+	States  []segState
+}
+
+// ack is one (segment, applied revision) pair.
+type ack struct {
+	Segment  uint16
+	Revision uint64
+}
+
+// --- framing ---
+
+// writeFrame appends one frame to w.
+func writeFrame(w *bufio.Writer, t frameType, body []byte) error {
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(len(body)+1))
+	hdr[4] = byte(t)
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(body)
+	return err
+}
+
+// readFrame reads one frame; the body is freshly allocated (the store
+// keeps the values decoded from it).
+func readFrame(r *bufio.Reader) (frameType, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n < 1 || n > maxFrame {
+		return 0, nil, protoErr("frame of %d bytes", n)
+	}
+	body := make([]byte, n-1)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, nil, err
+	}
+	return frameType(hdr[4]), body, nil
+}
+
+// --- encoder ---
+
+// encoder builds frame bodies; one per session goroutine.
+type encoder struct {
+	buf bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+func newEncoder() *encoder {
+	e := &encoder{}
+	e.enc = msgpack.NewEncoder(&e.buf)
+	return e
+}
+
+// reset starts a new body.
+func (e *encoder) reset() *msgpack.Encoder {
+	e.buf.Reset()
+	return e.enc
+}
+
+func (e *encoder) bytes() []byte { return e.buf.Bytes() }
+
+// The msgpack encoder writes into a bytes.Buffer, which never fails: the
+// encode functions below ignore the encoder's errors for that reason.
+
+func (e *encoder) hello(h hello) []byte {
+	enc := e.reset()
+	_ = enc.EncodeArrayLen(12)
+	_ = enc.EncodeInt(int64(h.Version))
+	_ = enc.EncodeString(h.Store)
+	_ = enc.EncodeString(h.Cluster)
+	_ = enc.EncodeString(string(h.From))
+	_ = enc.EncodeInt(int64(h.Partition))
+	_ = enc.EncodeString(h.Identity)
+	_ = enc.EncodeUint(h.Generation)
+	_ = enc.EncodeUint(h.Epoch)
+	_ = enc.EncodeUint(h.MapVersion)
+	_ = enc.EncodeInt(int64(h.First))
+	_ = enc.EncodeInt(int64(h.Last))
+	_ = enc.EncodeUint(h.Incarnation)
+	return e.bytes()
+}
+
+func (e *encoder) helloReply(r helloReply) []byte {
+	enc := e.reset()
+	_ = enc.EncodeArrayLen(3)
+	_ = enc.EncodeInt(int64(r.Status))
+	_ = enc.EncodeString(r.Message)
+	_ = enc.EncodeArrayLen(len(r.States))
+	for _, s := range r.States {
+		_ = enc.EncodeArrayLen(6)
+		_ = enc.EncodeUint(uint64(s.Segment))
+		_ = enc.EncodeUint(s.Revision)
+		_ = enc.EncodeString(s.Lineage.Identity)
+		_ = enc.EncodeString(string(s.Lineage.Owner))
+		_ = enc.EncodeUint(s.Lineage.Generation)
+		_ = enc.EncodeUint(s.Lineage.Incarnation)
+	}
+	return e.bytes()
+}
+
+func (e *encoder) acks(as []ack) []byte {
+	enc := e.reset()
+	_ = enc.EncodeArrayLen(2 * len(as))
+	for _, a := range as {
+		_ = enc.EncodeUint(uint64(a.Segment))
+		_ = enc.EncodeUint(a.Revision)
+	}
+	return e.bytes()
+}
+
+func (e *encoder) ops(seg uint16, ops []store.Op) []byte {
+	enc := e.reset()
+	_ = enc.EncodeArrayLen(2)
+	_ = enc.EncodeUint(uint64(seg))
+	_ = enc.EncodeArrayLen(len(ops))
+	for i := range ops {
+		op := &ops[i]
+		_ = enc.EncodeArrayLen(3)
+		_ = enc.EncodeUint(uint64(op.Kind))
+		encodeRecord(enc, &op.Record)
+		if op.Cmd == nil {
+			_ = enc.EncodeNil()
+			continue
+		}
+		_ = enc.EncodeArrayLen(3)
+		_ = enc.EncodeUint(uint64(op.Cmd.Op))
+		_ = enc.EncodeString(op.Cmd.Key)
+		_ = enc.EncodeArrayLen(len(op.Cmd.Args))
+		for _, a := range op.Cmd.Args {
+			_ = enc.EncodeBytes(a)
+		}
+	}
+	return e.bytes()
+}
+
+func (e *encoder) snapBegin(seg uint16, rev uint64, count int) []byte {
+	enc := e.reset()
+	_ = enc.EncodeArrayLen(3)
+	_ = enc.EncodeUint(uint64(seg))
+	_ = enc.EncodeUint(rev)
+	_ = enc.EncodeInt(int64(count))
+	return e.bytes()
+}
+
+func (e *encoder) snapChunk(seg uint16, recs []store.Record) []byte {
+	enc := e.reset()
+	_ = enc.EncodeArrayLen(2)
+	_ = enc.EncodeUint(uint64(seg))
+	_ = enc.EncodeArrayLen(len(recs))
+	for i := range recs {
+		encodeRecord(enc, &recs[i])
+	}
+	return e.bytes()
+}
+
+func (e *encoder) snapEnd(seg uint16, rev uint64) []byte {
+	enc := e.reset()
+	_ = enc.EncodeArrayLen(2)
+	_ = enc.EncodeUint(uint64(seg))
+	_ = enc.EncodeUint(rev)
+	return e.bytes()
+}
+
+func encodeRecord(enc *msgpack.Encoder, r *store.Record) {
+	_ = enc.EncodeArrayLen(9)
+	_ = enc.EncodeString(r.Key)
+	if r.Value == nil {
+		_ = enc.EncodeNil()
+	} else {
+		_ = enc.EncodeBytes(r.Value)
+	}
+	_ = enc.EncodeUint(r.Version)
+	_ = enc.EncodeUint(r.Revision)
+	_ = enc.EncodeInt(r.CreatedAt)
+	_ = enc.EncodeInt(r.ExpiresAt)
+	_ = enc.EncodeBool(r.Deleted)
+	_ = enc.EncodeUint(uint64(r.Kind))
+	if r.Meta == nil {
+		_ = enc.EncodeNil()
+		return
+	}
+	_ = enc.EncodeArrayLen(2)
+	_ = enc.EncodeString(r.Meta.ContentType)
+	if len(r.Meta.Labels) == 0 {
+		_ = enc.EncodeNil()
+		return
+	}
+	_ = enc.EncodeMapLen(len(r.Meta.Labels))
+	for k, v := range r.Meta.Labels {
+		_ = enc.EncodeString(k)
+		_ = enc.EncodeString(v)
+	}
+}
+
+// --- decoder ---
+
+// decoder reads one frame body.
+type decoder struct {
+	r   *bytes.Reader
+	dec *msgpack.Decoder
+}
+
+func newDecoder(body []byte) *decoder {
+	r := bytes.NewReader(body)
+	return &decoder{r: r, dec: msgpack.NewDecoder(r)}
+}
+
+// array reads an array header of at least min fields, bounded by what is
+// left of the body (every element takes a byte at least), and returns the
+// number of fields beyond min for skipExtra.
+func (d *decoder) array(min int) (int, error) {
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return 0, protoErr("%v", err)
+	}
+	if n < min || n > d.r.Len() {
+		return 0, protoErr("array of %d, want at least %d", n, min)
+	}
+	return n - min, nil
+}
+
+// list reads the header of a list of elements (nil = empty).
+func (d *decoder) list() (int, error) {
+	n, err := d.dec.DecodeArrayLen()
+	if err != nil {
+		return 0, protoErr("%v", err)
+	}
+	if n < 0 {
+		return 0, nil
+	}
+	if n > d.r.Len() {
+		return 0, protoErr("list of %d in %d bytes", n, d.r.Len())
+	}
+	return n, nil
+}
+
+func (d *decoder) skip(n int) error {
+	for range n {
+		if err := d.dec.Skip(); err != nil {
+			return protoErr("%v", err)
+		}
+	}
+	return nil
+}
+
+func (d *decoder) isNil() bool {
+	c, err := d.dec.PeekCode()
+	if err != nil || c != msgpcode.Nil {
+		return false
+	}
+	_ = d.dec.DecodeNil()
+	return true
+}
+
+func (d *decoder) uint() (uint64, error) {
+	v, err := d.dec.DecodeUint64()
+	if err != nil {
+		return 0, protoErr("%v", err)
+	}
+	return v, nil
+}
+
+func (d *decoder) int() (int64, error) {
+	v, err := d.dec.DecodeInt64()
+	if err != nil {
+		return 0, protoErr("%v", err)
+	}
+	return v, nil
+}
+
+// raw reads a str or bin value, bounded by what is left of the body (a
+// peer's length never allocates more than the frame it sent); nil for a
+// msgpack nil.
+func (d *decoder) raw() ([]byte, error) {
+	n, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return nil, protoErr("%v", err)
+	}
+	if n < 0 {
+		return nil, nil
+	}
+	if n > d.r.Len() {
+		return nil, protoErr("%d bytes announced, %d left", n, d.r.Len())
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		return nil, protoErr("%v", err)
+	}
+	return b, nil
+}
+
+func (d *decoder) str() (string, error) {
+	b, err := d.raw()
+	return string(b), err
+}
+
+func (d *decoder) segment() (uint16, error) {
+	v, err := d.uint()
+	if err != nil {
+		return 0, err
+	}
+	if v > 0xffff {
+		return 0, protoErr("segment %d", v)
+	}
+	return uint16(v), nil
+}
+
+// fields decodes into each destination in order; a destination is a
+// *string, *uint64, *int, *int64 or *cluster.NodeID.
+func (d *decoder) fields(dst ...any) error {
+	for _, p := range dst {
+		switch v := p.(type) {
+		case *string:
+			s, err := d.str()
+			if err != nil {
+				return err
+			}
+			*v = s
+		case *cluster.NodeID:
+			s, err := d.str()
+			if err != nil {
+				return err
+			}
+			*v = cluster.NodeID(s)
+		case *uint64:
+			u, err := d.uint()
+			if err != nil {
+				return err
+			}
+			*v = u
+		case *int64:
+			i, err := d.int()
+			if err != nil {
+				return err
+			}
+			*v = i
+		case *int:
+			i, err := d.int()
+			if err != nil {
+				return err
+			}
+			*v = int(i)
+		default:
+			panic(fmt.Sprintf("replication: fields: %T", p))
+		}
+	}
+	return nil
+}
+
+func decodeHello(body []byte) (hello, error) {
+	d := newDecoder(body)
+	var h hello
+	extra, err := d.array(12)
+	if err != nil {
+		return h, err
+	}
+	if err := d.fields(&h.Version, &h.Store, &h.Cluster, &h.From, &h.Partition, &h.Identity,
+		&h.Generation, &h.Epoch, &h.MapVersion, &h.First, &h.Last, &h.Incarnation); err != nil {
+		return h, err
+	}
+	return h, d.skip(extra)
+}
+
+func decodeHelloReply(body []byte) (helloReply, error) {
+	d := newDecoder(body)
+	var r helloReply
+	extra, err := d.array(3)
+	if err != nil {
+		return r, err
+	}
+	if err := d.fields(&r.Status, &r.Message); err != nil {
+		return r, err
+	}
+	n, err := d.list()
+	if err != nil {
+		return r, err
+	}
+	r.States = make([]segState, n)
+	for i := range r.States {
+		s := &r.States[i]
+		x, err := d.array(6)
+		if err != nil {
+			return r, err
+		}
+		seg, err := d.segment()
+		if err != nil {
+			return r, err
+		}
+		s.Segment = seg
+		if err := d.fields(&s.Revision, &s.Lineage.Identity, &s.Lineage.Owner, &s.Lineage.Generation, &s.Lineage.Incarnation); err != nil {
+			return r, err
+		}
+		if err := d.skip(x); err != nil {
+			return r, err
+		}
+	}
+	return r, d.skip(extra)
+}
+
+func decodeAcks(body []byte, dst []ack) ([]ack, error) {
+	d := newDecoder(body)
+	n, err := d.list()
+	if err != nil {
+		return dst, err
+	}
+	if n%2 != 0 {
+		return dst, protoErr("ack list of %d", n)
+	}
+	for range n / 2 {
+		seg, err := d.segment()
+		if err != nil {
+			return dst, err
+		}
+		rev, err := d.uint()
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, ack{Segment: seg, Revision: rev})
+	}
+	return dst, nil
+}
+
+func decodeOps(body []byte) (uint16, []store.Op, error) {
+	d := newDecoder(body)
+	extra, err := d.array(2)
+	if err != nil {
+		return 0, nil, err
+	}
+	seg, err := d.segment()
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := d.list()
+	if err != nil {
+		return 0, nil, err
+	}
+	ops := make([]store.Op, n)
+	for i := range ops {
+		op := &ops[i]
+		x, err := d.array(3)
+		if err != nil {
+			return 0, nil, err
+		}
+		kind, err := d.uint()
+		if err != nil {
+			return 0, nil, err
+		}
+		if kind < uint64(store.OpPut) || kind > uint64(store.OpCommand) {
+			return 0, nil, protoErr("op kind %d", kind)
+		}
+		op.Kind = store.OpKind(kind)
+		if op.Record, err = d.record(); err != nil {
+			return 0, nil, err
+		}
+		if !d.isNil() {
+			cx, err := d.array(3)
+			if err != nil {
+				return 0, nil, err
+			}
+			cop, err := d.uint()
+			if err != nil {
+				return 0, nil, err
+			}
+			cmd := &kv.Cmd{Op: kv.CmdOp(cop)}
+			if cmd.Key, err = d.str(); err != nil {
+				return 0, nil, err
+			}
+			na, err := d.list()
+			if err != nil {
+				return 0, nil, err
+			}
+			cmd.Args = make([][]byte, na)
+			for j := range cmd.Args {
+				b, err := d.raw()
+				if err != nil {
+					return 0, nil, err
+				}
+				if b == nil {
+					b = []byte{}
+				}
+				cmd.Args[j] = b
+			}
+			if err := d.skip(cx); err != nil {
+				return 0, nil, err
+			}
+			op.Cmd = cmd
+		}
+		if err := d.skip(x); err != nil {
+			return 0, nil, err
+		}
+	}
+	return seg, ops, d.skip(extra)
+}
+
+func (d *decoder) record() (store.Record, error) {
+	var r store.Record
+	extra, err := d.array(9)
+	if err != nil {
+		return r, err
+	}
+	if r.Key, err = d.str(); err != nil {
+		return r, err
+	}
+	if r.Value, err = d.raw(); err != nil {
+		return r, err
+	}
+	var kind uint64
+	if err := d.fields(&r.Version, &r.Revision, &r.CreatedAt, &r.ExpiresAt); err != nil {
+		return r, err
+	}
+	if r.Deleted, err = d.dec.DecodeBool(); err != nil {
+		return r, protoErr("%v", err)
+	}
+	if kind, err = d.uint(); err != nil {
+		return r, err
+	}
+	if kind > 0xff {
+		return r, protoErr("value kind %d", kind)
+	}
+	r.Kind = store.ValueKind(kind)
+	if !d.isNil() {
+		mx, err := d.array(2)
+		if err != nil {
+			return r, err
+		}
+		m := &store.Metadata{}
+		if m.ContentType, err = d.str(); err != nil {
+			return r, err
+		}
+		if !d.isNil() {
+			n, err := d.dec.DecodeMapLen()
+			if err != nil || n > d.r.Len() {
+				return r, protoErr("labels: %v", err)
+			}
+			if n > 0 {
+				m.Labels = make(map[string]string, n)
+			}
+			for range n {
+				k, err := d.str()
+				if err != nil {
+					return r, err
+				}
+				v, err := d.str()
+				if err != nil {
+					return r, err
+				}
+				m.Labels[k] = v
+			}
+		}
+		if err := d.skip(mx); err != nil {
+			return r, err
+		}
+		r.Meta = m
+	}
+	return r, d.skip(extra)
+}
+
+func decodeSnapBegin(body []byte) (seg uint16, rev uint64, count int, err error) {
+	d := newDecoder(body)
+	extra, err := d.array(3)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if seg, err = d.segment(); err != nil {
+		return 0, 0, 0, err
+	}
+	if err = d.fields(&rev, &count); err != nil {
+		return 0, 0, 0, err
+	}
+	if count < 0 {
+		return 0, 0, 0, protoErr("snapshot of %d records", count)
+	}
+	return seg, rev, count, d.skip(extra)
+}
+
+func decodeSnapChunk(body []byte) (uint16, []store.Record, error) {
+	d := newDecoder(body)
+	extra, err := d.array(2)
+	if err != nil {
+		return 0, nil, err
+	}
+	seg, err := d.segment()
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := d.list()
+	if err != nil {
+		return 0, nil, err
+	}
+	recs := make([]store.Record, n)
+	for i := range recs {
+		if recs[i], err = d.record(); err != nil {
+			return 0, nil, err
+		}
+	}
+	return seg, recs, d.skip(extra)
+}
+
+func decodeSnapEnd(body []byte) (seg uint16, rev uint64, err error) {
+	d := newDecoder(body)
+	extra, err := d.array(2)
+	if err != nil {
+		return 0, 0, err
+	}
+	if seg, err = d.segment(); err != nil {
+		return 0, 0, err
+	}
+	if err = d.fields(&rev); err != nil {
+		return 0, 0, err
+	}
+	return seg, rev, d.skip(extra)
+}

@@ -1,0 +1,50 @@
+// Package replication ships each partition's op-log from its active owner
+// to its replicas over the peer port (R-REP-1/2): catch-up by "operations
+// after R", a snapshot when R is below the op-log's trim floor or belongs
+// to another history, then a live stream; revision-guarded apply on the
+// replica; the per-segment low-water mark that lets the owner prune
+// tombstones; and the write barrier that makes a sync write wait for its
+// quorum of replicas (ReplicationMode Sync, WriteQuorum All / Majority /
+// BestEffort).
+//
+// One Manager runs per node. On every applied partition map (Apply) it
+// starts a shipper per (owned partition, replica) and fences the replica
+// sessions the map no longer allows; it serves the replica side of the
+// protocol on the peer port (ServePeer, first byte cluster.PeerReplication).
+//
+// The decisions are pure functions with table tests (catchup.go:
+// PlanCatchUp; quorum.go: QuorumNeed); the codec is pure and fuzzed
+// (codec.go). The package imports the store engine and the cluster's map
+// types; never a protocol front end or the SDK.
+//
+// # The protocol
+//
+// A session is one TCP connection from the owner to one replica's peer port,
+// first byte 3 (cluster.PeerReplication). Then frames, each
+//
+//	uint32 big-endian length of what follows | uint8 type | msgpack body
+//
+// every body a positional msgpack array whose fields are append-only (a
+// reader skips trailing fields it does not know). Owner → replica:
+//
+//	1 Hello      [version, store, cluster, from, partition, identity,
+//	              generation, epoch, mapVersion, firstSegment, lastSegment,
+//	              incarnation]
+//	2 Ops        [segment, [op…]]   op = [kind, record, cmd|nil]
+//	3 SnapBegin  [segment, revision, count]
+//	4 SnapChunk  [segment, [record…]]
+//	5 SnapEnd    [segment, revision]
+//	6 Ping       []
+//
+// Replica → owner:
+//
+//	129 HelloReply [status, message, [[segment, revision, identity, from,
+//	                generation, incarnation]…]]   status 0 ok, 1 retry, 2 refused
+//	130 Ack        [segment, revision, segment, revision, …]
+//
+// record = [key, value, version, revision, createdAt, expiresAt, deleted,
+// kind, meta|nil] with meta = [contentType, labels|nil]; cmd = [op, key,
+// [arg…]]. The replica answers every Ping with an Ack (possibly empty),
+// and acknowledges the revision it applied for every segment a frame
+// touched, once per read batch.
+package replication

@@ -1,0 +1,405 @@
+package replication
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Config configures a node's Manager.
+type Config struct {
+	// Store is the node's store engine. Required.
+	Store *store.Store
+	// Self is this node's id. Required.
+	Self cluster.NodeID
+	// StoreName and ClusterID must match on both ends of a session.
+	StoreName, ClusterID string
+	// Mode and Quorum decide when a write is acknowledged (Wait). Default
+	// Async, All.
+	Mode   Mode
+	Quorum Quorum
+	// SyncTimeout bounds a sync write's wait for its replicas; after it the
+	// write answers StatusTimeout (BestEffort: Success). Default 2 s.
+	SyncTimeout time.Duration
+	// Dial opens a connection to a peer address that already speaks
+	// cluster.PeerReplication (the first byte written). Required to ship.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Heartbeat is the owner's ping cadence on an idle session (default
+	// 500 ms); PeerTimeout the silence after which a session is broken
+	// (default 5 s, at least 2 heartbeats).
+	Heartbeat, PeerTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between sessions (defaults
+	// 50 ms and 1 s).
+	RetryMin, RetryMax time.Duration
+	// MaintainEvery is the cadence of the low-water-mark updates (default
+	// 100 ms).
+	MaintainEvery time.Duration
+	// Logger receives the manager's log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultSyncTimeout bounds a sync write's wait for its replicas.
+const DefaultSyncTimeout = 2 * time.Second
+
+func (c *Config) setDefaults() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("replication: Config.Store is required")
+	case c.Self == "":
+		return errors.New("replication: Config.Self is required")
+	}
+	if c.SyncTimeout <= 0 {
+		c.SyncTimeout = DefaultSyncTimeout
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 500 * time.Millisecond
+	}
+	if c.PeerTimeout <= 0 {
+		c.PeerTimeout = 5 * time.Second
+	}
+	if c.PeerTimeout < 2*c.Heartbeat {
+		return fmt.Errorf("replication: PeerTimeout %v must be at least two heartbeats (%v)", c.PeerTimeout, c.Heartbeat)
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = 50 * time.Millisecond
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(time.Second, c.RetryMin)
+	}
+	if c.MaintainEvery <= 0 {
+		c.MaintainEvery = 100 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Manager is one node's replication: the shippers of the partitions it
+// owns, the sessions of the partitions it replicates, the write barrier.
+//
+// Goroutines: one per shipper (its session loop, plus an ack reader per
+// session), one per incoming session (ServePeer's caller), the dirty-marker
+// reading the store watch while some owned partition has replicas, and the
+// maintenance loop. All stop in Close.
+type Manager struct {
+	cfg         Config
+	log         *slog.Logger
+	st          *store.Store
+	incarnation uint64
+
+	// route[seg] is the replication state of an owned segment (nil when
+	// this node does not own it); replaced whole on every map.
+	route atomic.Pointer[[]*partState]
+
+	mu       sync.Mutex // guards everything below; never held while blocking on I/O
+	cur      *cluster.PartitionMap
+	shippers map[shipKey]*shipper
+	parts    map[string]*partState        // by partition identity: the owned partitions
+	sessions map[*replicaSession]struct{} // incoming sessions (this node a replica)
+	watch    *store.Watch                 // feeds the dirty marker while shippers exist
+	managed  []bool                       // per segment: its low-water mark is ours to move
+	closed   bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	linMu    sync.Mutex // guards lineages
+	lineages []lineage  // per segment: the history of this node's replica copy
+
+	syncWaits, syncTimeouts, syncBestEffort atomic.Uint64
+}
+
+// New validates cfg and starts the maintenance loop; nothing ships until
+// Apply gives it a map.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	m := &Manager{
+		cfg: cfg, log: cfg.Logger.With("component", "replication"), st: cfg.Store,
+		incarnation: binary.LittleEndian.Uint64(b[:]) | 1,
+		shippers:    map[shipKey]*shipper{},
+		parts:       map[string]*partState{},
+		sessions:    map[*replicaSession]struct{}{},
+		managed:     make([]bool, cfg.Store.Segments()),
+		lineages:    make([]lineage, cfg.Store.Segments()),
+		stop:        make(chan struct{}),
+	}
+	empty := make([]*partState, cfg.Store.Segments())
+	m.route.Store(&empty)
+	m.wg.Add(1)
+	go m.maintain()
+	return m, nil
+}
+
+// Close stops every shipper and incoming session and releases the sync
+// writes still waiting (StatusTimeout). Safe twice.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	close(m.stop)
+	ships := make([]*shipper, 0, len(m.shippers))
+	for _, s := range m.shippers {
+		ships = append(ships, s)
+	}
+	m.shippers = map[shipKey]*shipper{}
+	for _, ps := range m.parts {
+		ps.retire()
+	}
+	m.parts = map[string]*partState{}
+	for rs := range m.sessions {
+		rs.fence("node stopping")
+	}
+	if m.watch != nil {
+		m.watch.Close()
+		m.watch = nil
+	}
+	m.mu.Unlock()
+	for _, s := range ships {
+		s.halt()
+	}
+	empty := make([]*partState, m.st.Segments())
+	m.route.Store(&empty)
+	m.wg.Wait()
+}
+
+// Incarnation identifies this run of the node in lineages.
+func (m *Manager) Incarnation() uint64 { return m.incarnation }
+
+// shipKey names one shipper: a partition's ownership lease and a replica.
+type shipKey struct {
+	identity    string
+	gen         uint64
+	first, last int
+	replica     cluster.NodeID
+}
+
+func keyOf(p *cluster.Partition, replica cluster.NodeID) shipKey {
+	return shipKey{p.Identity, p.OwnershipGeneration, p.FirstSegment, p.LastSegment, replica}
+}
+
+// Apply aligns replication to a newly applied map: it starts a shipper for
+// every (owned partition, replica), stops those the map no longer wants,
+// and fences incoming sessions whose source the map no longer names. It
+// does not block on the network (the node's control loop calls it).
+func (m *Manager) Apply(pm *cluster.PartitionMap) {
+	if pm == nil {
+		return
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.cur = pm
+	want := map[shipKey]*cluster.Partition{}
+	for i := range pm.Partitions {
+		p := &pm.Partitions[i]
+		if p.ActiveOwner != m.cfg.Self {
+			continue
+		}
+		for _, r := range p.ReplicaNodeIDs {
+			if r != m.cfg.Self {
+				want[keyOf(p, r)] = p
+			}
+		}
+	}
+	var halted []*shipper
+	for k, s := range m.shippers {
+		if _, ok := want[k]; !ok {
+			halted = append(halted, s)
+			delete(m.shippers, k)
+		}
+	}
+	for k, p := range want {
+		if _, ok := m.shippers[k]; !ok {
+			s := newShipper(m, k, p)
+			m.shippers[k] = s
+			m.wg.Add(1)
+			go s.run()
+		}
+	}
+
+	// The owned partitions' barrier and routing state.
+	parts := map[string]*partState{}
+	route := make([]*partState, m.st.Segments())
+	for i := range pm.Partitions {
+		p := &pm.Partitions[i]
+		if p.ActiveOwner != m.cfg.Self {
+			continue
+		}
+		var ships []*shipper
+		for _, r := range p.ReplicaNodeIDs {
+			if s := m.shippers[keyOf(p, r)]; s != nil {
+				ships = append(ships, s)
+			}
+		}
+		ps := m.parts[p.Identity]
+		if ps == nil || !ps.same(p, ships) {
+			ps = newPartState(p, ships)
+		}
+		parts[p.Identity] = ps
+		for _, s := range ships {
+			s.ps.Store(ps)
+		}
+		for seg := p.FirstSegment; seg <= p.LastSegment && seg < len(route); seg++ {
+			route[seg] = ps
+			if len(ships) > 0 && !m.managed[seg] {
+				// From now on tombstones wait for the replicas (R-KV-4).
+				m.managed[seg] = true
+				m.st.Segment(uint16(seg)).SetLowWaterMark(0)
+			}
+		}
+	}
+	for id, ps := range m.parts {
+		if parts[id] != ps {
+			ps.retire()
+		}
+	}
+	m.parts = parts
+	m.route.Store(&route)
+
+	// Fence incoming sessions the map no longer allows.
+	for rs := range m.sessions {
+		if st, why := admit(pm, m.cfg.Self, rs.h); st != replyOK {
+			rs.fence(why)
+		}
+	}
+	m.syncWatchLocked()
+	m.mu.Unlock()
+	for _, s := range halted {
+		s.halt()
+	}
+}
+
+// syncWatchLocked keeps a store watch (waking the shippers on every
+// committed mutation) exactly while shippers exist.
+func (m *Manager) syncWatchLocked() {
+	switch {
+	case len(m.shippers) > 0 && m.watch == nil:
+		w, _, err := m.st.Watch(store.WatchOptions{Buffer: 8192})
+		if err != nil {
+			m.log.Error("replication: cannot watch the store; shippers poll", "err", err)
+			return
+		}
+		m.watch = w
+		m.wg.Add(1)
+		go m.markDirty(w)
+	case len(m.shippers) == 0 && m.watch != nil:
+		m.watch.Close()
+		m.watch = nil
+	}
+}
+
+// markDirty turns store events into dirty segments of the shippers. When
+// the watch overflows it is renewed and every segment marked.
+func (m *Manager) markDirty(w *store.Watch) {
+	defer m.wg.Done()
+	for ev := range w.Events() {
+		if ps := (*m.route.Load())[ev.Segment]; ps != nil {
+			for _, s := range ps.shippers {
+				s.markDirty(int(ev.Segment))
+			}
+		}
+	}
+	if !errors.Is(w.Err(), store.ErrWatchOverflow) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.watch != w || m.closed {
+		return
+	}
+	m.watch = nil
+	m.syncWatchLocked()
+	for _, s := range m.shippers {
+		s.markAll()
+	}
+}
+
+// maintain moves the low-water marks (R-KV-4): for every owned segment
+// with replicas, the lowest revision every replica of the map has applied;
+// for a segment whose partition lost its replicas, its own revision.
+func (m *Manager) maintain() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.MaintainEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+		route := *m.route.Load()
+		m.mu.Lock()
+		managed := slices.Clone(m.managed)
+		m.mu.Unlock()
+		for seg, on := range managed {
+			if !on {
+				continue
+			}
+			g := m.st.Segment(uint16(seg))
+			ps := route[seg]
+			switch {
+			case ps == nil:
+				// Not owned any more: no mark to keep.
+			case len(ps.shippers) == 0:
+				g.SetLowWaterMark(g.Revision())
+			default:
+				g.SetLowWaterMark(ps.lowWater(seg))
+			}
+		}
+	}
+}
+
+// peerAddr is the peer address of node id in the current map.
+func (m *Manager) peerAddr(id cluster.NodeID) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return "", false
+	}
+	n, ok := m.cur.Node(id)
+	if !ok || n.PeerPort <= 0 {
+		return "", false
+	}
+	return cluster.PeerAddr(n), true
+}
+
+func (m *Manager) mapVersion() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cur == nil {
+		return 0
+	}
+	return m.cur.Version
+}
+
+func (m *Manager) lineage(seg uint16) lineage {
+	m.linMu.Lock()
+	defer m.linMu.Unlock()
+	return m.lineages[seg]
+}
+
+func (m *Manager) setLineage(seg uint16, l lineage) {
+	m.linMu.Lock()
+	m.lineages[seg] = l
+	m.linMu.Unlock()
+}

@@ -1,0 +1,229 @@
+package replication
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// replicaSession is one incoming session: this node replicates a partition
+// from its active owner.
+type replicaSession struct {
+	conn net.Conn
+	h    hello
+
+	mu     sync.Mutex // guards fenced
+	fenced string
+}
+
+// fence ends the session: its source is no longer the owner the map names
+// (R-REP-4), or the node stops.
+func (rs *replicaSession) fence(why string) {
+	rs.mu.Lock()
+	if rs.fenced == "" {
+		rs.fenced = why
+	}
+	rs.mu.Unlock()
+	_ = rs.conn.Close()
+}
+
+// admit decides whether a session of h may run against map pm on node
+// self: the map must name h's sender the active owner of h's partition
+// under h's generation, self one of its replicas, with the same segment
+// range. A map older than the sender's answers retry (it is on its way).
+func admit(pm *cluster.PartitionMap, self cluster.NodeID, h hello) (int, string) {
+	if pm == nil || pm.Version < h.MapVersion {
+		return replyRetry, "this replica has not applied the sender's map yet"
+	}
+	for i := range pm.Partitions {
+		p := &pm.Partitions[i]
+		if p.Identity != h.Identity {
+			continue
+		}
+		switch {
+		case p.ActiveOwner != h.From || p.OwnershipGeneration != h.Generation:
+			return replyRefused, fmt.Sprintf("fenced: the map (version %d) names %s the owner at generation %d",
+				pm.Version, p.ActiveOwner, p.OwnershipGeneration)
+		case !slices.Contains(p.ReplicaNodeIDs, self) || p.ActiveOwner == self:
+			return replyRefused, fmt.Sprintf("%s is not a replica of partition %d in map version %d", self, p.ID, pm.Version)
+		case p.FirstSegment != h.First || p.LastSegment != h.Last:
+			return replyRefused, fmt.Sprintf("partition %d covers segments %d..%d in map version %d", p.ID,
+				p.FirstSegment, p.LastSegment, pm.Version)
+		}
+		return replyOK, ""
+	}
+	return replyRefused, fmt.Sprintf("no partition %s in map version %d", h.Identity, pm.Version)
+}
+
+// ServePeer serves one incoming replication session (the peer mux's
+// handler for cluster.PeerReplication); it returns when the session ends.
+func (m *Manager) ServePeer(conn net.Conn) {
+	cfg := &m.cfg
+	r := bufio.NewReaderSize(conn, 64<<10)
+	w := bufio.NewWriterSize(conn, 64<<10)
+	enc := newEncoder()
+	_ = conn.SetReadDeadline(time.Now().Add(cfg.PeerTimeout))
+	t, body, err := readFrame(r)
+	if err != nil || t != fHello {
+		return
+	}
+	h, err := decodeHello(body)
+	if err != nil {
+		m.log.Info("replication: malformed hello", "remote", conn.RemoteAddr().String(), "err", err)
+		return
+	}
+	reply := func(status int, msg string, states []segState) bool {
+		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
+		if writeFrame(w, fHelloReply, enc.helloReply(helloReply{Status: status, Message: msg, States: states})) != nil {
+			return false
+		}
+		return w.Flush() == nil
+	}
+	if h.Version != protoVersion || h.Store != cfg.StoreName || h.Cluster != cfg.ClusterID ||
+		h.First < 0 || h.Last < h.First || h.Last >= m.st.Segments() {
+		reply(replyRefused, fmt.Sprintf("this node serves store %q of cluster %q with %d segments, protocol %d",
+			cfg.StoreName, cfg.ClusterID, m.st.Segments(), protoVersion), nil)
+		return
+	}
+	rs := &replicaSession{conn: conn, h: h}
+	m.mu.Lock()
+	status, why := admit(m.cur, cfg.Self, h)
+	if m.closed {
+		status, why = replyRefused, "node stopping"
+	}
+	if status == replyOK {
+		// One session per partition: a newer one (the owner reconnected)
+		// replaces the old.
+		for old := range m.sessions {
+			if old.h.Identity == h.Identity {
+				old.fence("replaced by a newer session")
+			}
+		}
+		m.sessions[rs] = struct{}{}
+	}
+	m.mu.Unlock()
+	if status != replyOK {
+		reply(status, why, nil)
+		return
+	}
+	log := m.log.With("partition", h.Partition, "owner", h.From)
+	defer func() {
+		m.mu.Lock()
+		delete(m.sessions, rs)
+		m.mu.Unlock()
+		rs.mu.Lock()
+		fenced := rs.fenced
+		rs.mu.Unlock()
+		if fenced != "" {
+			log.Info("replication session fenced", "reason", fenced)
+		}
+	}()
+
+	states := make([]segState, 0, h.Last-h.First+1)
+	for seg := h.First; seg <= h.Last; seg++ {
+		g := m.st.Segment(uint16(seg))
+		states = append(states, segState{Segment: uint16(seg), Revision: g.Revision(), Lineage: m.lineage(uint16(seg))})
+	}
+	if !reply(replyOK, "", states) {
+		return
+	}
+	src := lineage{Identity: h.Identity, Owner: h.From, Generation: h.Generation, Incarnation: h.Incarnation}
+	inRange := func(seg uint16) bool { return int(seg) >= h.First && int(seg) <= h.Last }
+	var (
+		snap    *store.Snapshot // being received
+		want    int             // records announced by SnapBegin
+		touched []uint16        // segments to acknowledge
+		ping    bool
+	)
+	touch := func(seg uint16) {
+		if !slices.Contains(touched, seg) {
+			touched = append(touched, seg)
+		}
+	}
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(cfg.PeerTimeout))
+		t, body, err := readFrame(r)
+		if err != nil {
+			return
+		}
+		if err := func() error {
+			switch t {
+			case fOps:
+				seg, ops, err := decodeOps(body)
+				if err != nil {
+					return err
+				}
+				if !inRange(seg) || snap != nil {
+					return protoErr("ops for segment %d", seg)
+				}
+				g := m.st.Segment(seg)
+				for _, op := range ops {
+					if _, err := g.ApplyOp(op); err != nil {
+						// This copy cannot follow the stream: forget its
+						// history, so that the next session snapshots it.
+						m.setLineage(seg, lineage{})
+						return fmt.Errorf("replication: segment %d: applying revision %d: %w", seg, op.Revision(), err)
+					}
+				}
+				m.setLineage(seg, src)
+				touch(seg)
+			case fSnapBegin:
+				seg, rev, count, err := decodeSnapBegin(body)
+				if err != nil {
+					return err
+				}
+				if !inRange(seg) || snap != nil {
+					return protoErr("snapshot of segment %d", seg)
+				}
+				snap, want = &store.Snapshot{Segment: seg, Revision: rev, Records: make([]store.Record, 0, min(count, 1<<16))}, count
+			case fSnapChunk:
+				seg, recs, err := decodeSnapChunk(body)
+				if err != nil {
+					return err
+				}
+				if snap == nil || seg != snap.Segment || len(snap.Records)+len(recs) > want {
+					return protoErr("snapshot chunk of segment %d", seg)
+				}
+				snap.Records = append(snap.Records, recs...)
+			case fSnapEnd:
+				seg, rev, err := decodeSnapEnd(body)
+				if err != nil {
+					return err
+				}
+				if snap == nil || seg != snap.Segment || rev != snap.Revision || len(snap.Records) != want {
+					return protoErr("snapshot end of segment %d", seg)
+				}
+				m.st.Segment(seg).InstallSnapshot(*snap)
+				m.setLineage(seg, src)
+				touch(seg)
+				snap = nil
+			case fPing:
+				ping = true
+			default:
+				return protoErr("frame %d from an owner", t)
+			}
+			return nil
+		}(); err != nil {
+			log.Warn("replication session broken", "err", err)
+			return
+		}
+		if r.Buffered() > 0 || (len(touched) == 0 && !ping) {
+			continue
+		}
+		acks := make([]ack, 0, len(touched))
+		for _, seg := range touched {
+			acks = append(acks, ack{Segment: seg, Revision: m.st.Segment(seg).Revision()})
+		}
+		touched, ping = touched[:0], false
+		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
+		if writeFrame(w, fAck, enc.acks(acks)) != nil || w.Flush() != nil {
+			return
+		}
+	}
+}

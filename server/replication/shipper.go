@@ -1,0 +1,426 @@
+package replication
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Session states of a shipper.
+const (
+	stateConnecting int32 = iota
+	stateStreaming
+	stateDisconnected
+)
+
+var stateNames = [...]string{stateConnecting: "connecting", stateStreaming: "streaming", stateDisconnected: "disconnected"}
+
+// errRetry: the replica's map is behind; the session is retried shortly.
+var errRetry = errors.New("replication: replica not ready for this session yet")
+
+// shipper ships one owned partition's segments to one replica. Its run
+// goroutine owns the sessions; the store watch (markDirty) and the ack
+// reader only touch its atomics.
+type shipper struct {
+	m           *Manager
+	key         shipKey
+	pid         int
+	epoch       uint64
+	first, last int
+
+	ps      atomic.Pointer[partState] // the barrier state to wake on acks
+	applied []atomic.Uint64           // per segment: the revision the replica applied (acked)
+	dirty   []atomic.Bool             // per segment: something to ship
+	held    []atomic.Bool             // per segment: nothing shipped (PlanCatchUp said hold)
+	wake    chan struct{}             // capacity 1
+	state   atomic.Int32
+
+	snapshots, opsShipped, sessions atomic.Uint64
+
+	stop     chan struct{}
+	done     chan struct{}
+	haltOnce sync.Once
+}
+
+func newShipper(m *Manager, k shipKey, p *cluster.Partition) *shipper {
+	n := p.LastSegment - p.FirstSegment + 1
+	return &shipper{m: m, key: k, pid: p.ID, epoch: p.Epoch, first: p.FirstSegment, last: p.LastSegment,
+		applied: make([]atomic.Uint64, n), dirty: make([]atomic.Bool, n), held: make([]atomic.Bool, n),
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// halt stops the shipper and waits for its goroutine; safe twice.
+func (s *shipper) halt() {
+	s.haltOnce.Do(func() { close(s.stop) })
+	<-s.done
+}
+
+func (s *shipper) markDirty(seg int) {
+	i := seg - s.first
+	if i < 0 || i >= len(s.dirty) {
+		return
+	}
+	if s.dirty[i].CompareAndSwap(false, true) {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (s *shipper) markAll() {
+	for i := range s.dirty {
+		s.dirty[i].Store(true)
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *shipper) notify() {
+	if ps := s.ps.Load(); ps != nil {
+		ps.notify()
+	}
+}
+
+func (s *shipper) run() {
+	defer s.m.wg.Done()
+	defer close(s.done)
+	log := s.m.log.With("partition", s.pid, "replica", s.key.replica)
+	backoff := s.m.cfg.RetryMin
+	failing := false
+	for {
+		began := time.Now()
+		err := s.session(log)
+		if s.state.Swap(stateDisconnected) == stateStreaming {
+			s.notify() // best-effort waiters stop waiting for this replica
+		}
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		switch {
+		case errors.Is(err, errRetry):
+			backoff = s.m.cfg.RetryMin
+		case time.Since(began) > s.m.cfg.PeerTimeout:
+			backoff = s.m.cfg.RetryMin // a long session: reconnect at once
+			log.Warn("replication session ended; reconnecting", "err", err)
+			failing = false
+		default:
+			if !failing {
+				log.Warn("replication session failed; retrying", "err", err)
+				failing = true
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, s.m.cfg.RetryMax)
+	}
+}
+
+// session runs one connection to the replica until it breaks or the
+// shipper stops (nil).
+func (s *shipper) session(log interface {
+	Info(string, ...any)
+	Error(string, ...any)
+}) (err error) {
+	addr, ok := s.m.peerAddr(s.key.replica)
+	if !ok {
+		return fmt.Errorf("replication: no peer address for %s", s.key.replica)
+	}
+	if s.m.cfg.Dial == nil {
+		return errors.New("replication: no dialer")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.m.cfg.PeerTimeout)
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := s.m.cfg.Dial(ctx, addr)
+	cancel()
+	if err != nil {
+		return err
+	}
+	var readers sync.WaitGroup
+	defer readers.Wait()
+	defer conn.Close()
+	ended := make(chan struct{})
+	defer close(ended)
+	go func() {
+		select {
+		case <-s.stop:
+			_ = conn.Close()
+		case <-ended:
+		}
+	}()
+	cfg := &s.m.cfg
+	r := bufio.NewReaderSize(conn, 64<<10)
+	w := bufio.NewWriterSize(conn, 64<<10)
+	enc := newEncoder()
+	own := lineage{Identity: s.key.identity, Owner: cfg.Self, Generation: s.key.gen, Incarnation: s.m.incarnation}
+	h := hello{Version: protoVersion, Store: cfg.StoreName, Cluster: cfg.ClusterID, From: cfg.Self, Partition: s.pid,
+		Identity: s.key.identity, Generation: s.key.gen, Epoch: s.epoch, MapVersion: s.m.mapVersion(),
+		First: s.first, Last: s.last, Incarnation: s.m.incarnation}
+	_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
+	if err := writeFrame(w, fHello, enc.hello(h)); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(cfg.PeerTimeout))
+	t, body, err := readFrame(r)
+	if err != nil {
+		return err
+	}
+	if t != fHelloReply {
+		return protoErr("frame %d instead of the hello reply", t)
+	}
+	rep, err := decodeHelloReply(body)
+	if err != nil {
+		return err
+	}
+	switch rep.Status {
+	case replyOK:
+	case replyRetry:
+		return fmt.Errorf("%w: %s", errRetry, rep.Message)
+	default:
+		return fmt.Errorf("replication: %s refused the session: %s", s.key.replica, rep.Message)
+	}
+
+	// Catch-up plan per segment.
+	n := len(s.applied)
+	reported := make(map[uint16]segState, len(rep.States))
+	for _, st := range rep.States {
+		reported[st.Segment] = st
+	}
+	cursor := make([]uint64, n)
+	snap := make([]bool, n)
+	pins := make([]func(), n)
+	defer func() {
+		for _, release := range pins {
+			if release != nil {
+				release()
+			}
+		}
+	}()
+	for i := range n {
+		seg := uint16(s.first + i)
+		st, ok := reported[seg]
+		plan := CatchUpSnapshot
+		if ok {
+			plan = PlanCatchUp(st.Revision, st.Lineage, s.m.st.Segment(seg).Revision(), own)
+		}
+		s.held[i].Store(plan == CatchUpHold)
+		switch plan {
+		case CatchUpOps:
+			cursor[i] = st.Revision
+			s.applied[i].Store(st.Revision)
+		case CatchUpSnapshot:
+			snap[i] = true
+			s.applied[i].Store(0)
+		case CatchUpHold:
+			s.applied[i].Store(0)
+			log.Error("replication held: the replica holds a later revision of this owner's lease than the owner itself "+
+				"(the owner restarted and lost writes the replica kept); nothing is shipped over it until restart recovery",
+				"segment", seg, "replica_revision", st.Revision, "owner_revision", s.m.st.Segment(seg).Revision())
+		}
+	}
+	s.sessions.Add(1)
+	s.state.Store(stateStreaming)
+	s.notify()
+	log.Info("replication session streaming", "segments", n)
+
+	errc := make(chan error, 1)
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		errc <- s.readAcks(conn, r)
+	}()
+	s.markAll()
+	tick := time.NewTicker(cfg.Heartbeat)
+	defer tick.Stop()
+	for {
+		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
+		for i := range n {
+			if s.dirty[i].Swap(false) {
+				if err := s.ship(w, enc, i, cursor, snap, pins); err != nil {
+					return err
+				}
+			}
+		}
+		if w.Buffered() > 0 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-s.stop:
+			return nil
+		case err := <-errc:
+			return err
+		case <-s.wake:
+		case <-tick.C:
+			if err := writeFrame(w, fPing, nil); err != nil {
+				return err
+			}
+			s.markAll() // the safety net under the watch: a full pass per heartbeat
+		}
+	}
+}
+
+// ship sends what segment first+i needs: the operations after its cursor,
+// or a snapshot when they are below the trim floor (R-REP-1).
+func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, snap []bool, pins []func()) error {
+	if s.held[i].Load() {
+		return nil
+	}
+	seg := uint16(s.first + i)
+	g := s.m.st.Segment(seg)
+	release := func() {
+		if pins[i] != nil {
+			pins[i]()
+			pins[i] = nil
+		}
+	}
+	if !snap[i] {
+		if g.Revision() == cursor[i] {
+			release()
+			return nil
+		}
+		ops, err := g.OperationsAfter(cursor[i])
+		if err == nil {
+			release()
+			return s.sendOps(w, enc, seg, ops, &cursor[i])
+		}
+		if !errors.Is(err, store.ErrBelowTrimFloor) {
+			s.m.log.Warn("replication: op-log unusable; shipping a snapshot", "segment", seg, "err", err)
+		}
+	}
+	var (
+		sn    store.Snapshot
+		unpin func()
+	)
+	for range 3 {
+		sn = g.Snapshot()
+		if rel, err := g.PinTrimFloor(sn.Revision); err == nil {
+			unpin = rel
+			break
+		}
+	}
+	if err := writeFrame(w, fSnapBegin, enc.snapBegin(seg, sn.Revision, len(sn.Records))); err != nil {
+		return err
+	}
+	for recs := sn.Records; len(recs) > 0; {
+		k, size := 0, 0
+		for k < len(recs) && k < chunkOps && size < chunkBytes {
+			size += len(recs[k].Key) + len(recs[k].Value)
+			k++
+		}
+		if err := writeFrame(w, fSnapChunk, enc.snapChunk(seg, recs[:k])); err != nil {
+			return err
+		}
+		recs = recs[k:]
+	}
+	if err := writeFrame(w, fSnapEnd, enc.snapEnd(seg, sn.Revision)); err != nil {
+		return err
+	}
+	release()
+	pins[i] = unpin
+	cursor[i], snap[i] = sn.Revision, false
+	s.snapshots.Add(1)
+	return nil
+}
+
+func (s *shipper) sendOps(w *bufio.Writer, enc *encoder, seg uint16, ops []store.Op, cursor *uint64) error {
+	total := len(ops)
+	for len(ops) > 0 {
+		k, size := 0, 0
+		for k < len(ops) && k < chunkOps && size < chunkBytes {
+			size += len(ops[k].Record.Key) + len(ops[k].Record.Value)
+			k++
+		}
+		if err := writeFrame(w, fOps, enc.ops(seg, ops[:k])); err != nil {
+			return err
+		}
+		*cursor = ops[k-1].Revision()
+		ops = ops[k:]
+	}
+	s.opsShipped.Add(uint64(total))
+	return nil
+}
+
+// readAcks reads the replica's acks until the connection breaks. The
+// replica answers every ping, so silence for PeerTimeout is a broken
+// session.
+func (s *shipper) readAcks(conn net.Conn, r *bufio.Reader) error {
+	var acks []ack
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(s.m.cfg.PeerTimeout))
+		t, body, err := readFrame(r)
+		if err != nil {
+			return err
+		}
+		if t != fAck {
+			return protoErr("frame %d from a replica", t)
+		}
+		if acks, err = decodeAcks(body, acks[:0]); err != nil {
+			return err
+		}
+		for _, a := range acks {
+			i := int(a.Segment) - s.first
+			if i < 0 || i >= len(s.applied) {
+				return protoErr("ack for segment %d outside %d..%d", a.Segment, s.first, s.last)
+			}
+			if s.held[i].Load() {
+				continue
+			}
+			for {
+				cur := s.applied[i].Load()
+				if a.Revision <= cur || s.applied[i].CompareAndSwap(cur, a.Revision) {
+					break
+				}
+			}
+		}
+		if len(acks) > 0 {
+			s.notify()
+		}
+	}
+}
+
+// lag is how many revisions the replica is behind on the partition.
+func (s *shipper) lag() uint64 {
+	var lag uint64
+	for i := range s.applied {
+		rev := s.m.st.Segment(uint16(s.first + i)).Revision()
+		if a := s.applied[i].Load(); rev > a {
+			lag += rev - a
+		}
+	}
+	return lag
+}
+
+func (s *shipper) stateName() string {
+	for i := range s.held {
+		if s.held[i].Load() {
+			return "held"
+		}
+	}
+	return stateNames[s.state.Load()]
+}

@@ -1,0 +1,56 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/replication"
+)
+
+// Replication (R-REP-1/2): every node runs a replication.Manager. The
+// cluster hands it every applied map (after the store's ownership was
+// aligned) and its peer connections of protocol cluster.PeerReplication;
+// the native front end calls its write barrier after every successful
+// write when the node runs --replication-mode sync.
+
+func (n *Node) newReplication() (*replication.Manager, error) {
+	c := n.cfg
+	mode := replication.Async
+	if c.ReplicationMode == ReplicationSync {
+		mode = replication.Sync
+	}
+	quorum := replication.All
+	switch c.WriteQuorum {
+	case WriteQuorumMajority:
+		quorum = replication.Majority
+	case WriteQuorumBestEffort:
+		quorum = replication.BestEffort
+	}
+	return replication.New(replication.Config{
+		Store: n.store, Self: cluster.NodeID(c.NodeID), StoreName: c.Store, ClusterID: c.ClusterID,
+		Mode: mode, Quorum: quorum, SyncTimeout: c.SyncTimeout,
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			cl := n.Cluster()
+			if cl == nil {
+				return nil, errors.New("server: the cluster is not running")
+			}
+			return cl.DialPeer(ctx, addr, cluster.PeerReplication)
+		},
+		Logger: n.log,
+	})
+}
+
+// httpBarrier is the REST API's write barrier: the manager's under sync
+// replication, none otherwise.
+func (n *Node) httpBarrier() func(ctx context.Context, seg uint16, revision uint64) kv.Status {
+	if !n.repl.Barrier() {
+		return nil
+	}
+	return n.repl.Wait
+}
+
+// Replication is the node's replication manager.
+func (n *Node) Replication() *replication.Manager { return n.repl }
