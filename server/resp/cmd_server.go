@@ -477,10 +477,9 @@ func cmdConfigHelp(c *conn, _ [][]byte) {
 
 // --- keyspace-wide ---
 
-// cmdDBSize counts the keys of the segments this node owns (a replica copy
-// is its owner's to count), like a Redis Cluster master; as in Redis, keys
-// past their TTL but not yet swept still count.
-func cmdDBSize(c *conn, _ [][]byte) { c.out.Int(c.srv.store.Stats().Items) }
+// cmdDBSize counts the live keys of the segments this node owns (a replica
+// copy is its owner's to count), like a Redis Cluster master.
+func cmdDBSize(c *conn, _ [][]byte) { c.out.Int(int64(c.srv.store.DBSize())) }
 
 func cmdFlush(c *conn, args [][]byte) {
 	switch {
@@ -490,23 +489,10 @@ func cmdFlush(c *conn, args [][]byte) {
 		c.err(msgSyntax)
 		return
 	}
-	c.srv.flushOwned()
+	c.srv.store.Flush() // the owned segments: replicas follow their owner's deletes
 	c.out.OK()
 }
 
-// flushOwned deletes every key of the segments this node owns, each as a
-// logged delete (replicas and watchers see it); replica copies are left to
-// their owners' deletes.
-func (s *Server) flushOwned() {
-	var keys []string
-	s.eachKey(store.KeyRange{}, func(it store.ScanItem) bool {
-		keys = append(keys, it.Key)
-		return true
-	})
-	for _, k := range keys {
-		s.store.Delete(k)
-	}
-}
 
 func cmdTime(c *conn, _ [][]byte) {
 	now := time.Now()
