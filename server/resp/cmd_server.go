@@ -493,7 +493,6 @@ func cmdFlush(c *conn, args [][]byte) {
 	c.out.OK()
 }
 
-
 func cmdTime(c *conn, _ [][]byte) {
 	now := time.Now()
 	c.out.Array(2)
