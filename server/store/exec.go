@@ -94,41 +94,54 @@ func (s *Store) Exec(cmd kv.Cmd) kv.Reply {
 // Exec runs cmd on this segment. The arguments are not retained: whatever a
 // handler keeps it copies.
 func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
-	if st := g.store.checkKey(cmd.Key); st != kv.StatusSuccess {
-		return kv.BadRequest("invalid key")
+	h, bad := lookupHandler(g.store, &cmd)
+	if h == nil {
+		return bad
 	}
-	if int(cmd.Op) >= len(handlers) || handlers[cmd.Op] == nil {
-		return kv.BadRequest("unknown command " + cmd.Op.String())
-	}
-	h := handlers[cmd.Op]
 	now := g.store.nowFor(h.write)
-	x := execCtx{seg: g, cmd: &cmd, now: now}
 	if !h.write {
 		g.mu.RLock()
 		defer g.mu.RUnlock()
-		if !g.owned {
-			return kv.StatusReply(kv.StatusMoved)
-		}
-		x.rec = g.liveLocked(cmd.Key, now)
-		if x.rec != nil {
-			if h.kind != kindAny && x.rec.Kind != h.kind {
-				return kv.StatusReply(kv.StatusWrongType)
-			}
-			x.rec.touch(g.store.stamp(now))
-			x.coll = x.rec.coll
-		}
-		r := h.run(&x)
-		if x.rec != nil && r.Status == kv.StatusSuccess {
-			r.Version, r.Revision = x.rec.Version, x.rec.Revision
-		}
-		return r
+	} else {
+		g.mu.Lock()
+		defer g.mu.Unlock()
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	return g.execLocked(h, &cmd, now)
+}
+
+func lookupHandler(s *Store, cmd *kv.Cmd) (*handler, kv.Reply) {
+	if st := s.checkKey(cmd.Key); st != kv.StatusSuccess {
+		return nil, kv.BadRequest("invalid key")
+	}
+	if int(cmd.Op) >= len(handlers) || handlers[cmd.Op] == nil {
+		return nil, kv.BadRequest("unknown command " + cmd.Op.String())
+	}
+	return handlers[cmd.Op], kv.Reply{}
+}
+
+// execLocked runs a command under the caller's lock: the read lock for a
+// read handler, the write lock for a write handler.
+func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64) kv.Reply {
 	if !g.owned {
 		return kv.StatusReply(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
 	}
-	return g.execWriteLocked(h, &x)
+	x := execCtx{seg: g, cmd: cmd, now: now}
+	if h.write {
+		return g.execWriteLocked(h, &x)
+	}
+	x.rec = g.liveLocked(cmd.Key, now)
+	if x.rec != nil {
+		if h.kind != kindAny && x.rec.Kind != h.kind {
+			return kv.StatusReply(kv.StatusWrongType)
+		}
+		x.rec.touch(g.store.stamp(now))
+		x.coll = x.rec.coll
+	}
+	r := h.run(&x)
+	if x.rec != nil && r.Status == kv.StatusSuccess {
+		r.Version, r.Revision = x.rec.Version, x.rec.Revision
+	}
+	return r
 }
 
 func (g *Segment) liveLocked(key string, now int64) *Record {

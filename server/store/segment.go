@@ -97,41 +97,53 @@ func status(s kv.Status) kv.Result { return kv.Result{Status: s} }
 func (g *Segment) Get(key string) kv.Result {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.getLocked(key, now)
+}
+
+// getLocked reads key; the caller holds the segment lock (read or write).
+func (g *Segment) getLocked(key string, now int64) kv.Result {
 	if !g.owned {
-		g.mu.RUnlock()
 		return status(kv.StatusMoved)
 	}
 	r := g.items[key]
 	if r == nil || !r.liveAt(now) {
-		g.mu.RUnlock()
 		return status(kv.StatusNotFound)
 	}
 	if r.Kind != KindString {
-		g.mu.RUnlock()
 		return status(kv.StatusWrongType)
 	}
 	r.touch(g.store.stamp(now))
-	res := resultOf(r, now)
-	g.mu.RUnlock()
-	return res
+	return resultOf(r, now)
 }
 
 // Put writes value under key. The store takes ownership of value: the
 // caller must not modify it afterwards.
 func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
+	rec, o, now, res := g.preparePut(key, value, opts)
+	if rec == nil {
+		return res
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.putLocked(rec, o, now)
+}
+
+// preparePut validates a write and builds its record outside the lock; a nil
+// record comes with the refusal.
+func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Record, kv.PutOptions, int64, kv.Result) {
 	s := g.store
-	if st := s.checkKey(key); st != kv.StatusSuccess {
-		return status(st)
-	}
-	if len(value) > s.cfg.MaxItemBytes {
-		return status(kv.StatusItemTooLarge)
-	}
 	var o kv.PutOptions
 	if opts != nil {
 		o = *opts
 	}
-	if o.TTL < 0 || (o.IfAbsent && o.IfMatchVersion != 0) {
-		return status(kv.StatusBadRequest)
+	switch {
+	case s.checkKey(key) != kv.StatusSuccess:
+		return nil, o, 0, status(kv.StatusBadRequest)
+	case len(value) > s.cfg.MaxItemBytes:
+		return nil, o, 0, status(kv.StatusItemTooLarge)
+	case o.TTL < 0 || (o.IfAbsent && o.IfMatchVersion != 0):
+		return nil, o, 0, status(kv.StatusBadRequest)
 	}
 	now := s.writeNow()
 	rec := &Record{Key: key, Value: value, CreatedAt: now, Meta: newMetadata(o.ContentType, o.Labels)}
@@ -139,14 +151,17 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 		rec.ExpiresAt = now + int64(o.TTL)
 	}
 	rec.access = s.stamp(now)
+	return rec, o, now, kv.Result{}
+}
 
-	g.mu.Lock()
+// putLocked installs a prepared record; the caller holds the write lock.
+func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
+	s := g.store
+	key := rec.Key
 	if !g.owned {
-		g.mu.Unlock()
 		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
 	}
 	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
-		g.mu.Unlock()
 		return status(kv.StatusConflict)
 	}
 	old := g.items[key]
@@ -155,10 +170,8 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	}
 	switch {
 	case o.IfAbsent && old != nil:
-		g.mu.Unlock()
 		return status(kv.StatusConflict)
 	case o.IfMatchVersion != 0 && (old == nil || old.Version != o.IfMatchVersion):
-		g.mu.Unlock()
 		return status(kv.StatusConflict)
 	}
 	if old != nil {
@@ -173,7 +186,6 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 			delta -= prev.accountedBytes()
 		}
 		if delta > 0 && s.owned.Load()+delta > s.cfg.MaxMemoryBytes {
-			g.mu.Unlock()
 			return status(kv.StatusCapacityExceeded)
 		}
 	}
@@ -181,7 +193,6 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	rec.Revision = g.revision
 	g.commitLocked(OpPut, rec)
 	res := resultOf(rec, now)
-	g.mu.Unlock()
 	res.Value = nil
 	return res
 }
@@ -201,6 +212,11 @@ func (g *Segment) remove(key string, kind OpKind, onlyIfRevision uint64) kv.Resu
 	now := g.store.writeNow()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.removeLocked(key, kind, onlyIfRevision, now)
+}
+
+// removeLocked is remove under the caller's write lock.
+func (g *Segment) removeLocked(key string, kind OpKind, onlyIfRevision uint64, now int64) kv.Result {
 	if !g.owned {
 		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
 	}
@@ -245,6 +261,11 @@ func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
 	now := g.store.writeNow()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.retimeLocked(key, kind, ttl, now)
+}
+
+// retimeLocked is retime under the caller's write lock.
+func (g *Segment) retimeLocked(key string, kind OpKind, ttl time.Duration, now int64) kv.Result {
 	if !g.owned {
 		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
 	}
@@ -273,11 +294,15 @@ func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
 func (g *Segment) TimeToLive(key string) kv.Result {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.ttlLocked(key, now)
+}
+
+// ttlLocked is TimeToLive under the caller's lock (read or write).
+func (g *Segment) ttlLocked(key string, now int64) kv.Result {
 	if !g.owned {
-		g.mu.RUnlock()
 		return status(kv.StatusMoved)
 	}
-	defer g.mu.RUnlock()
 	r := g.items[key]
 	if r == nil || !r.liveAt(now) {
 		return status(kv.StatusNotFound)
