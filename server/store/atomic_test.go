@@ -50,4 +50,3 @@ func TestAtomicallyIsolatesTheBlock(t *testing.T) {
 		}
 	})
 }
-
