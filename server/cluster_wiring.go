@@ -107,25 +107,37 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Registry: c.registryInfos(), Join: c.Join, ExpectNodes: c.ExpectNodes,
 		Partitions: c.Partitions, ReplicationFactor: c.ReplicationFactor, TotalSegments: n.store.Segments(),
 		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings,
-		Logger: n.log,
-		OnMap: func(m *cluster.PartitionMap) {
-			n.applyOwnership(m)
-			n.repl.Apply(m)
-		},
+		Logger:       n.log,
+		OnMap:        n.applyMap,
 		PeerHandlers: map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
+		Possession:   n.repl.Possession,
 		OnTraffic: func(d cluster.TrafficDecision) {
 			n.openTraffic(d)
 		},
 	})
 }
 
-// applyOwnership aligns the store's runtime ownership to map m: a segment
-// this node does not actively own answers Moved to every client operation.
-func (n *Node) applyOwnership(m *cluster.PartitionMap) {
+// applyOwnership aligns the store's runtime ownership to map m — the
+// segments it loses (gain false) or those it gains: a segment this node
+// does not actively own answers Moved to every client operation.
+func (n *Node) applyOwnership(m *cluster.PartitionMap, gain bool) {
 	owned := m.OwnedSegments(cluster.NodeID(n.cfg.NodeID))
 	for i := 0; i < n.store.Segments() && i < len(owned); i++ {
-		n.store.Segment(uint16(i)).SetOwned(owned[i])
+		if owned[i] == gain {
+			n.store.Segment(uint16(i)).SetOwned(owned[i])
+		}
 	}
+}
+
+// applyMap aligns the node to a newly applied map, in an order that never
+// lets a client write and a replication stream touch one segment at once:
+// first the segments it no longer serves stop serving, then replication
+// follows the map (sessions the map no longer allows are fenced, their
+// in-flight frame finished), and only then the segments it now owns serve.
+func (n *Node) applyMap(m *cluster.PartitionMap) {
+	n.applyOwnership(m, false)
+	n.repl.Apply(m)
+	n.applyOwnership(m, true)
 }
 
 // openTraffic starts serving the client and RESP listeners (the traffic

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/cluster/failover"
 )
 
 // Timings are the cluster's clocks. DefaultTimings are the production
@@ -50,6 +51,14 @@ type Timings struct {
 	// JoinRetry: how often a node that has not joined anyone retries its
 	// seeds (default 1 s).
 	JoinRetry time.Duration
+	// SuspectEscalation: an active owner silent this long (not alive in
+	// membership, no clean departure) is confirmed dead and failed over
+	// (R-REP-3, default 10 s). Lower fails over faster and risks promoting
+	// over a long pause.
+	SuspectEscalation time.Duration
+	// HealthDebounce: a Degraded partition whose copies are all alive and
+	// caught up turns Healthy after this long (R-REP-7, default 5 s).
+	HealthDebounce time.Duration
 }
 
 // DefaultTimings are the production timings.
@@ -60,6 +69,7 @@ func DefaultTimings() Timings {
 		RaftHeartbeat: time.Second, RaftElection: time.Second, RaftLeaderLease: 500 * time.Millisecond, RaftCommit: 50 * time.Millisecond,
 		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond,
 		GossipSuspicionMult: 4, JoinRetry: time.Second,
+		SuspectEscalation: failover.DefaultSuspectEscalation, HealthDebounce: failover.DefaultHealthDebounce,
 	}
 }
 
@@ -73,6 +83,7 @@ func TestTimings() Timings {
 		RaftHeartbeat: 400 * time.Millisecond, RaftElection: 400 * time.Millisecond, RaftLeaderLease: 200 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
 		GossipProbeInterval: 200 * time.Millisecond, GossipProbeTimeout: 100 * time.Millisecond, GossipInterval: 50 * time.Millisecond,
 		GossipSuspicionMult: 2, JoinRetry: 100 * time.Millisecond,
+		SuspectEscalation: time.Second, HealthDebounce: 500 * time.Millisecond,
 	}
 }
 
@@ -85,6 +96,7 @@ func (t Timings) Validate() error {
 		"raft-leader-lease": t.RaftLeaderLease, "raft-commit-timeout": t.RaftCommit,
 		"gossip-probe-interval": t.GossipProbeInterval, "gossip-probe-timeout": t.GossipProbeTimeout,
 		"gossip-interval": t.GossipInterval, "join-retry": t.JoinRetry,
+		"suspect-escalation": t.SuspectEscalation, "health-debounce": t.HealthDebounce,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s: must be positive", name)
@@ -141,6 +153,10 @@ type Config struct {
 	// OnTraffic is called once, on the control loop, when the traffic gate
 	// opens (TrafficOpen or TrafficOpenUnconverged).
 	OnTraffic func(TrafficDecision)
+	// Possession answers the leader's possession queries (PeerPossession):
+	// what this node holds of a partition's segments and, as their owner,
+	// how its copies keep up. nil = an empty report.
+	Possession func(q PossessionQuery) PossessionReport
 	// PeerHandlers serve further peer protocols by their first byte
 	// (PeerReplication); raft and map fetches are the cluster's own. Each
 	// handler owns its connection until it returns (the mux closes it then,
@@ -220,11 +236,12 @@ type Cluster struct {
 	joinLogged  bool
 	lastJoin    time.Time
 
-	requests chan request
-	leaderCh chan bool // raft's leadership notifications
-	stop     chan struct{}
-	done     chan struct{}
-	stopOnce sync.Once
+	requests     chan request
+	leaderCh     chan bool // raft's leadership notifications
+	stop         chan struct{}
+	done         chan struct{}
+	failoverDone chan struct{} // closed when failoverLoop returns
+	stopOnce     sync.Once
 }
 
 type memberEvent struct {
@@ -266,16 +283,17 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{
 		cfg: cfg, t: cfg.Timings, log: cfg.Logger.With("component", "cluster"), now: cfg.Now,
-		self:      Meta{Info: cfg.Self, Store: cfg.Store, Cluster: cfg.ClusterID, Proto: MetaProto},
-		fsm:       newFSM(cfg.Store, cfg.ClusterID),
-		evSignal:  make(chan struct{}, 1),
-		digests:   map[NodeID]digestAt{},
-		refused:   map[string]bool{},
-		routingCh: make(chan struct{}),
-		requests:  make(chan request),
-		leaderCh:  make(chan bool, 16),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		self:         Meta{Info: cfg.Self, Store: cfg.Store, Cluster: cfg.ClusterID, Proto: MetaProto},
+		fsm:          newFSM(cfg.Store, cfg.ClusterID),
+		evSignal:     make(chan struct{}, 1),
+		digests:      map[NodeID]digestAt{},
+		refused:      map[string]bool{},
+		routingCh:    make(chan struct{}),
+		requests:     make(chan request),
+		leaderCh:     make(chan bool, 16),
+		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
+		failoverDone: make(chan struct{}),
 	}
 	return c, nil
 }
@@ -286,8 +304,9 @@ func (c *Cluster) Start() (err error) {
 	c.startedAt = c.now()
 	c.mux = NewPeerMux(c.cfg.PeerListener, c.cfg.Dial, c.log.With("component", "peer"))
 	c.mux.Handle(PeerMapFetch, func(conn net.Conn) { serveMapFetch(conn, c.Map) })
+	c.mux.Handle(PeerPossession, func(conn net.Conn) { servePossession(conn, c.cfg.Possession) })
 	for b, h := range c.cfg.PeerHandlers {
-		if b != PeerRaft && b != PeerMapFetch {
+		if b != PeerRaft && b != PeerMapFetch && b != PeerPossession {
 			c.mux.Handle(b, h)
 		}
 	}
@@ -306,6 +325,7 @@ func (c *Cluster) Start() (err error) {
 	// After memberlist: Self now carries the bound gossip port.
 	c.tracker = NewTracker(c.cfg.Self, c.t.MemberGrace, c.startedAt)
 	go c.loop()
+	go c.failoverLoop()
 	return nil
 }
 
@@ -486,6 +506,7 @@ func (c *Cluster) Stop() {
 		close(c.stop)
 		if c.tracker != nil && c.ml != nil {
 			<-c.done
+			<-c.failoverDone
 		}
 		c.shutdown()
 	})

@@ -76,10 +76,11 @@ func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 		}
 		return 0
 	})
-	// Replicas on departed nodes are dropped.
+	// Replicas on departed nodes are dropped, and so are their demotions.
 	for i := range next.Partitions {
 		p := &next.Partitions[i]
 		p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, departed)
+		p.Demoted = slices.DeleteFunc(p.Demoted, departed)
 	}
 	// Orphaned partitions: a live replica takes each (it holds the data),
 	// else a spare, in order; the rest merge.
@@ -110,6 +111,11 @@ func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 	// Replica slots: spares fill the partitions short of rf-1 replicas.
 	for i := range next.Partitions {
 		p := &next.Partitions[i]
+		owner := p.ActiveOwner
+		p.Demoted = slices.DeleteFunc(p.Demoted, func(id NodeID) bool { return id == owner })
+		if len(p.Demoted) == 0 {
+			p.Demoted = nil
+		}
 		for len(p.ReplicaNodeIDs) < rf-1 {
 			spare := firstSpare(next, byID)
 			if spare == "" {

@@ -3,8 +3,11 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/server/cluster/failover"
 )
 
 // The control-plane log (R-CLU-3, DESIGN "Cluster"): the partition map and
@@ -28,13 +31,24 @@ const (
 	EntryOwnershipChange EntryType = 2
 )
 
-// OwnershipChange moves the active owner of one partition (R-REP-3/4).
+// OwnershipChange moves the active owner of one partition (R-REP-3/4), or
+// changes its runtime health with the owner in place (R-REP-7).
 type OwnershipChange struct {
-	Partition  int    `msgpack:"p"`
-	Owner      NodeID `msgpack:"o"`
-	Generation uint64 `msgpack:"g"` // must exceed the partition's current generation
-	Epoch      uint64 `msgpack:"e"` // must not be below the partition's current epoch
-	Term       uint64 `msgpack:"t"` // the raft term of the leader that decided it
+	Partition int    `msgpack:"p"`
+	Owner     NodeID `msgpack:"o"`
+	// Generation must exceed the partition's current generation when the
+	// owner moves; a health change keeps the owner's generation (its lease
+	// and its replicas' history stay).
+	Generation uint64 `msgpack:"g"`
+	// Epoch must not be below the partition's current epoch, and must be
+	// above it for a health change with the owner in place.
+	Epoch uint64 `msgpack:"e"`
+	Term  uint64 `msgpack:"t"` // the raft term of the leader that decided it
+	// Health and Demoted replace the partition's (0 = Healthy).
+	Health  failover.Health `msgpack:"h,omitempty"`
+	Demoted []NodeID        `msgpack:"d,omitempty"`
+	// Source: the copy a Recovering owner syncs from ("" otherwise).
+	Source NodeID `msgpack:"s,omitempty"`
 }
 
 // ErrBadEntry: an entry that does not decode.
@@ -141,15 +155,28 @@ func FoldOwnership(cur *PartitionMap, oc OwnershipChange, term uint64) (*Partiti
 		return reject("owner %q is not a member of map version %d", oc.Owner, cur.Version)
 	}
 	p := cur.Partitions[oc.Partition]
+	inPlace := oc.Owner == p.ActiveOwner && oc.Generation == p.OwnershipGeneration
 	switch {
-	case oc.Generation <= p.OwnershipGeneration:
-		return reject("generation %d not above %d", oc.Generation, p.OwnershipGeneration)
 	case oc.Epoch < p.Epoch:
 		return reject("epoch %d below %d (epochs never regress)", oc.Epoch, p.Epoch)
+	case inPlace && oc.Epoch == p.Epoch:
+		return reject("a change in place at epoch %d, not above the current (a replayed change)", oc.Epoch)
+	case !inPlace && oc.Generation <= p.OwnershipGeneration:
+		return reject("generation %d not above %d", oc.Generation, p.OwnershipGeneration)
 	}
 	next := cur.Clone()
 	np := &next.Partitions[oc.Partition]
 	np.ActiveOwner, np.OwnershipGeneration, np.Epoch, np.LeaderTerm = oc.Owner, oc.Generation, oc.Epoch, term
+	np.Health, np.Source = oc.Health, ""
+	if oc.Health == failover.Recovering {
+		np.Source = oc.Source
+	}
+	np.Demoted = nil
+	for _, id := range oc.Demoted {
+		if id != oc.Owner && !slices.Contains(np.Demoted, id) {
+			np.Demoted = append(np.Demoted, id)
+		}
+	}
 	next.Version++
 	return next, nil
 }

@@ -3,8 +3,10 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/server/cluster/failover"
 )
 
 // NodeID is a node's stable identity (R-CLU-1): the same across restarts.
@@ -39,6 +41,39 @@ type Partition struct {
 	// segment range.
 	FirstSegment int `msgpack:"first"`
 	LastSegment  int `msgpack:"last"`
+	// Health is the runtime health (R-REP-7): 0 (a map that predates it)
+	// means Healthy. Every change of it is an OwnershipChange with a new
+	// epoch.
+	Health failover.Health `msgpack:"health,omitempty"`
+	// Demoted are copies of the group a failover confirmed dead (the
+	// former owner): they are still shipped to when they come back, but do
+	// not count toward a sync write's quorum until the partition is
+	// Healthy again.
+	Demoted []NodeID `msgpack:"demoted,omitempty"`
+	// Source is, while the partition is Recovering, the more complete copy
+	// the promoted owner syncs from before it serves (R-REP-5); "" else.
+	Source NodeID `msgpack:"source,omitempty"`
+}
+
+// HealthState is the partition's runtime health (Healthy when unset).
+func (p *Partition) HealthState() failover.Health {
+	if p.Health == 0 {
+		return failover.Healthy
+	}
+	return p.Health
+}
+
+// Copies are the members of the partition's group other than its active
+// owner — the nodes the owner replicates to: its replicas, and the
+// planned primary when a failover moved the active owner away from it.
+func (p *Partition) Copies() []NodeID {
+	var out []NodeID
+	for _, id := range append([]NodeID{p.PrimaryNodeID}, p.ReplicaNodeIDs...) {
+		if id != "" && id != p.ActiveOwner && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // PartitionMap is the versioned plan every node routes with (R-CLU-3).
@@ -88,11 +123,14 @@ func (m *PartitionMap) OwnerOfKey(key string) NodeID {
 	return m.OwnerOfSegment(int(placement.SegmentOf(key, m.TotalSegments)))
 }
 
-// OwnedSegments returns, for node id, a bitmap of the segments it actively owns.
+// OwnedSegments returns, for node id, a bitmap of the segments it actively
+// owns and serves: a Recovering owner syncs before it serves (R-REP-5), so
+// its segments are not served yet.
 func (m *PartitionMap) OwnedSegments(id NodeID) []bool {
 	owned := make([]bool, m.TotalSegments)
 	for seg := range owned {
-		owned[seg] = m.OwnerOfSegment(seg) == id
+		p := m.SegmentToPartition[seg]
+		owned[seg] = m.OwnerOfSegment(seg) == id && m.Partitions[p].HealthState() != failover.Recovering
 	}
 	return owned
 }
@@ -163,6 +201,10 @@ func (m *PartitionMap) Clone() *PartitionMap {
 	c.Partitions = make([]Partition, len(m.Partitions))
 	for i, p := range m.Partitions {
 		p.ReplicaNodeIDs = append([]NodeID(nil), p.ReplicaNodeIDs...)
+		p.Demoted = append([]NodeID(nil), p.Demoted...)
+		if len(p.Demoted) == 0 {
+			p.Demoted = nil
+		}
 		c.Partitions[i] = p
 	}
 	c.SegmentToPartition = append([]int(nil), m.SegmentToPartition...)

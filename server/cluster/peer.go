@@ -24,6 +24,10 @@ const (
 	// PeerReplication carries one op-log shipping session from a
 	// partition's active owner to one replica (server/replication).
 	PeerReplication byte = 3
+	// PeerPossession is the leader's query before a promotion: what does
+	// this node hold of a partition (R-REP-5), and how do its copies keep
+	// up (R-REP-7)?
+	PeerPossession byte = 4
 )
 
 // peerHeaderTimeout bounds the wait for a new connection's protocol byte.

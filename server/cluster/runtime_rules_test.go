@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zaris-io/zaris/server/cluster/failover"
 )
 
 func view(id string, s MemberState) MemberView {
@@ -329,6 +331,65 @@ func TestFold(t *testing.T) {
 	}
 	if _, err := FoldEntry(moved, []byte{9, 1}, 5, "s", ""); !errors.Is(err, ErrBadEntry) {
 		t.Fatal("unknown entry type must be refused")
+	}
+
+	// Health changes keep the owner and its generation (its lease and its
+	// replicas' history) and need a new epoch (R-REP-7: every edge an epoch
+	// bump); the owner is never listed as demoted.
+	p1 := moved.Partitions[1]
+	health := OwnershipChange{Partition: 1, Owner: p1.ActiveOwner, Generation: p1.OwnershipGeneration, Epoch: p1.Epoch + 1,
+		Term: 5, Health: failover.Degraded, Demoted: []NodeID{"a", p1.ActiveOwner, "a"}}
+	degraded, err := FoldOwnership(moved, health, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := degraded.Partitions[1]; q.HealthState() != failover.Degraded || q.OwnershipGeneration != p1.OwnershipGeneration ||
+		!slices.Equal(q.Demoted, []NodeID{"a"}) || q.Epoch != p1.Epoch+1 || degraded.Version != moved.Version+1 {
+		t.Fatalf("health change: %+v", q)
+	}
+	if moved.Partitions[1].HealthState() != failover.Healthy || moved.Partitions[1].Demoted != nil {
+		t.Fatal("a fold must not change the map it folds from")
+	}
+	replayed := health
+	replayed.Epoch = p1.Epoch + 1
+	if _, err := FoldOwnership(degraded, replayed, 5); !errors.Is(err, ErrRejectedChange) {
+		t.Fatalf("a health change at the current epoch (a replay) must be refused: %v", err)
+	}
+	// Only a Recovering partition keeps a sync source.
+	rec := health
+	rec.Epoch, rec.Health, rec.Source = p1.Epoch+2, failover.Recovering, "a"
+	recovering, err := FoldOwnership(degraded, rec, 5)
+	if err != nil || recovering.Partitions[1].Source != "a" {
+		t.Fatalf("recovering: %v %+v", err, recovering.Partitions[1])
+	}
+	rec.Epoch, rec.Health = p1.Epoch+3, failover.Degraded
+	caught, err := FoldOwnership(recovering, rec, 5)
+	if err != nil || caught.Partitions[1].Source != "" {
+		t.Fatalf("caught up: %v %+v", err, caught.Partitions[1])
+	}
+	if owned := recovering.OwnedSegments(p1.ActiveOwner); owned[recovering.Partitions[1].FirstSegment] {
+		t.Fatal("a recovering owner must not serve before it synced")
+	}
+	if owned := caught.OwnedSegments(p1.ActiveOwner); !owned[caught.Partitions[1].FirstSegment] {
+		t.Fatal("a degraded owner serves")
+	}
+}
+
+func TestCopies(t *testing.T) {
+	cases := []struct {
+		name string
+		p    Partition
+		want []NodeID
+	}{
+		{"the replicas of the planned owner", Partition{PrimaryNodeID: "a", ActiveOwner: "a", ReplicaNodeIDs: []NodeID{"b", "c"}}, []NodeID{"b", "c"}},
+		{"after a failover the planned primary is a copy of the promoted replica (it catches up when it returns)",
+			Partition{PrimaryNodeID: "a", ActiveOwner: "b", ReplicaNodeIDs: []NodeID{"b", "c"}}, []NodeID{"a", "c"}},
+		{"RF 1: no copy", Partition{PrimaryNodeID: "a", ActiveOwner: "a"}, nil},
+	}
+	for _, c := range cases {
+		if got := c.p.Copies(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

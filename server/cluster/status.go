@@ -45,15 +45,22 @@ type NodeStatus struct {
 
 // PartitionStatus is one partition of the applied map.
 type PartitionStatus struct {
-	ID           int      `json:"id"`
-	Identity     string   `json:"identity"`
-	Primary      NodeID   `json:"primary"`
-	ActiveOwner  NodeID   `json:"activeOwner"`
-	Replicas     []NodeID `json:"replicas"`
-	Epoch        uint64   `json:"epoch"`
-	Generation   uint64   `json:"generation"`
-	LeaderTerm   uint64   `json:"leaderTerm"`
-	Health       string   `json:"health"` // healthy, suspect, unavailable
+	ID          int      `json:"id"`
+	Identity    string   `json:"identity"`
+	Primary     NodeID   `json:"primary"`
+	ActiveOwner NodeID   `json:"activeOwner"`
+	Replicas    []NodeID `json:"replicas"`
+	Epoch       uint64   `json:"epoch"`
+	Generation  uint64   `json:"generation"`
+	LeaderTerm  uint64   `json:"leaderTerm"`
+	// Health: healthy, degraded (serving with less redundancy than
+	// planned), recovering (the owner syncs from SyncSource before it
+	// serves), unavailable (no live copy), suspect (the owner is suspected).
+	Health string `json:"health"`
+	// Demoted are copies a failover confirmed dead: they do not count for
+	// sync quorums until the partition is healthy again.
+	Demoted      []NodeID `json:"demoted,omitempty"`
+	SyncSource   NodeID   `json:"syncSource,omitempty"`
 	FirstSegment int      `json:"firstSegment"`
 	LastSegment  int      `json:"lastSegment"`
 	FirstSlot    int      `json:"firstSlot"`
@@ -130,16 +137,17 @@ func (c *Cluster) Status() Status {
 			owned[p.ActiveOwner] = append(owned[p.ActiveOwner], p.ID)
 			first, _ := placement.SlotRange(uint16(p.FirstSegment), m.TotalSegments)
 			_, last := placement.SlotRange(uint16(p.LastSegment), m.TotalSegments)
-			health := "healthy"
+			health := p.HealthState().String()
 			switch s := state[p.ActiveOwner]; {
 			case p.ActiveOwner == "" || s == MemberUnreachable || s.MapAffecting():
 				health = "unavailable"
-			case s == MemberSuspected:
+			case s == MemberSuspected && health == "healthy":
 				health = "suspect"
 			}
 			st.Partitions = append(st.Partitions, PartitionStatus{ID: p.ID, Identity: p.Identity, Primary: p.PrimaryNodeID,
 				ActiveOwner: p.ActiveOwner, Replicas: append([]NodeID{}, p.ReplicaNodeIDs...), Epoch: p.Epoch,
 				Generation: p.OwnershipGeneration, LeaderTerm: p.LeaderTerm, Health: health,
+				Demoted: append([]NodeID(nil), p.Demoted...), SyncSource: p.Source,
 				FirstSegment: p.FirstSegment, LastSegment: p.LastSegment, FirstSlot: int(first), LastSlot: int(last)})
 		}
 	}

@@ -18,7 +18,8 @@ type partState struct {
 	gen         uint64
 	first, last int
 	shippers    []*shipper
-	replicas    []cluster.NodeID
+	counted     []bool // per shipper: its copy counts for quorums (not demoted)
+	demoted     []cluster.NodeID
 
 	mu      sync.Mutex // guards ch, waiters
 	ch      chan struct{}
@@ -29,9 +30,9 @@ type partState struct {
 
 func newPartState(p *cluster.Partition, ships []*shipper) *partState {
 	ps := &partState{identity: p.Identity, gen: p.OwnershipGeneration, first: p.FirstSegment, last: p.LastSegment,
-		shippers: ships, ch: make(chan struct{}), gone: make(chan struct{})}
+		shippers: ships, demoted: slices.Clone(p.Demoted), ch: make(chan struct{}), gone: make(chan struct{})}
 	for _, s := range ships {
-		ps.replicas = append(ps.replicas, s.key.replica)
+		ps.counted = append(ps.counted, !slices.Contains(p.Demoted, s.key.replica))
 	}
 	return ps
 }
@@ -39,7 +40,7 @@ func newPartState(p *cluster.Partition, ships []*shipper) *partState {
 // same reports whether p with ships is what ps already describes.
 func (ps *partState) same(p *cluster.Partition, ships []*shipper) bool {
 	return ps.identity == p.Identity && ps.gen == p.OwnershipGeneration && ps.first == p.FirstSegment &&
-		ps.last == p.LastSegment && slices.Equal(ps.shippers, ships)
+		ps.last == p.LastSegment && slices.Equal(ps.shippers, ships) && slices.Equal(ps.demoted, p.Demoted)
 }
 
 func (ps *partState) retire() { ps.retired.Do(func() { close(ps.gone) }) }
@@ -71,13 +72,20 @@ func (ps *partState) notify() {
 
 // satisfied reports whether enough replicas applied revision rev of seg.
 func (ps *partState) satisfied(q Quorum, seg int, rev uint64) bool {
-	need := QuorumNeed(q, len(ps.shippers))
+	counted := 0
+	for _, c := range ps.counted {
+		if c {
+			counted++
+		}
+	}
+	need := QuorumNeed(q, counted)
 	if need == 0 {
 		return true
 	}
 	n := 0
-	for _, s := range ps.shippers {
+	for i, s := range ps.shippers {
 		switch {
+		case !ps.counted[i]:
 		case s.applied[seg-s.first].Load() >= rev:
 			n++
 		case q == BestEffort && s.state.Load() != stateStreaming:
@@ -87,12 +95,13 @@ func (ps *partState) satisfied(q Quorum, seg int, rev uint64) bool {
 	return n >= need
 }
 
-// lowWater is the lowest revision of seg every replica has applied.
-func (ps *partState) lowWater(seg int) uint64 {
-	var low uint64
+// lowWater is the lowest revision of seg every counted copy has applied
+// (rev, the segment's own, when none counts). A demoted copy comes back
+// with a foreign history and gets a snapshot: it needs no tombstone.
+func (ps *partState) lowWater(seg int, rev uint64) uint64 {
+	low := rev
 	for i, s := range ps.shippers {
-		a := s.applied[seg-s.first].Load()
-		if i == 0 || a < low {
+		if a := s.applied[seg-s.first].Load(); ps.counted[i] && a < low {
 			low = a
 		}
 	}

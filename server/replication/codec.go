@@ -86,6 +86,9 @@ type helloReply struct {
 	Status  int
 	Message string
 	States  []segState
+	// Generation is the partition's ownership generation in the replica's
+	// map (a refusal with a newer one tells a deposed owner it is fenced).
+	Generation uint64
 }
 
 // ack is one (segment, applied revision) pair.
@@ -171,7 +174,7 @@ func (e *encoder) hello(h hello) []byte {
 
 func (e *encoder) helloReply(r helloReply) []byte {
 	enc := e.reset()
-	_ = enc.EncodeArrayLen(3)
+	_ = enc.EncodeArrayLen(4)
 	_ = enc.EncodeInt(int64(r.Status))
 	_ = enc.EncodeString(r.Message)
 	_ = enc.EncodeArrayLen(len(r.States))
@@ -184,6 +187,7 @@ func (e *encoder) helloReply(r helloReply) []byte {
 		_ = enc.EncodeUint(s.Lineage.Generation)
 		_ = enc.EncodeUint(s.Lineage.Incarnation)
 	}
+	_ = enc.EncodeUint(r.Generation)
 	return e.bytes()
 }
 
@@ -482,6 +486,12 @@ func decodeHelloReply(body []byte) (helloReply, error) {
 		if err := d.skip(x); err != nil {
 			return r, err
 		}
+	}
+	if extra > 0 { // field 4 (append-only: absent from a reply that predates it)
+		if err := d.fields(&r.Generation); err != nil {
+			return r, err
+		}
+		extra--
 	}
 	return r, d.skip(extra)
 }

@@ -61,7 +61,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	if err != nil || gotH != h {
 		t.Fatalf("hello: %v %+v", err, gotH)
 	}
-	rep := helloReply{Status: replyRetry, Message: "later", States: []segState{
+	rep := helloReply{Status: replyRetry, Message: "later", Generation: 9, States: []segState{
 		{Segment: 6, Revision: 10, Lineage: lineage{Identity: "id", Owner: "n1", Generation: 3, Incarnation: 9}}, {Segment: 7}}}
 	gotR, err := decodeHelloReply(append([]byte(nil), e.helloReply(rep)...))
 	if err != nil || !reflect.DeepEqual(gotR, rep) {

@@ -39,7 +39,9 @@
 // Replica → owner:
 //
 //	129 HelloReply [status, message, [[segment, revision, identity, from,
-//	                generation, incarnation]…]]   status 0 ok, 1 retry, 2 refused
+//	                generation, incarnation]…], mapGeneration]
+//	                status 0 ok, 1 retry, 2 refused; mapGeneration is the
+//	                partition's ownership generation in the replica's map
 //	130 Ack        [segment, revision, segment, revision, …]
 //
 // record = [key, value, version, revision, createdAt, expiresAt, deleted,

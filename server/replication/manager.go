@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/cluster/failover"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -212,13 +213,15 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 	want := map[shipKey]*cluster.Partition{}
 	for i := range pm.Partitions {
 		p := &pm.Partitions[i]
-		if p.ActiveOwner != m.cfg.Self {
-			continue
-		}
-		for _, r := range p.ReplicaNodeIDs {
-			if r != m.cfg.Self {
+		switch {
+		case serves(p, m.cfg.Self):
+			for _, r := range p.Copies() {
 				want[keyOf(p, r)] = p
 			}
+		case recoversFrom(p, m.cfg.Self):
+			// This node holds the most complete copy of a partition whose
+			// promoted owner syncs before it serves (R-REP-5).
+			want[keyOf(p, p.ActiveOwner)] = p
 		}
 	}
 	var halted []*shipper
@@ -242,11 +245,11 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 	route := make([]*partState, m.st.Segments())
 	for i := range pm.Partitions {
 		p := &pm.Partitions[i]
-		if p.ActiveOwner != m.cfg.Self {
+		if !serves(p, m.cfg.Self) {
 			continue
 		}
 		var ships []*shipper
-		for _, r := range p.ReplicaNodeIDs {
+		for _, r := range p.Copies() {
 			if s := m.shippers[keyOf(p, r)]; s != nil {
 				ships = append(ships, s)
 			}
@@ -287,6 +290,18 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 	for _, s := range halted {
 		s.halt()
 	}
+}
+
+// serves reports whether self is p's active owner and ships it (a
+// Recovering owner syncs first and ships nothing).
+func serves(p *cluster.Partition, self cluster.NodeID) bool {
+	return p.ActiveOwner == self && p.HealthState() != failover.Recovering
+}
+
+// recoversFrom reports whether self is the copy p's Recovering owner syncs
+// from.
+func recoversFrom(p *cluster.Partition, self cluster.NodeID) bool {
+	return p.HealthState() == failover.Recovering && p.Source == self && p.ActiveOwner != self && p.ActiveOwner != ""
 }
 
 // syncWatchLocked keeps a store watch (waking the shippers on every
@@ -357,16 +372,35 @@ func (m *Manager) maintain() {
 			}
 			g := m.st.Segment(uint16(seg))
 			ps := route[seg]
-			switch {
-			case ps == nil:
-				// Not owned any more: no mark to keep.
-			case len(ps.shippers) == 0:
-				g.SetLowWaterMark(g.Revision())
-			default:
-				g.SetLowWaterMark(ps.lowWater(seg))
+			if ps != nil { // nil: not owned any more, no mark to keep
+				g.SetLowWaterMark(ps.lowWater(seg, g.Revision()))
 			}
 		}
 	}
+}
+
+// fenceDeposed stops serving the owned partition with identity id when a
+// copy's committed map holds it at ownership generation gen, above this
+// node's: a newer owner exists (a failover happened while this node could
+// not hear the control plane). Its segments answer Moved and its sync
+// writes stop waiting, until the next map sets them right.
+func (m *Manager) fenceDeposed(id string, gen uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.parts[id]
+	if ps == nil || ps.gen >= gen || m.closed {
+		return
+	}
+	m.log.Warn("fenced: a copy knows a newer owner of this partition; not serving it any more",
+		"partition_identity", id, "generation", ps.gen, "newer_generation", gen)
+	route := slices.Clone(*m.route.Load())
+	for seg := ps.first; seg <= ps.last && seg < len(route); seg++ {
+		route[seg] = nil
+		m.st.Segment(uint16(seg)).SetOwned(false)
+	}
+	m.route.Store(&route)
+	delete(m.parts, id)
+	ps.retire()
 }
 
 // peerAddr is the peer address of node id in the current map.

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/cluster/failover"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -18,19 +20,22 @@ type replicaSession struct {
 	conn net.Conn
 	h    hello
 
-	mu     sync.Mutex // guards fenced
+	// mu guards fenced and is held while a frame is applied: fence waits
+	// for the frame in flight, and no frame is applied after it.
+	mu     sync.Mutex
 	fenced string
 }
 
 // fence ends the session: its source is no longer the owner the map names
-// (R-REP-4), or the node stops.
+// (R-REP-4), or the node stops. It returns once no frame of the session
+// is being applied, and none will be.
 func (rs *replicaSession) fence(why string) {
 	rs.mu.Lock()
 	if rs.fenced == "" {
 		rs.fenced = why
 	}
-	rs.mu.Unlock()
 	_ = rs.conn.Close()
+	rs.mu.Unlock()
 }
 
 // admit decides whether a session of h may run against map pm on node
@@ -47,11 +52,22 @@ func admit(pm *cluster.PartitionMap, self cluster.NodeID, h hello) (int, string)
 			continue
 		}
 		switch {
-		case p.ActiveOwner != h.From || p.OwnershipGeneration != h.Generation:
+		case p.OwnershipGeneration != h.Generation:
+			return replyRefused, fmt.Sprintf("fenced: the map (version %d) is at ownership generation %d of partition %d",
+				pm.Version, p.OwnershipGeneration, p.ID)
+		case recoversFrom(p, h.From):
+			// The sender is the more complete copy this Recovering owner
+			// syncs from before it serves.
+			if p.ActiveOwner != self {
+				return replyRefused, fmt.Sprintf("%s is not the recovering owner of partition %d", self, p.ID)
+			}
+		case p.ActiveOwner != h.From:
 			return replyRefused, fmt.Sprintf("fenced: the map (version %d) names %s the owner at generation %d",
 				pm.Version, p.ActiveOwner, p.OwnershipGeneration)
-		case !slices.Contains(p.ReplicaNodeIDs, self) || p.ActiveOwner == self:
+		case p.HealthState() == failover.Recovering || !slices.Contains(p.Copies(), self):
 			return replyRefused, fmt.Sprintf("%s is not a replica of partition %d in map version %d", self, p.ID, pm.Version)
+		}
+		switch {
 		case p.FirstSegment != h.First || p.LastSegment != h.Last:
 			return replyRefused, fmt.Sprintf("partition %d covers segments %d..%d in map version %d", p.ID,
 				p.FirstSegment, p.LastSegment, pm.Version)
@@ -60,6 +76,23 @@ func admit(pm *cluster.PartitionMap, self cluster.NodeID, h hello) (int, string)
 	}
 	return replyRefused, fmt.Sprintf("no partition %s in map version %d", h.Identity, pm.Version)
 }
+
+// generationOf is the ownership generation of the partition with identity
+// id in pm (0 when pm has none).
+func generationOf(pm *cluster.PartitionMap, id string) uint64 {
+	if pm == nil {
+		return 0
+	}
+	for i := range pm.Partitions {
+		if pm.Partitions[i].Identity == id {
+			return pm.Partitions[i].OwnershipGeneration
+		}
+	}
+	return 0
+}
+
+// errFenced ends a session the map no longer allows.
+var errFenced = errors.New("replication: session fenced")
 
 // ServePeer serves one incoming replication session (the peer mux's
 // handler for cluster.PeerReplication); it returns when the session ends.
@@ -78,9 +111,9 @@ func (m *Manager) ServePeer(conn net.Conn) {
 		m.log.Info("replication: malformed hello", "remote", conn.RemoteAddr().String(), "err", err)
 		return
 	}
-	reply := func(status int, msg string, states []segState) bool {
+	reply := func(status int, msg string, states []segState, gen uint64) bool {
 		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
-		if writeFrame(w, fHelloReply, enc.helloReply(helloReply{Status: status, Message: msg, States: states})) != nil {
+		if writeFrame(w, fHelloReply, enc.helloReply(helloReply{Status: status, Message: msg, States: states, Generation: gen})) != nil {
 			return false
 		}
 		return w.Flush() == nil
@@ -88,12 +121,13 @@ func (m *Manager) ServePeer(conn net.Conn) {
 	if h.Version != protoVersion || h.Store != cfg.StoreName || h.Cluster != cfg.ClusterID ||
 		h.First < 0 || h.Last < h.First || h.Last >= m.st.Segments() {
 		reply(replyRefused, fmt.Sprintf("this node serves store %q of cluster %q with %d segments, protocol %d",
-			cfg.StoreName, cfg.ClusterID, m.st.Segments(), protoVersion), nil)
+			cfg.StoreName, cfg.ClusterID, m.st.Segments(), protoVersion), nil, 0)
 		return
 	}
 	rs := &replicaSession{conn: conn, h: h}
 	m.mu.Lock()
 	status, why := admit(m.cur, cfg.Self, h)
+	gen := generationOf(m.cur, h.Identity)
 	if m.closed {
 		status, why = replyRefused, "node stopping"
 	}
@@ -109,7 +143,7 @@ func (m *Manager) ServePeer(conn net.Conn) {
 	}
 	m.mu.Unlock()
 	if status != replyOK {
-		reply(status, why, nil)
+		reply(status, why, nil, gen)
 		return
 	}
 	log := m.log.With("partition", h.Partition, "owner", h.From)
@@ -130,7 +164,7 @@ func (m *Manager) ServePeer(conn net.Conn) {
 		g := m.st.Segment(uint16(seg))
 		states = append(states, segState{Segment: uint16(seg), Revision: g.Revision(), Lineage: m.lineage(uint16(seg))})
 	}
-	if !reply(replyOK, "", states) {
+	if !reply(replyOK, "", states, gen) {
 		return
 	}
 	src := lineage{Identity: h.Identity, Owner: h.From, Generation: h.Generation, Incarnation: h.Incarnation}
@@ -153,6 +187,11 @@ func (m *Manager) ServePeer(conn net.Conn) {
 			return
 		}
 		if err := func() error {
+			rs.mu.Lock()
+			defer rs.mu.Unlock()
+			if rs.fenced != "" {
+				return errFenced
+			}
 			switch t {
 			case fOps:
 				seg, ops, err := decodeOps(body)
@@ -210,7 +249,9 @@ func (m *Manager) ServePeer(conn net.Conn) {
 			}
 			return nil
 		}(); err != nil {
-			log.Warn("replication session broken", "err", err)
+			if !errors.Is(err, errFenced) {
+				log.Warn("replication session broken", "err", err)
+			}
 			return
 		}
 		if r.Buffered() > 0 || (len(touched) == 0 && !ping) {

@@ -201,6 +201,11 @@ func (s *shipper) session(log interface {
 	case replyRetry:
 		return fmt.Errorf("%w: %s", errRetry, rep.Message)
 	default:
+		if rep.Generation > s.key.gen {
+			// The replica's committed map has a newer owner: this node was
+			// deposed and has not heard yet. Stop serving now (R-REP-4).
+			s.m.fenceDeposed(s.key.identity, rep.Generation)
+		}
 		return fmt.Errorf("replication: %s refused the session: %s", s.key.replica, rep.Message)
 	}
 

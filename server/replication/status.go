@@ -113,3 +113,36 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSync, prometheus.CounterValue, float64(st.Timeouts), "timeout")
 	ch <- prometheus.MustNewConstMetric(descSync, prometheus.CounterValue, float64(st.BestEffort), "besteffort")
 }
+
+// Possession answers the leader's possession query (cluster.PeerPossession,
+// R-REP-5): the live keys this node holds of the queried segments, each
+// segment's revision and the lease its copy follows, and the progress of
+// the copies this node ships the partition to.
+func (m *Manager) Possession(q cluster.PossessionQuery) cluster.PossessionReport {
+	var rep cluster.PossessionReport
+	if q.First < 0 || q.Last < q.First || q.Last >= m.st.Segments() {
+		return rep
+	}
+	for seg := q.First; seg <= q.Last; seg++ {
+		g := m.st.Segment(uint16(seg))
+		rep.HeldKeys += int64(g.Len())
+		h := cluster.SegmentHolding{Segment: seg, Revision: g.Revision()}
+		if l := m.lineage(uint16(seg)); l.Identity == q.Identity {
+			h.Owner, h.Generation = l.Owner, l.Generation
+		}
+		rep.Segments = append(rep.Segments, h)
+	}
+	m.mu.Lock()
+	var ships []*shipper
+	for _, s := range m.shippers {
+		if s.key.identity == q.Identity {
+			ships = append(ships, s)
+		}
+	}
+	m.mu.Unlock()
+	for _, s := range ships {
+		rep.Replicas = append(rep.Replicas, cluster.ReplicaProgress{Node: s.key.replica,
+			Streaming: s.stateName() == "streaming", Lag: s.lag()})
+	}
+	return rep
+}

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// PossessionQuery asks a node about one partition's segments.
+type PossessionQuery struct {
+	Identity string `msgpack:"i"`
+	First    int    `msgpack:"f"`
+	Last     int    `msgpack:"l"`
+}
+
+// SegmentHolding is what a node holds of one segment: its applied revision
+// and the history that copy follows (the owner and ownership generation it
+// was replicated from; empty for data the node wrote as owner or never
+// received).
+type SegmentHolding struct {
+	Segment    int    `msgpack:"s"`
+	Revision   uint64 `msgpack:"r"`
+	Owner      NodeID `msgpack:"o"`
+	Generation uint64 `msgpack:"g"`
+}
+
+// ReplicaProgress is, on an owner, how one copy keeps up.
+type ReplicaProgress struct {
+	Node      NodeID `msgpack:"n"`
+	Streaming bool   `msgpack:"s"`
+	Lag       uint64 `msgpack:"l"` // revisions behind, over the partition
+}
+
+// PossessionReport answers a PossessionQuery (R-REP-5): the live keys held
+// over the partition's segments, each segment's holding, and — when the
+// node ships the partition — its copies' progress.
+type PossessionReport struct {
+	HeldKeys int64             `msgpack:"k"`
+	Segments []SegmentHolding  `msgpack:"h"`
+	Replicas []ReplicaProgress `msgpack:"p"`
+}
+
+// SyncedSegments counts the segments whose copy follows owner's lease at
+// generation: the copy is a prefix of the owner's history (R-REP-5's
+// "synced", availability first).
+func (r PossessionReport) SyncedSegments(owner NodeID, generation uint64) int {
+	n := 0
+	for _, h := range r.Segments {
+		if h.Owner == owner && h.Generation == generation {
+			n++
+		}
+	}
+	return n
+}
+
+// maxPossession bounds a report's encoding (16384 segments at most).
+const maxPossession = 4 << 20
+
+// servePossession answers one PeerPossession connection: a 4-byte
+// big-endian length and a msgpack query, answered the same way.
+func servePossession(c net.Conn, answer func(PossessionQuery) PossessionReport) {
+	_ = c.SetDeadline(time.Now().Add(peerHeaderTimeout))
+	var q PossessionQuery
+	if err := readLenPrefixed(c, &q, 1<<16); err != nil {
+		return
+	}
+	var rep PossessionReport
+	if answer != nil {
+		rep = answer(q)
+	}
+	_ = writeLenPrefixed(c, &rep)
+}
+
+// queryPossession asks the node at peer address addr what it holds of p.
+func (m *PeerMux) queryPossession(ctx context.Context, addr string, p *Partition) (PossessionReport, error) {
+	var rep PossessionReport
+	c, err := m.Dial(ctx, addr, PeerPossession)
+	if err != nil {
+		return rep, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if err := writeLenPrefixed(c, &PossessionQuery{Identity: p.Identity, First: p.FirstSegment, Last: p.LastSegment}); err != nil {
+		return rep, err
+	}
+	err = readLenPrefixed(c, &rep, maxPossession)
+	return rep, err
+}
+
+func writeLenPrefixed(w io.Writer, v any) error {
+	body, err := msgpack.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(body)))
+	_, err = w.Write(append(hdr[:], body...))
+	return err
+}
+
+func readLenPrefixed(r io.Reader, v any, limit uint32) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > limit {
+		return fmt.Errorf("cluster: peer message of %d bytes", n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	return msgpack.Unmarshal(body, v)
+}
