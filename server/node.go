@@ -180,7 +180,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n.repl = repl
-	n.metrics.Registry().MustRegister(repl.Collector())
+	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n})
 	fail := func(err error) (*Node, error) {
 		repl.Close()
 		_ = st.Close()

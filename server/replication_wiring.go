@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/replication"
@@ -50,6 +52,35 @@ func (n *Node) httpBarrier() func(ctx context.Context, seg uint16, revision uint
 		return nil
 	}
 	return n.repl.Wait
+}
+
+// failoverCollector exposes the failover decisions this node committed as
+// control-plane leader (zaris_failover_*_total).
+type failoverCollector struct{ n *Node }
+
+var (
+	descPromotions = prometheus.NewDesc("zaris_failover_promotions_total",
+		"Copies promoted to active owner by this node as control-plane leader.", nil, nil)
+	descUnavailable = prometheus.NewDesc("zaris_failover_unavailable_total",
+		"Partitions this node, as leader, declared unavailable (no copy survived).", nil, nil)
+	descHealth = prometheus.NewDesc("zaris_failover_health_changes_total",
+		"Partition health changes (degraded, healthy, caught up) this node committed as leader.", nil, nil)
+)
+
+func (f failoverCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descPromotions
+	ch <- descUnavailable
+	ch <- descHealth
+}
+
+func (f failoverCollector) Collect(ch chan<- prometheus.Metric) {
+	var st cluster.FailoverStats
+	if c := f.n.Cluster(); c != nil {
+		st = c.FailoverStats()
+	}
+	ch <- prometheus.MustNewConstMetric(descPromotions, prometheus.CounterValue, float64(st.Promotions))
+	ch <- prometheus.MustNewConstMetric(descUnavailable, prometheus.CounterValue, float64(st.Unavailable))
+	ch <- prometheus.MustNewConstMetric(descHealth, prometheus.CounterValue, float64(st.HealthChanges))
 }
 
 // Replication is the node's replication manager.

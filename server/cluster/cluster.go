@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -236,8 +237,10 @@ type Cluster struct {
 	joinLogged  bool
 	lastJoin    time.Time
 
-	requests     chan request
-	leaderCh     chan bool // raft's leadership notifications
+	requests                                chan request
+	leaderCh                                chan bool     // raft's leadership notifications
+	promotions, unavailables, healthChanges atomic.Uint64 // FailoverStats
+
 	stop         chan struct{}
 	done         chan struct{}
 	failoverDone chan struct{} // closed when failoverLoop returns

@@ -28,6 +28,19 @@ import (
 // loop; only the leader acts, and the fold refuses a deposed leader's
 // decision (its term).
 
+// FailoverStats count the failover decisions this node committed as
+// leader (R-REP-3/5/7).
+type FailoverStats struct {
+	Promotions    uint64 `json:"promotions"`    // a copy promoted to active owner
+	Unavailable   uint64 `json:"unavailable"`   // a partition declared unavailable (no copy survived)
+	HealthChanges uint64 `json:"healthChanges"` // health edges with the owner in place (degraded, healthy, caught up)
+}
+
+// FailoverStats returns the failover decisions this node committed.
+func (c *Cluster) FailoverStats() FailoverStats {
+	return FailoverStats{Promotions: c.promotions.Load(), Unavailable: c.unavailables.Load(), HealthChanges: c.healthChanges.Load()}
+}
+
 // possessionTimeout bounds one possession query.
 const possessionTimeout = time.Second
 
@@ -149,8 +162,10 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 			c.log.Error("failover: partition UNAVAILABLE — its owner is down and no copy survives; "+
 				"reads and writes of its keys fail until a copy comes back",
 				"partition", p.ID, "owner", owner, "copies", p.Copies())
-			c.commitChange(OwnershipChange{Partition: p.ID, Owner: owner, Generation: p.OwnershipGeneration, Epoch: epoch,
-				Health: failover.Unavailable, Demoted: p.Demoted})
+			if c.commitChange(OwnershipChange{Partition: p.ID, Owner: owner, Generation: p.OwnershipGeneration, Epoch: epoch,
+				Health: failover.Unavailable, Demoted: p.Demoted}) {
+				c.unavailables.Add(1)
+			}
 		}
 		return
 	}
@@ -170,6 +185,7 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 	if c.commitChange(OwnershipChange{Partition: p.ID, Owner: NodeID(best.ID), Generation: p.OwnershipGeneration + 1,
 		Epoch: epoch, Health: health, Demoted: demoted, Source: source}) {
 		delete(st.suspected, owner)
+		c.promotions.Add(1)
 	}
 }
 
@@ -182,8 +198,10 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 			return
 		}
 		c.log.Info("partition health", "partition", p.ID, "from", cur.String(), "to", next.String(), "epoch", epoch, "reason", why)
-		c.commitChange(OwnershipChange{Partition: p.ID, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration,
-			Epoch: epoch, Health: next, Demoted: demoted, Source: p.Source})
+		if c.commitChange(OwnershipChange{Partition: p.ID, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration,
+			Epoch: epoch, Health: next, Demoted: demoted, Source: p.Source}) {
+			c.healthChanges.Add(1)
+		}
 	}
 	copies := p.Copies()
 	allAlive := true

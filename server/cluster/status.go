@@ -23,6 +23,7 @@ type Status struct {
 	TrafficGate     string            `json:"trafficGate"` // hold, open, open-unconverged
 	Joined          bool              `json:"joined"`
 	DriftRepairs    uint64            `json:"driftRepairs"`
+	Failover        FailoverStats     `json:"failover"` // decisions this node committed as leader
 	Nodes           []NodeStatus      `json:"nodes"`
 	Partitions      []PartitionStatus `json:"partitions"`
 }
@@ -103,7 +104,7 @@ func (c *Cluster) Status() Status {
 		traffic = TrafficHold
 	}
 	st := Status{Self: c.cfg.Self.ID, Store: c.cfg.Store, ClusterID: c.cfg.ClusterID, Leader: c.Leader(), Term: c.Term(),
-		TrafficGate: trafficNames[traffic], Joined: joined, DriftRepairs: repairs,
+		TrafficGate: trafficNames[traffic], Joined: joined, DriftRepairs: repairs, Failover: c.FailoverStats(),
 		Nodes: []NodeStatus{}, Partitions: []PartitionStatus{}}
 	roles := map[NodeID]string{}
 	if c.raft != nil {

@@ -4,6 +4,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,18 @@ func TestFailoverKeepsEveryAcknowledgedSyncWrite(t *testing.T) {
 	}
 	if p.PrimaryNodeID != before.PrimaryNodeID || len(c.Map().Partitions) != 1 {
 		t.Fatalf("the map moved, not only the runtime owner: %+v", p)
+	}
+	var promotions uint64
+	for _, nd := range c.Running() {
+		if n := clusterStatus(t, nd).Failover.Promotions; n > 0 {
+			promotions += n
+			if !strings.Contains(httpGet(t, nd, "/metrics"), "zaris_failover_promotions_total 1") {
+				t.Fatal("the promotion is not in the leader's metrics")
+			}
+		}
+	}
+	if promotions != 1 {
+		t.Fatalf("%d promotions counted, want exactly one", promotions)
 	}
 	// No acknowledged write is lost.
 	for k, v := range acked {
