@@ -73,6 +73,12 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	if try() || !blocking {
 		return
 	}
+	if c.tx != nil {
+		// Inside EXEC (a segment lock held) nothing can arrive: Redis too
+		// runs a blocking command in a transaction as if it timed out.
+		c.out.NullArray()
+		return
+	}
 	// Deliver the replies of the commands before this one first.
 	if !c.flush() {
 		c.closing = true

@@ -126,7 +126,8 @@ func cmdHSet(replyOK bool) func(c *conn, args [][]byte) {
 			c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
 			return
 		}
-		r := c.srv.store.Exec(kv.Cmd{Op: kv.CmdHSet, Key: view(args[1]), Args: args[2:]})
+		k := view(args[1])
+		r := c.segment(k).Exec(kv.Cmd{Op: kv.CmdHSet, Key: k, Args: args[2:]})
 		if replyOK && r.Status == kv.StatusSuccess {
 			c.out.OK()
 			return

@@ -219,6 +219,7 @@ func cmdReset(c *conn, _ [][]byte) {
 		c.sub.PUnsubscribe()
 		c.pmu.Unlock()
 	}
+	c.txReset()
 	c.out.Proto = 2
 	c.proto.Store(2)
 	c.name.Store(nil)

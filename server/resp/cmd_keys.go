@@ -186,7 +186,7 @@ func cmdRename(c *conn, args [][]byte) {
 		}
 		for _, cmd := range fill {
 			cmd.Key = dk
-			if r := c.srv.store.Exec(cmd); r.Status != kv.StatusSuccess {
+			if r := c.segment(dk).Exec(cmd); r.Status != kv.StatusSuccess {
 				c.storeError(r.Status, r.Message)
 				return
 			}

@@ -174,31 +174,35 @@ func (cmd *command) multiKey() bool {
 func (c *conn) execute(args [][]byte) {
 	cmd := lookupCommand(args[0])
 	if cmd == nil {
-		c.out.Error(unknownCommandError(args))
+		c.refuse(unknownCommandError(args))
 		return
 	}
 	if len(cmd.subs) > 0 && len(args) >= 2 {
 		sub := cmd.lookupSub(args[1])
 		if sub == nil {
-			c.out.Error("ERR unknown subcommand '" + truncate(args[1], 128) + "'. Try " + strings.ToUpper(cmd.name) + " HELP.")
+			c.refuse("ERR unknown subcommand '" + truncate(args[1], 128) + "'. Try " + strings.ToUpper(cmd.name) + " HELP.")
 			return
 		}
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
-		c.out.Error("ERR wrong number of arguments for '" + cmd.name + "' command")
+		c.refuse("ERR wrong number of arguments for '" + cmd.name + "' command")
 		return
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
-		c.out.Error("NOAUTH Authentication required.")
+		c.refuse("NOAUTH Authentication required.")
 		return
 	}
 	if c.out.Proto == 2 && c.sub != nil && !subscribedModeCommands[baseName(cmd)] && c.subscribed() {
-		c.out.Error(subscribedModeError(cmd.name))
+		c.refuse(subscribedModeError(cmd.name))
 		return
 	}
 	if cmd.multiKey() && len(args) > cmd.first+1 && !sameSlot(cmd, args) {
-		c.out.Error("CROSSSLOT Keys in request don't hash to the same slot")
+		c.refuse(msgCrossSlot)
+		return
+	}
+	if c.txn.multi && !txControl[baseName(cmd)] {
+		c.txQueue(cmd, args)
 		return
 	}
 	c.curKey = nil // the key a Moved status redirects for
@@ -229,6 +233,15 @@ func (c *conn) execute(args [][]byte) {
 	c.lastActive.Store(now.UnixNano())
 	if m := c.srv.cfg.Metrics; m != nil {
 		m.Op(cmd.metric, c.status, now.Sub(began))
+	}
+}
+
+// refuse answers an error for a command that does not run; while MULTI
+// queues, it also makes EXEC abort (Redis's flagTransaction).
+func (c *conn) refuse(msg string) {
+	c.out.Error(msg)
+	if c.txn.multi {
+		c.txn.dirty = true
 	}
 }
 
@@ -278,7 +291,31 @@ func truncate(b []byte, n int) string {
 // nothing of the key (Get, Delete, Expire, Persist, TimeToLive, Exec).
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-func (c *conn) segment(key string) *store.Segment {
+// ops are the store operations a command handler makes on a key. A
+// *store.Segment provides them; inside EXEC the connection's *store.Atomic
+// does (the view of the transaction's segment under its write lock), so the
+// queued commands run their ordinary handlers atomically.
+type ops interface {
+	Get(key string) kv.Result
+	Put(key string, value []byte, opts *kv.PutOptions) kv.Result
+	Delete(key string) kv.Result
+	Expire(key string, ttl time.Duration) kv.Result
+	Persist(key string) kv.Result
+	TimeToLive(key string) kv.Result
+	Exec(cmd kv.Cmd) kv.Reply
+}
+
+var (
+	_ ops = (*store.Segment)(nil)
+	_ ops = (*store.Atomic)(nil)
+)
+
+// segment is where the handlers read and write key: its segment, or the
+// transaction's atomic view while EXEC runs.
+func (c *conn) segment(key string) ops {
+	if c.tx != nil {
+		return c.tx
+	}
 	return c.srv.store.Segment(placement.SegmentOf(key, c.srv.segs))
 }
 
@@ -448,14 +485,16 @@ func redisFloatText(b []byte) []byte {
 
 // exec runs a data-structure command on the store and writes its reply.
 func (c *conn) exec(op kv.CmdOp, key []byte, args [][]byte, sh shape) kv.Reply {
-	r := c.srv.store.Exec(kv.Cmd{Op: op, Key: view(key), Args: args})
+	k := view(key)
+	r := c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: args})
 	c.writeReply(r, sh)
 	return r
 }
 
 // execRaw runs a store command without writing anything.
 func (c *conn) execRaw(op kv.CmdOp, key []byte, args ...[]byte) kv.Reply {
-	return c.srv.store.Exec(kv.Cmd{Op: op, Key: view(key), Args: args})
+	k := view(key)
+	return c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: args})
 }
 
 // --- argument parsing ---

@@ -65,6 +65,8 @@ type conn struct {
 	readErr error               // a read error that came with data, reported after it is handled
 	clock   time.Time           // when the last command ended or the last read returned
 	rw      rawWriteState
+	txn     txState       // MULTI/WATCH state
+	tx      *store.Atomic // while EXEC runs: the view every queued command uses
 
 	// read by CLIENT LIST / INFO from other goroutines
 	created    time.Time

@@ -20,6 +20,7 @@ var groupTitles = []struct{ group, title string }{
 	{"sorted-set", "Sorted sets"},
 	{"stream", "Streams"},
 	{"pubsub", "Pub/Sub"},
+	{"transactions", "Transactions"},
 }
 
 // Docs renders docs/RESP.md: the notes below and one table per command
@@ -154,7 +155,8 @@ characters); ` + "`INFO server`" + ` shows both.
   narrows the walk); it is an administration command, as in Redis.
 - ` + "`RENAME`" + `/` + "`RENAMENX`" + ` copy the value (a string with its TTL; a collection
   element by element) and delete the source: a writer of either key running
-  at the same time can interleave with them. ` + "`MSETNX`" + ` checks then creates each
+  at the same time can interleave with them (not inside MULTI/EXEC, which
+  holds the segment's lock). ` + "`MSETNX`" + ` checks then creates each
   key with IfAbsent and removes what it created if it loses a race, so it never
   leaves a partial write behind but is not isolated from concurrent readers.
 - ` + "`FLUSHDB`" + `/` + "`FLUSHALL`" + ` delete every key this node owns as logged deletes
@@ -191,6 +193,28 @@ characters); ` + "`INFO server`" + ` shows both.
   key) and 'm' (key miss) classes, XGROUP/XREADGROUP/XCLAIM bookkeeping.
   Notifications are node-local, like Redis Cluster's.
 - Every other parameter CONFIG GET shows is read-only.
+- Transactions (` + "`MULTI`" + `/` + "`EXEC`" + `/` + "`DISCARD`" + `/` + "`WATCH`" + `/` + "`UNWATCH`" + `) follow Redis:
+  queued commands answer ` + "`+QUEUED`" + `; a command refused while queuing (unknown,
+  wrong arity, CROSSSLOT, not allowed) is answered with its error and makes
+  EXEC answer ` + "`-EXECABORT Transaction discarded because of previous errors.`" + `;
+  EXEC answers the array of the replies, a run-time error (WRONGTYPE, …) being
+  one element while the other commands still run (no rollback). EXEC runs the
+  queue under the write lock of the transaction's segment (the store's
+  ` + "`Segment.Atomically`" + `), through each command's ordinary handler, so no other
+  client's command on those keys runs in between. All the keys of a
+  transaction — queued and watched — must be in one slot, as in Redis Cluster:
+  the first key fixes the slot and a key of another slot is refused with
+  ` + "`-CROSSSLOT`" + ` (use a hash tag, ` + "`{acct}:a`" + `, ` + "`{acct}:b`" + `). WATCH records each key's
+  version and revision; EXEC answers a null array (RESP2 ` + "`*-1`" + `, RESP3 ` + "`_`" + `) and
+  runs nothing when a watched key was written, had its TTL changed, was deleted
+  or expired since. A key absent at WATCH time that is created and deleted
+  again before EXEC is not seen as changed. EXEC and DISCARD forget the watched
+  keys, UNWATCH too. Keyless commands that touch the store or the connection's
+  mode (SCAN, KEYS, DBSIZE, FLUSHALL, RANDOMKEY, SUBSCRIBE, HELLO, AUTH, CLIENT,
+  CONFIG, INFO, CLUSTER but KEYSLOT) are refused while queuing with
+  ` + "`-ERR Command not allowed inside a transaction`" + `; PING, ECHO, TIME, PUBLISH,
+  SELECT and COMMAND may be queued. Blocking commands do not block inside EXEC
+  (a null reply when nothing is there), as in Redis.
 
 ## Implementation: why the parser is not redcon's
 
@@ -222,7 +246,6 @@ for its replies but reads requests with its own parser and connection loop
 const docsOutro = `
 ## Not supported yet
 
-- MULTI/EXEC/DISCARD/WATCH (to be mapped onto the transaction primitive).
 - Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, XINFO.
 - ZRANGE BYLEX and the other lexicographic ranges; any command not listed
   above answers ` + "`-ERR unknown command`" + `.

@@ -1,0 +1,248 @@
+package resp
+
+import (
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/server/metrics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//
+// MULTI starts queuing: each command is checked (name, arity, cluster rules)
+// and answered +QUEUED, or answered with its error, which makes EXEC fail
+// with EXECABORT. EXEC runs the queue inside one store.Segment.Atomically
+// block — the segment's write lock, so no other client's operation on the
+// transaction's keys runs in between — by running each queued command's
+// ordinary handler against the block's *store.Atomic view (conn.segment
+// returns it while c.tx is set). As in Redis there is no rollback: a
+// command that fails at run time (WRONGTYPE, …) is an error element of
+// EXEC's array and the others still run.
+//
+// One slot per transaction (Redis Cluster's rule, and what makes one lock
+// enough): the first key watched or queued fixes the slot; a WATCH or a
+// queued command naming a key of another slot is refused with CROSSSLOT
+// (a queued one also aborts the transaction).
+//
+// WATCH records each key's (version, revision) — (0, 0) when the key does
+// not exist — and EXEC, under the lock, compares them before running
+// anything: a write, a TTL change, a delete or an expiry of a watched key
+// since WATCH makes EXEC answer a null array and run nothing.
+//
+// Commands that cannot run inside the lock (they block, take other
+// segments' locks, change the connection's mode or protocol: SCAN, KEYS,
+// DBSIZE, FLUSHALL, SUBSCRIBE, HELLO, CLUSTER, CONFIG, CLIENT, INFO, …) are
+// refused at queue time with "ERR Command not allowed inside a transaction"
+// (and abort the transaction). Keyless commands that touch no key are
+// allowed (txKeyless). Blocking commands (BLPOP, BRPOP, XREAD/XREADGROUP
+// BLOCK) run without blocking inside EXEC, as in Redis: a null reply when
+// there is nothing to serve.
+
+const (
+	msgExecAbort      = "EXECABORT Transaction discarded because of previous errors."
+	msgNotInTx        = "ERR Command not allowed inside a transaction"
+	msgNestedMulti    = "ERR MULTI calls can not be nested"
+	msgWatchInMulti   = "ERR WATCH inside MULTI is not allowed"
+	msgExecNoMulti    = "ERR EXEC without MULTI"
+	msgDiscardNoMulti = "ERR DISCARD without MULTI"
+)
+
+// txControl are the commands MULTI does not queue: they act at once.
+var txControl = map[string]bool{"multi": true, "exec": true, "discard": true, "watch": true, "quit": true, "reset": true}
+
+// txKeyless are the commands without keys that may be queued: they touch
+// no segment, so they run inside the block harmlessly.
+var txKeyless = map[string]bool{
+	"ping": true, "echo": true, "time": true, "publish": true, "select": true, "unwatch": true,
+	"cluster|keyslot": true, "command": true, "command|count": true, "command|info": true,
+	"command|docs": true, "command|list": true, "command|getkeys": true,
+}
+
+// txState is a connection's transaction: reader-owned.
+type txState struct {
+	multi   bool
+	dirty   bool // a command was refused while queuing: EXEC aborts
+	queue   [][][]byte
+	watched []watchedKey
+	hasSlot bool
+	slot    uint16
+	key     string // a key of the slot, to find its segment
+}
+
+type watchedKey struct {
+	key               string
+	version, revision uint64
+}
+
+func init() {
+	t := func(c *command) *command { c.group = "transactions"; c.metric = metrics.OpOther; return c }
+	txFlags := flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy
+	register(
+		t(&command{name: "multi", arity: 1, flags: txFlags, since: "1.2.0",
+			summary: "Starts a transaction: the following commands are queued (+QUEUED) until EXEC or DISCARD. All their keys must be in one slot.", run: cmdMulti}),
+		t(&command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, since: "1.2.0", metric: metrics.OpBatch,
+			summary: "Executes the queued commands atomically (one segment lock); a null array when a watched key changed, EXECABORT after a queuing error.", run: cmdExec}),
+		t(&command{name: "discard", arity: 1, flags: txFlags, since: "2.0.0",
+			summary: "Discards the queued commands and forgets the watched keys.", run: cmdDiscard}),
+		t(&command{name: "watch", arity: -2, flags: txFlags, first: 1, last: -1, step: 1, since: "2.2.0",
+			summary: "Monitors keys (one slot) so that EXEC runs nothing if any of them changes, expires or is deleted first.", run: cmdWatch}),
+		t(&command{name: "unwatch", arity: 1, flags: txFlags, since: "2.2.0",
+			summary: "Forgets the watched keys.", run: cmdUnwatch}),
+	)
+}
+
+// txQueue handles a command sent while MULTI is on (execute has checked
+// name, arity, authentication and the command's own CROSSSLOT): refuse it,
+// or queue a copy of it and answer +QUEUED.
+func (c *conn) txQueue(cmd *command, args [][]byte) {
+	if !txAllowed(cmd) {
+		c.txReject(msgNotInTx)
+		return
+	}
+	for _, i := range cmd.keyIndexes(args) {
+		if msg := c.txClaimSlot(args[i]); msg != "" {
+			c.txReject(msg)
+			return
+		}
+	}
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n) // one allocation for the arguments
+	cp := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		cp[i] = buf[len(buf)-len(a):]
+	}
+	c.txn.queue = append(c.txn.queue, cp)
+	c.out.Simple("QUEUED")
+}
+
+// txAllowed reports whether cmd may be queued.
+func txAllowed(cmd *command) bool {
+	if txKeyless[cmd.name] {
+		return true
+	}
+	return cmd.keys != nil || cmd.step > 0 && cmd.first > 0
+}
+
+// txClaimSlot checks that key belongs to the transaction's slot (fixing it
+// with the first key) and to this node; it returns the error otherwise.
+func (c *conn) txClaimSlot(key []byte) string {
+	k := view(key)
+	slot := placement.Slot(k)
+	if c.txn.hasSlot {
+		if slot != c.txn.slot {
+			return msgCrossSlot
+		}
+		return ""
+	}
+	if !c.srv.store.Segment(placement.SegmentOf(k, c.srv.segs)).Owned() {
+		return c.movedError(key)
+	}
+	c.txn.hasSlot, c.txn.slot, c.txn.key = true, slot, string(key)
+	return ""
+}
+
+// txReject answers an error for a command sent while queuing; the
+// transaction will abort.
+func (c *conn) txReject(msg string) {
+	c.err(msg)
+	c.txn.dirty = true
+}
+
+// txReset ends the transaction and forgets the watched keys.
+func (c *conn) txReset() { c.txn = txState{} }
+
+func cmdMulti(c *conn, _ [][]byte) {
+	if c.txn.multi {
+		c.err(msgNestedMulti)
+		return
+	}
+	c.txn.multi = true
+	c.out.OK()
+}
+
+func cmdDiscard(c *conn, _ [][]byte) {
+	if !c.txn.multi {
+		c.err(msgDiscardNoMulti)
+		return
+	}
+	c.txReset()
+	c.out.OK()
+}
+
+func cmdUnwatch(c *conn, _ [][]byte) {
+	if !c.txn.multi { // queued inside MULTI: EXEC has already forgotten them
+		c.txReset()
+	}
+	c.out.OK()
+}
+
+func cmdWatch(c *conn, args [][]byte) {
+	if c.txn.multi {
+		c.err(msgWatchInMulti)
+		return
+	}
+	// execute checked that the keys share a slot; it must be the
+	// transaction's.
+	if msg := c.txClaimSlot(args[1]); msg != "" {
+		c.err(msg)
+		return
+	}
+	g := c.srv.store.Segment(placement.SegmentOf(c.txn.key, c.srv.segs))
+	g.Atomically(func(a *store.Atomic) {
+		for _, kb := range args[1:] {
+			v, r := a.Version(view(kb))
+			c.txn.watched = append(c.txn.watched, watchedKey{key: string(kb), version: v, revision: r})
+		}
+	})
+	c.out.OK()
+}
+
+func cmdExec(c *conn, _ [][]byte) {
+	if !c.txn.multi {
+		c.err(msgExecNoMulti)
+		return
+	}
+	t := c.txn
+	c.txReset()
+	if t.dirty {
+		c.err(msgExecAbort)
+		return
+	}
+	// The queued commands' replies are EXEC's: CLIENT REPLY SKIP applies to
+	// EXEC as a whole, not to its first command.
+	mode := c.reply
+	c.reply = replyOn
+	defer func() { c.reply = mode }()
+	run := func() {
+		c.out.Array(len(t.queue))
+		for _, args := range t.queue {
+			c.execute(args)
+		}
+	}
+	if !t.hasSlot { // keyless commands only: nothing to lock
+		run()
+		c.status = kv.StatusSuccess
+		return
+	}
+	aborted := false
+	g := c.srv.store.Segment(placement.SegmentOf(t.key, c.srv.segs))
+	g.Atomically(func(a *store.Atomic) {
+		for _, w := range t.watched {
+			if v, r := a.Version(w.key); v != w.version || r != w.revision {
+				aborted = true
+				return
+			}
+		}
+		c.tx = a
+		defer func() { c.tx = nil }()
+		run()
+	})
+	if aborted {
+		c.out.NullArray()
+	}
+	c.status = kv.StatusSuccess
+}
