@@ -117,4 +117,40 @@ func TestWriteBarrier(t *testing.T) {
 		results[2].Status != kv.StatusSuccess || results[3].Status != kv.StatusNotFound {
 		t.Fatalf("batch under a timed-out barrier: %v %+v", err, results)
 	}
+
+	// A pipelined read batch waits once per segment it wrote, at the
+	// highest revision, before any of its answers is written.
+	b.set(kv.StatusSuccess)
+	b.take()
+	var keys []string
+	for i := 0; len(keys) < 6; i++ {
+		k := "p" + string(rune('a'+i))
+		if s := seg(k); s == seg("pa") || len(keys) >= 3 {
+			keys = append(keys, k)
+		}
+	}
+	var frames []byte
+	for _, k := range keys {
+		frames = wire.AppendFrame(frames, c.nextID(), wire.OpPut, 0, wire.AppendPutRequest(nil, k, []byte("v"), nil))
+	}
+	c.write(frames)
+	high := map[uint16]uint64{}
+	for range keys {
+		f := c.read()
+		r := resultOf(t, f)
+		if r.Status != kv.StatusSuccess {
+			t.Fatal(r.Status)
+		}
+		k := keys[int(f.ID)-int(c.id)+len(keys)-1]
+		high[seg(k)] = max(high[seg(k)], r.Revision)
+	}
+	w := b.take()
+	if len(w) != len(high) {
+		t.Fatalf("%d waits for %d segments: %+v", len(w), len(high), w)
+	}
+	for _, x := range w {
+		if high[x.seg] != x.rev {
+			t.Fatalf("waited %+v, the batch's highest revision there is %d", x, high[x.seg])
+		}
+	}
 }

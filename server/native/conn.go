@@ -40,6 +40,20 @@ type conn struct {
 	stopping atomic.Bool
 	log      *slog.Logger
 	streams  streamSet // watches and subscriptions of this connection
+
+	// acks are the writes answered in out whose answer waits for the write
+	// barrier (reader-owned): settled once per read batch, before out is
+	// written, so a pipelined batch of sync writes waits once per segment,
+	// not once per write.
+	acks []pendingAck
+}
+
+// pendingAck is a write answered Success in out, pending the barrier: the
+// offset of its status byte, and the segment and revision to wait for.
+type pendingAck struct {
+	pos int
+	seg uint16
+	rev uint64
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -206,8 +220,45 @@ func (c *conn) logReadError(err error) {
 	}
 }
 
-// flush writes the buffered responses. It reports false once writing failed.
+// settle runs the write barrier for the writes answered in out: one wait
+// per segment, for the highest revision written there; a write whose wait
+// failed gets the barrier's status instead of Success.
+func (c *conn) settle() {
+	for i := range c.acks {
+		a := &c.acks[i]
+		if a.seg == noSegment {
+			continue // already settled with an earlier write of its segment
+		}
+		seg, rev := a.seg, a.rev
+		for _, b := range c.acks[i+1:] {
+			if b.seg == seg {
+				rev = max(rev, b.rev)
+			}
+		}
+		st := c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, rev)
+		for j := i; j < len(c.acks); j++ {
+			b := &c.acks[j]
+			if b.seg != seg {
+				continue
+			}
+			if st != kv.StatusSuccess && c.out[b.pos] == byte(kv.StatusSuccess) {
+				c.out[b.pos] = byte(st)
+			}
+			b.seg = noSegment
+		}
+	}
+	c.acks = c.acks[:0]
+}
+
+// noSegment marks a settled pendingAck (segments are < 16384).
+const noSegment = 0xffff
+
+// flush writes the buffered responses — after the write barrier, when
+// writes in them wait for it. It reports false once writing failed.
 func (c *conn) flush() bool {
+	if len(c.acks) > 0 {
+		c.settle()
+	}
 	if len(c.out) == 0 {
 		return true
 	}
@@ -425,8 +476,10 @@ func (c *conn) dispatch(f wire.Frame) {
 		return
 	}
 	if c.srv.cfg.WriteBarrier != nil && res.Status == kv.StatusSuccess && wkey != nil {
-		seg := placement.SegmentOf(view(wkey), c.srv.segs)
-		res.Status = c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, res.Revision)
+		// The answer's status byte follows the frame header and the
+		// result's array header (wire.AppendResult); settle patches it.
+		c.acks = append(c.acks, pendingAck{pos: len(c.out) + wire.HeaderSize + 1,
+			seg: placement.SegmentOf(view(wkey), c.srv.segs), rev: res.Revision})
 	}
 	c.out = appendResult(c.out, f.ID, f.Op, res)
 	if obs != nil {

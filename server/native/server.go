@@ -68,8 +68,11 @@ type Config struct {
 // Wait is called after a successful write of revision on segment seg and
 // returns the status to answer: StatusSuccess once the write is durable
 // enough, StatusTimeout when it could not be made so in time (the write
-// stays applied on this node). It blocks the connection's reader, so a
-// pipelined connection's writes are acknowledged in order.
+// stays applied on this node). It blocks the connection's reader: the
+// answers of a pipelined read batch are held until their writes' waits
+// return — one wait per segment, at the highest revision the batch wrote
+// there (a revision's apply implies every earlier one of its segment) — and
+// are written in order.
 type WriteBarrier interface {
 	Wait(ctx context.Context, seg uint16, revision uint64) kv.Status
 }
