@@ -688,10 +688,7 @@ func (c *Cluster) tick() {
 	// Member states come from memberlist's event callbacks (drainEvents),
 	// which run under memberlist's lock and copy what they read: the *Node
 	// values Members() returns are memberlist's own, written concurrently
-	// (reading their Meta or State here was a data race). Suspicion comes
-	// from the digest heartbeat: a member silent for three digest intervals
-	// is Suspected (runtime only), and Alive again when it is heard.
-	c.suspectSilent(now)
+	// (reading their Meta or State here was a data race).
 	if m := c.Map(); m != nil {
 		c.tracker.Expect(m.Nodes, now)
 	}
@@ -703,33 +700,6 @@ func (c *Cluster) tick() {
 	c.tryJoin()
 	c.leaderWork(now)
 	c.trafficCheck(now)
-}
-
-// suspectSilent signals Suspect for alive members whose digest is overdue and
-// Alive for suspected members heard again.
-func (c *Cluster) suspectSilent(now time.Time) {
-	c.digMu.Lock()
-	heard := make(map[NodeID]time.Time, len(c.digests))
-	for id, d := range c.digests {
-		heard[id] = d.at
-	}
-	c.digMu.Unlock()
-	for _, m := range c.tracker.Members() {
-		at, ok := heard[m.Info.ID]
-		silent := !ok || now.Sub(at) > 3*c.t.DigestInterval
-		var sig MemberSignal
-		switch {
-		case m.State == MemberAlive && silent && now.Sub(m.Since) > 3*c.t.DigestInterval:
-			sig = SignalSuspect
-		case m.State == MemberSuspected && !silent:
-			sig = SignalAlive
-		default:
-			continue
-		}
-		if c.tracker.Signal(m.Info, sig, now) {
-			c.log.Info("member state", "member", m.Info.ID, "state", sig2state(sig))
-		}
-	}
 }
 
 func sig2state(s MemberSignal) string {
