@@ -41,6 +41,12 @@ func (c *Cluster) FailoverStats() FailoverStats {
 	return FailoverStats{Promotions: c.promotions.Load(), Unavailable: c.unavailables.Load(), HealthChanges: c.healthChanges.Load()}
 }
 
+// healthyLag is how far behind (revisions over the partition) a streaming
+// copy may be and still count as caught up for Degraded → Healthy: under a
+// steady write load a copy is never exactly level, and a sync write only
+// waits a little longer for one slightly behind.
+const healthyLag = 1024
+
 // possessionTimeout bounds one possession query.
 const possessionTimeout = time.Second
 
@@ -245,9 +251,13 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 			delete(st.synced, p.Identity)
 			return
 		}
+		maxLag := uint64(healthyLag)
+		if cur == failover.Recovering {
+			maxLag = 0 // the source takes no writes: the owner must hold all of it
+		}
 		for _, id := range copies {
 			i := slices.IndexFunc(rep.Replicas, func(r ReplicaProgress) bool { return r.Node == id })
-			if i < 0 || !rep.Replicas[i].Streaming || rep.Replicas[i].Lag != 0 {
+			if i < 0 || !rep.Replicas[i].Streaming || rep.Replicas[i].Lag > maxLag {
 				delete(st.synced, p.Identity)
 				return
 			}

@@ -264,6 +264,14 @@ func TestOwnerWritesReachTheReplica(t *testing.T) {
 		t.Fatalf("a replica answers Moved to clients, got %v", st)
 	}
 
+	// Every segment of the replica follows the owner's history — the empty
+	// ones included — which is what the leader counts before a failover.
+	c.Eventually(waitFor, "every segment known to follow the owner", func() bool {
+		rep := replica.Replication().Possession(cluster.PossessionQuery{Identity: p.Identity, First: p.FirstSegment, Last: p.LastSegment})
+		return rep.SyncedSegments(p.ActiveOwner, p.OwnershipGeneration) == p.LastSegment-p.FirstSegment+1 &&
+			rep.HeldKeys == int64(owner.Store().Stats().Items)
+	})
+
 	// The spare holds nothing.
 	for _, nd := range c.Running() {
 		if nd != owner && nd != replica && nd.Store().Stats().ReplicaItems != 0 {

@@ -46,7 +46,16 @@
 //
 // record = [key, value, version, revision, createdAt, expiresAt, deleted,
 // kind, meta|nil] with meta = [contentType, labels|nil]; cmd = [op, key,
-// [arg…]]. The replica answers every Ping with an Ack (possibly empty),
-// and acknowledges the revision it applied for every segment a frame
-// touched, once per read batch.
+// [arg…]]. An Ops frame with no op, sent once per session for a segment
+// the replica already holds level, tells it that its copy follows this
+// owner. The replica answers every Ping with an Ack (possibly empty), and
+// acknowledges the revision it applied for every segment a frame touched,
+// once per read batch. A session the replica's map does not allow is
+// refused (HelloReply status 2, with the generation it knows), and a
+// running session is closed when a new map stops allowing it.
+//
+// The leader's possession query (cluster.PeerPossession, byte 4) is
+// answered by Possession: per segment the revision and the lease the copy
+// follows, the live keys held, and the progress of the copies this node
+// ships to.
 package replication

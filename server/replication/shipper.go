@@ -217,6 +217,10 @@ func (s *shipper) session(log interface {
 	}
 	cursor := make([]uint64, n)
 	snap := make([]bool, n)
+	// announce: a segment the replica already holds level with this owner
+	// gets an empty Ops frame, so that its copy is known to follow this
+	// owner's history (the leader counts such segments before a failover).
+	announce := make([]bool, n)
 	pins := make([]func(), n)
 	defer func() {
 		for _, release := range pins {
@@ -236,6 +240,7 @@ func (s *shipper) session(log interface {
 		switch plan {
 		case CatchUpOps:
 			cursor[i] = st.Revision
+			announce[i] = true
 			s.applied[i].Store(st.Revision)
 		case CatchUpSnapshot:
 			snap[i] = true
@@ -265,7 +270,7 @@ func (s *shipper) session(log interface {
 		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
 		for i := range n {
 			if s.dirty[i].Swap(false) {
-				if err := s.ship(w, enc, i, cursor, snap, pins); err != nil {
+				if err := s.ship(w, enc, i, cursor, snap, announce, pins); err != nil {
 					return err
 				}
 			}
@@ -292,7 +297,7 @@ func (s *shipper) session(log interface {
 
 // ship sends what segment first+i needs: the operations after its cursor,
 // or a snapshot when they are below the trim floor (R-REP-1).
-func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, snap []bool, pins []func()) error {
+func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, snap, announce []bool, pins []func()) error {
 	if s.held[i].Load() {
 		return nil
 	}
@@ -307,11 +312,16 @@ func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, sn
 	if !snap[i] {
 		if g.Revision() == cursor[i] {
 			release()
+			if announce[i] {
+				announce[i] = false
+				return writeFrame(w, fOps, enc.ops(seg, nil))
+			}
 			return nil
 		}
 		ops, err := g.OperationsAfter(cursor[i])
 		if err == nil {
 			release()
+			announce[i] = false
 			return s.sendOps(w, enc, seg, ops, &cursor[i])
 		}
 		if !errors.Is(err, store.ErrBelowTrimFloor) {
