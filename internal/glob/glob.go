@@ -27,14 +27,8 @@ func Match(pattern, s string) bool {
 				i++
 				continue
 			case '[':
-				if end, ok := matchClass(pattern, p, s[i]); end > 0 {
-					if ok {
-						p = end
-						i++
-						continue
-					}
-				} else if s[i] == '[' { // unterminated class: a literal '['
-					p++
+				if end, ok := matchClass(pattern, p, s[i]); ok {
+					p = end
 					i++
 					continue
 				}
@@ -71,8 +65,8 @@ func Match(pattern, s string) bool {
 }
 
 // matchClass matches byte c against the class starting at pattern[p]=='['.
-// It returns the index just past the class (0 if unterminated) and whether
-// c is in it.
+// It returns the index just past the class and whether c is in it. Like
+// Redis, a class without its ']' runs to the end of the pattern.
 func matchClass(pattern string, p int, c byte) (end int, ok bool) {
 	p++
 	negate := false
@@ -110,5 +104,5 @@ func matchClass(pattern string, p int, c byte) (end int, ok bool) {
 		}
 		p++
 	}
-	return 0, false
+	return len(pattern), matched != negate
 }

@@ -28,7 +28,9 @@ func TestMatch(t *testing.T) {
 		{"a*b*c", "aXbYc", true},
 		{"a*b*c", "aXbY", false},
 		{"__keyspace@0__:*", "__keyspace@0__:foo", true},
-		{"[", "[", true},
+		{"[", "[", false},   // Redis: an unterminated, empty class matches nothing
+		{"[abc", "b", true}, // Redis: an unterminated class runs to the end of the pattern
+		{"x[abc", "xd", false},
 		{"*.*", "a.b", true},
 		{"", "", true},
 		{"", "a", false},
