@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -112,10 +114,19 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		PeerHandlers: map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
 		Possession:   n.repl.Possession,
 		OnTraffic: func(d cluster.TrafficDecision) {
-			n.openTraffic(d)
+			// A restarted owner opens its listeners once restart recovery
+			// released its segments (bounded: the gate stays authoritative).
+			go func() {
+				n.repl.WaitSettled(settleBound)
+				n.openTraffic(d)
+			}()
 		},
 	})
 }
+
+// settleBound bounds how long the traffic gate waits for restart recovery
+// to release the owned segments before it opens anyway.
+const settleBound = 10 * time.Second
 
 // applyOwnership aligns the store's runtime ownership to map m — the
 // segments it loses (gain false) or those it gains: a segment this node
@@ -123,7 +134,9 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 func (n *Node) applyOwnership(m *cluster.PartitionMap, gain bool) {
 	owned := m.OwnedSegments(cluster.NodeID(n.cfg.NodeID))
 	for i := 0; i < n.store.Segments() && i < len(owned); i++ {
-		if owned[i] == gain {
+		if owned[i] == gain && !(gain && n.repl.Held(i)) {
+			// A segment held by restart recovery's serve gate is released
+			// by the replication manager once it may serve.
 			n.store.Segment(uint16(i)).SetOwned(owned[i])
 		}
 	}

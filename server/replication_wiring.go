@@ -41,6 +41,10 @@ func (n *Node) newReplication() (*replication.Manager, error) {
 			}
 			return cl.DialPeer(ctx, addr, cluster.PeerReplication)
 		},
+		Down: func(id cluster.NodeID) bool {
+			cl := n.Cluster()
+			return cl != nil && cl.PeerDown(id)
+		},
 		Logger: n.log,
 	})
 }
@@ -65,12 +69,15 @@ var (
 		"Partitions this node, as leader, declared unavailable (no copy survived).", nil, nil)
 	descHealth = prometheus.NewDesc("zaris_failover_health_changes_total",
 		"Partition health changes (degraded, healthy, caught up) this node committed as leader.", nil, nil)
+	descRecoveries = prometheus.NewDesc("zaris_failover_restart_recoveries_total",
+		"Restart recoveries this node, as leader, started (a restarted owner syncs from the replica that kept its writes).", nil, nil)
 )
 
 func (f failoverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descPromotions
 	ch <- descUnavailable
 	ch <- descHealth
+	ch <- descRecoveries
 }
 
 func (f failoverCollector) Collect(ch chan<- prometheus.Metric) {
@@ -81,6 +88,7 @@ func (f failoverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPromotions, prometheus.CounterValue, float64(st.Promotions))
 	ch <- prometheus.MustNewConstMetric(descUnavailable, prometheus.CounterValue, float64(st.Unavailable))
 	ch <- prometheus.MustNewConstMetric(descHealth, prometheus.CounterValue, float64(st.HealthChanges))
+	ch <- prometheus.MustNewConstMetric(descRecoveries, prometheus.CounterValue, float64(st.Recoveries))
 }
 
 // Replication is the node's replication manager.

@@ -237,9 +237,9 @@ type Cluster struct {
 	joinLogged  bool
 	lastJoin    time.Time
 
-	requests                                chan request
-	leaderCh                                chan bool     // raft's leadership notifications
-	promotions, unavailables, healthChanges atomic.Uint64 // FailoverStats
+	requests                                            chan request
+	leaderCh                                            chan bool     // raft's leadership notifications
+	promotions, unavailables, healthChanges, recoveries atomic.Uint64 // FailoverStats
 
 	stop         chan struct{}
 	done         chan struct{}

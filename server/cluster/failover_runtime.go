@@ -34,11 +34,13 @@ type FailoverStats struct {
 	Promotions    uint64 `json:"promotions"`    // a copy promoted to active owner
 	Unavailable   uint64 `json:"unavailable"`   // a partition declared unavailable (no copy survived)
 	HealthChanges uint64 `json:"healthChanges"` // health edges with the owner in place (degraded, healthy, caught up)
+	Recoveries    uint64 `json:"recoveries"`    // restart recoveries started (a restarted owner syncs from its replica)
 }
 
 // FailoverStats returns the failover decisions this node committed.
 func (c *Cluster) FailoverStats() FailoverStats {
-	return FailoverStats{Promotions: c.promotions.Load(), Unavailable: c.unavailables.Load(), HealthChanges: c.healthChanges.Load()}
+	return FailoverStats{Promotions: c.promotions.Load(), Unavailable: c.unavailables.Load(), HealthChanges: c.healthChanges.Load(),
+		Recoveries: c.recoveries.Load()}
 }
 
 // healthyLag is how far behind (revisions over the partition) a streaming
@@ -208,6 +210,9 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 			Epoch: epoch, Health: next, Demoted: demoted, Source: p.Source}) {
 			c.healthChanges.Add(1)
 		}
+	}
+	if c.restartRecovery(m, p, alive) {
+		return
 	}
 	copies := p.Copies()
 	allAlive := true

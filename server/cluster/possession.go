@@ -34,6 +34,10 @@ type ReplicaProgress struct {
 	Node      NodeID `msgpack:"n"`
 	Streaming bool   `msgpack:"s"`
 	Lag       uint64 `msgpack:"l"` // revisions behind, over the partition
+	// Held: the copy kept later revisions of this owner's lease than the
+	// owner holds (it restarted and lost them) and the owner is not
+	// certified: restart recovery must pull them from it (R-REP-6).
+	Held bool `msgpack:"h,omitempty"`
 }
 
 // PossessionReport answers a PossessionQuery (R-REP-5): the live keys held

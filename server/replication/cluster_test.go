@@ -514,28 +514,115 @@ func TestTombstonesArePrunedOnlyOnceEveryReplicaApplied(t *testing.T) {
 	})
 }
 
-func TestARestartedOwnerNeverWipesItsReplica(t *testing.T) {
-	c := start(t, 3, func(cfg *server.Config) { cfg.Timings.MemberGrace = time.Minute })
+// TestARestartedOwnerRecoversFromItsReplica is restart recovery
+// (R-REP-6) end to end: the owner comes back empty under its lease (no
+// failover). It must never answer NotFound for an acknowledged key — its
+// segments are held (a retryable redirect) until it pulled them from the
+// replica — then certify and serve every key, and the replica, never
+// overwritten by the owner's hole, still holds everything.
+func TestARestartedOwnerRecoversFromItsReplica(t *testing.T) {
+	c := start(t, 3, func(cfg *server.Config) {
+		cfg.Timings.MemberGrace = time.Minute // no failover: the owner returns under its lease
+		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
+	})
 	p, owner, replicas := group(t, c)
 	replica := replicas[0]
 	cl := dial(t, owner)
-	for i := range 100 {
-		must(t, "put", cl.put("k"+strconv.Itoa(i), "v", nil).Status)
+	const n = 300
+	for i := range n {
+		must(t, "put", cl.put("k"+strconv.Itoa(i), "v"+strconv.Itoa(i), nil).Status)
 	}
 	waitInSync(t, c, p, owner, replica)
 	held := make(map[int]store.Digest)
 	for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
 		held[seg] = replica.Store().Segment(uint16(seg)).Digest()
 	}
-	// The owner comes back empty under the same lease: the replica keeps
-	// every record it held (restart recovery, not emptiness, decides).
+
+	// A reader hammers the owner's client port through the restart: every
+	// answer it gets for an acknowledged key is the value or retryable.
+	addr, storeName := owner.ClientAddr().String(), owner.Config().Store
+	stop, done := make(chan struct{}), make(chan []string, 1)
+	go func() {
+		var bad []string
+		answered := 0
+		defer func() { done <- append(bad, "answers="+strconv.Itoa(answered)) }()
+		for i := 0; ; {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			nc, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+			if err != nil {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			rc := &routerConn{nc: nc, fr: wire.NewFrameReader(nc, wire.DefaultMaxFrameSize)}
+			if _, err := rc.call(wire.OpHandshake, wire.AppendHandshakeRequest(nil, wire.HandshakeRequest{
+				ProtocolVersion: wire.ProtocolVersion, Store: storeName, ClientName: "restart-reader"})); err != nil {
+				_ = nc.Close()
+				continue
+			}
+			for {
+				select {
+				case <-stop:
+					_ = nc.Close()
+					return
+				default:
+				}
+				k := "k" + strconv.Itoa(i%n)
+				f, err := rc.call(wire.OpGet, wire.AppendKeyRequest(nil, k))
+				if err != nil {
+					_ = nc.Close()
+					break
+				}
+				var res kv.Result
+				if f.Flags.Has(wire.FlagError) {
+					var e wire.ErrorResponse
+					_ = wire.DecodeErrorResponse(f.Body, &e)
+					res.Status = e.Status
+				} else if err := wire.DecodeResult(f.Body, &res); err != nil {
+					bad = append(bad, k+": "+err.Error())
+				}
+				answered++
+				switch {
+				case res.Status == kv.StatusSuccess && string(res.Value) == "v"+strconv.Itoa(i%n):
+				case res.Status != kv.StatusSuccess && res.Status.Redirect():
+				default:
+					bad = append(bad, k+": "+res.Status.String()+" "+string(res.Value))
+				}
+				i++
+			}
+		}
+	}()
 	owner = c.Restart(owner, nil)
-	c.Eventually(waitFor, "the owner's session held", func() bool {
-		return replication(t, owner, id(replica)).State == "held"
+	c.Eventually(waitFor, "the restarted owner certified", func() bool {
+		return owner.Replication().Certified(p.Identity)
 	})
+	close(stop)
+	if out := <-done; len(out) > 1 {
+		t.Fatalf("the restarted owner answered without the acknowledged value: %v", out)
+	} else {
+		t.Log(out)
+	}
+	cl = dial(t, owner)
+	for i := range n {
+		k := "k" + strconv.Itoa(i)
+		if r := cl.get(k); r.Status != kv.StatusSuccess || string(r.Value) != "v"+strconv.Itoa(i) {
+			t.Fatalf("get %s on the recovered owner: %v %q", k, r.Status, r.Value)
+		}
+	}
+	waitInSync(t, c, partition0(c), owner, replica)
 	for seg, d := range held {
 		if got := replica.Store().Segment(uint16(seg)).Digest(); got != d {
 			t.Fatalf("segment %d of the replica changed: %+v → %+v", seg, d, got)
 		}
+	}
+	var recoveries uint64
+	for _, nd := range c.Running() {
+		recoveries += nd.Cluster().FailoverStats().Recoveries
+	}
+	if recoveries == 0 {
+		t.Fatal("no restart recovery was started")
 	}
 }

@@ -46,6 +46,9 @@ type Config struct {
 	// MaintainEvery is the cadence of the low-water-mark updates (default
 	// 100 ms).
 	MaintainEvery time.Duration
+	// Down reports whether the membership knows a node is down (restart
+	// recovery does not wait for a copy that cannot answer); nil: none is.
+	Down func(cluster.NodeID) bool
 	// Logger receives the manager's log lines; nil discards them.
 	Logger *slog.Logger
 }
@@ -119,6 +122,8 @@ type Manager struct {
 	lineages []lineage  // per segment: the history of this node's replica copy
 
 	syncWaits, syncTimeouts, syncBestEffort atomic.Uint64
+
+	rs *restartState // restart recovery: certification and the serve gate
 }
 
 // New validates cfg and starts the maintenance loop; nothing ships until
@@ -133,6 +138,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg: cfg, log: cfg.Logger.With("component", "replication"), st: cfg.Store,
 		incarnation: binary.LittleEndian.Uint64(b[:]) | 1,
 		shippers:    map[shipKey]*shipper{},
+		rs:          newRestartState(cfg.Store.Segments()),
 		parts:       map[string]*partState{},
 		sessions:    map[*replicaSession]struct{}{},
 		managed:     make([]bool, cfg.Store.Segments()),
@@ -209,7 +215,9 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 		m.mu.Unlock()
 		return
 	}
+	prev := m.cur
 	m.cur = pm
+	m.recoveredLocked(prev, pm)
 	want := map[shipKey]*cluster.Partition{}
 	for i := range pm.Partitions {
 		p := &pm.Partitions[i]
@@ -286,6 +294,7 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 		}
 	}
 	m.syncWatchLocked()
+	m.gateLocked(pm, true)
 	m.mu.Unlock()
 	for _, s := range halted {
 		s.halt()
@@ -362,6 +371,7 @@ func (m *Manager) maintain() {
 			return
 		case <-t.C:
 		}
+		m.reevaluate()
 		route := *m.route.Load()
 		m.mu.Lock()
 		managed := slices.Clone(m.managed)

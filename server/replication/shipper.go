@@ -236,6 +236,16 @@ func (s *shipper) session(log interface {
 		if ok {
 			plan = PlanCatchUp(st.Revision, st.Lineage, s.m.st.Segment(seg).Revision(), own)
 		}
+		if plan == CatchUpSnapshot && ok && st.Revision > 0 && s.m.refuse(s.key.identity, int(seg)) {
+			// An uncertified, unsynced, empty owner never replaces the
+			// copy that kept its writes by its hole (ShouldRefuse).
+			plan = CatchUpHold
+		}
+		if plan != CatchUpHold {
+			// The replica holds nothing this owner lacks: the segment is
+			// level for restart recovery.
+			s.m.markSynced(int(seg), 0)
+		}
 		s.held[i].Store(plan == CatchUpHold)
 		switch plan {
 		case CatchUpOps:

@@ -142,7 +142,18 @@ func (m *Manager) Possession(q cluster.PossessionQuery) cluster.PossessionReport
 	m.mu.Unlock()
 	for _, s := range ships {
 		rep.Replicas = append(rep.Replicas, cluster.ReplicaProgress{Node: s.key.replica,
-			Streaming: s.stateName() == "streaming", Lag: s.lag()})
+			Streaming: s.stateName() == "streaming", Lag: s.lag(), Held: s.holding() && !m.Certified(q.Identity)})
 	}
 	return rep
+}
+
+// holding reports whether some segment of the session is held (PlanCatchUp
+// or ShouldRefuse said the replica keeps writes this owner lacks).
+func (s *shipper) holding() bool {
+	for i := range s.held {
+		if s.held[i].Load() {
+			return true
+		}
+	}
+	return false
 }

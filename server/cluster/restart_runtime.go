@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"slices"
+
+	"github.com/zaris-io/zaris/server/cluster/failover"
+	"github.com/zaris-io/zaris/server/cluster/recovery"
+)
+
+// Restart recovery, the leader's part (R-REP-6). An owner that restarted
+// empty under its lease keeps its partition (the failover did not fire),
+// but a replica kept the writes it lost: the owner's shipper holds that
+// replica's segments (PlanCatchUp) and the owner, uncertified, reports the
+// copy Held in its possession report. The leader then puts the partition
+// Recovering, the owner in place under a new ownership generation (fencing
+// the sessions of its earlier lease), with that copy as the sync Source:
+// the failover's Recovering machinery ships the copy to the owner, and
+// heal lets the owner serve once it is level (maxLag 0). The new
+// generation makes the owner's later sessions replace the replica's copy
+// of the old lease by a snapshot of the owner's, now complete, content.
+
+// PeerDown reports whether the membership knows node id is down (not
+// alive nor suspected); an unknown node is not known down.
+func (c *Cluster) PeerDown(id NodeID) bool {
+	if id == c.cfg.Self.ID {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, mv := range c.members {
+		if mv.Info.ID == id {
+			return mv.State != MemberAlive && mv.State != MemberSuspected
+		}
+	}
+	return false
+}
+
+// restartRecovery starts the reverse sync of a partition whose live owner
+// reports a held copy; it reports whether it committed (or tried to).
+func (c *Cluster) restartRecovery(m *PartitionMap, p *Partition, alive func(NodeID) bool) bool {
+	switch p.HealthState() {
+	case failover.Healthy, failover.Degraded:
+	default:
+		return false
+	}
+	rep, err := c.query(m, p.ActiveOwner, p)
+	if err != nil {
+		return false
+	}
+	for _, r := range rep.Replicas {
+		// A held copy means the owner is uncertified (it reports Held
+		// only then).
+		if !r.Held || r.Node == p.ActiveOwner || !slices.Contains(p.Copies(), r.Node) ||
+			!recovery.ShouldReverseSyncOwnedSegment(false, p.PrimaryNodeID == p.ActiveOwner, alive(r.Node)) {
+			continue
+		}
+		epoch, ok := failover.NextEpoch(p.Epoch, p.Epoch)
+		if !ok {
+			return true
+		}
+		c.log.Warn("restart recovery: the owner restarted without writes a replica kept; it syncs from that replica before it serves",
+			"partition", p.ID, "owner", p.ActiveOwner, "source", r.Node, "epoch", epoch)
+		if c.commitChange(OwnershipChange{Partition: p.ID, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration + 1,
+			Epoch: epoch, Health: failover.Recovering, Demoted: p.Demoted, Source: r.Node}) {
+			c.recoveries.Add(1)
+		}
+		return true
+	}
+	return false
+}

@@ -1,0 +1,221 @@
+package replication
+
+import (
+	"sync"
+	"time"
+
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/cluster/failover"
+	"github.com/zaris-io/zaris/server/cluster/recovery"
+)
+
+// Restart recovery (R-REP-6) on this node: the runtime side of the pure
+// policies of server/cluster/recovery.
+//
+// A node starts with every partition uncertified (its memory is gone; it
+// trusts nothing local). While it is the serving owner of an uncertified
+// partition that has a copy not known down (ShouldReverseSyncOwnedSegment),
+// each owned segment is held by the serve gate (ServeGate): the store does
+// not own it, so clients get a retryable redirect instead of NotFound for
+// keys the replica kept. Every shipper session's catch-up plan is evidence
+// per segment: a plan that ships (ops, or a snapshot ShouldRefuse allows)
+// marks the segment synced — the replica holds nothing this owner lacks; a
+// plan that holds (the replica kept later revisions of this owner's lease)
+// is reported to the leader in the possession report (ReplicaProgress.Held),
+// which puts the partition Recovering with that replica as the sync source
+// under a new ownership generation: the replica ships its copy to the
+// owner through the ordinary protocol, and when the partition serves again
+// its segments count as synced. ShouldCertify then sets the sticky
+// certified flag and the gate opens for good.
+type restartState struct {
+	mu        sync.Mutex
+	certified map[string]bool // partition identity → certified in this incarnation (sticky)
+	synced    []bool          // per segment: level with a live copy, or pulled from one
+	srcHead   []uint64        // per segment: the source's head revision when synced (0: none known)
+	held      []bool          // per segment: the serve gate holds it (the store does not own it)
+	released  []bool          // per segment: served once in this incarnation (never held again)
+}
+
+func newRestartState(segments int) *restartState {
+	return &restartState{certified: map[string]bool{}, synced: make([]bool, segments),
+		srcHead: make([]uint64, segments), held: make([]bool, segments), released: make([]bool, segments)}
+}
+
+// Certified reports whether this node certified the partition with
+// identity id in this incarnation (its store is authoritative for it).
+func (m *Manager) Certified(identity string) bool {
+	m.rs.mu.Lock()
+	defer m.rs.mu.Unlock()
+	return m.rs.certified[identity]
+}
+
+// Held reports whether the serve gate holds owned segment seg: the store
+// must not own it yet (the node's map alignment asks before it gains one).
+func (m *Manager) Held(seg int) bool {
+	m.rs.mu.Lock()
+	defer m.rs.mu.Unlock()
+	return seg >= 0 && seg < len(m.rs.held) && m.rs.held[seg]
+}
+
+// Holding reports whether any segment is held by the serve gate.
+func (m *Manager) Holding() bool {
+	m.rs.mu.Lock()
+	defer m.rs.mu.Unlock()
+	for _, h := range m.rs.held {
+		if h {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitSettled waits until no segment is held, at most d, or the manager
+// closes.
+func (m *Manager) WaitSettled(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for m.Holding() && time.Now().Before(deadline) {
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// down reports whether the membership knows node id is down.
+func (m *Manager) down(id cluster.NodeID) bool {
+	return m.cfg.Down != nil && m.cfg.Down(id)
+}
+
+// liveReplica reports whether p has a copy besides self not known down.
+func (m *Manager) liveReplica(p *cluster.Partition) bool {
+	for _, r := range p.Copies() {
+		if r != m.cfg.Self && !m.down(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// markSynced records, from a shipper's catch-up plan, that segment seg is
+// level with a live copy whose head was srcHead.
+func (m *Manager) markSynced(seg int, srcHead uint64) {
+	m.rs.mu.Lock()
+	if seg >= 0 && seg < len(m.rs.synced) {
+		m.rs.synced[seg], m.rs.srcHead[seg] = true, srcHead
+	}
+	m.rs.mu.Unlock()
+}
+
+// segmentSynced reports the synced bit of seg.
+func (m *Manager) segmentSynced(seg int) bool {
+	m.rs.mu.Lock()
+	defer m.rs.mu.Unlock()
+	return seg >= 0 && seg < len(m.rs.synced) && m.rs.synced[seg]
+}
+
+// refuse is the source-side rule (ShouldRefuse) for a shipper about to
+// replace a replica's copy of seg by a snapshot: an uncertified owner that
+// is not synced and holds nothing must not overwrite the replica that kept
+// its writes with its hole.
+func (m *Manager) refuse(identity string, seg int) bool {
+	m.rs.mu.Lock()
+	cert := m.rs.certified[identity]
+	synced := seg >= 0 && seg < len(m.rs.synced) && m.rs.synced[seg]
+	m.rs.mu.Unlock()
+	return recovery.ShouldRefuse(true, cert, synced, m.st.Segment(uint16(seg)).Revision() > 0)
+}
+
+// recoveredLocked marks synced every segment of the partitions that were
+// Recovering with this node as owner in prev and are served by it in next:
+// the leader let them serve once the source reported this node level.
+func (m *Manager) recoveredLocked(prev, next *cluster.PartitionMap) {
+	if prev == nil || next == nil {
+		return
+	}
+	for i := range next.Partitions {
+		p := &next.Partitions[i]
+		if !serves(p, m.cfg.Self) {
+			continue
+		}
+		for j := range prev.Partitions {
+			q := &prev.Partitions[j]
+			if q.Identity == p.Identity && q.ActiveOwner == m.cfg.Self && q.HealthState() == failover.Recovering &&
+				q.OwnershipGeneration == p.OwnershipGeneration {
+				for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
+					m.markSynced(seg, 0)
+				}
+			}
+		}
+	}
+}
+
+// gateLocked re-evaluates the serve gate and certification over map pm
+// (m.mu held): segments not owned under pm are not owned by the store
+// (undoing a release that raced the map), a held segment whose gate opens
+// is released to the store, and a partition whose every owned segment is
+// synced is certified. A released segment is never held again.
+func (m *Manager) gateLocked(pm *cluster.PartitionMap, applying bool) {
+	if pm == nil || m.closed {
+		return
+	}
+	owned := pm.OwnedSegments(m.cfg.Self)
+	rs := m.rs
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for seg := range rs.held {
+		if seg >= len(owned) || !owned[seg] {
+			if rs.held[seg] || applying {
+				rs.held[seg] = false
+				if applying {
+					m.st.Segment(uint16(seg)).SetOwned(false)
+				}
+			}
+		}
+	}
+	for i := range pm.Partitions {
+		p := &pm.Partitions[i]
+		if !serves(p, m.cfg.Self) {
+			continue
+		}
+		cert := rs.certified[p.Identity]
+		live := m.liveReplica(p)
+		nSynced, nOwned := 0, 0
+		for seg := p.FirstSegment; seg <= p.LastSegment && seg < len(rs.held); seg++ {
+			nOwned++
+			if rs.synced[seg] {
+				nSynced++
+			}
+		}
+		if recovery.ShouldCertify(true, cert, nOwned, nSynced) {
+			rs.certified[p.Identity], cert = true, true
+			m.log.Info("restart recovery: partition certified (every owned segment synced); its store is authoritative",
+				"partition", p.ID, "segments", nOwned)
+		}
+		for seg := p.FirstSegment; seg <= p.LastSegment && seg < len(rs.held); seg++ {
+			g := m.st.Segment(uint16(seg))
+			hold := false
+			if recovery.ShouldReverseSyncOwnedSegment(cert, p.PrimaryNodeID == m.cfg.Self, live) {
+				hold = recovery.ServeGate(rs.synced[seg], g.Revision(), rs.srcHead[seg]) != recovery.Serve
+			}
+			switch {
+			case rs.held[seg] && !hold:
+				rs.held[seg], rs.released[seg] = false, true
+				g.SetOwned(true)
+			case rs.held[seg] || rs.released[seg] || !applying:
+			case hold:
+				// Held from the first map that makes this node the owner.
+				rs.held[seg] = true
+			default:
+				rs.released[seg] = true
+			}
+		}
+	}
+}
+
+// reevaluate re-runs the gate over the current map (the maintenance tick).
+func (m *Manager) reevaluate() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.gateLocked(m.cur, false)
+}
