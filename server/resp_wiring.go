@@ -8,13 +8,18 @@ import "github.com/zaris-io/zaris/server/resp"
 // the routing source is the one the native protocol serves, so CLUSTER SLOTS
 // and MOVED redirects follow the committed partition map.
 func (n *Node) newRESPService() (*resp.Server, error) {
+	var barrier resp.WriteBarrier
+	if n.repl.Barrier() {
+		barrier = n.repl // sync replication; async writes pay nothing
+	}
 	return resp.New(resp.Config{
-		Store:   n.store,
-		NodeID:  n.cfg.NodeID,
-		Version: Version(),
-		Token:   n.cfg.Token,
-		Metrics: n.metrics,
-		Logger:  n.log,
-		Routing: n.routing,
+		WriteBarrier: barrier,
+		Store:        n.store,
+		NodeID:       n.cfg.NodeID,
+		Version:      Version(),
+		Token:        n.cfg.Token,
+		Metrics:      n.metrics,
+		Logger:       n.log,
+		Routing:      n.routing,
 	})
 }

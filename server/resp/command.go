@@ -216,7 +216,7 @@ func (c *conn) execute(args [][]byte) {
 	c.lastCmd.Store(cmd)
 	c.status = kv.StatusSuccess
 	began := c.clock // when the previous command of the batch ended, or the read returned
-	mark := len(c.out.B)
+	mark, flushes := len(c.out.B), c.flushes
 	cmd.run(c, args)
 	switch c.reply {
 	case replyOff:
@@ -226,6 +226,9 @@ func (c *conn) execute(args [][]byte) {
 		c.reply = replyOn
 	case replySkipNext:
 		c.reply = replySkip
+	}
+	if c.srv.cfg.WriteBarrier != nil && cmd.flags&flagWrite != 0 && c.status == kv.StatusSuccess {
+		c.hold(mark, flushes)
 	}
 	now := time.Now() // one clock read per command: it also starts the next one's
 	c.clock = now

@@ -67,6 +67,10 @@ type conn struct {
 	rw      rawWriteState
 	txn     txState       // MULTI/WATCH state
 	tx      *store.Atomic // while EXEC runs: the view every queued command uses
+	held    []heldReply   // write replies in out waiting for the write barrier (sync replication)
+	flushes uint64        // flushes so far: tells hold whether a command flushed mid-way
+	high    map[uint16]uint64
+	verdict map[uint16]kv.Status
 
 	// read by CLIENT LIST / INFO from other goroutines
 	created    time.Time
@@ -269,10 +273,15 @@ func (c *conn) logReadError(err error) {
 	}
 }
 
-// flush hands the pending replies to the socket. It reports false once
+// flush hands the pending replies to the socket — once the write barrier,
+// if any, confirmed the writes among them (one wait per segment written). It reports false once
 // writing has failed or the output limit was passed; the connection is then
 // closed.
 func (c *conn) flush() bool {
+	c.flushes++
+	if len(c.held) > 0 {
+		c.settle() // hold the writes' replies until the replicas have them
+	}
 	b := c.out.B
 	if len(b) == 0 {
 		return true

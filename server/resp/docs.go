@@ -99,6 +99,21 @@ through ` + "`store.Exec`" + `), never a second implementation.
   WrongType → ` + "`-WRONGTYPE`" + `; BadRequest → ` + "`-ERR <message>`" + `; ItemTooLarge →
   ` + "`-OOM <message>`" + `; CapacityExceeded (noeviction at the cap) → ` + "`-OOM command not allowed when used memory > 'maxmemory'.`" + `;
   Conflict (a key reserved by a transaction in progress) → ` + "`-TRYAGAIN …`" + `.
+- Sync replication (` + "`--replication-mode sync`" + `, R-REP-2): the reply of every
+  successful write command is held until the write barrier confirms it — the
+  write applied on the replicas the write quorum needs. The replies of one read
+  batch (a pipeline) wait once per segment written, at the highest revision
+  written there, and stay in order; reads are not held (but wait behind the
+  writes before them on the connection). A write the replicas do not confirm
+  within ` + "`--sync-timeout`" + ` is answered
+  ` + "`-TIMEOUT write not acknowledged by the replicas in time; it stays applied on the owner`" + `
+  instead of its reply: the write is applied on the owner (a read there sees it)
+  but its durability is unknown. TIMEOUT is not an error clients retry on their
+  own (unlike TRYAGAIN or NOREPLICAS): a non-idempotent write (INCR, LPUSH)
+  must not be blindly repeated. Inside EXEC each held write is its own element
+  of the array; FLUSHDB/FLUSHALL wait on every owned segment. Under
+  ` + "`--write-quorum besteffort`" + ` the reply comes after the timeout anyway.
+  Async replication (the default) holds nothing.
 
 ## Limits and bad input
 

@@ -63,6 +63,13 @@ type Config struct {
 	Metrics *metrics.Recorder
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// WriteBarrier, when set, holds the reply of every successful write
+	// command until it returns (sync replication, R-REP-2): the replies of
+	// a pipelined read batch wait once per segment written, at the highest
+	// revision written there; a failed wait answers -TIMEOUT instead (the
+	// write stays applied). nil = a write is answered right after its local
+	// apply, at no extra cost.
+	WriteBarrier WriteBarrier
 }
 
 // RoutingSource yields the cluster's current routing map (nil before the
