@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -156,8 +157,15 @@ func TestStandaloneNodeLeadsItsOwnCluster(t *testing.T) {
 	require.True(t, d2.Ready())
 	// Version 1 replayed from the log, then version 2: the restarted node
 	// bound new ephemeral ports and the map follows its addresses.
-	require.Equal(t, uint64(2), d2.ClusterStatus().MapVersion, "replayed then updated, not re-planned from 1")
-	self, ok := d2.Cluster().Map().Node("test-node")
-	require.True(t, ok)
-	require.Equal(t, d2.ClientAddr().(*net.TCPAddr).Port, self.ClientPort)
+	// The address update is committed by the node's control loop after it
+	// is ready: wait for it (and never see a re-plan from 1).
+	require.Eventually(t, func() bool {
+		v := d2.ClusterStatus().MapVersion
+		require.GreaterOrEqual(t, v, uint64(1), "replayed, not re-planned")
+		if v != 2 {
+			return false
+		}
+		self, ok := d2.Cluster().Map().Node("test-node")
+		return ok && self.ClientPort == d2.ClientAddr().(*net.TCPAddr).Port
+	}, 10*time.Second, 5*time.Millisecond, "replayed then updated to follow the new addresses")
 }
