@@ -1,0 +1,157 @@
+package clustertest_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zaris-io/zaris/sdk"
+	"github.com/zaris-io/zaris/server"
+	"github.com/zaris-io/zaris/server/clustertest"
+)
+
+// TestSDKRidesThroughAnOwnerKill is issue 8 item 4 on a real cluster (3
+// nodes, RF 2, Sync + All): a writer and a reader issue operations through
+// the SDK cluster client without pause while a partition's owner is killed.
+// Every operation succeeds within its deadline (the client retries the
+// typed retryable statuses and dead connections transparently), statuses
+// stay typed (never a bare transport error), and every acknowledged sync
+// write reads back afterwards.
+func TestSDKRidesThroughAnOwnerKill(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(cfg *server.Config) {
+		cfg.ReplicationFactor = 2
+		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
+	}})
+	// Attempts are bounded by the deadline, not by a count (the SDK default
+	// of 5 attempts spans ~100 ms of backoff, less than a failover).
+	cl, err := sdk.Connect(context.Background(), c.ConnString(), sdk.WithMaxAttempts(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	const deadline = 10 * time.Second
+
+	var (
+		mu     sync.Mutex
+		acked  = map[string]string{}
+		fails  []string
+		stop   = make(chan struct{})
+		wg     sync.WaitGroup
+		writes atomic.Int64
+		reads  atomic.Int64
+		// ambiguous: writes whose connection died in flight
+		ambiguous atomic.Int64
+	)
+	fail := func(s string) {
+		mu.Lock()
+		fails = append(fails, s)
+		mu.Unlock()
+	}
+	wg.Add(2)
+	go func() { // writer
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k, v := "ride:"+strconv.Itoa(i), "v"+strconv.Itoa(i)
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			r, err := cl.Put(ctx, k, []byte(v), nil)
+			cancel()
+			if errors.Is(err, sdk.ErrUnreachable) && !errors.Is(err, context.DeadlineExceeded) {
+				// Sent, and the connection died before the answer: the
+				// SDK never re-sends a write that may have applied. Not
+				// acknowledged, and typed.
+				ambiguous.Add(1)
+				continue
+			}
+			if err != nil || !r.OK() {
+				fail("put " + k + ": " + r.Status.String() + " " + errString(err))
+				continue
+			}
+			writes.Add(1)
+			mu.Lock()
+			acked[k] = v
+			mu.Unlock()
+		}
+	}()
+	go func() { // reader of acknowledged keys
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n := int(writes.Load())
+			if n == 0 {
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			k := "ride:" + strconv.Itoa(i%n)
+			mu.Lock()
+			want, ok := acked[k]
+			mu.Unlock()
+			if !ok {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			r, err := cl.Get(ctx, k)
+			cancel()
+			if err != nil || !r.OK() || string(r.Value) != want {
+				fail("get " + k + ": " + r.Status.String() + " " + string(r.Value) + " " + errString(err))
+				continue
+			}
+			reads.Add(1)
+		}
+	}()
+
+	time.Sleep(500 * time.Millisecond)
+	// Kill the owner of some partition (not the only node left standing).
+	m := c.Map()
+	victim := c.Node(string(m.Partitions[0].ActiveOwner))
+	c.Stop(victim)
+	killedAt := writes.Load()
+	c.Eventually(20*time.Second, "a new owner of the victim's partitions", func() bool {
+		m := c.Map()
+		for _, p := range m.Partitions {
+			if string(p.ActiveOwner) == victim.Config().NodeID {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(time.Second) // keep going on the new owners
+	close(stop)
+	wg.Wait()
+	if writes.Load() <= killedAt {
+		t.Fatalf("no write succeeded after the kill (%d before)", killedAt)
+	}
+	if len(fails) > 0 {
+		t.Fatalf("%d operations failed within their deadline, first: %v", len(fails), fails[:min(5, len(fails))])
+	}
+	ctx := context.Background()
+	for k, v := range acked {
+		r, err := cl.Get(ctx, k)
+		if err != nil || !r.OK() || string(r.Value) != v {
+			t.Fatalf("acknowledged sync write %s lost: %s %q %v", k, r.Status, r.Value, err)
+		}
+	}
+	if ambiguous.Load() > 4 {
+		t.Fatalf("%d writes lost their connection in flight (one per connection to the killed node expected)", ambiguous.Load())
+	}
+	t.Logf("writes=%d reads=%d ambiguous=%d, %d before the kill", writes.Load(), reads.Load(), ambiguous.Load(), killedAt)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
