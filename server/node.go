@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -426,7 +427,7 @@ func (n *Node) serve(ep Endpoint, svc Service, ln net.Listener) {
 		defer n.serving.Done()
 		err := svc.Serve(ln)
 		if n.stopping.Load() {
-			if err != nil {
+			if err != nil && !isServerClosed(err) {
 				n.log.Warn("service returned an error while stopping", "endpoint", ep.String(), "err", err)
 			}
 			return
@@ -610,3 +611,10 @@ func (n *Node) RESPAddr() net.Addr { return n.Addr(EndpointRESP) }
 
 // HTTPAddr is Addr(EndpointHTTP).
 func (n *Node) HTTPAddr() net.Addr { return n.Addr(EndpointHTTP) }
+
+// isServerClosed reports the "closed by Shutdown" error a front end's Serve
+// returns after a graceful stop (like net/http's ErrServerClosed): expected,
+// not worth a warning.
+func isServerClosed(err error) bool {
+	return errors.Is(err, native.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed)
+}
