@@ -56,10 +56,11 @@ const possessionTimeout = time.Second
 type failoverState struct {
 	suspected map[NodeID]time.Time // owners seen not alive, since when
 	synced    map[string]time.Time // partition identity → every copy caught up since
+	recheck   map[string]time.Time // partition identity → last restart-recovery query of its owner
 }
 
 func newFailoverState() *failoverState {
-	return &failoverState{suspected: map[NodeID]time.Time{}, synced: map[string]time.Time{}}
+	return &failoverState{suspected: map[NodeID]time.Time{}, synced: map[string]time.Time{}, recheck: map[string]time.Time{}}
 }
 
 func (c *Cluster) failoverLoop() {
@@ -211,7 +212,7 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 			c.healthChanges.Add(1)
 		}
 	}
-	if c.restartRecovery(m, p, alive) {
+	if c.restartRecovery(st, m, p, alive, now) {
 		return
 	}
 	copies := p.Copies()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"time"
 
 	"github.com/zaris-io/zaris/server/cluster/failover"
 	"github.com/zaris-io/zaris/server/cluster/recovery"
@@ -18,6 +19,10 @@ import (
 // heal lets the owner serve once it is level (maxLag 0). The new
 // generation makes the owner's later sessions replace the replica's copy
 // of the old lease by a snapshot of the owner's, now complete, content.
+
+// restartRecheck: the leader asks each owner whether it holds a copy back
+// (restart recovery) every this many control-loop ticks.
+const restartRecheck = 4
 
 // PeerDown reports whether the membership knows node id is down (not
 // alive nor suspected); an unknown node is not known down.
@@ -37,12 +42,17 @@ func (c *Cluster) PeerDown(id NodeID) bool {
 
 // restartRecovery starts the reverse sync of a partition whose live owner
 // reports a held copy; it reports whether it committed (or tried to).
-func (c *Cluster) restartRecovery(m *PartitionMap, p *Partition, alive func(NodeID) bool) bool {
+func (c *Cluster) restartRecovery(st *failoverState, m *PartitionMap, p *Partition, alive func(NodeID) bool, now time.Time) bool {
 	switch p.HealthState() {
 	case failover.Healthy, failover.Degraded:
 	default:
 		return false
 	}
+	// One query of the owner per partition every restartRecheck ticks.
+	if last, ok := st.recheck[p.Identity]; ok && now.Sub(last) < restartRecheck*c.t.Tick {
+		return false
+	}
+	st.recheck[p.Identity] = now
 	rep, err := c.query(m, p.ActiveOwner, p)
 	if err != nil {
 		return false
