@@ -26,6 +26,58 @@ func TestSDKRidesThroughAnOwnerKill(t *testing.T) {
 		cfg.ReplicationFactor = 2
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
 	}})
+	ride(t, c, func() {
+		// Kill the owner of a partition; wait for its partitions to move.
+		victim := c.Node(string(c.Map().Partitions[0].ActiveOwner))
+		c.Stop(victim)
+		c.Eventually(20*time.Second, "a new owner of the victim's partitions", func() bool {
+			for _, p := range c.Map().Partitions {
+				if string(p.ActiveOwner) == victim.Config().NodeID {
+					return false
+				}
+			}
+			return true
+		})
+	})
+}
+
+// TestSDKRidesThroughAnOwnerRestart: the owner comes back empty before any
+// failover (restart recovery, R-REP-6) while the SDK keeps writing and
+// reading: its held segments answer a retryable redirect, the client
+// retries within its deadline, no acknowledged sync write is lost.
+func TestSDKRidesThroughAnOwnerRestart(t *testing.T) {
+	c := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(cfg *server.Config) {
+		cfg.ReplicationFactor = 2
+		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
+		cfg.Timings.MemberGrace = time.Minute // no failover: the owner returns under its lease
+	}})
+	ride(t, c, func() {
+		m := c.Map()
+		victim := c.Node(string(m.Partitions[0].ActiveOwner))
+		back := c.Restart(victim, nil)
+		c.Eventually(20*time.Second, "the restarted owner certified", func() bool {
+			for _, p := range c.Map().Partitions {
+				if string(p.ActiveOwner) == back.Config().NodeID && !back.Replication().Certified(p.Identity) {
+					return false
+				}
+			}
+			return true
+		})
+		var recoveries uint64
+		for _, nd := range c.Running() {
+			recoveries += nd.Cluster().FailoverStats().Recoveries
+		}
+		if recoveries == 0 {
+			t.Error("no restart recovery was started")
+		}
+	})
+}
+
+// ride runs a writer and a reader through the SDK cluster client while
+// disrupt runs, then checks every operation succeeded within its deadline
+// and every acknowledged write reads back.
+func ride(t *testing.T, c *clustertest.Cluster, disrupt func()) {
+	t.Helper()
 	// Attempts are bounded by the deadline, not by a count (the SDK default
 	// of 5 attempts spans ~100 ms of backoff, less than a failover).
 	cl, err := sdk.Connect(context.Background(), c.ConnString(), sdk.WithMaxAttempts(1000))
@@ -113,25 +165,13 @@ func TestSDKRidesThroughAnOwnerKill(t *testing.T) {
 	}()
 
 	time.Sleep(500 * time.Millisecond)
-	// Kill the owner of some partition (not the only node left standing).
-	m := c.Map()
-	victim := c.Node(string(m.Partitions[0].ActiveOwner))
-	c.Stop(victim)
 	killedAt := writes.Load()
-	c.Eventually(20*time.Second, "a new owner of the victim's partitions", func() bool {
-		m := c.Map()
-		for _, p := range m.Partitions {
-			if string(p.ActiveOwner) == victim.Config().NodeID {
-				return false
-			}
-		}
-		return true
-	})
-	time.Sleep(time.Second) // keep going on the new owners
+	disrupt()
+	time.Sleep(time.Second) // keep going after the disruption
 	close(stop)
 	wg.Wait()
 	if writes.Load() <= killedAt {
-		t.Fatalf("no write succeeded after the kill (%d before)", killedAt)
+		t.Fatalf("no write succeeded after the disruption (%d before)", killedAt)
 	}
 	if len(fails) > 0 {
 		t.Fatalf("%d operations failed within their deadline, first: %v", len(fails), fails[:min(5, len(fails))])
