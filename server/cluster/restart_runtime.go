@@ -24,6 +24,25 @@ import (
 // (restart recovery) every this many control-loop ticks.
 const restartRecheck = 4
 
+// restartRecheckSlow is the cadence for an owner alive for longer than
+// restartFresh (a restart it has not been seen down for is still found).
+const (
+	restartRecheckSlow = 40
+	restartFresh       = time.Minute
+)
+
+// aliveSince is when the membership last saw node id become alive.
+func (c *Cluster) aliveSince(id NodeID) (time.Time, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, mv := range c.members {
+		if mv.Info.ID == id && mv.State == MemberAlive {
+			return mv.Since, !mv.Since.IsZero()
+		}
+	}
+	return time.Time{}, false
+}
+
 // PeerDown reports whether the membership knows node id is down (not
 // alive nor suspected); an unknown node is not known down.
 func (c *Cluster) PeerDown(id NodeID) bool {
@@ -48,8 +67,21 @@ func (c *Cluster) restartRecovery(st *failoverState, m *PartitionMap, p *Partiti
 	default:
 		return false
 	}
-	// One query of the owner per partition every restartRecheck ticks.
-	if last, ok := st.recheck[p.Identity]; ok && now.Sub(last) < restartRecheck*c.t.Tick {
+	// Without a live copy besides the owner nothing can be held.
+	other := false
+	for _, id := range p.Copies() {
+		other = other || (id != p.ActiveOwner && alive(id))
+	}
+	if !other {
+		return false
+	}
+	// One query of the owner per partition every restartRecheck ticks
+	// while it (re)joined recently, every restartRecheckSlow ticks after.
+	every := time.Duration(restartRecheck)
+	if since, ok := c.aliveSince(p.ActiveOwner); ok && now.Sub(since) > restartFresh {
+		every = restartRecheckSlow
+	}
+	if last, ok := st.recheck[p.Identity]; ok && now.Sub(last) < every*c.t.Tick {
 		return false
 	}
 	st.recheck[p.Identity] = now

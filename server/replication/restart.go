@@ -219,3 +219,17 @@ func (m *Manager) reevaluate() {
 	defer m.mu.Unlock()
 	m.gateLocked(m.cur, false)
 }
+
+// gated reports whether a segment of first..last is held by the serve
+// gate: only then may the owner ask to be recovered — a segment it has
+// served since is never overwritten by a pull (its writes would be lost).
+func (m *Manager) gated(first, last int) bool {
+	m.rs.mu.Lock()
+	defer m.rs.mu.Unlock()
+	for seg := max(first, 0); seg <= last && seg < len(m.rs.held); seg++ {
+		if m.rs.held[seg] {
+			return true
+		}
+	}
+	return false
+}

@@ -142,7 +142,7 @@ func (m *Manager) Possession(q cluster.PossessionQuery) cluster.PossessionReport
 	m.mu.Unlock()
 	for _, s := range ships {
 		rep.Replicas = append(rep.Replicas, cluster.ReplicaProgress{Node: s.key.replica,
-			Streaming: s.stateName() == "streaming", Lag: s.lag(), Held: s.holding() && !m.Certified(q.Identity)})
+			Streaming: s.stateName() == "streaming", Lag: s.lag(), Held: s.holding() && !m.Certified(q.Identity) && m.gated(q.First, q.Last)})
 	}
 	return rep
 }
