@@ -205,6 +205,7 @@ func (m *Manager) gateLocked(pm *cluster.PartitionMap, applying bool) {
 			case rs.held[seg] || rs.released[seg] || !applying:
 			case hold:
 				// Held from the first map that makes this node the owner.
+				// (the node's wiring never lets the store own it).
 				rs.held[seg] = true
 			default:
 				rs.released[seg] = true
