@@ -70,6 +70,11 @@ type PartitionStatus struct {
 	// owner sees it: filled on the active owner only (the node that ships),
 	// absent elsewhere.
 	Replication []ReplicaStatus `json:"replication,omitempty"`
+	// Recovery is restart recovery's state on the active owner (R-REP-6):
+	// "certified" (its store is authoritative), "held" (segments wait for
+	// the pull from a replica) or "uncertified" (serving, not yet proven);
+	// absent elsewhere.
+	Recovery string `json:"recovery,omitempty"`
 }
 
 // ReplicaStatus is one replica of a partition, seen from its active owner

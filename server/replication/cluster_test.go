@@ -600,6 +600,11 @@ func TestARestartedOwnerRecoversFromItsReplica(t *testing.T) {
 		return owner.Replication().Certified(p.Identity)
 	})
 	close(stop)
+	for _, sp := range clusterStatus(t, owner).Partitions {
+		if sp.Identity == p.Identity && sp.Recovery != "certified" {
+			t.Errorf("/v1/cluster on the recovered owner: recovery %q", sp.Recovery)
+		}
+	}
 	if out := <-done; len(out) > 1 {
 		t.Fatalf("the restarted owner answered without the acknowledged value: %v", out)
 	} else {

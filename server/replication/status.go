@@ -43,6 +43,14 @@ func (m *Manager) Annotate(st *cluster.Status) {
 		p := &st.Partitions[i]
 		if p.ActiveOwner == m.cfg.Self {
 			p.Replication = m.ReplicaStatus(p.Identity)
+			switch {
+			case m.Certified(p.Identity):
+				p.Recovery = "certified"
+			case m.gated(p.FirstSegment, p.LastSegment):
+				p.Recovery = "held"
+			default:
+				p.Recovery = "uncertified"
+			}
 		}
 	}
 }
