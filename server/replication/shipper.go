@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/cluster/recovery"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -35,6 +36,9 @@ type shipper struct {
 	pid         int
 	epoch       uint64
 	first, last int
+	// recovering: this node is the sync source of the partition's
+	// Recovering owner (it ships its copy to the owner, R-REP-5/6).
+	recovering bool
 
 	ps      atomic.Pointer[partState] // the barrier state to wake on acks
 	applied []atomic.Uint64           // per segment: the revision the replica applied (acked)
@@ -53,7 +57,8 @@ type shipper struct {
 func newShipper(m *Manager, k shipKey, p *cluster.Partition) *shipper {
 	n := p.LastSegment - p.FirstSegment + 1
 	return &shipper{m: m, key: k, pid: p.ID, epoch: p.Epoch, first: p.FirstSegment, last: p.LastSegment,
-		applied: make([]atomic.Uint64, n), dirty: make([]atomic.Bool, n), held: make([]atomic.Bool, n),
+		recovering: recoversFrom(p, m.cfg.Self),
+		applied:    make([]atomic.Uint64, n), dirty: make([]atomic.Bool, n), held: make([]atomic.Bool, n),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -236,7 +241,24 @@ func (s *shipper) session(log interface {
 		if ok {
 			plan = PlanCatchUp(st.Revision, st.Lineage, s.m.st.Segment(seg).Revision(), own)
 		}
-		if plan == CatchUpSnapshot && ok && st.Revision > 0 && s.m.refuse(s.key.identity, int(seg)) {
+		if s.recovering {
+			// The target is the partition's owner pulling this copy
+			// (restart recovery or a Recovering promotion): never a
+			// passive subordinate of this source, so its own revisions
+			// are another history — skip when it already holds exactly
+			// this copy, else wipe (nothing to drop when it is empty).
+			level := ok && st.Lineage == own && st.Revision == s.m.st.Segment(seg).Revision()
+			switch recovery.ResyncApplyMode(level, false, false) {
+			case recovery.Skip:
+				plan = CatchUpOps
+			case recovery.Wipe:
+				plan = CatchUpSnapshot
+				if ok && st.Revision == 0 {
+					plan = CatchUpOps // replay from the start (a snapshot below the trim floor)
+				}
+			}
+		}
+		if plan == CatchUpSnapshot && ok && st.Revision > 0 && !s.recovering && s.m.refuse(s.key.identity, int(seg)) {
 			// An uncertified, unsynced, empty owner never replaces the
 			// copy that kept its writes by its hole (ShouldRefuse).
 			plan = CatchUpHold
