@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -73,8 +74,12 @@ func NodeConfig(id string, opts Options) server.Config {
 		c.Store = opts.Store
 	}
 	c.ClusterID = opts.ClusterID
-	c.ClientPort, c.PeerPort, c.GossipPort = server.EphemeralPort, server.EphemeralPort, server.EphemeralPort
-	c.RESPPort, c.HTTPPort = server.EphemeralPort, server.EphemeralPort
+	// Ports come from below the kernel's ephemeral range, never from it:
+	// a restarted node re-binds its ports, and a port from the ephemeral
+	// range may meanwhile be the local end of some outgoing connection
+	// (seen as "address already in use" for 30 s).
+	c.ClientPort, c.PeerPort, c.GossipPort = freePort(false), freePort(false), freePort(true)
+	c.RESPPort, c.HTTPPort = freePort(false), freePort(false)
 	if opts.NoRESP {
 		c.RESPPort = 0
 	}
@@ -436,4 +441,51 @@ func (c *Cluster) Eventually(timeout time.Duration, what string, cond func() boo
 // GossipAddr is a node's gossip address (to --join it).
 func GossipAddr(nd *server.Node) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(nd.Info().Ports.Gossip))
+}
+
+// portRangeLow and portRangeHigh bound the ports tests pick: below Linux's
+// default ephemeral range (32768–60999), so an outgoing connection never
+// holds one of them.
+const (
+	portRangeLow  = 20000
+	portRangeHigh = 32700
+)
+
+var (
+	portMu    sync.Mutex       // guards handedOut
+	handedOut = map[int]bool{} // never hand the same port out twice in a process
+)
+
+// freePort returns a port in [portRangeLow, portRangeHigh) free for TCP
+// (and UDP when udp is set, as memberlist needs both on the gossip port).
+// Another process could take it before the node binds: the range is wide
+// and picks are random, so that is rare, and the bind then fails loudly.
+func freePort(udp bool) int {
+	portMu.Lock()
+	defer portMu.Unlock()
+	for range 1000 {
+		p := portRangeLow + rand.IntN(portRangeHigh-portRangeLow)
+		if handedOut[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		ok := true
+		if udp {
+			u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err != nil {
+				ok = false
+			} else {
+				u.Close()
+			}
+		}
+		l.Close()
+		if ok {
+			handedOut[p] = true
+			return p
+		}
+	}
+	return server.EphemeralPort // the range is exhausted: fall back to the kernel's choice
 }
