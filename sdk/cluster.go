@@ -41,8 +41,11 @@ const (
 	// routing map besides the pushed changes (WithMapPollInterval).
 	DefaultMapPollInterval = 10 * time.Second
 	// DefaultMaxAttempts bounds the attempts of one operation across
-	// redirects and transient failures (WithMaxAttempts).
-	DefaultMaxAttempts = 5
+	// redirects and transient failures (WithMaxAttempts). With the backoff
+	// capped at 500 ms, 32 attempts span about ten seconds — the default call
+	// timeout — so a call rides through a failover within its deadline
+	// (R-CLIENT-3, R-REP-3) instead of giving up after a fraction of a second.
+	DefaultMaxAttempts = 32
 )
 
 var (

@@ -42,6 +42,6 @@ func WithMapPollInterval(d time.Duration) Option { return func(o *clientOptions)
 // WithMaxAttempts bounds the attempts of one cluster operation across
 // redirects (refresh the map, retry at once) and transient transport
 // failures (back off, retry); the call's deadline bounds them too. Default
-// DefaultMaxAttempts (5); n < 1 keeps the default. Ignored by embedded and
+// DefaultMaxAttempts (32, about ten seconds of backoff); n < 1 keeps the default. Ignored by embedded and
 // single-node clients.
 func WithMaxAttempts(n int) Option { return func(o *clientOptions) { o.maxAttempts = n } }
