@@ -224,6 +224,18 @@ func (n *Node) Rebalance(ctx context.Context) (uint64, error) {
 	return c.Rebalance(ctx)
 }
 
+// Evict evicts node id for good (R-CLU-2): recorded in the control-plane
+// log, it leaves the map and raft and stays Evicted whatever it later says.
+// It must run on the control-plane leader (cluster.ErrNotLeader
+// otherwise); cluster.ErrUnknownNode, cluster.ErrEvictSelf.
+func (n *Node) Evict(ctx context.Context, id string) error {
+	c := n.Cluster()
+	if c == nil {
+		return ErrStopped
+	}
+	return c.Evict(ctx, cluster.NodeID(id))
+}
+
 // RequestCounts are the requests received by the node's built-in
 // native-protocol service: every frame after the handshake, the OpBatch
 // frames and their items. A bulk call grouped by owner shows as exactly one

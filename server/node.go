@@ -204,6 +204,18 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 				}
 				return v, err
 			},
+			Evict: func(ctx context.Context, node string) error {
+				err := n.Evict(ctx, node)
+				switch {
+				case errors.Is(err, cluster.ErrNotLeader):
+					err = fmt.Errorf("%w: %w", httpapi.ErrNotLeader, err)
+				case errors.Is(err, cluster.ErrUnknownNode):
+					err = fmt.Errorf("%w: %w", httpapi.ErrUnknownNode, err)
+				case errors.Is(err, cluster.ErrEvictSelf):
+					err = fmt.Errorf("%w: %w", httpapi.ErrEvictSelf, err)
+				}
+				return err
+			},
 		})
 		if err != nil {
 			return fail(err)

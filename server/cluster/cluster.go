@@ -592,6 +592,65 @@ func (c *Cluster) Rebalance(ctx context.Context) (uint64, error) {
 	return version, err
 }
 
+// ErrUnknownNode: an eviction names a node the cluster does not know.
+var ErrUnknownNode = errors.New("cluster: unknown node")
+
+// ErrEvictSelf: the leader refuses to evict itself.
+var ErrEvictSelf = errors.New("cluster: a node cannot evict itself")
+
+// Evict records an operator's eviction of node id in the control-plane log
+// (R-CLU-2). Every node's tracker then holds it Evicted (final, whatever it
+// later says), the leader drops it from the map and from raft. It must run
+// on the leader (ErrNotLeader otherwise); evicting the leader itself is
+// refused (ErrEvictSelf), an id neither tracked nor in the map is
+// ErrUnknownNode.
+func (c *Cluster) Evict(ctx context.Context, id NodeID) error {
+	return c.do(ctx, func() error {
+		if !c.IsLeader() {
+			return fmt.Errorf("%w (leader: %q)", ErrNotLeader, c.Leader())
+		}
+		if id == c.cfg.Self.ID {
+			return ErrEvictSelf
+		}
+		_, known := c.tracker.Get(id)
+		if m := c.fsm.Map(); !known && m != nil {
+			_, known = m.Node(id)
+		}
+		if !known {
+			return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+		}
+		data, err := EncodeEvict(id)
+		if err != nil {
+			return err
+		}
+		if err := c.apply(data); err != nil {
+			return err
+		}
+		c.log.Warn("member evicted by an operator", "member", id)
+		c.applyEvictions(c.now())
+		return nil
+	})
+}
+
+// applyEvictions signals SignalEvict for every id the control-plane log
+// evicted (the FSM's set), so the tracker holds them Evicted.
+func (c *Cluster) applyEvictions(now time.Time) {
+	changed := false
+	for _, id := range c.fsm.Evicted() {
+		m, ok := c.tracker.Get(id)
+		if !ok || m.State == MemberEvicted {
+			continue
+		}
+		if c.tracker.Signal(m.Info, SignalEvict, now) {
+			changed = true
+			c.log.Info("member state", "member", id, "state", MemberEvicted.String())
+		}
+	}
+	if changed {
+		c.publishMembers()
+	}
+}
+
 // CommitOwnership writes an OwnershipChange (failover) at the leader's term.
 func (c *Cluster) CommitOwnership(ctx context.Context, oc OwnershipChange) error {
 	return c.do(ctx, func() error {
@@ -654,6 +713,7 @@ func (c *Cluster) loop() {
 		case <-c.evSignal:
 			c.drainEvents()
 		case <-c.fsm.changed:
+			c.applyEvictions(c.now())
 			c.applyMap(c.fsm.Map(), "raft")
 		case <-tick.C:
 			c.tick()
@@ -692,6 +752,7 @@ func (c *Cluster) tick() {
 	if m := c.Map(); m != nil {
 		c.tracker.Expect(m.Nodes, now)
 	}
+	c.applyEvictions(now)
 	for _, id := range c.tracker.Tick(now) {
 		m, _ := c.tracker.Get(id)
 		c.log.Info("member state", "member", id, "state", m.State.String())

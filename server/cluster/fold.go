@@ -29,7 +29,41 @@ type EntryType uint8
 const (
 	EntryMapCommit       EntryType = 1
 	EntryOwnershipChange EntryType = 2
+	// EntryEvict records an operator's eviction of one node (R-CLU-2): the
+	// map does not change, the FSM adds the id to its evicted set, which
+	// every node's tracker turns into SignalEvict (so every future leader
+	// honours it).
+	EntryEvict EntryType = 3
 )
+
+// Eviction is the payload of an EntryEvict entry.
+type Eviction struct {
+	Node NodeID `msgpack:"n"`
+}
+
+// EncodeEvict encodes an EntryEvict entry.
+func EncodeEvict(id NodeID) ([]byte, error) {
+	b, err := msgpack.Marshal(&Eviction{Node: id})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encoding eviction: %w", err)
+	}
+	return append([]byte{byte(EntryEvict)}, b...), nil
+}
+
+// DecodeEvict decodes an EntryEvict entry (data includes the type byte).
+func DecodeEvict(data []byte) (NodeID, error) {
+	if len(data) == 0 || EntryType(data[0]) != EntryEvict {
+		return "", fmt.Errorf("%w: not an eviction", ErrBadEntry)
+	}
+	var ev Eviction
+	if err := msgpack.Unmarshal(data[1:], &ev); err != nil {
+		return "", fmt.Errorf("%w: eviction: %v", ErrBadEntry, err)
+	}
+	if ev.Node == "" {
+		return "", fmt.Errorf("%w: eviction of an empty node id", ErrBadEntry)
+	}
+	return ev.Node, nil
+}
 
 // OwnershipChange moves the active owner of one partition (R-REP-3/4), or
 // changes its runtime health with the owner in place (R-REP-7).
@@ -94,6 +128,11 @@ func FoldEntry(cur *PartitionMap, data []byte, term uint64, store, clusterID str
 			return nil, fmt.Errorf("%w: ownership change: %v", ErrBadEntry, err)
 		}
 		return FoldOwnership(cur, oc, term)
+	case EntryEvict:
+		if _, err := DecodeEvict(data); err != nil {
+			return nil, err
+		}
+		return cur, nil // the map stands; the FSM keeps the evicted set
 	}
 	return nil, fmt.Errorf("%w: unknown entry type %d", ErrBadEntry, data[0])
 }

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bufio"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -15,8 +17,9 @@ import (
 type fsm struct {
 	store, clusterID string
 
-	mu      sync.RWMutex  // guards cur
+	mu      sync.RWMutex  // guards cur and evicted
 	cur     *PartitionMap // never mutated once published
+	evicted []NodeID      // evicted node ids, sorted; replaced, never mutated
 	changed chan struct{}
 }
 
@@ -32,14 +35,36 @@ func (f *fsm) Map() *PartitionMap {
 	return f.cur
 }
 
-func (f *fsm) set(m *PartitionMap) {
+// Evicted is the set of evicted node ids (callers must not modify it).
+func (f *fsm) Evicted() []NodeID {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.evicted
+}
+
+func (f *fsm) evict(id NodeID) {
 	f.mu.Lock()
-	f.cur = m
+	if !slices.Contains(f.evicted, id) {
+		next := append(slices.Clone(f.evicted), id)
+		slices.Sort(next)
+		f.evicted = next
+	}
 	f.mu.Unlock()
+	f.signal()
+}
+
+func (f *fsm) signal() {
 	select {
 	case f.changed <- struct{}{}:
 	default:
 	}
+}
+
+func (f *fsm) set(m *PartitionMap) {
+	f.mu.Lock()
+	f.cur = m
+	f.mu.Unlock()
+	f.signal()
 }
 
 // Apply folds one committed entry. The response is nil or the error that
@@ -47,6 +72,14 @@ func (f *fsm) set(m *PartitionMap) {
 // entry leaves the state unchanged on every node alike.
 func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
+		return nil
+	}
+	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryEvict {
+		id, err := DecodeEvict(l.Data)
+		if err != nil {
+			return err
+		}
+		f.evict(id)
 		return nil
 	}
 	next, err := FoldEntry(f.Map(), l.Data, l.Term, f.store, f.clusterID)
@@ -58,23 +91,52 @@ func (f *fsm) Apply(l *raft.Log) any {
 }
 
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
-	return mapSnapshot{m: f.Map()}, nil
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return mapSnapshot{m: f.cur, evicted: f.evicted}, nil
+}
+
+// snapshotV2 marks a snapshot holding fsmState; an older snapshot is the
+// bare msgpack map (which never starts with a positive fixint).
+const snapshotV2 = 0x02
+
+type fsmState struct {
+	Map     *PartitionMap `msgpack:"m"`
+	Evicted []NodeID      `msgpack:"ev,omitempty"`
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var m *PartitionMap
-	if err := msgpack.NewDecoder(rc).Decode(&m); err != nil {
+	br := bufio.NewReader(rc)
+	var st fsmState
+	if b, err := br.Peek(1); err == nil && b[0] == snapshotV2 {
+		_, _ = br.ReadByte()
+		if err := msgpack.NewDecoder(br).Decode(&st); err != nil {
+			return err
+		}
+	} else if err := msgpack.NewDecoder(br).Decode(&st.Map); err != nil {
 		return err
 	}
-	f.set(m)
+	ev := slices.Clone(st.Evicted)
+	slices.Sort(ev)
+	f.mu.Lock()
+	f.cur, f.evicted = st.Map, slices.Compact(ev)
+	f.mu.Unlock()
+	f.signal()
 	return nil
 }
 
-type mapSnapshot struct{ m *PartitionMap }
+type mapSnapshot struct {
+	m       *PartitionMap
+	evicted []NodeID
+}
 
 func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := msgpack.NewEncoder(sink).Encode(s.m); err != nil {
+	if _, err := sink.Write([]byte{snapshotV2}); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted}); err != nil {
 		_ = sink.Cancel()
 		return err
 	}

@@ -9,6 +9,9 @@
 //	GET  /v1/cluster           the cluster as this node sees it: mapVersion, leader, term, nodes, partitions
 //	POST /v1/cluster/rebalance?accept-data-loss=true
 //	                           re-plan the map over every live member (on the leader; 409 elsewhere)
+//	POST /v1/cluster/evict?node=ID
+//	                           evict a node for good (on the leader; 409 elsewhere, 404 unknown node,
+//	                           400 for the leader itself)
 //	GET  /v1/keys/{key}        the value; ETag, X-Zaris-Revision, X-Zaris-TTL
 //	HEAD /v1/keys/{key}        the same headers, no body
 //	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30; If-Match, If-None-Match: *
@@ -68,6 +71,9 @@ type Options struct {
 	// Rebalance re-plans the partition map and returns the committed map
 	// version; an error wrapping ErrNotLeader answers 409. nil = 404.
 	Rebalance func(ctx context.Context) (uint64, error)
+	// Evict evicts a node (R-CLU-2); an error wrapping ErrNotLeader answers
+	// 409, ErrUnknownNode 404, ErrEvictSelf 400. nil = 404.
+	Evict func(ctx context.Context, node string) error
 	// WriteBarrier, when set, holds the answer of a successful PUT or
 	// DELETE until it returns (sync replication, R-REP-2): a status other
 	// than Success is answered instead (Timeout: 504; the write stays
@@ -78,6 +84,13 @@ type Options struct {
 // ErrNotLeader is wrapped by a Rebalance error on a node that does not lead
 // the control plane.
 var ErrNotLeader = errors.New("not the control-plane leader")
+
+// ErrUnknownNode is wrapped by an Evict error naming a node the cluster
+// does not know.
+var ErrUnknownNode = errors.New("unknown node")
+
+// ErrEvictSelf is wrapped by an Evict error naming the leader itself.
+var ErrEvictSelf = errors.New("a node cannot evict itself")
 
 // BodySlack is how far above the store's MaxItemBytes a PUT body may go
 // before the upload is cut off: a value over MaxItemBytes is refused with
@@ -96,6 +109,7 @@ type Server struct {
 	info    func() any
 	cluster func() any
 	rebal   func(ctx context.Context) (uint64, error)
+	evict   func(ctx context.Context, node string) error
 	barrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
 	bearer  []byte // "Bearer <token>" material; nil = no authentication
 	maxItem int64
@@ -117,6 +131,7 @@ func New(opts Options) (*Server, error) {
 		info:    opts.Info,
 		cluster: opts.Cluster,
 		rebal:   opts.Rebalance,
+		evict:   opts.Evict,
 		barrier: opts.WriteBarrier,
 		maxItem: int64(opts.Store.Config().MaxItemBytes),
 	}
@@ -153,6 +168,7 @@ func New(opts Options) (*Server, error) {
 	protected.GET("/v1/info", s.getInfo)
 	protected.GET("/v1/cluster", s.getCluster)
 	protected.POST("/v1/cluster/rebalance", s.rebalance)
+	protected.POST("/v1/cluster/evict", s.evictNode)
 	protected.GET(keysPrefix+"*", s.getKey)
 	protected.HEAD(keysPrefix+"*", s.getKey)
 	protected.PUT(keysPrefix+"*", s.putKey)
@@ -367,4 +383,32 @@ func (s *Server) rebalance(c echo.Context) error {
 		return fail(c, kv.StatusUnavailable, err.Error())
 	}
 	return c.JSON(http.StatusOK, rebalanceBody{MapVersion: v})
+}
+
+type evictBody struct {
+	Evicted string `json:"evicted"`
+}
+
+// evictNode evicts ?node=ID for good (R-CLU-2): the leader records it in the
+// control-plane log, drops it from the map and from raft.
+func (s *Server) evictNode(c echo.Context) error {
+	if s.evict == nil {
+		return fail(c, kv.StatusNotFound, "no cluster")
+	}
+	node := c.QueryParam("node")
+	if node == "" {
+		return fail(c, kv.StatusBadRequest, "missing ?node=ID")
+	}
+	err := s.evict(c.Request().Context(), node)
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return c.JSON(http.StatusConflict, errorBody{Status: kv.StatusMoved.String(), Error: err.Error()})
+	case errors.Is(err, ErrUnknownNode):
+		return fail(c, kv.StatusNotFound, err.Error())
+	case errors.Is(err, ErrEvictSelf):
+		return fail(c, kv.StatusBadRequest, err.Error())
+	case err != nil:
+		return fail(c, kv.StatusUnavailable, err.Error())
+	}
+	return c.JSON(http.StatusOK, evictBody{Evicted: node})
 }
