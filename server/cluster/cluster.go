@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,6 +218,11 @@ type Cluster struct {
 	digMu   sync.Mutex // guards digests
 	digests map[NodeID]digestAt
 
+	probeMu sync.Mutex // guards probed
+	// probed: when each member (by gossip name) last answered a direct
+	// probe of ours (memberlist's PingDelegate): the suspicion producer.
+	probed map[string]time.Time
+
 	refusedMu sync.Mutex // guards refused
 	refused   map[string]bool
 
@@ -290,6 +297,7 @@ func New(cfg Config) (*Cluster, error) {
 		fsm:          newFSM(cfg.Store, cfg.ClusterID),
 		evSignal:     make(chan struct{}, 1),
 		digests:      map[NodeID]digestAt{},
+		probed:       map[string]time.Time{},
 		refused:      map[string]bool{},
 		routingCh:    make(chan struct{}),
 		requests:     make(chan request),
@@ -451,6 +459,7 @@ func (c *Cluster) startMemberlist() error {
 	mc.DeadNodeReclaimTime = min(c.t.MemberGrace, 10*time.Second)
 	d := &delegate{c: c}
 	mc.Delegate, mc.Events, mc.Merge, mc.Alive, mc.Conflict = d, d, d, d, d
+	mc.Ping = d
 	mc.Logger = log.New(levelWriter{log: c.log.With("component", "gossip")}, "", 0)
 	c.bq = &memberlist.TransmitLimitedQueue{NumNodes: func() int {
 		if c.ml == nil {
@@ -753,6 +762,7 @@ func (c *Cluster) tick() {
 		c.tracker.Expect(m.Nodes, now)
 	}
 	c.applyEvictions(now)
+	c.probeCheck(now)
 	for _, id := range c.tracker.Tick(now) {
 		m, _ := c.tracker.Get(id)
 		c.log.Info("member state", "member", id, "state", m.State.String())
@@ -1137,6 +1147,72 @@ func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
 
 func (d *delegate) LocalState(bool) []byte            { return nil }
 func (d *delegate) MergeRemoteState(_ []byte, _ bool) {}
+
+// AckPayload and NotifyPingComplete make the delegate memberlist's
+// PingDelegate: a direct probe of ours that got its ack records when.
+func (d *delegate) AckPayload() []byte { return nil }
+
+func (d *delegate) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
+	if other == nil {
+		return
+	}
+	name := strings.Clone(other.Name)
+	now := d.c.now()
+	d.c.probeMu.Lock()
+	d.c.probed[name] = now
+	d.c.probeMu.Unlock()
+}
+
+// probeStale is how long a member may go without answering a direct probe
+// of ours before it is Suspected. memberlist probes one member per
+// ProbeInterval, round-robin, so each is probed about once every
+// members × ProbeInterval: four rounds, never under two probe cycles.
+func (c *Cluster) probeStale() time.Duration {
+	n := 1
+	if c.ml != nil {
+		n = max(1, c.ml.NumMembers())
+	}
+	return max(4*time.Duration(n)*c.t.GossipProbeInterval, 2*(c.t.GossipProbeInterval+c.t.GossipProbeTimeout))
+}
+
+// probeCheck is the Suspected producer (R-CLU-2): memberlist does not
+// report its own suspicion, so an Alive member that answered none of our
+// direct probes for probeStale (and was Alive at least that long) is
+// Suspected; a Suspected member that answers a probe again is Alive.
+func (c *Cluster) probeCheck(now time.Time) {
+	if c.ml == nil {
+		return
+	}
+	stale := c.probeStale()
+	c.probeMu.Lock()
+	probed := maps.Clone(c.probed)
+	c.probeMu.Unlock()
+	for _, m := range c.tracker.Members() {
+		if m.Info.ID == c.cfg.Self.ID {
+			continue
+		}
+		last, ok := probed[string(m.Info.ID)]
+		var sig MemberSignal
+		switch m.State {
+		case MemberAlive:
+			ref := m.Since
+			if ok && last.After(ref) {
+				ref = last
+			}
+			if now.Sub(ref) > stale {
+				sig = SignalSuspect
+			}
+		case MemberSuspected:
+			if ok && last.After(m.Since) {
+				sig = SignalAlive
+			}
+		}
+		if sig != 0 && c.tracker.Signal(m.Info, sig, now) {
+			nm, _ := c.tracker.Get(m.Info.ID)
+			c.log.Info("member state", "member", m.Info.ID, "state", nm.State.String(), "probe-silence", stale)
+		}
+	}
+}
 
 func (d *delegate) NotifyJoin(n *memberlist.Node) {
 	if info, ok := d.c.infoOf(n); ok {
