@@ -285,15 +285,20 @@ func TestOwnerWritesReachTheReplica(t *testing.T) {
 		r := replication(t, owner, id(replica))
 		return r.State == "streaming" && r.LagRevisions == 0 && r.OpsShipped > 0 && r.Sessions == 1
 	})
-	metrics := httpGet(t, owner, "/metrics")
-	for _, want := range []string{
+	// The gauges are sampled on their own schedule: poll them too.
+	wants := []string{
 		`zaris_replication_lag_revisions{partition="0",replica="` + string(id(replica)) + `"} 0`,
 		`zaris_replication_streaming{partition="0",replica="` + string(id(replica)) + `"} 1`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Fatalf("metrics lack %q", want)
-		}
 	}
+	c.Eventually(waitFor, "lag 0 and streaming in /metrics", func() bool {
+		metrics := httpGet(t, owner, "/metrics")
+		for _, want := range wants {
+			if !strings.Contains(metrics, want) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func TestReplicaCatchesUpAfterARestart(t *testing.T) {
