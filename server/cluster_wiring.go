@@ -236,6 +236,18 @@ func (n *Node) Evict(ctx context.Context, id string) error {
 	return c.Evict(ctx, cluster.NodeID(id))
 }
 
+// Decommission takes the node out of the cluster for good (R-CLU-2): it
+// announces its leave — peers mark it Decommissioned and the leader drops it
+// from the map and from raft — then stops gracefully.
+func (n *Node) Decommission(ctx context.Context) error {
+	if c := n.Cluster(); c != nil {
+		if err := c.Leave(2 * time.Second); err != nil {
+			n.log.Warn("leave not announced to every peer", "err", err)
+		}
+	}
+	return n.Stop(ctx)
+}
+
 // RequestCounts are the requests received by the node's built-in
 // native-protocol service: every frame after the handshake, the OpBatch
 // frames and their items. A bulk call grouped by owner shows as exactly one

@@ -217,6 +217,7 @@ type Cluster struct {
 
 	digMu   sync.Mutex // guards digests
 	digests map[NodeID]digestAt
+	leaving atomic.Bool // decommissioning: announced in the node metadata
 
 	probeMu sync.Mutex // guards probed
 	// probed: when each member (by gossip name) last answered a direct
@@ -513,6 +514,22 @@ func (c *Cluster) GossipPort() int { return c.cfg.Self.GossipPort }
 // announce a leave: a stopped node is unreachable, then lost after the
 // grace window — a restart inside it keeps its place (R-CLU-2: a departing
 // node never changes the map by itself). Safe twice.
+// Leave decommissions the node: it announces in its metadata that it is
+// leaving (peers mark it Decommissioned, map-affecting: the leader drops it
+// from the map and from raft at once, no grace window), then leaves the
+// gossip. Stop follows. A plain Stop announces nothing, so a restart within
+// the grace window keeps the node's place.
+func (c *Cluster) Leave(timeout time.Duration) error {
+	if c.ml == nil {
+		return nil
+	}
+	c.leaving.Store(true)
+	if err := c.ml.UpdateNode(timeout); err != nil {
+		return err
+	}
+	return c.ml.Leave(timeout)
+}
+
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		close(c.stop)
@@ -1123,7 +1140,9 @@ func (c *Cluster) queue(ev memberEvent) {
 }
 
 func (d *delegate) NodeMeta(limit int) []byte {
-	b, err := EncodeMeta(d.c.self, limit)
+	m := d.c.self
+	m.Leaving = d.c.leaving.Load()
+	b, err := EncodeMeta(m, limit)
 	if err != nil {
 		d.c.log.Error("node metadata too large", "err", err)
 		return nil
@@ -1216,8 +1235,19 @@ func (c *Cluster) probeCheck(now time.Time) {
 
 func (d *delegate) NotifyJoin(n *memberlist.Node) {
 	if info, ok := d.c.infoOf(n); ok {
-		d.c.queue(memberEvent{info: info, sig: SignalAlive})
+		sig := SignalAlive
+		if leaving(n) {
+			sig = SignalLeft
+		}
+		d.c.queue(memberEvent{info: info, sig: sig})
 	}
+}
+
+// leaving reports whether n announced its decommission in its metadata
+// (read under memberlist's lock, in its callbacks).
+func leaving(n *memberlist.Node) bool {
+	m, err := DecodeMeta(n.Meta)
+	return err == nil && m.Leaving
 }
 
 func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.NotifyJoin(n) }
@@ -1228,7 +1258,7 @@ func (d *delegate) NotifyLeave(n *memberlist.Node) {
 		return
 	}
 	sig := SignalDead
-	if n.State == memberlist.StateLeft {
+	if n.State == memberlist.StateLeft || leaving(n) {
 		sig = SignalLeft
 	}
 	d.c.queue(memberEvent{info: info, sig: sig})

@@ -15,6 +15,9 @@ type Meta struct {
 	Store   string   `msgpack:"s"`
 	Cluster string   `msgpack:"c"`
 	Proto   uint8    `msgpack:"p"` // control-plane protocol version
+	// Leaving: the node is decommissioning (its leave follows): peers mark
+	// it Decommissioned instead of waiting out a failure's grace window.
+	Leaving bool `msgpack:"l,omitempty"`
 }
 
 // MetaProto is this build's control-plane protocol version.

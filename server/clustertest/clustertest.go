@@ -271,6 +271,20 @@ func (c *Cluster) Restart(nd *server.Node, whileDown func()) *server.Node {
 	return fresh
 }
 
+// Decommission takes nd out of the cluster for good (its leave is
+// announced) and stops it.
+func (c *Cluster) Decommission(nd *server.Node) {
+	c.t.Helper()
+	c.mu.Lock()
+	c.stopped[nd] = true
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+	defer cancel()
+	if err := nd.Decommission(ctx); err != nil {
+		c.t.Fatalf("clustertest: decommission %s: %v", nd.Config().NodeID, err)
+	}
+}
+
 // StopAll stops every node (t.Cleanup does it too).
 func (c *Cluster) StopAll() {
 	var wg sync.WaitGroup
