@@ -37,13 +37,7 @@ func newClient(t testing.TB) *sdk.Client { return newClientCfg(t, nil) }
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond) // poll interval, not synchronisation
-	}
+	testenv.Eventually(t, within, what, cond)
 }
 
 func ttlOf(t *testing.T, c *sdk.Client, key string) time.Duration {

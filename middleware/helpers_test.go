@@ -59,13 +59,7 @@ func do(h http.Handler, method, target string, kv ...string) *httptest.ResponseR
 
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(time.Millisecond) // poll interval, not synchronisation
-	}
+	testenv.Eventually(t, within, what, cond)
 }
 
 // fakeClock is a settable clock for ages and freshness.

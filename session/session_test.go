@@ -53,13 +53,7 @@ func newStore(t testing.TB, opts Options, keys ...[]byte) (*Store, *sdk.Client) 
 
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond) // poll interval, not synchronisation
-	}
+	testenv.Eventually(t, within, what, cond)
 }
 
 // request builds a GET carrying the cookies a previous response set.

@@ -87,3 +87,16 @@ func Serve(t testing.TB, st *store.Store, storeName string, mutate ...func(*nati
 	})
 	return l.Addr().String()
 }
+
+// Eventually polls cond until it holds, failing t with what when within
+// passes first (a poll with a deadline, never a sleep as synchronisation).
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(time.Millisecond) // poll interval
+	}
+}
