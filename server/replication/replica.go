@@ -77,6 +77,20 @@ func admit(pm *cluster.PartitionMap, self cluster.NodeID, h hello) (int, string)
 	return replyRefused, fmt.Sprintf("no partition %s in map version %d", h.Identity, pm.Version)
 }
 
+// recoverySession reports whether h is the sync source of a Recovering
+// partition shipping its copy to this node, the partition's owner.
+func recoverySession(pm *cluster.PartitionMap, h hello) bool {
+	if pm == nil {
+		return false
+	}
+	for i := range pm.Partitions {
+		if p := &pm.Partitions[i]; p.Identity == h.Identity {
+			return recoversFrom(p, h.From)
+		}
+	}
+	return false
+}
+
 // generationOf is the ownership generation of the partition with identity
 // id in pm (0 when pm has none).
 func generationOf(pm *cluster.PartitionMap, id string) uint64 {
@@ -128,6 +142,7 @@ func (m *Manager) ServePeer(conn net.Conn) {
 	m.mu.Lock()
 	status, why := admit(m.cur, cfg.Self, h)
 	gen := generationOf(m.cur, h.Identity)
+	fromSource := recoverySession(m.cur, h)
 	if m.closed {
 		status, why = replyRefused, "node stopping"
 	}
@@ -211,6 +226,9 @@ func (m *Manager) ServePeer(conn net.Conn) {
 					}
 				}
 				m.setLineage(seg, src)
+				if fromSource && len(ops) > 0 {
+					m.notePulled(int(seg), ops[len(ops)-1].Revision())
+				}
 				touch(seg)
 			case fSnapBegin:
 				seg, rev, count, err := decodeSnapBegin(body)
@@ -240,6 +258,9 @@ func (m *Manager) ServePeer(conn net.Conn) {
 				}
 				m.st.Segment(seg).InstallSnapshot(*snap)
 				m.setLineage(seg, src)
+				if fromSource {
+					m.notePulled(int(seg), rev)
+				}
 				touch(seg)
 				snap = nil
 			case fPing:

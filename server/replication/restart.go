@@ -25,20 +25,23 @@ import (
 // which puts the partition Recovering with that replica as the sync source
 // under a new ownership generation: the replica ships its copy to the
 // owner through the ordinary protocol, and when the partition serves again
-// its segments count as synced. ShouldCertify then sets the sticky
+// its segments count as synced, with the last revision the source shipped
+// as the source's head: a segment below it stays held (HoldBehindSource)
+// and does not count towards certification. ShouldCertify then sets the sticky
 // certified flag and the gate opens for good.
 type restartState struct {
 	mu        sync.Mutex
 	certified map[string]bool // partition identity → certified in this incarnation (sticky)
 	synced    []bool          // per segment: level with a live copy, or pulled from one
 	srcHead   []uint64        // per segment: the source's head revision when synced (0: none known)
+	pulled    []uint64        // per segment: the highest revision a recovery source shipped here
 	held      []bool          // per segment: the serve gate holds it (the store does not own it)
 	released  []bool          // per segment: served once in this incarnation (never held again)
 }
 
 func newRestartState(segments int) *restartState {
 	return &restartState{certified: map[string]bool{}, synced: make([]bool, segments),
-		srcHead: make([]uint64, segments), held: make([]bool, segments), released: make([]bool, segments)}
+		srcHead: make([]uint64, segments), pulled: make([]uint64, segments), held: make([]bool, segments), released: make([]bool, segments)}
 }
 
 // Certified reports whether this node certified the partition with
@@ -126,6 +129,26 @@ func (m *Manager) refuse(identity string, seg int) bool {
 	return recovery.ShouldRefuse(true, cert, synced, m.st.Segment(uint16(seg)).Revision() > 0)
 }
 
+// notePulled records that a recovery source shipped segment seg up to
+// revision rev (the source's head as this node last heard it).
+func (m *Manager) notePulled(seg int, rev uint64) {
+	m.rs.mu.Lock()
+	if seg >= 0 && seg < len(m.rs.pulled) && rev > m.rs.pulled[seg] {
+		m.rs.pulled[seg] = rev
+	}
+	m.rs.mu.Unlock()
+}
+
+// pulledHead is the highest revision a recovery source shipped for seg.
+func (m *Manager) pulledHead(seg int) uint64 {
+	m.rs.mu.Lock()
+	defer m.rs.mu.Unlock()
+	if seg < 0 || seg >= len(m.rs.pulled) {
+		return 0
+	}
+	return m.rs.pulled[seg]
+}
+
 // recoveredLocked marks synced every segment of the partitions that were
 // Recovering with this node as owner in prev and are served by it in next:
 // the leader let them serve once the source reported this node level.
@@ -143,7 +166,10 @@ func (m *Manager) recoveredLocked(prev, next *cluster.PartitionMap) {
 			if q.Identity == p.Identity && q.ActiveOwner == m.cfg.Self && q.HealthState() == failover.Recovering &&
 				q.OwnershipGeneration == p.OwnershipGeneration {
 				for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
-					m.markSynced(seg, 0)
+					// The source's head is the last revision it shipped: the
+					// serve gate holds a segment that did not reach it
+					// (HoldBehindSource) instead of answering NotFound.
+					m.markSynced(seg, m.pulledHead(seg))
 				}
 			}
 		}
@@ -183,7 +209,9 @@ func (m *Manager) gateLocked(pm *cluster.PartitionMap, applying bool) {
 		nSynced, nOwned := 0, 0
 		for seg := p.FirstSegment; seg <= p.LastSegment && seg < len(rs.held); seg++ {
 			nOwned++
-			if rs.synced[seg] {
+			// Synced is not enough to certify: a segment behind its
+			// source's head (HoldBehindSource) is not level yet.
+			if recovery.ServeGate(rs.synced[seg], m.st.Segment(uint16(seg)).Revision(), rs.srcHead[seg]) == recovery.Serve {
 				nSynced++
 			}
 		}

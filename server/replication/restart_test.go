@@ -81,12 +81,46 @@ func TestRestartRecoveryInMemory(t *testing.T) {
 		}
 		return true
 	})
+	for i := range kept {
+		// The source's head is recorded per segment (the serve gate's
+		// HoldBehindSource needs it).
+		if got, want := a2.m.pulledHead(i), b.st.Segment(uint16(i)).Revision(); got != want {
+			t.Fatalf("segment %d: recorded source head %d, source at %d", i, got, want)
+		}
+	}
+	// Segment 0's source head is made one revision ahead of what arrived:
+	// the source "accepted a write this node has not pulled". Serving the
+	// segment now would answer NotFound for that acknowledged write.
+	behind := a2.st.Segment(0).Revision() + 1
+	a2.m.notePulled(0, behind)
+
 	// Level: the partition serves again.
 	m4 := pairMap(4, a2, b, "a", "b", 2)
 	m4.Partitions[0].Health = failover.Degraded
 	b.m.Apply(m4)
 	applyNode(a2, m4)
+	if !a2.m.Held(0) || a2.m.Certified("p") {
+		t.Fatal("a segment behind its source's head served (HoldBehindSource ignored)")
+	}
+	for i := 1; i < 4; i++ {
+		if a2.m.Held(i) {
+			t.Fatalf("segment %d, level with its source, is held", i)
+		}
+	}
+	// The missing revision arrives: the gate opens and the partition certifies.
+	if _, err := a2.st.Segment(0).ApplyRecord(store.Record{Key: "late", Value: []byte("w"), Version: 1, Revision: behind}, store.OpPut); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "certified after the pull", func() bool { return a2.m.Certified("p") })
+	if a2.m.Held(0) {
+		t.Fatal("segment 0 still held once level with its source")
+	}
+	if _, err := b.st.Segment(0).ApplyRecord(store.Record{Key: "late", Value: []byte("w"), Version: 1, Revision: behind}, store.OpPut); err != nil {
+		t.Fatal(err)
+	}
+	for i := range kept {
+		kept[i] = b.st.Segment(uint16(i)).Digest()
+	}
 	for i := range n {
 		k := "k" + strconv.Itoa(i)
 		if got := a2.st.Get(k); got.Status.String() != "Success" || string(got.Value) != "v"+strconv.Itoa(i) {

@@ -265,8 +265,13 @@ func (s *shipper) session(log interface {
 		}
 		if plan != CatchUpHold {
 			// The replica holds nothing this owner lacks: the segment is
-			// level for restart recovery.
-			s.m.markSynced(int(seg), 0)
+			// level for restart recovery. A copy of this owner's own lease
+			// (same incarnation) gives its head; any other history gives none.
+			var head uint64
+			if ok && st.Lineage == own {
+				head = st.Revision
+			}
+			s.m.markSynced(int(seg), head)
 		}
 		s.held[i].Store(plan == CatchUpHold)
 		switch plan {
