@@ -15,20 +15,38 @@ type Clock interface {
 
 // coarseClock reads the system clock once per resolution tick so that the hot
 // path pays an atomic load, not a clock read (DESIGN.md "Hot path").
+//
+// Its time is the wall clock read once at start plus the monotonic time
+// elapsed since: a step of the system clock afterwards (an NTP correction, an
+// operator's date -s) does not move it, so a forward jump does not expire
+// every key with a shorter TTL at once and a backward jump does not stall
+// expiry. The cost: a node whose wall clock was wrong when it started stays
+// off by that much until it restarts (docs/DECISIONS.md D19).
 type coarseClock struct {
-	now  atomic.Int64
-	stop chan struct{}
-	done chan struct{}
+	now   atomic.Int64
+	base  int64     // wall clock at start, Unix nanoseconds
+	start time.Time // carries the monotonic reading the clock counts from
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 const coarseResolution = time.Millisecond
 
 func newCoarseClock() *coarseClock {
-	c := &coarseClock{stop: make(chan struct{}), done: make(chan struct{})}
-	c.now.Store(time.Now().UnixNano())
+	start := time.Now()
+	return newCoarseClockAt(start.UnixNano(), start)
+}
+
+// newCoarseClockAt starts a clock reading base at the monotonic instant start.
+func newCoarseClockAt(base int64, start time.Time) *coarseClock {
+	c := &coarseClock{base: base, start: start, stop: make(chan struct{}), done: make(chan struct{})}
+	c.now.Store(c.precise())
 	go c.run()
 	return c
 }
+
+// precise is the clock's exact time now: base plus the monotonic elapsed.
+func (c *coarseClock) precise() int64 { return c.base + int64(time.Since(c.start)) }
 
 func (c *coarseClock) run() {
 	defer close(c.done)
@@ -39,7 +57,7 @@ func (c *coarseClock) run() {
 		case <-c.stop:
 			return
 		case <-t.C:
-			c.advance(time.Now().UnixNano())
+			c.advance(c.precise())
 		}
 	}
 }
@@ -98,7 +116,7 @@ func (s *Store) writeNow() int64 {
 	if s.coarse == nil {
 		return s.clock.NowNano()
 	}
-	now := time.Now().UnixNano()
+	now := s.coarse.precise()
 	s.coarse.advance(now)
 	return now
 }
