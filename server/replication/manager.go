@@ -122,6 +122,9 @@ type Manager struct {
 	lineages []lineage  // per segment: the history of this node's replica copy
 
 	syncWaits, syncTimeouts, syncBestEffort atomic.Uint64
+	// snapshot applies on this node as a replica, by recovery.ApplyMode
+	// (index 0 unused).
+	snapModes [4]atomic.Uint64
 
 	rs *restartState // restart recovery: certification and the serve gate
 }

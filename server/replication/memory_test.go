@@ -238,3 +238,66 @@ func randomWrite(rng *rand.Rand, st *store.Store, k string) {
 		cmd(kv.CmdAppend, k, "+")
 	}
 }
+
+// A replica that falls behind the owner's trim floor catches up by
+// snapshot (R-REP-1). Its copy followed this very owner's lease, so its
+// revisions compare: it reconciles (a revision-bounded merge) instead of
+// wiping, and ends level — keys deleted while it was away are gone, keys
+// written meanwhile are there. A replica of another history wipes (the
+// randomized test above restarts replicas empty: those snapshots are
+// skips or wipes, never merges).
+func TestAReplicaBehindTheTrimFloorReconciles(t *testing.T) {
+	a := newPeer(t, "a", Async, tcpDial, func(c *store.Config) { c.OpLogMaxOps = 8 })
+	b := newPeer(t, "b", Async, tcpDial, nil)
+	for i := range 4 {
+		b.st.Segment(uint16(i)).SetOwned(false)
+	}
+	level := func() bool {
+		for i := range 4 {
+			ga, gb := a.st.Segment(uint16(i)), b.st.Segment(uint16(i))
+			if ga.Revision() != gb.Revision() || ga.Digest() != gb.Digest() {
+				return false
+			}
+		}
+		return true
+	}
+	m1 := pairMap(1, a, b, "a", "b", 1)
+	b.m.Apply(m1)
+	a.m.Apply(m1)
+	for i := range 100 {
+		a.st.Put("k"+strconv.Itoa(i), []byte("v1"), nil)
+	}
+	eventually(t, "the replica level", level)
+	_, reconciled0, _ := b.m.SnapshotApplies()
+
+	// The replica is cut off: the owner's map no longer lists it (same
+	// ownership generation: the lease goes on). Far more writes than the
+	// op-log keeps happen meanwhile, deletes among them.
+	alone := pairMap(2, a, b, "a", "b", 1)
+	alone.Partitions[0].ReplicaNodeIDs = nil
+	a.m.Apply(alone)
+	eventually(t, "the owner stopped shipping", func() bool { return len(a.m.Possession(cluster.PossessionQuery{Identity: "p", First: 0, Last: 3}).Replicas) == 0 })
+	for i := range 100 {
+		if i%3 == 0 {
+			a.st.Delete("k" + strconv.Itoa(i))
+		} else {
+			a.st.Put("k"+strconv.Itoa(i), []byte("v2"), nil)
+		}
+		a.st.Put("n"+strconv.Itoa(i), []byte("new"), nil)
+	}
+	for i := range 4 {
+		if b.st.Segment(uint16(i)).Revision() >= a.st.Segment(uint16(i)).TrimFloor() {
+			t.Fatalf("segment %d: the replica (revision %d) is not behind the trim floor %d", i,
+				b.st.Segment(uint16(i)).Revision(), a.st.Segment(uint16(i)).TrimFloor())
+		}
+	}
+
+	// Back in the map: catch-up by snapshot, applied as a reconcile.
+	m3 := pairMap(3, a, b, "a", "b", 1)
+	b.m.Apply(m3)
+	a.m.Apply(m3)
+	eventually(t, "the replica level again", level)
+	if _, reconciled, wiped := b.m.SnapshotApplies(); reconciled < reconciled0+4 {
+		t.Fatalf("snapshots applied: %d reconciled (before: %d), %d wiped — want one reconcile per segment", reconciled, reconciled0, wiped)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/cluster/failover"
+	"github.com/zaris-io/zaris/server/cluster/recovery"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -75,6 +77,42 @@ func admit(pm *cluster.PartitionMap, self cluster.NodeID, h hello) (int, string)
 		return replyOK, ""
 	}
 	return replyRefused, fmt.Sprintf("no partition %s in map version %d", h.Identity, pm.Version)
+}
+
+// applySnapshot applies a received snapshot the way ResyncApplyMode says
+// (R-REP-6 step 3): skip when this copy already holds exactly its content;
+// reconcile (a revision-bounded merge, keeping what the live channel brought
+// after it) when this copy is a passive replica that followed the same
+// owner's lease — its revisions compare with the snapshot's; wipe
+// otherwise. A reconcile that falls short escalates to a wipe at once
+// (priorReconcileShortfall): a copy left behind the snapshot must not wait
+// for another session to be level.
+func (m *Manager) applySnapshot(snap *store.Snapshot, fromSource bool, src lineage, log *slog.Logger) {
+	g := m.st.Segment(snap.Segment)
+	passive := !fromSource && m.lineage(snap.Segment) == src
+	mode := recovery.ResyncApplyMode(g.Digest() == m.st.SnapshotDigest(snap), passive, false)
+	switch mode {
+	case recovery.Skip:
+		g.AdoptRevision(snap.Revision)
+	case recovery.Reconcile:
+		if short := g.MergeSnapshot(*snap); short > 0 {
+			mode = recovery.ResyncApplyMode(false, passive, true)
+			log.Warn("replication: a reconcile fell short of the snapshot; wiping instead",
+				"segment", snap.Segment, "missing", short, "mode", mode.String())
+			g.InstallSnapshot(*snap)
+		}
+	default:
+		g.InstallSnapshot(*snap)
+	}
+	if int(mode) < len(m.snapModes) {
+		m.snapModes[mode].Add(1)
+	}
+}
+
+// SnapshotApplies counts the snapshots this node applied as a replica, by
+// mode: skipped (already level), reconciled (merged), wiped (replaced).
+func (m *Manager) SnapshotApplies() (skip, reconcile, wipe uint64) {
+	return m.snapModes[recovery.Skip].Load(), m.snapModes[recovery.Reconcile].Load(), m.snapModes[recovery.Wipe].Load()
 }
 
 // recoverySession reports whether h is the sync source of a Recovering
@@ -256,7 +294,7 @@ func (m *Manager) ServePeer(conn net.Conn) {
 				if snap == nil || seg != snap.Segment || rev != snap.Revision || len(snap.Records) != want {
 					return protoErr("snapshot end of segment %d", seg)
 				}
-				m.st.Segment(seg).InstallSnapshot(*snap)
+				m.applySnapshot(snap, fromSource, src, log)
 				m.setLineage(seg, src)
 				if fromSource {
 					m.notePulled(int(seg), rev)

@@ -87,12 +87,15 @@ var (
 	descSync = prometheus.NewDesc("zaris_replication_sync_writes_total",
 		"Sync writes by barrier outcome: waited, timeout, besteffort (acknowledged without their replicas).",
 		[]string{"outcome"}, nil)
+	descSnapApplies = prometheus.NewDesc("zaris_replication_snapshot_applies_total",
+		"Snapshots this node applied as a replica, by mode: skip (already level), reconcile (merged), wipe (replaced).",
+		[]string{"mode"}, nil)
 )
 
 type collector struct{ m *Manager }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLag, descStreaming, descSnapshots, descOps, descSessions, descSync} {
+	for _, d := range []*prometheus.Desc{descLag, descStreaming, descSnapshots, descOps, descSessions, descSync, descSnapApplies} {
 		ch <- d
 	}
 }
@@ -120,6 +123,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSync, prometheus.CounterValue, float64(st.Waits), "waited")
 	ch <- prometheus.MustNewConstMetric(descSync, prometheus.CounterValue, float64(st.Timeouts), "timeout")
 	ch <- prometheus.MustNewConstMetric(descSync, prometheus.CounterValue, float64(st.BestEffort), "besteffort")
+	skip, reconcile, wipe := c.m.SnapshotApplies()
+	ch <- prometheus.MustNewConstMetric(descSnapApplies, prometheus.CounterValue, float64(skip), "skip")
+	ch <- prometheus.MustNewConstMetric(descSnapApplies, prometheus.CounterValue, float64(reconcile), "reconcile")
+	ch <- prometheus.MustNewConstMetric(descSnapApplies, prometheus.CounterValue, float64(wipe), "wipe")
 }
 
 // Possession answers the leader's possession query (cluster.PeerPossession,

@@ -41,11 +41,35 @@ func recordHash(h *xxhash.Digest, buf *[24]byte, r *Record) uint64 {
 	binary.LittleEndian.PutUint64(buf[16:], uint64(r.ExpiresAt))
 	_, _ = h.Write(buf[:])
 	_, _ = h.WriteString(r.Key)
-	if r.coll != nil {
+	switch {
+	case r.coll != nil:
 		_, _ = h.Write([]byte{byte(r.Kind)})
 		_, _ = h.Write(r.coll.encode())
-	} else {
+	case r.Kind != KindString:
+		// An exported collection (a snapshot's record) carries its
+		// encoding as the value: it hashes as the live collection does.
+		_, _ = h.Write([]byte{byte(r.Kind)})
+		_, _ = h.Write(r.Value)
+	default:
 		_, _ = h.Write(r.Value)
 	}
 	return h.Sum64()
+}
+
+// SnapshotDigest is the digest a segment holding exactly snap's live records
+// would have now (Segment.Digest of the installed snapshot).
+func (s *Store) SnapshotDigest(snap *Snapshot) Digest {
+	now := s.clock.NowNano()
+	var d Digest
+	var h xxhash.Digest
+	var buf [24]byte
+	for i := range snap.Records {
+		r := &snap.Records[i]
+		if !r.liveAt(now) {
+			continue
+		}
+		d.Sum += recordHash(&h, &buf, r)
+		d.Count++
+	}
+	return d
 }
