@@ -91,10 +91,11 @@ type node struct {
 	log   string // log file (appended across restarts)
 
 	// guarded by Cluster.mu
-	cmd    *exec.Cmd
-	done   chan struct{} // closed when the process has exited
-	paused bool
-	starts int
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	paused  bool
+	starts  int
+	killing bool // the harness sent SIGKILL: the exit is expected
 }
 
 // Cluster is a set of zaris-server processes started by Start. Its methods
@@ -106,8 +107,9 @@ type Cluster struct {
 	ownDir   bool // Dir was created by Start: Close removes it
 	http     *http.Client
 	log      io.Writer
-	mu       sync.Mutex // guards every node's cmd, done, paused, starts; closed
+	mu       sync.Mutex // guards every node's cmd, done, paused, starts, killing; closed, crashes
 	closed   bool
+	crashes  []string // exits the harness did not cause
 	registry string
 }
 
@@ -226,7 +228,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Quorum != "" {
 		c.args = append(c.args, "--write-quorum", o.Quorum)
 	}
-	c.args = append(c.args, mergeFlags(o.DefaultTimings, o.Extra)...)
+	c.args = append(c.args, TimingFlags(o.DefaultTimings, o.Extra)...)
 	c.logf("cluster: %d nodes in %s, flags %s", o.Nodes, c.opts.Dir, strings.Join(c.args[4:], " "))
 	c.logf("cluster: registry %s", c.registry)
 	for i := range c.nodes {
@@ -249,9 +251,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
-// mergeFlags returns ChaosTimings (unless defaults) overridden by extra:
-// a flag of extra replaces the timing of the same name.
-func mergeFlags(defaults bool, extra []string) []string {
+// TimingFlags returns the flags Start adds for the timings: ChaosTimings
+// (unless defaults) overridden by extra — a flag of extra replaces the
+// timing of the same name — then extra.
+func TimingFlags(defaults bool, extra []string) []string {
 	named := map[string]bool{}
 	for _, f := range extra {
 		named[flagName(f)] = true
@@ -339,8 +342,20 @@ func (c *Cluster) spawn(i int) error {
 		return fmt.Errorf("chaos: start %s: %w", n.id, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	n.cmd, n.done, n.paused = cmd, done, false
+	go func() {
+		err := cmd.Wait()
+		c.mu.Lock()
+		if !n.killing {
+			msg := fmt.Sprintf("%s %s (pid %d) exited on its own: %v", time.Now().UTC().Format("15:04:05.000"), n.id, cmd.Process.Pid, err)
+			c.crashes = append(c.crashes, msg)
+			c.mu.Unlock()
+			c.logf("%s", msg)
+		} else {
+			c.mu.Unlock()
+		}
+		close(done)
+	}()
+	n.cmd, n.done, n.paused, n.killing = cmd, done, false, false
 	c.logf("%s started (pid %d, start #%d)", n.id, cmd.Process.Pid, n.starts)
 	return nil
 }
@@ -399,6 +414,7 @@ func (c *Cluster) Kill(i int) error {
 		return fmt.Errorf("chaos: kill %s: not running", n.id)
 	}
 	cmd, done := n.cmd, n.done
+	n.killing = true
 	c.mu.Unlock()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("chaos: kill %s: %w", n.id, err)
@@ -762,6 +778,40 @@ func (c *Cluster) LogTail(i, n int) string {
 	return strings.Join(ring, "\n")
 }
 
+// Crashes lists the process exits the harness did not cause (a crash, a
+// fatal error, a failed start).
+func (c *Cluster) Crashes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.crashes...)
+}
+
+// LogProblems scans every node's log for what must never appear — a panic,
+// a Go fatal error, a data race report — and returns the matching lines
+// with the node id (at most 20 per node).
+func (c *Cluster) LogProblems() []string {
+	var out []string
+	for i, n := range c.nodes {
+		f, err := os.Open(n.log)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		found := 0
+		for sc.Scan() && found < 20 {
+			line := sc.Text()
+			if strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "fatal error:") ||
+				strings.Contains(line, "WARNING: DATA RACE") || strings.Contains(line, "level=ERROR msg=\"panic") {
+				out = append(out, NodeID(i)+": "+line)
+				found++
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
 // LogPath is node i's log file (every start of the node appends to it).
 func (c *Cluster) LogPath(i int) string { return c.nodes[i].log }
 
@@ -778,6 +828,7 @@ func (c *Cluster) Close() error {
 	var running []*node
 	for _, n := range c.nodes {
 		if n.cmd != nil && !exited(n.done) {
+			n.killing = true
 			_ = n.cmd.Process.Signal(syscall.SIGKILL)
 			running = append(running, n)
 		}

@@ -1,0 +1,371 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zaris-io/zaris/sdk"
+)
+
+// ChaosConfig is one chaos run: a cluster, the workload and the fault
+// schedule.
+type ChaosConfig struct {
+	Cluster  Options
+	Workload WorkloadConfig
+	Schedule ScheduleConfig // Duration and Seed are taken from here
+	Out      io.Writer      // timeline and progress; nil = discard
+}
+
+// ChaosReport is the outcome of RunChaos.
+type ChaosReport struct {
+	Result
+	Faults   FaultStats
+	Timeline []Event
+	Crashes  []string // node exits the harness did not cause
+	Problems []string // panics, fatal errors, races in the node logs
+	Err      error    // harness trouble: a fault could not be injected, the cluster did not heal
+}
+
+// Failed reports whether the run shows a correctness problem that Sync
+// replication promises away: a lost or corrupt write, an unverifiable key,
+// a crash.
+func (r ChaosReport) Failed() bool {
+	return len(r.Lost) > 0 || r.Corrupt > 0 || len(r.Unverified) > 0 || len(r.Crashes) > 0 || len(r.Problems) > 0
+}
+
+// Lines are the detail lines of the report, the summary line last.
+func (r ChaosReport) Lines() []string {
+	lines := []string{r.Faults.String()}
+	lines = append(lines, r.Details()...)
+	for _, s := range r.Crashes {
+		lines = append(lines, "crash: "+s)
+	}
+	for _, s := range r.Problems {
+		lines = append(lines, "log problem: "+s)
+	}
+	if r.Err != nil {
+		lines = append(lines, "harness error: "+r.Err.Error())
+	}
+	return append(lines, r.Summary())
+}
+
+// RunChaos starts a cluster, runs the workload under the fault schedule,
+// heals the cluster, verifies every key against the ledger and closes the
+// cluster. An error means the run could not start; trouble during the run
+// is in the report's Err.
+func RunChaos(ctx context.Context, cfg ChaosConfig) (ChaosReport, error) {
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	if cfg.Cluster.Log == nil {
+		cfg.Cluster.Log = out
+	}
+	c, err := Start(ctx, cfg.Cluster)
+	if err != nil {
+		return ChaosReport{}, err
+	}
+	defer c.Close()
+	if err := c.WaitHealthy(ctx); err != nil {
+		return ChaosReport{}, err
+	}
+	cfg.Workload.Seed = cfg.Schedule.Seed
+	cfg.Workload.defaults()
+	w, err := StartWorkload(ctx, c.ConnString(), cfg.Workload, out)
+	if err != nil {
+		return ChaosReport{}, err
+	}
+	defer w.Stop()
+	tl := NewTimeline(out)
+	tl.Add("workload started: %d keys, %d writers, %d readers, seed %d", cfg.Workload.Keys, cfg.Workload.Writers, cfg.Workload.Readers, cfg.Schedule.Seed)
+	_ = sleepCtx(ctx, 2*time.Second) // a fault-free start: acknowledged writes to lose
+
+	sc := cfg.Schedule
+	sc.KeyOf, sc.Keys = cfg.Workload.Key, cfg.Workload.Keys
+	rep := ChaosReport{}
+	rep.Faults, rep.Err = RunSchedule(ctx, c, sc, tl)
+
+	hctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	if err := Heal(hctx, c, tl); err != nil {
+		tl.Add("heal failed: %v", err)
+		rep.Err = errors.Join(rep.Err, fmt.Errorf("heal: %w", err))
+	}
+	cancel()
+	_ = sleepCtx(ctx, time.Second) // the workload runs on the healed cluster a moment
+	tl.Add("verifying")
+	vctx, vcancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	rep.Result = w.Verify(vctx)
+	vcancel()
+	tl.Add("verified")
+	rep.Timeline = tl.Events()
+	rep.Crashes = c.Crashes()
+	rep.Problems = c.LogProblems()
+	if len(rep.Lost) > 0 || len(rep.Crashes) > 0 {
+		for i := range c.N() {
+			fmt.Fprintf(out, "---- last lines of %s's log (%s)\n%s\n", NodeID(i), c.LogPath(i), c.LogTail(i, 40))
+		}
+	}
+	return rep, nil
+}
+
+// FailoverConfig is the failover-time measurement (issue #8 item 7).
+type FailoverConfig struct {
+	Cluster Options       // usually DefaultTimings: the production failover time
+	Kills   int           // default 20
+	Attempt time.Duration // per-attempt deadline of the probe writes; default 250 ms
+	Seed    uint64
+	Out     io.Writer
+}
+
+// RunFailoverTime kills the owner of a probe key's partition Kills times
+// and measures, with the monotonic clock, the time from the SIGKILL to the
+// first acknowledged write of that key. After each kill the node is
+// restarted and the cluster healed. It returns every measurement.
+func RunFailoverTime(ctx context.Context, cfg FailoverConfig) ([]time.Duration, error) {
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	if cfg.Kills <= 0 {
+		cfg.Kills = 20
+	}
+	if cfg.Attempt <= 0 {
+		cfg.Attempt = 250 * time.Millisecond
+	}
+	if cfg.Cluster.Log == nil {
+		cfg.Cluster.Log = out
+	}
+	c, err := Start(ctx, cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if err := c.WaitHealthy(ctx); err != nil {
+		return nil, err
+	}
+	cl, err := sdk.Connect(ctx, c.ConnString(), sdk.WithLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0xfa11))
+	tl := NewTimeline(out)
+	// write retries key with short attempts until one is acknowledged or
+	// limit passes.
+	write := func(key string, limit time.Duration) (time.Time, error) {
+		end := time.Now().Add(limit)
+		for n := 0; ; n++ {
+			sent := time.Now()
+			actx, cancel := context.WithTimeout(ctx, cfg.Attempt)
+			r, err := cl.Put(actx, key, EncodeValue(key, uint64(n)+1, 64), nil)
+			cancel()
+			now := time.Now()
+			if err == nil && r.Status == sdk.StatusSuccess {
+				return now, nil
+			}
+			if now.After(end) || ctx.Err() != nil {
+				return now, fmt.Errorf("no write of %s acknowledged within %v (last: status %s, err %v)", key, limit, r.Status, err)
+			}
+			if now.Sub(sent) < 10*time.Millisecond {
+				_ = sleepCtx(ctx, 10*time.Millisecond) // an immediate refusal: do not spin
+			}
+		}
+	}
+	var times []time.Duration
+	for k := range cfg.Kills {
+		key := fmt.Sprintf("failover:%d:%d", k, rng.IntN(1<<20))
+		if _, err := write(key, 30*time.Second); err != nil {
+			return times, fmt.Errorf("before kill %d: %w", k+1, err)
+		}
+		owner, err := c.OwnerOf(ctx, key)
+		if err != nil {
+			return times, err
+		}
+		t0 := time.Now()
+		if err := c.Kill(owner); err != nil {
+			return times, err
+		}
+		at, err := write(key, 2*time.Minute)
+		if err != nil {
+			tl.Add("kill %d: %s: %v", k+1, NodeID(owner), err)
+			return times, err
+		}
+		d := at.Sub(t0)
+		times = append(times, d)
+		tl.Add("kill %d/%d: owner %s of %s, first acknowledged write after %v", k+1, cfg.Kills, NodeID(owner), key, d.Round(time.Millisecond))
+		if err := c.Restart(owner); err != nil {
+			return times, err
+		}
+		hctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		err = c.WaitHealthy(hctx)
+		cancel()
+		if err != nil {
+			return times, err
+		}
+	}
+	if crashes := c.Crashes(); len(crashes) > 0 {
+		return times, fmt.Errorf("node crashes: %s", strings.Join(crashes, "; "))
+	}
+	return times, nil
+}
+
+// Percentile returns the p-quantile (0..1) of ds by the nearest-rank rule.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(p*float64(len(s))+0.999999) - 1
+	return s[max(0, min(rank, len(s)-1))]
+}
+
+// ThroughputConfig is the replication-cost measurement.
+type ThroughputConfig struct {
+	Cluster     Options // Binary, Nodes, Extra, Log; RF, Mode and Quorum are set per row
+	Concurrency int     // writer goroutines over one client; default 64
+	Duration    time.Duration
+	ValueSize   int // default 64
+	Keys        int // key space; default 100000
+	Out         io.Writer
+}
+
+// ThroughputRow is one configuration's result.
+type ThroughputRow struct {
+	Name       string
+	RF         int
+	Mode       string
+	Quorum     string
+	Ops        int64
+	Errors     int64
+	Elapsed    time.Duration
+	OpsPerSec  float64
+	RatioToRF1 float64
+}
+
+// RunThroughput measures write throughput for RF 1, RF 2 async and RF 2
+// sync+all, each on a fresh cluster.
+func RunThroughput(ctx context.Context, cfg ThroughputConfig) ([]ThroughputRow, error) {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 64
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if cfg.ValueSize <= 0 {
+		cfg.ValueSize = 64
+	}
+	if cfg.Keys <= 0 {
+		cfg.Keys = 100000
+	}
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	rows := []ThroughputRow{
+		{Name: "RF1", RF: 1, Mode: "async"},
+		{Name: "RF2 async", RF: 2, Mode: "async"},
+		{Name: "RF2 sync+all", RF: 2, Mode: "sync", Quorum: "all"},
+	}
+	for i := range rows {
+		o := cfg.Cluster
+		o.RF, o.Mode, o.Quorum = rows[i].RF, rows[i].Mode, rows[i].Quorum
+		if o.Log == nil {
+			o.Log = out
+		}
+		if err := throughputRow(ctx, o, cfg, &rows[i]); err != nil {
+			return rows[:i], fmt.Errorf("%s: %w", rows[i].Name, err)
+		}
+		fmt.Fprintf(out, "throughput: %s %.0f ops/s (%d errors)\n", rows[i].Name, rows[i].OpsPerSec, rows[i].Errors)
+	}
+	for i := range rows {
+		rows[i].RatioToRF1 = rows[i].OpsPerSec / rows[0].OpsPerSec
+	}
+	return rows, nil
+}
+
+func throughputRow(ctx context.Context, o Options, cfg ThroughputConfig, row *ThroughputRow) error {
+	if o.Dir != "" {
+		o.Dir = strings.TrimRight(o.Dir, "/") + "/" + strings.NewReplacer(" ", "-", "+", "-").Replace(row.Name)
+	}
+	c, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.WaitHealthy(ctx); err != nil {
+		return err
+	}
+	cl, err := sdk.Connect(ctx, c.ConnString())
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	value := make([]byte, cfg.ValueSize)
+	for i := range value {
+		value[i] = 'v'
+	}
+	var (
+		ops, errs atomic.Int64
+		counting  atomic.Bool
+		wg        sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	for g := range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("tp:%d", rng.IntN(cfg.Keys))
+				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				r, err := cl.Put(cctx, key, value, nil)
+				cancel()
+				if !counting.Load() {
+					continue
+				}
+				if err == nil && r.Status == sdk.StatusSuccess {
+					ops.Add(1)
+				} else {
+					errs.Add(1)
+				}
+			}
+		}()
+	}
+	_ = sleepCtx(ctx, time.Second) // warm-up, not counted
+	counting.Store(true)
+	t0 := time.Now()
+	_ = sleepCtx(ctx, cfg.Duration)
+	counting.Store(false)
+	row.Elapsed = time.Since(t0)
+	row.Ops, row.Errors = ops.Load(), errs.Load()
+	close(stop)
+	wg.Wait()
+	row.OpsPerSec = float64(row.Ops) / row.Elapsed.Seconds()
+	return nil
+}
+
+// PrintThroughput writes rows as one table.
+func PrintThroughput(w io.Writer, rows []ThroughputRow, cfg ThroughputConfig) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "config\tops/s\tvs RF1\terrors\t\n")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%d\t\n", r.Name, r.OpsPerSec, r.RatioToRF1, r.Errors)
+	}
+	tw.Flush()
+}
