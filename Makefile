@@ -39,6 +39,16 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSlot -fuzztime $(FUZZTIME) ./internal/placement/
 
+## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput too)
+DURATION ?= 60s
+RF ?= 3
+MODE ?= sync
+QUORUM ?= majority
+SCENARIO ?= chaos
+.PHONY: chaos
+chaos:
+	$(GO) run ./test/chaos/cmd/chaos -duration $(DURATION) -rf $(RF) -mode $(MODE) -quorum $(QUORUM) -scenario $(SCENARIO)
+
 ## lint: formatting and vet
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
