@@ -13,7 +13,9 @@ import (
 // a partition's active owner and its health move, each move an
 // OwnershipChange committed through raft with a new epoch:
 //
-//	owner not alive ─ConfirmOwnerDown (suspect escalation)─▶ re-check: the
+//	owner declared down (memberlist's dead verdict, lost, evicted,
+//	decommissioned), or suspected for the suspect escalation window
+//	─ConfirmOwnerDown─▶ re-check: the
 //	owner answers a possession query directly? stay. Else ask every live
 //	copy what it holds ─ChooseCandidate─▶ none: Unavailable (loudly).
 //	A candidate: PromotionState (Degraded serves; Recovering syncs first),
@@ -139,7 +141,7 @@ func (c *Cluster) query(m *PartitionMap, id NodeID, p *Partition) (PossessionRep
 func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, ownerState MemberState,
 	alive func(NodeID) bool, now time.Time) {
 	owner := p.ActiveOwner
-	decision := failover.ConfirmOwnerDown(true, false, ownerState.MapAffecting(), st.suspected[owner], now, c.t.SuspectEscalation)
+	decision := failover.ConfirmOwnerDown(true, false, ownerState.DeclaredDown(), st.suspected[owner], now, c.t.SuspectEscalation)
 	if decision != failover.Confirm {
 		return
 	}

@@ -31,6 +31,15 @@ func (s MemberState) MapAffecting() bool {
 	return s == MemberLost || s == MemberEvicted || s == MemberDecommissioned
 }
 
+// DeclaredDown reports whether the failure detector or an operator declared
+// the member gone: memberlist's dead verdict at the end of its suspicion
+// round (Unreachable), the grace window run out, an eviction, a
+// decommission. It is the "node left" signal failover acts on at once,
+// after its direct liveness re-check (R-REP-3). Suspected — probes
+// unanswered while memberlist still counts the member alive — is only a
+// rumour: the suspect escalation window has to confirm it.
+func (s MemberState) DeclaredDown() bool { return s == MemberUnreachable || s.MapAffecting() }
+
 // MemberSignal is what the failure detector or an operator reports.
 type MemberSignal uint8
 

@@ -202,3 +202,25 @@ func TestNextMemberState(t *testing.T) {
 		}
 	}
 }
+
+// Which member states are the "node left" signal failover acts on without
+// the suspect escalation (R-REP-3).
+func TestDeclaredDown(t *testing.T) {
+	cases := []struct {
+		name  string
+		state MemberState
+		want  bool
+	}{
+		{"alive: never failed over", MemberAlive, false},
+		{"suspected (probes unanswered, memberlist still says alive): a GC pause or a blip must wait the escalation window", MemberSuspected, false},
+		{"memberlist's dead verdict after its suspicion round: waiting 10 s more only prolongs the outage", MemberUnreachable, true},
+		{"lost past the grace window", MemberLost, true},
+		{"evicted by an operator", MemberEvicted, true},
+		{"decommissioned: it announced its leave", MemberDecommissioned, true},
+	}
+	for _, c := range cases {
+		if got := c.state.DeclaredDown(); got != c.want {
+			t.Errorf("%s: DeclaredDown = %v", c.name, got)
+		}
+	}
+}
