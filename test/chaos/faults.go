@@ -147,6 +147,7 @@ func RunSchedule(ctx context.Context, c *Cluster, cfg ScheduleConfig, tl *Timeli
 	}
 	var st FaultStats
 	start := time.Now()
+	tl.Add("schedule starts; %s", c.Describe(ctx))
 	for n := 0; ; n++ {
 		kind := FaultKind(n % int(numFaultKinds))
 		if ctx.Err() != nil {
@@ -198,7 +199,7 @@ func RunSchedule(ctx context.Context, c *Cluster, cfg ScheduleConfig, tl *Timeli
 			tl.Add("cluster not healthy %v after %s: %v", cfg.HealTimeout, kind, err)
 			return st, fmt.Errorf("chaos: cluster did not heal after %s: %w", kind, err)
 		}
-		tl.Add("healthy again %v after the repair", time.Since(t0).Round(time.Millisecond))
+		tl.Add("healthy again %v after the repair; %s", time.Since(t0).Round(time.Millisecond), c.Describe(ctx))
 	}
 }
 

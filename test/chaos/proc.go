@@ -668,6 +668,22 @@ func (c *Cluster) OwnerOf(ctx context.Context, key string) (int, error) {
 	return -1, fmt.Errorf("chaos: no partition of %s's map covers slot %d", st.Self, slot)
 }
 
+// Describe summarises the map as the leader sees it: each partition's
+// owner, replicas, epoch and generation, and the leader (for the fault
+// timeline).
+func (c *Cluster) Describe(ctx context.Context) string {
+	st, err := c.view(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "map v%d leader %s term %d:", st.MapVersion, st.Leader, st.Term)
+	for _, p := range st.Partitions {
+		fmt.Fprintf(&b, " p%d primary %s replicas %v active owner %s, %s epoch %d gen %d;", p.ID, p.Primary, p.Replicas, p.ActiveOwner, p.Health, p.Epoch, p.Generation)
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
 // WaitHealthy waits (by default up to 90 s; ctx may bound it) until every
 // running node answers, has applied the same map version, names the same
 // leader, sees every partition healthy and every running node alive, and
