@@ -314,7 +314,7 @@ func New(cfg Config) (*Cluster, error) {
 // loop. On error everything started is stopped again.
 func (c *Cluster) Start() (err error) {
 	c.startedAt = c.now()
-	c.mux = NewPeerMux(c.cfg.PeerListener, c.cfg.Dial, c.log.With("component", "peer"))
+	c.mux = NewPeerMux(c.cfg.PeerListener, c.cfg.Self.ID, c.cfg.Dial, c.log.With("component", "peer"))
 	c.mux.Handle(PeerMapFetch, func(conn net.Conn) { serveMapFetch(conn, c.Map) })
 	c.mux.Handle(PeerPossession, func(conn net.Conn) { servePossession(conn, c.cfg.Possession) })
 	for b, h := range c.cfg.PeerHandlers {
@@ -341,9 +341,12 @@ func (c *Cluster) Start() (err error) {
 	return nil
 }
 
-func (c *Cluster) peerAddr(n NodeInfo) string {
-	return net.JoinHostPort(n.Host, strconv.Itoa(n.PeerPort))
-}
+// peerAddr is n's peer target, "id@host:port" (PeerTarget): the raft server
+// address of n and what every dial to a known node uses, so that a node
+// that took over n's address cannot answer as n. Raft state written by an
+// older run holds plain host:port addresses: they are dialed unchecked, and
+// the leader re-adds each live member at its target (PlanVoters).
+func (c *Cluster) peerAddr(n NodeInfo) string { return PeerTarget(n) }
 
 func (c *Cluster) startRaft() error {
 	hl := newHCLogger(c.log.With("component", "raft"))
@@ -496,12 +499,34 @@ func advertiseIP(host string) string {
 }
 
 // DialPeer opens a connection speaking protocol proto to the peer port at
-// addr (TLS-wrapped when the node speaks TLS). The caller closes it.
+// addr (TLS-wrapped when the node speaks TLS). The caller closes it. addr
+// is a peer target, "id@host:port" (PeerTarget): only node id may answer
+// there, another node refuses (ErrWrongPeer); a plain host:port is not
+// checked.
 func (c *Cluster) DialPeer(ctx context.Context, addr string, proto byte) (net.Conn, error) {
 	if c.mux == nil {
 		return nil, errors.New("cluster: not started")
 	}
 	return c.mux.Dial(ctx, addr, proto)
+}
+
+// DialPeerNode opens a connection speaking protocol proto to node id at
+// peer address addr (host:port); another node answering there refuses it
+// (*WrongPeerError, errors.Is ErrWrongPeer). The caller closes it.
+func (c *Cluster) DialPeerNode(ctx context.Context, addr string, id NodeID, proto byte) (net.Conn, error) {
+	if c.mux == nil {
+		return nil, errors.New("cluster: not started")
+	}
+	return c.mux.DialNode(ctx, addr, id, proto)
+}
+
+// MisdirectedPeers counts the peer connections this node refused because
+// they named another node (an address taken over from a dead node).
+func (c *Cluster) MisdirectedPeers() uint64 {
+	if c.mux == nil {
+		return 0
+	}
+	return c.mux.Misdirected()
 }
 
 // PeerAddr is the peer address (host:port) of a map node.
@@ -1077,6 +1102,8 @@ func (c *Cluster) repair() {
 	c.mu.Lock()
 	c.repairs++
 	c.mu.Unlock()
+	// The leader's address is the one it advertises to raft: its peer
+	// target (a plain host:port from an older leader, dialed unchecked).
 	var targets []string
 	if addr, id := c.raft.LeaderWithID(); id != "" && NodeID(id) != c.cfg.Self.ID {
 		targets = append(targets, string(addr))

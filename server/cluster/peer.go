@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,6 +32,57 @@ const (
 	PeerPossession byte = 4
 )
 
+// A connection that knows which node it means names it (issue #8: a new
+// node restarted on a dead node's host:port must not answer in its name —
+// raft would count a blank node's votes and acknowledgements as the dead
+// voter's, the leader would take its empty possession report for the old
+// owner's):
+//
+//	dialer:   proto|peerNamed, len(id), id
+//	acceptor: peerAccept                      it is this node: go on
+//	          peerRefuse, len(self), self     another node: closed
+//
+// A connection whose first byte lacks peerNamed names no node (a map fetch
+// from a node that does not know whom it asks, raft state written by an
+// older run with plain host:port addresses) and is served as before.
+const (
+	peerNamed  byte = 0x80
+	peerAccept byte = 0
+	peerRefuse byte = 1
+)
+
+// ErrWrongPeer: the node answering at a peer address is not the node the
+// dialer named (see WrongPeerError).
+var ErrWrongPeer = errors.New("cluster: another node answers at this peer address")
+
+// WrongPeerError is an identity dial refused by the node at Addr: it is
+// Got, not Want.
+type WrongPeerError struct {
+	Addr      string
+	Want, Got NodeID
+}
+
+func (e *WrongPeerError) Error() string {
+	return fmt.Sprintf("cluster: peer %s is node %q, not %q", e.Addr, e.Got, e.Want)
+}
+
+func (e *WrongPeerError) Unwrap() error { return ErrWrongPeer }
+
+// PeerTarget is n's peer address naming n: "id@host:port" (a bracketed
+// IPv6 host stays bracketed). It is the raft server address of n and what
+// Dial takes to check that n, and no other node, answers there.
+func PeerTarget(n NodeInfo) string { return string(n.ID) + "@" + PeerAddr(n) }
+
+// SplitPeerTarget splits a peer target into the node id and its host:port.
+// A plain host:port names no node (id ""). Node ids never contain '@', and
+// host:port never does.
+func SplitPeerTarget(target string) (NodeID, string) {
+	if id, addr, ok := strings.Cut(target, "@"); ok {
+		return NodeID(id), addr
+	}
+	return "", target
+}
+
 // peerHeaderTimeout bounds the wait for a new connection's protocol byte.
 const peerHeaderTimeout = 5 * time.Second
 
@@ -40,33 +93,44 @@ const maxFetchedMap = 16 << 20
 type Dialer func(ctx context.Context, addr string) (net.Conn, error)
 
 // PeerMux accepts connections on the peer listener and hands each to the
-// handler of its first byte. Raft's connections go to its stream layer.
+// handler of its first byte. Raft's connections go to its stream layer. A
+// connection naming another node than self is refused.
 type PeerMux struct {
-	ln  net.Listener
-	log *slog.Logger
-	dl  Dialer
+	ln   net.Listener
+	self NodeID
+	log  *slog.Logger
+	dl   Dialer
 
 	raftConns chan net.Conn
 	handlers  map[byte]func(net.Conn) // set before Serve; read-only after
 
-	mu     sync.Mutex // guards closed, conns
+	mu     sync.Mutex // guards closed, conns, warned
 	closed bool
 	conns  map[net.Conn]struct{}
+	warned map[string]bool // remote host + named id: a refusal logged at Warn once
 	done   chan struct{}
 	wg     sync.WaitGroup
+
+	misdirected atomic.Uint64 // connections refused: they named another node
 }
 
-// NewPeerMux wraps ln. Register handlers, then Serve.
-func NewPeerMux(ln net.Listener, dial Dialer, log *slog.Logger) *PeerMux {
+// NewPeerMux wraps ln for node self. Register handlers, then Serve.
+func NewPeerMux(ln net.Listener, self NodeID, dial Dialer, log *slog.Logger) *PeerMux {
 	if dial == nil {
 		dial = func(ctx context.Context, addr string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", addr)
 		}
 	}
-	return &PeerMux{ln: ln, log: log, dl: dial, raftConns: make(chan net.Conn),
-		handlers: map[byte]func(net.Conn){}, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+	return &PeerMux{ln: ln, self: self, log: log, dl: dial, raftConns: make(chan net.Conn),
+		handlers: map[byte]func(net.Conn){}, conns: map[net.Conn]struct{}{}, warned: map[string]bool{},
+		done: make(chan struct{})}
 }
+
+// Misdirected counts the connections refused because they named another
+// node: a sign that some node still takes this address for a node that
+// used to live here.
+func (m *PeerMux) Misdirected() uint64 { return m.misdirected.Load() }
 
 // Handle registers the handler of protocol b. It must be called before Serve.
 func (m *PeerMux) Handle(b byte, h func(net.Conn)) { m.handlers[b] = h }
@@ -129,8 +193,17 @@ func (m *PeerMux) route(c net.Conn) {
 		_ = c.Close()
 		return
 	}
+	proto := b[0]
+	if proto&peerNamed != 0 {
+		proto &^= peerNamed
+		if !m.admit(c) {
+			m.untrack(c)
+			_ = c.Close()
+			return
+		}
+	}
 	_ = c.SetReadDeadline(time.Time{})
-	if b[0] == PeerRaft {
+	if proto == PeerRaft {
 		// Raft owns the connection from here; its Close untracks it, and
 		// the mux's Close still closes it.
 		select {
@@ -143,12 +216,63 @@ func (m *PeerMux) route(c net.Conn) {
 	}
 	defer m.untrack(c)
 	defer c.Close()
-	h := m.handlers[b[0]]
+	h := m.handlers[proto]
 	if h == nil {
 		m.log.Info("peer connection with an unknown protocol byte; closed", "byte", b[0], "remote", c.RemoteAddr().String())
 		return
 	}
 	h(c)
+}
+
+// admit reads the node id a named connection is meant for (under the
+// header deadline) and answers: peerAccept when it is this node, else
+// peerRefuse and this node's id. It reports whether the connection goes on.
+func (m *PeerMux) admit(c net.Conn) bool {
+	want, err := readPeerID(c)
+	if err != nil {
+		return false
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(peerHeaderTimeout))
+	defer c.SetWriteDeadline(time.Time{})
+	if want == m.self {
+		_, err := c.Write([]byte{peerAccept})
+		return err == nil
+	}
+	m.misdirected.Add(1)
+	remote := c.RemoteAddr().String()
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	m.mu.Lock()
+	first := !m.warned[host+" "+string(want)]
+	m.warned[host+" "+string(want)] = true
+	m.mu.Unlock()
+	if first {
+		m.log.Warn("refused a peer connection meant for another node: this node took over an address another node used "+
+			"(or the sender's configuration is wrong); the sender must not count this node as that one",
+			"want_node", want, "self", m.self, "remote", remote)
+	}
+	_, _ = c.Write(appendPeerID([]byte{peerRefuse}, m.self))
+	return false
+}
+
+// appendPeerID appends id with its one-byte length (ids are at most 255
+// bytes; ValidNodeID allows 64).
+func appendPeerID(b []byte, id NodeID) []byte {
+	return append(append(b, byte(len(id))), id...)
+}
+
+func readPeerID(r io.Reader) (NodeID, error) {
+	var n [1]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return "", err
+	}
+	id := make([]byte, n[0])
+	if _, err := io.ReadFull(r, id); err != nil {
+		return "", err
+	}
+	return NodeID(id), nil
 }
 
 // trackedConn is a connection handed over to raft: closing it forgets it.
@@ -183,21 +307,64 @@ func (m *PeerMux) Close() {
 // Addr is the peer listener's address.
 func (m *PeerMux) Addr() net.Addr { return m.ln.Addr() }
 
-// Dial opens a connection to a peer speaking protocol proto.
-func (m *PeerMux) Dial(ctx context.Context, addr string, proto byte) (net.Conn, error) {
+// Dial opens a connection speaking protocol proto to the peer target
+// "id@host:port" (PeerTarget): only node id may answer, another node at
+// that address refuses (*WrongPeerError). A plain "host:port" names no
+// node and is not checked.
+func (m *PeerMux) Dial(ctx context.Context, target string, proto byte) (net.Conn, error) {
+	id, addr := SplitPeerTarget(target)
+	return m.DialNode(ctx, addr, id, proto)
+}
+
+// DialNode opens a connection speaking protocol proto to node id at peer
+// address addr (host:port). It returns once the node there accepted it as
+// id; another node refuses it with a *WrongPeerError (errors.Is
+// ErrWrongPeer). id "" names no node: the connection is not checked.
+func (m *PeerMux) DialNode(ctx context.Context, addr string, id NodeID, proto byte) (net.Conn, error) {
+	if proto&peerNamed != 0 || len(id) > 255 {
+		return nil, fmt.Errorf("cluster: peer protocol %#x to node %q: invalid", proto, id)
+	}
 	c, err := m.dl(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetWriteDeadline(dl)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(peerHeaderTimeout)
 	}
-	if _, err := c.Write([]byte{proto}); err != nil {
+	_ = c.SetDeadline(dl)
+	hdr := []byte{proto}
+	if id != "" {
+		hdr = appendPeerID([]byte{proto | peerNamed}, id)
+	}
+	if _, err := c.Write(hdr); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
-	_ = c.SetWriteDeadline(time.Time{})
+	if id != "" {
+		if err := readAdmission(c, addr, id); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+	}
+	_ = c.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// readAdmission reads the acceptor's answer to a named connection.
+func readAdmission(c net.Conn, addr string, id NodeID) error {
+	var b [1]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		return fmt.Errorf("cluster: peer %s (node %q) closed the connection: %w", addr, id, err)
+	}
+	switch b[0] {
+	case peerAccept:
+		return nil
+	case peerRefuse:
+		got, _ := readPeerID(c)
+		return &WrongPeerError{Addr: addr, Want: id, Got: got}
+	}
+	return fmt.Errorf("cluster: peer %s (node %q) answered %#x to a named connection", addr, id, b[0])
 }
 
 // raftLayer is raft's StreamLayer over the mux.
@@ -222,13 +389,16 @@ func (l *raftLayer) Close() error { return nil }
 
 func (l *raftLayer) Addr() net.Addr { return l.advertise }
 
+// Dial dials a raft server address: PeerTarget's "id@host:port", so only
+// that voter answers, or a plain host:port from an older run's state.
 func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return l.m.Dial(ctx, string(address), PeerRaft)
 }
 
-// advertiseAddr is a net.Addr for a host:port string.
+// advertiseAddr is a net.Addr for a peer target (raft's LocalAddr: the
+// address other servers record for this one).
 type advertiseAddr string
 
 func (a advertiseAddr) Network() string { return "tcp" }
@@ -251,7 +421,8 @@ func serveMapFetch(c net.Conn, current func() *PartitionMap) {
 	_, _ = c.Write(append(hdr[:], body...))
 }
 
-// fetchMap asks the node at peer address addr for its committed map.
+// fetchMap asks the node at peer target addr ("id@host:port", or a plain
+// host:port when the node is not known) for its committed map.
 func (m *PeerMux) fetchMap(ctx context.Context, addr string) (*PartitionMap, error) {
 	c, err := m.Dial(ctx, addr, PeerMapFetch)
 	if err != nil {

@@ -80,7 +80,9 @@ func servePossession(c net.Conn, answer func(PossessionQuery) PossessionReport) 
 	_ = writeLenPrefixed(c, &rep)
 }
 
-// queryPossession asks the node at peer address addr what it holds of p.
+// queryPossession asks the node at peer target addr ("id@host:port") what
+// it holds of p. Only that node answers: a node that took over the address
+// refuses, and its empty holdings are never taken for the old node's.
 func (m *PeerMux) queryPossession(ctx context.Context, addr string, p *Partition) (PossessionReport, error) {
 	var rep PossessionReport
 	c, err := m.Dial(ctx, addr, PeerPossession)

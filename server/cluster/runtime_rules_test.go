@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -175,10 +176,12 @@ func TestRebalanceGivesJoinersPartitions(t *testing.T) {
 }
 
 func TestPlanVoters(t *testing.T) {
-	addr := func(n NodeInfo) string { return string(n.ID) + ":7811" }
 	srv := func(id string, voter bool) RaftServer {
-		return RaftServer{ID: NodeID(id), Address: id + ":7811", Voter: voter}
+		return RaftServer{ID: NodeID(id), Address: PeerTarget(view(id, MemberAlive).Info), Voter: voter}
 	}
+	// c took over b's host:port under a new id (issue #8).
+	taker := view("c", MemberAlive)
+	taker.Info.PeerPort = view("b", MemberAlive).Info.PeerPort
 	cases := []struct {
 		name    string
 		servers []RaftServer
@@ -186,23 +189,47 @@ func TestPlanVoters(t *testing.T) {
 		want    string
 	}{
 		{"a new alive member becomes a voter",
-			[]RaftServer{srv("a", true)}, []MemberView{view("a", MemberAlive), view("b", MemberAlive)}, "[{1 b b:7811}]"},
+			[]RaftServer{srv("a", true)}, []MemberView{view("a", MemberAlive), view("b", MemberAlive)}, "[{1 b b@127.0.0.1:7100}]"},
 		{"beyond five voters, a non-voter (commits stay fast)",
 			[]RaftServer{srv("a", true), srv("b", true), srv("c", true), srv("d", true), srv("e", true)},
-			[]MemberView{view("a", MemberAlive), view("f", MemberAlive)}, "[{2 f f:7811}]"},
+			[]MemberView{view("a", MemberAlive), view("f", MemberAlive)}, "[{2 f f@127.0.0.1:7100}]"},
 		{"a lost member is removed and a non-voter promoted in its seat",
 			[]RaftServer{srv("a", true), srv("b", true), srv("c", false)},
-			[]MemberView{view("a", MemberAlive), view("b", MemberLost), view("c", MemberAlive)}, "[{3 b } {1 c c:7811}]"},
+			[]MemberView{view("a", MemberAlive), view("b", MemberLost), view("c", MemberAlive)}, "[{3 b } {1 c c@127.0.0.1:7100}]"},
 		{"an unreachable voter keeps its seat (a GC pause must not cost a voter)",
 			[]RaftServer{srv("a", true), srv("b", true)},
 			[]MemberView{view("a", MemberAlive), view("b", MemberUnreachable)}, "[]"},
 		{"the leader never removes itself",
 			[]RaftServer{srv("a", true)}, []MemberView{view("a", MemberDecommissioned)}, "[]"},
+		{"a voter seated at a plain host:port by an older run is re-added at its target, so dials to it name it",
+			[]RaftServer{srv("a", true), {ID: "b", Address: "127.0.0.1:7100", Voter: true}},
+			[]MemberView{view("a", MemberAlive), view("b", MemberAlive)}, "[{1 b b@127.0.0.1:7100}]"},
+		{"a node on a dead voter's host:port is a voter of its own; the dead voter keeps its seat and is never dialed as the new node",
+			[]RaftServer{srv("a", true), srv("b", true)},
+			[]MemberView{view("a", MemberAlive), view("b", MemberUnreachable), taker}, "[{1 c c@127.0.0.1:7100}]"},
 	}
 	for _, c := range cases {
-		if got := fmt.Sprint(PlanVoters("a", c.servers, c.members, addr)); got != c.want {
+		if got := fmt.Sprint(PlanVoters("a", c.servers, c.members, PeerTarget)); got != c.want {
 			t.Errorf("%s: %s", c.name, got)
 		}
+	}
+}
+
+func TestSplitPeerTarget(t *testing.T) {
+	cases := []struct{ in, id, addr string }{
+		{"n1@127.0.0.1:7811", "n1", "127.0.0.1:7811"},
+		{"n1@[::1]:7811", "n1", "[::1]:7811"},
+		{"node-a.b_c@zaris-0.zaris.svc:7811", "node-a.b_c", "zaris-0.zaris.svc:7811"},
+		{"127.0.0.1:7811", "", "127.0.0.1:7811"}, // an older run's raft address: names no node
+		{"[fe80::1%eth0]:7811", "", "[fe80::1%eth0]:7811"},
+	}
+	for _, c := range cases {
+		if id, addr := SplitPeerTarget(c.in); string(id) != c.id || addr != c.addr {
+			t.Errorf("%s: %q %q", c.in, id, addr)
+		}
+	}
+	if got := PeerTarget(NodeInfo{ID: "n1", Host: "::1", PeerPort: 7811}); got != "n1@[::1]:7811" {
+		t.Errorf("IPv6 target: %s", got)
 	}
 }
 
@@ -469,7 +496,7 @@ func TestPeerMuxRoutesByFirstByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := NewPeerMux(ln, nil, discardLogger())
+	mux := NewPeerMux(ln, "a", nil, discardLogger())
 	m := planned("a")
 	mux.Handle(PeerMapFetch, func(c net.Conn) { serveMapFetch(c, func() *PartitionMap { return m }) })
 	mux.Serve()
@@ -492,6 +519,98 @@ func TestPeerMuxRoutesByFirstByte(t *testing.T) {
 	c.Close()
 	mux.Close()
 	mux.Close() // safe twice
+}
+
+// TestPeerMuxChecksTheNamedNode: a node that took over another node's
+// peer address (issue #8) refuses connections naming that node — raft's,
+// the possession query's, a map fetch's — and counts them; connections
+// naming it, and legacy ones naming no node, are served.
+func TestPeerMuxChecksTheNamedNode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := NewPeerMux(ln, "n4", nil, discardLogger())
+	m := planned("n4")
+	mux.Handle(PeerMapFetch, func(c net.Conn) { serveMapFetch(c, func() *PartitionMap { return m }) })
+	mux.Handle(PeerPossession, func(c net.Conn) {
+		servePossession(c, func(PossessionQuery) PossessionReport { return PossessionReport{HeldKeys: 0} })
+	})
+	mux.Serve()
+	defer mux.Close()
+	ctx, cancel := contextTimeout(5 * time.Second)
+	defer cancel()
+	addr := ln.Addr().String()
+	self := NodeInfo{ID: "n4", Host: "127.0.0.1", PeerPort: ln.Addr().(*net.TCPAddr).Port}
+	dead := self
+	dead.ID = "n2"
+
+	// Its own id and the legacy form are served.
+	for _, target := range []string{PeerTarget(self), addr} {
+		if got, err := mux.fetchMap(ctx, target); err != nil || got == nil || got.Version != m.Version {
+			t.Fatalf("fetch via %s: %v %+v", target, err, got)
+		}
+	}
+	if _, err := mux.queryPossession(ctx, PeerTarget(self), &m.Partitions[0]); err != nil {
+		t.Fatalf("possession naming self: %v", err)
+	}
+
+	// Another id is refused on every protocol, with both ids in the error.
+	var wrong *WrongPeerError
+	if _, err := mux.queryPossession(ctx, PeerTarget(dead), &m.Partitions[0]); !errors.As(err, &wrong) ||
+		wrong.Want != "n2" || wrong.Got != "n4" || !errors.Is(err, ErrWrongPeer) {
+		t.Fatalf("possession naming the dead node: %v", err)
+	}
+	if _, err := mux.fetchMap(ctx, PeerTarget(dead)); !errors.Is(err, ErrWrongPeer) {
+		t.Fatalf("fetch naming the dead node: %v", err)
+	}
+	layer := &raftLayer{m: mux}
+	if c, err := layer.Dial(raft.ServerAddress(PeerTarget(dead)), 2*time.Second); !errors.Is(err, ErrWrongPeer) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("raft dial naming the dead voter: %v", err)
+	}
+	if got := mux.Misdirected(); got != 3 {
+		t.Fatalf("misdirected = %d, want 3", got)
+	}
+
+	// Raft naming this node reaches raft's stream layer.
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := layer.Accept(); err == nil {
+			accepted <- c
+		}
+	}()
+	c, err := layer.Dial(raft.ServerAddress(PeerTarget(self)), 2*time.Second)
+	if err != nil {
+		t.Fatalf("raft dial naming self: %v", err)
+	}
+	defer c.Close()
+	select {
+	case a := <-accepted:
+		a.Close()
+	case <-ctx.Done():
+		t.Fatal("raft connection naming self not handed to raft")
+	}
+
+	// A dialer that speaks the protocol by hand sees the refusal byte and
+	// the answering node's id, then the close.
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_, _ = nc.Write(appendPeerID([]byte{PeerRaft | peerNamed}, "n2"))
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 16)
+	n, _ := io.ReadFull(nc, buf[:4])
+	if n != 4 || string(buf[:4]) != "\x01\x02n4" {
+		t.Fatalf("refusal: %q", buf[:n])
+	}
+	if n, err := nc.Read(buf); n != 0 || err == nil {
+		t.Fatal("a refused connection must be closed")
+	}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

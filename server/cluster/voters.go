@@ -5,7 +5,11 @@ package cluster
 // that still replicate the log.
 const MaxVoters = 5
 
-// RaftServer is one server of the raft configuration.
+// RaftServer is one server of the raft configuration. Address is the
+// server's peer target, "id@host:port" (PeerTarget): raft dials voters by
+// address alone, and the id in it lets the node there refuse a connection
+// meant for another (a new node on a dead voter's host:port must not vote
+// or acknowledge as that voter). A plain host:port is an older run's.
 type RaftServer struct {
 	ID      NodeID
 	Address string
@@ -32,11 +36,14 @@ type RaftChange struct {
 //   - a departed member (map-affecting state) is removed (never the leader);
 //   - an alive member missing from the configuration is added, as a voter
 //     while there are fewer than MaxVoters, else as a non-voter;
-//   - an alive member whose peer address changed is re-added at it;
+//   - an alive member whose peer target changed is re-added at it (a new
+//     address, or a plain host:port recorded by an older run: re-added at
+//     its id-carrying target, dials to it are checked from then on);
 //   - a non-voter is promoted while voters are missing.
 //
 // Members only suspected or unreachable keep their seat: a GC pause must
-// not cost a voter. peerAddr gives a member's peer address.
+// not cost a voter, not even when another node took over its address (the
+// two targets differ by id). peerAddr gives a member's peer target.
 func PlanVoters(self NodeID, servers []RaftServer, members []MemberView, peerAddr func(NodeInfo) string) []RaftChange {
 	var out []RaftChange
 	state := map[NodeID]MemberView{}

@@ -218,6 +218,20 @@ func (c *Cluster) Stop(nd *server.Node) {
 // replication.
 func (c *Cluster) Restart(nd *server.Node, whileDown func()) *server.Node {
 	c.t.Helper()
+	return c.restart(nd, nd.Config().NodeID, whileDown)
+}
+
+// RestartAs is Restart under another node id: a new, empty node comes up on
+// nd's ports (host and every port the same), joining the running nodes — a
+// pod rescheduled under a new identity, a configuration mix-up. The others
+// must not take it for nd (issue #8).
+func (c *Cluster) RestartAs(nd *server.Node, id string, whileDown func()) *server.Node {
+	c.t.Helper()
+	return c.restart(nd, id, whileDown)
+}
+
+func (c *Cluster) restart(nd *server.Node, id string, whileDown func()) *server.Node {
+	c.t.Helper()
 	ports := nd.Info().Ports
 	c.Stop(nd)
 	if whileDown != nil {
@@ -227,7 +241,7 @@ func (c *Cluster) Restart(nd *server.Node, whileDown func()) *server.Node {
 	for _, r := range c.Running() {
 		seeds = append(seeds, GossipAddr(r))
 	}
-	cfg := NodeConfig(nd.Config().NodeID, c.opts)
+	cfg := NodeConfig(id, c.opts)
 	cfg.ClientPort, cfg.PeerPort, cfg.GossipPort = ports.Client, ports.Peer, ports.Gossip
 	if cfg.RESPPort != 0 {
 		cfg.RESPPort = ports.RESP
