@@ -416,7 +416,9 @@ func (m *Manager) fenceDeposed(id string, gen uint64) {
 	ps.retire()
 }
 
-// peerAddr is the peer address of node id in the current map.
+// peerAddr is the peer target of node id in the current map: its address
+// naming the node, so that a different node now at that address refuses
+// the session (cluster.ErrWrongPeer) instead of taking it as its own.
 func (m *Manager) peerAddr(id cluster.NodeID) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -427,7 +429,7 @@ func (m *Manager) peerAddr(id cluster.NodeID) (string, bool) {
 	if !ok || n.PeerPort <= 0 {
 		return "", false
 	}
-	return cluster.PeerAddr(n), true
+	return cluster.PeerTarget(n), true
 }
 
 func (m *Manager) mapVersion() uint64 {

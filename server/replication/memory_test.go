@@ -70,7 +70,10 @@ func newPeer(t *testing.T, id cluster.NodeID, mode Mode, dial func(ctx context.C
 
 func (p *peer) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
 
-func tcpDial(ctx context.Context, addr string) (net.Conn, error) {
+// tcpDial dials a peer target without the cluster's identity check (these
+// managers have no peer mux).
+func tcpDial(ctx context.Context, target string) (net.Conn, error) {
+	_, addr := cluster.SplitPeerTarget(target)
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
 }
