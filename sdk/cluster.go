@@ -406,28 +406,51 @@ func (b *clusterBackend) fly(f *refreshFlight) {
 	close(f.done)
 }
 
-// fetchAndInstall fetches the map from the first node that answers — the
-// table's nodes in rotating order, then the seeds — and installs it.
+// fetchAndInstall fetches the map from the members — the table's nodes in
+// rotating order, then the seeds — and installs the first one newer than
+// the table's. A member that answers with the same version is not the last
+// word: a node cut off from the cluster (a network partition) keeps
+// answering the map it last heard, where its owner status is already
+// revoked, and a client that asked only it would wait for the next poll.
+// When nobody has a newer map, the newest one answered is installed (a
+// no-op for the same version).
 func (b *clusterBackend) fetchAndInstall(how mapSource) error {
 	ctx, cancel := context.WithTimeout(b.ctx, b.dialTO+b.callTO)
 	defer cancel()
 	t := b.table.Load()
 	start := int(b.rr.Add(1))
-	var errs []error
+	var (
+		errs     []error
+		best     *wire.RoutingMap
+		bestFrom string
+	)
 	for i := range t.nodes {
 		n := t.nodes[(start+i)%len(t.nodes)]
 		c, err := n.be.conn(ctx)
 		if err == nil {
 			var m *wire.RoutingMap
 			if m, err = fetchMap(ctx, c); err == nil {
-				b.install(m, n.addr, how)
-				return nil
+				if m.Version > t.version {
+					b.install(m, n.addr, how)
+					return nil
+				}
+				if best == nil || m.Version > best.Version {
+					best, bestFrom = m, n.addr
+				}
+				continue
 			}
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", n.id, err))
 		if ctx.Err() != nil {
-			return ctx.Err()
+			break
 		}
+	}
+	if best != nil {
+		b.install(best, bestFrom, how)
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
 	// No member answered: ask the seeds the client was given.
 	for _, ep := range b.cs.Endpoints {
