@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 )
 
 // ErrNoNetns: this machine cannot build a private network (not root, no
@@ -34,8 +35,12 @@ func NewNet(n int) (*Net, error) {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, fmt.Errorf("%w: no ip command (iproute2)", ErrNoNetns)
 	}
-	id := os.Getpid() % 100000
-	nt := &Net{bridge: fmt.Sprintf("zb%d", id), prefix: fmt.Sprintf("10.213.%d.", id%250)}
+	// Names and the subnet are unique per process and per call: a test
+	// builds one network after another, and the kernel may still be
+	// tearing the last one down.
+	seq := netSeq.Add(1)
+	id := (os.Getpid()%1000)*100 + int(seq%100)
+	nt := &Net{bridge: fmt.Sprintf("zb%d", id), prefix: fmt.Sprintf("10.213.%d.", (os.Getpid()+int(seq))%250)}
 	if err := ip("link", "add", nt.bridge, "type", "bridge"); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoNetns, err)
 	}
@@ -75,6 +80,8 @@ func NewNet(n int) (*Net, error) {
 	return nt, nil
 }
 
+var netSeq atomic.Int64
+
 // Host is node i's address (0-based, as Cluster numbers nodes).
 func (nt *Net) Host(i int) string { return fmt.Sprint(nt.prefix, i+1) }
 
@@ -107,6 +114,9 @@ func (nt *Net) routes(i int, verb string) error {
 // exit: kill them first.
 func (nt *Net) Close() error {
 	var errs []error
+	for _, veth := range nt.veth {
+		_ = ip("link", "del", veth) // usually gone with its namespace already
+	}
 	for _, ns := range nt.ns {
 		if err := ip("netns", "del", ns); err != nil {
 			errs = append(errs, err)

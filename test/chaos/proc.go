@@ -443,8 +443,50 @@ func (c *Cluster) Pause(i int) error {
 		return fmt.Errorf("chaos: pause %s: %w", n.id, err)
 	}
 	n.paused = true
+	// A signal is delivered asynchronously: a thread running on another
+	// CPU may still answer a request after kill(2) returned. Wait until
+	// every thread is stopped, so the pause starts when Pause returns.
+	if err := waitStopped(n.cmd.Process.Pid, 2*time.Second); err != nil {
+		return fmt.Errorf("chaos: pause %s: %w", n.id, err)
+	}
 	c.logf("%s paused (SIGSTOP)", n.id)
 	return nil
+}
+
+// waitStopped polls /proc until every thread of pid is in state T
+// (stopped), or timeout passes. Without /proc (not Linux) it returns at
+// once.
+func waitStopped(pid int, timeout time.Duration) error {
+	taskDir := fmt.Sprintf("/proc/%d/task", pid)
+	if _, err := os.Stat(taskDir); err != nil {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		stopped := true
+		tasks, err := os.ReadDir(taskDir)
+		if err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "stat"))
+			if err != nil {
+				continue // the thread exited
+			}
+			// pid (comm) STATE ...: comm may hold spaces and parentheses.
+			if i := strings.LastIndexByte(string(b), ')'); i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d not stopped %v after SIGSTOP", pid, timeout)
+		}
+		time.Sleep(time.Millisecond) // polling /proc, bounded by deadline
+	}
 }
 
 // Resume sends SIGCONT to node i.

@@ -123,14 +123,19 @@ type FailoverConfig struct {
 	Cluster Options       // usually DefaultTimings: the production failover time
 	Kills   int           // default 20
 	Attempt time.Duration // per-attempt deadline of the probe writes; default 250 ms
-	Seed    uint64
-	Out     io.Writer
+	// Fault is "kill" (SIGKILL: the process is gone, its ports refuse) or
+	// "pause" (SIGSTOP: the owner is silent, its ports accept and never
+	// answer — what --suspect-escalation is for). Default "kill".
+	Fault string
+	Seed  uint64
+	Out   io.Writer
 }
 
-// RunFailoverTime kills the owner of a probe key's partition Kills times
-// and measures, with the monotonic clock, the time from the SIGKILL to the
-// first acknowledged write of that key. After each kill the node is
-// restarted and the cluster healed. It returns every measurement.
+// RunFailoverTime kills (or pauses) the owner of a probe key's partition
+// Kills times and measures, with the monotonic clock, the time from the
+// signal to the first acknowledged write of that key. After each fault
+// the node is restarted (or resumed) and the cluster healed. It returns
+// every measurement.
 func RunFailoverTime(ctx context.Context, cfg FailoverConfig) ([]time.Duration, error) {
 	out := cfg.Out
 	if out == nil {
@@ -141,6 +146,12 @@ func RunFailoverTime(ctx context.Context, cfg FailoverConfig) ([]time.Duration, 
 	}
 	if cfg.Attempt <= 0 {
 		cfg.Attempt = 250 * time.Millisecond
+	}
+	if cfg.Fault == "" {
+		cfg.Fault = "kill"
+	}
+	if cfg.Fault != "kill" && cfg.Fault != "pause" {
+		return nil, fmt.Errorf("chaos: failover fault %q: want kill or pause", cfg.Fault)
 	}
 	if cfg.Cluster.Log == nil {
 		cfg.Cluster.Log = out
@@ -192,18 +203,28 @@ func RunFailoverTime(ctx context.Context, cfg FailoverConfig) ([]time.Duration, 
 			return times, err
 		}
 		t0 := time.Now()
-		if err := c.Kill(owner); err != nil {
+		if cfg.Fault == "pause" {
+			err = c.Pause(owner)
+		} else {
+			err = c.Kill(owner)
+		}
+		if err != nil {
 			return times, err
 		}
 		at, err := write(key, 2*time.Minute)
 		if err != nil {
-			tl.Add("kill %d: %s: %v", k+1, NodeID(owner), err)
+			tl.Add("%s %d: %s: %v", cfg.Fault, k+1, NodeID(owner), err)
 			return times, err
 		}
 		d := at.Sub(t0)
 		times = append(times, d)
-		tl.Add("kill %d/%d: owner %s of %s, first acknowledged write after %v", k+1, cfg.Kills, NodeID(owner), key, d.Round(time.Millisecond))
-		if err := c.Restart(owner); err != nil {
+		tl.Add("%s %d/%d: owner %s of %s, first acknowledged write after %v", cfg.Fault, k+1, cfg.Kills, NodeID(owner), key, d.Round(time.Millisecond))
+		if cfg.Fault == "pause" {
+			err = c.Resume(owner)
+		} else {
+			err = c.Restart(owner)
+		}
+		if err != nil {
 			return times, err
 		}
 		hctx, cancel := context.WithTimeout(ctx, 3*time.Minute)

@@ -2,7 +2,7 @@
 // zaris-server processes built from this repository (`make chaos`).
 //
 //	chaos -scenario chaos -duration 60s -rf 3 -mode sync -quorum majority
-//	chaos -scenario failover-time -kills 20 [-extra --suspect-escalation=3s]
+//	chaos -scenario failover-time -kills 20 [-fault pause] [-extra --suspect-escalation=3s]
 //	chaos -scenario throughput -duration 10s -concurrency 64
 //
 // The chaos scenario prints the fault timeline, detail lines and, last,
@@ -44,7 +44,8 @@ func main() {
 		seed        = flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the fault schedule and the workload")
 		keep        = flag.Bool("keep", false, "keep the working directory (node logs and data dirs); it is kept anyway when a run fails")
 		scenario    = flag.String("scenario", "chaos", "chaos | failover-time | throughput")
-		kills       = flag.Int("kills", 20, "failover-time: owner kills to measure")
+		kills       = flag.Int("kills", 20, "failover-time: owner faults to measure")
+		fault       = flag.String("fault", "kill", "failover-time: kill (SIGKILL the owner) or pause (SIGSTOP it: a silent owner)")
 		concurrency = flag.Int("concurrency", 64, "throughput: concurrent writers over one client")
 		keys        = flag.Int("keys", 200, "chaos: keys the writers overwrite")
 		writers     = flag.Int("writers", 4, "chaos: writer goroutines (disjoint key subsets)")
@@ -112,14 +113,14 @@ func main() {
 	case "failover-time":
 		opts.Dir = dir + "/cluster"
 		opts.DefaultTimings = true
-		fmt.Printf("failover-time: %d nodes rf=%d mode=%s quorum=%s kills=%d timings=%s\n", *nodes, *rf, *mode, *quorum, *kills, timings(true, extra))
-		cfg := chaos.FailoverConfig{Cluster: opts, Kills: *kills, Seed: *seed}
+		fmt.Printf("failover-time: %d nodes rf=%d mode=%s quorum=%s fault=%s n=%d timings=%s\n", *nodes, *rf, *mode, *quorum, *fault, *kills, timings(true, extra))
+		cfg := chaos.FailoverConfig{Cluster: opts, Kills: *kills, Seed: *seed, Fault: *fault}
 		if progress != nil {
 			cfg.Out = progress
 		}
 		times, err := chaos.RunFailoverTime(ctx, cfg)
 		for i, d := range times {
-			fmt.Printf("kill %d: %v\n", i+1, d.Round(time.Millisecond))
+			fmt.Printf("%s %d: %v\n", *fault, i+1, d.Round(time.Millisecond))
 		}
 		if len(times) > 0 {
 			fmt.Printf("failover: n=%d p50=%v p99=%v max=%v\n", len(times),
