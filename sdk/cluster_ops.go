@@ -56,6 +56,28 @@ func (b *clusterBackend) again(ctx context.Context, rs *retryState, seen uint64,
 	return sleep(ctx, rs.nextDelay(jitter))
 }
 
+// suspectMap starts a map refresh in the background (without waiting for
+// it) after a final answer that a failover can explain: a Timeout (under
+// sync replication, an owner cut off from its replicas times out every
+// write until it hears it was replaced) or Unavailable. The answer itself
+// is the caller's — a timed-out write is not retried — but the next call
+// routes by the newest map the members know instead of waiting for the
+// next poll.
+func (b *clusterBackend) suspectMap(st Status, seen uint64) {
+	if st != StatusTimeout && st != StatusUnavailable {
+		return
+	}
+	b.flightMu.Lock()
+	defer b.flightMu.Unlock()
+	if b.flight != nil || b.table.Load().version > seen {
+		return
+	}
+	f := &refreshFlight{done: make(chan struct{})}
+	if b.goFunc(func() { b.fly(f) }) {
+		b.flight = f
+	}
+}
+
 func jitter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
@@ -96,6 +118,7 @@ func (b *clusterBackend) keyOp(ctx context.Context, op wire.Opcode, key string, 
 			}
 		}
 		if !b.again(ctx, &rs, t.version, retryDecision(r.Status, err, idempotent)) {
+			b.suspectMap(r.Status, t.version)
 			return r, err
 		}
 	}
@@ -288,6 +311,7 @@ func (b *clusterBackend) exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error)
 			r, err = n.be.exec(ctx, cmd)
 		}
 		if !b.again(ctx, &rs, t.version, retryDecision(r.Status, err, false)) {
+			b.suspectMap(r.Status, t.version)
 			return r, err
 		}
 	}

@@ -217,7 +217,7 @@ type Config struct {
 	// Timings are the cluster's clocks. The flags --formation-stable (3s),
 	// --formation-timeout (30s), --traffic-guard (60s), --member-grace
 	// (30s), --raft-heartbeat-timeout (1s), --raft-election-timeout (1s),
-	// --raft-leader-lease (500ms) and --gossip-probe-interval (1s) set the
+	// --raft-leader-lease (500ms) and --gossip-probe-interval (500ms) set the
 	// main ones; cluster.TestTimings() are short ones for tests.
 	Timings cluster.Timings
 }

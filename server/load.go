@@ -477,6 +477,12 @@ func LoadConfig(args []string, lookupEnv func(string) (string, bool)) (Config, e
 		}
 	}
 
+	// The probe timeout has no flag of its own: it follows the probe
+	// interval (half of it, at most the default).
+	if half := cfg.Timings.GossipProbeInterval / 2; cfg.Timings.GossipProbeTimeout > half && half > 0 {
+		cfg.Timings.GossipProbeTimeout = half
+	}
+
 	if err := cfg.Validate(); err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) {

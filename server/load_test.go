@@ -294,3 +294,23 @@ func TestUsageListsEveryOptionAndEnv(t *testing.T) {
 	require.Contains(t, out, "ZARIS_SERVER_MAX_WORKERS")
 	require.Contains(t, out, "flag > environment > config file > default")
 }
+
+// --gossip-probe-interval alone stays valid below the default probe
+// timeout: the timeout follows it.
+func TestProbeTimeoutFollowsTheProbeInterval(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want time.Duration
+	}{
+		{"200ms", 100 * time.Millisecond},
+		{"2s", 250 * time.Millisecond},
+	} {
+		c, err := LoadConfig([]string{"--gossip-probe-interval", tc.flag}, func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.flag, err)
+		}
+		if c.Timings.GossipProbeTimeout != tc.want {
+			t.Errorf("%s: probe timeout %v, want %v", tc.flag, c.Timings.GossipProbeTimeout, tc.want)
+		}
+	}
+}

@@ -47,8 +47,12 @@ type Timings struct {
 	// LeaderLeaseTimeout and CommitTimeout (defaults 1 s, 1 s, 500 ms, 50 ms).
 	RaftHeartbeat, RaftElection, RaftLeaderLease, RaftCommit time.Duration
 	// Gossip: memberlist's ProbeInterval, ProbeTimeout, GossipInterval
-	// (defaults 1 s, 500 ms, 200 ms: memberlist's LAN profile) and
-	// SuspicionMult (default 4).
+	// (defaults 500 ms, 250 ms, 200 ms) and SuspicionMult (default 4). A
+	// dead node is declared dead about probe interval × (2 + 4 ×
+	// max(1, log10 members)) after it stopped — 3 s under 10 members —
+	// and failover acts on that verdict: the probe interval is the knob
+	// that trades failover time against false suspicions (memberlist's
+	// LAN profile, 1 s and 500 ms, doubles it: measured in BENCHMARKS.md).
 	GossipProbeInterval, GossipProbeTimeout, GossipInterval time.Duration
 	GossipSuspicionMult                                     int
 	// JoinRetry: how often a node that has not joined anyone retries its
@@ -70,7 +74,7 @@ func DefaultTimings() Timings {
 		FormationStable: 3 * time.Second, FormationTimeout: 30 * time.Second, TrafficGuard: 60 * time.Second,
 		MemberGrace: DefaultGraceWindow, DigestInterval: time.Second, Tick: 250 * time.Millisecond,
 		RaftHeartbeat: time.Second, RaftElection: time.Second, RaftLeaderLease: 500 * time.Millisecond, RaftCommit: 50 * time.Millisecond,
-		GossipProbeInterval: time.Second, GossipProbeTimeout: 500 * time.Millisecond, GossipInterval: 200 * time.Millisecond,
+		GossipProbeInterval: 500 * time.Millisecond, GossipProbeTimeout: 250 * time.Millisecond, GossipInterval: 200 * time.Millisecond,
 		GossipSuspicionMult: 4, JoinRetry: time.Second,
 		SuspectEscalation: failover.DefaultSuspectEscalation, HealthDebounce: failover.DefaultHealthDebounce,
 	}
