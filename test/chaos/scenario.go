@@ -267,6 +267,7 @@ type ThroughputRow struct {
 	RF         int
 	Mode       string
 	Quorum     string
+	Partitions int // partitions of the map (RF 1 on 3 nodes plans 3, RF 2 plans 1 and a spare)
 	Ops        int64
 	Errors     int64
 	Elapsed    time.Duration
@@ -327,6 +328,9 @@ func throughputRow(ctx context.Context, o Options, cfg ThroughputConfig, row *Th
 	if err := c.WaitHealthy(ctx); err != nil {
 		return err
 	}
+	if st, err := c.Status(ctx, 0); err == nil {
+		row.Partitions = len(st.Partitions)
+	}
 	cl, err := sdk.Connect(ctx, c.ConnString())
 	if err != nil {
 		return err
@@ -384,9 +388,9 @@ func throughputRow(ctx context.Context, o Options, cfg ThroughputConfig, row *Th
 // PrintThroughput writes rows as one table.
 func PrintThroughput(w io.Writer, rows []ThroughputRow, cfg ThroughputConfig) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "config\tops/s\tvs RF1\terrors\t\n")
+	fmt.Fprintf(tw, "config\tpartitions\tops/s\tvs RF1\terrors\t\n")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%d\t\n", r.Name, r.OpsPerSec, r.RatioToRF1, r.Errors)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%d\t\n", r.Name, r.Partitions, r.OpsPerSec, r.RatioToRF1, r.Errors)
 	}
 	tw.Flush()
 }
