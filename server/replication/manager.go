@@ -296,11 +296,38 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 			rs.fence(why)
 		}
 	}
+	m.dropStrayCopiesLocked(pm)
 	m.syncWatchLocked()
 	m.gateLocked(pm, true)
 	m.mu.Unlock()
 	for _, s := range halted {
 		s.halt()
+	}
+}
+
+// dropStrayCopiesLocked empties the segments of partitions this node is no
+// longer a copy of (neither their active owner nor one of their copies):
+// no failover or recovery ever asks it for them again, a later session
+// would replace them by a snapshot anyway, and kept they are memory nobody
+// counts against the cap — or stale data a later ownership of the segment
+// would serve. A segment the store owns is never touched. The sessions
+// that fed it were fenced just before (m.mu held).
+func (m *Manager) dropStrayCopiesLocked(pm *cluster.PartitionMap) {
+	for i := range pm.Partitions {
+		p := &pm.Partitions[i]
+		if p.ActiveOwner == m.cfg.Self || slices.Contains(p.Copies(), m.cfg.Self) {
+			continue
+		}
+		for seg := p.FirstSegment; seg <= p.LastSegment && seg < m.st.Segments(); seg++ {
+			g := m.st.Segment(uint16(seg))
+			if g.Owned() || (g.Revision() == 0 && g.Len() == 0) {
+				continue
+			}
+			m.log.Info("replication: dropping the copy of a partition this node no longer holds",
+				"partition", p.ID, "segment", seg, "revision", g.Revision(), "keys", g.Len())
+			g.InstallSnapshot(store.Snapshot{Segment: uint16(seg)})
+			m.setLineage(uint16(seg), lineage{})
+		}
 	}
 }
 

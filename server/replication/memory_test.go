@@ -304,3 +304,58 @@ func TestAReplicaBehindTheTrimFloorReconciles(t *testing.T) {
 		t.Fatalf("snapshots applied: %d reconciled (before: %d), %d wiped — want one reconcile per segment", reconciled, reconciled0, wiped)
 	}
 }
+
+// A node the map no longer lists for a partition (neither its owner nor a
+// copy: the map was re-planned without it) drops its copy: nobody asks it
+// for that data again, it is memory outside the cap, and a later ownership
+// of those segments must not serve it. Listed again, it catches up from
+// nothing.
+func TestADroppedReplicaReleasesItsCopy(t *testing.T) {
+	a := newPeer(t, "a", Sync, tcpDial, nil)
+	b := newPeer(t, "b", Sync, tcpDial, nil)
+	for i := range 4 {
+		b.st.Segment(uint16(i)).SetOwned(false)
+	}
+	level := func() bool {
+		for i := range 4 {
+			if a.st.Segment(uint16(i)).Digest() != b.st.Segment(uint16(i)).Digest() {
+				return false
+			}
+		}
+		return true
+	}
+	m1 := pairMap(1, a, b, "a", "b", 1)
+	b.m.Apply(m1)
+	a.m.Apply(m1)
+	for i := range 50 {
+		k := "k" + strconv.Itoa(i)
+		res := a.st.Put(k, []byte("v"), nil)
+		if st := a.m.Wait(context.Background(), a.st.SegmentFor(k).ID(), res.Revision); st.String() != "Success" {
+			t.Fatalf("sync wait %v", st)
+		}
+	}
+	if !level() || b.st.Stats().ReplicaItems != 50 {
+		t.Fatalf("replica not level before the test: %+v", b.st.Stats())
+	}
+
+	without := pairMap(2, a, b, "a", "b", 1)
+	without.Partitions[0].ReplicaNodeIDs = nil
+	a.m.Apply(without)
+	b.m.Apply(without)
+	if st := b.st.Stats(); st.ReplicaItems != 0 || st.ReplicaBytes != 0 {
+		t.Fatalf("a node outside the partition kept its copy: %+v", st)
+	}
+	for i := range 4 {
+		if b.st.Segment(uint16(i)).Revision() != 0 {
+			t.Fatalf("segment %d still at revision %d", i, b.st.Segment(uint16(i)).Revision())
+		}
+	}
+	if a.st.Stats().Items != 50 {
+		t.Fatalf("the owner lost data: %+v", a.st.Stats())
+	}
+
+	m3 := pairMap(3, a, b, "a", "b", 1)
+	a.m.Apply(m3)
+	b.m.Apply(m3)
+	eventually(t, "the re-listed replica level again", level)
+}
