@@ -140,9 +140,10 @@ func (l *Ledger) Read(key string, floor uint64, found bool, value []byte, at tim
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reads++
-	attempted := uint64(0)
+	var attempted uint64
+	var ackedAt time.Time
 	if ks := l.keys[key]; ks != nil {
-		attempted = ks.attempted
+		attempted, ackedAt = ks.attempted, ks.ackedAt
 	}
 	switch {
 	case verdict != "":
@@ -158,7 +159,8 @@ func (l *Ledger) Read(key string, floor uint64, found bool, value []byte, at tim
 		if found {
 			got = strconv.Quote(string(value))
 		}
-		return fmt.Sprintf("%s %s read %s, acked floor %d, attempted %d", at.UTC().Format("15:04:05.000"), key, got, floor, attempted)
+		return fmt.Sprintf("%s %s read %s, acked floor %d, attempted %d (highest ack at %s)",
+			at.UTC().Format("15:04:05.000"), key, got, floor, attempted, ackedAt.UTC().Format("15:04:05.000"))
 	}
 	switch verdict {
 	case "stale":
