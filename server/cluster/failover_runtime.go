@@ -153,15 +153,21 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 		return
 	}
 	var cands []failover.Candidate
+	held := map[string][]failover.SegmentRevision{}
 	for _, id := range p.Copies() {
 		cand := failover.Candidate{ID: string(id)}
 		if alive(id) {
 			if rep, err := c.query(m, id, p); err == nil {
 				cand.Alive, cand.HeldKeys = true, rep.HeldKeys
 				cand.SyncedSegments = rep.SyncedSegments(owner, p.OwnershipGeneration)
+				held[string(id)] = rep.LeaseRevisions(owner, p.OwnershipGeneration)
 			}
 		}
 		cands = append(cands, cand)
+	}
+	missing := failover.MissingRevisions(held)
+	for i := range cands {
+		cands[i].MissingRevisions = missing[cands[i].ID]
 	}
 	epoch, ok := failover.NextEpoch(p.Epoch, p.Epoch)
 	if !ok {
@@ -180,19 +186,26 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 		}
 		return
 	}
+	// The sync source of a Recovering promotion: the live copy missing the
+	// fewest revisions of the lease, then holding the most keys.
 	other, source := int64(-1), NodeID("")
+	var sourceMissing uint64
 	for _, cd := range cands {
-		if cd.Alive && cd.ID != best.ID && cd.HeldKeys > other {
-			other, source = cd.HeldKeys, NodeID(cd.ID)
+		if !cd.Alive || cd.ID == best.ID {
+			continue
+		}
+		if source == "" || cd.MissingRevisions < sourceMissing || (cd.MissingRevisions == sourceMissing && cd.HeldKeys > other) {
+			other, source, sourceMissing = cd.HeldKeys, NodeID(cd.ID), cd.MissingRevisions
 		}
 	}
-	health := failover.PromotionState(best.HeldKeys, other)
+	health := failover.PromotionState(best.HeldKeys, other, best.MissingRevisions)
 	if health != failover.Recovering {
 		source = ""
 	}
 	demoted := append(slices.Clone(p.Demoted), owner)
 	c.log.Warn("failover: promoting a replica", "partition", p.ID, "from", owner, "to", best.ID, "epoch", epoch,
-		"health", health.String(), "held_keys", best.HeldKeys, "synced_segments", best.SyncedSegments, "source", source)
+		"health", health.String(), "held_keys", best.HeldKeys, "synced_segments", best.SyncedSegments,
+		"missing_revisions", best.MissingRevisions, "source", source)
 	if c.commitChange(OwnershipChange{Partition: p.ID, Owner: NodeID(best.ID), Generation: p.OwnershipGeneration + 1,
 		Epoch: epoch, Health: health, Demoted: demoted, Source: source}) {
 		delete(st.suspected, owner)

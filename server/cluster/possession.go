@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/server/cluster/failover"
 )
 
 // PossessionQuery asks a node about one partition's segments.
@@ -60,6 +62,18 @@ func (r PossessionReport) SyncedSegments(owner NodeID, generation uint64) int {
 		}
 	}
 	return n
+}
+
+// LeaseRevisions is the report's holding per segment as failover compares
+// copies: the applied revision, and whether the copy follows owner's lease
+// at generation (only then do its revisions compare with another copy's).
+func (r PossessionReport) LeaseRevisions(owner NodeID, generation uint64) []failover.SegmentRevision {
+	out := make([]failover.SegmentRevision, 0, len(r.Segments))
+	for _, h := range r.Segments {
+		out = append(out, failover.SegmentRevision{Segment: h.Segment, Revision: h.Revision,
+			FollowsLease: h.Owner == owner && h.Generation == generation})
+	}
+	return out
 }
 
 // maxPossession bounds a report's encoding (16384 segments at most).

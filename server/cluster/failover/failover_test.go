@@ -68,19 +68,51 @@ func TestChooseCandidateAndPromotionState(t *testing.T) {
 	if _, ok := ChooseCandidate([]Candidate{{ID: "x", Alive: false}}); ok {
 		t.Fatal("no live replica must mean Unavailable, not a fake owner")
 	}
+	// Availability first, then completeness: among equally synced
+	// replicas the one that applied the most of the lease wins.
+	tie := []Candidate{
+		{ID: "n2", Alive: true, SyncedSegments: 128, HeldKeys: 200, MissingRevisions: 3},
+		{ID: "n3", Alive: true, SyncedSegments: 128, HeldKeys: 200},
+	}
+	if best, _ := ChooseCandidate(tie); best.ID != "n3" {
+		t.Fatalf("picked %s: equally synced, the copy missing acknowledged overwrites must not win", best.ID)
+	}
 	cases := []struct {
 		name            string
 		cand, bestOther int64
+		missing         uint64
 		want            Health
 	}{
-		{"a more complete live sibling exists: sync first, or acknowledged keys read NotFound", 800, 900, Recovering},
-		{"the candidate is the most complete: serve now", 900, 800, Degraded},
-		{"a lone survivor serves: blocking the only copy left helps nobody", 500, 0, Degraded},
-		{"equal holders: serve", 900, 900, Degraded},
+		{"a more complete live sibling exists: sync first, or acknowledged keys read NotFound", 800, 900, 0, Recovering},
+		{"the candidate is the most complete: serve now", 900, 800, 0, Degraded},
+		{"a lone survivor serves: blocking the only copy left helps nobody", 500, 0, 0, Degraded},
+		{"equal holders: serve", 900, 900, 0, Degraded},
+		{"same keys, but the sibling applied later overwrites (a majority write acknowledged on it only): " +
+			"sync first, or those writes read stale and the new owner's snapshot erases them", 200, 200, 3, Recovering},
 	}
 	for _, c := range cases {
-		if got := PromotionState(c.cand, c.bestOther); got != c.want {
+		if got := PromotionState(c.cand, c.bestOther, c.missing); got != c.want {
 			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}
+
+func TestMissingRevisions(t *testing.T) {
+	got := MissingRevisions(map[string][]SegmentRevision{
+		"ahead":   {{0, 50, true}, {1, 70, true}},
+		"behind":  {{0, 48, true}, {1, 70, true}},
+		"foreign": {{0, 90, false}, {1, 70, true}}, // segment 0 from another history
+		"empty":   {},
+	})
+	want := map[string]uint64{
+		"ahead":   0,
+		"behind":  2,   // two overwrites of segment 0 it never applied
+		"foreign": 50,  // a revision of another history proves nothing of the lease
+		"empty":   120, // a copy that holds nothing misses everything
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: missing %d, want %d", id, got[id], w)
 		}
 	}
 }
