@@ -279,7 +279,9 @@ func TestAReplicaBehindTheTrimFloorReconciles(t *testing.T) {
 	alone := pairMap(2, a, b, "a", "b", 1)
 	alone.Partitions[0].ReplicaNodeIDs = nil
 	a.m.Apply(alone)
-	eventually(t, "the owner stopped shipping", func() bool { return len(a.m.Possession(cluster.PossessionQuery{Identity: "p", First: 0, Last: 3}).Replicas) == 0 })
+	eventually(t, "the owner stopped shipping", func() bool {
+		return len(a.m.Possession(cluster.PossessionQuery{Identity: "p", First: 0, Last: 3}).Replicas) == 0
+	})
 	for i := range 100 {
 		if i%3 == 0 {
 			a.st.Delete("k" + strconv.Itoa(i))

@@ -85,7 +85,7 @@ func TestMergeSnapshotReconcilesAPassiveReplica(t *testing.T) {
 
 	randomOps(src, rng, 0, 800, true)
 	shipUpTo(t, src, dst, applied, all) // dst level at R1
-	randomOps(src, rng, 1, 800, true)         // dst misses these (below the trim floor, say)
+	randomOps(src, rng, 1, 800, true)   // dst misses these (below the trim floor, say)
 	snaps := make([]Snapshot, 4)
 	for i := range snaps {
 		snaps[i] = src.Segment(uint16(i)).Snapshot() // at R2
