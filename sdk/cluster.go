@@ -90,7 +90,6 @@ type clusterBackend struct {
 	flightMu sync.Mutex     // guards flight
 	flight   *refreshFlight // the refresh in progress, if any
 
-	rr atomic.Uint32 // rotates the node a refresh asks first
 
 	pushing atomic.Pointer[node] // the node whose map stream is followed, once it answered
 
@@ -406,55 +405,70 @@ func (b *clusterBackend) fly(f *refreshFlight) {
 	close(f.done)
 }
 
-// fetchAndInstall fetches the map from the members — the table's nodes in
-// rotating order, then the seeds — and installs the first one newer than
-// the table's. A member that answers with the same version is not the last
-// word: a node cut off from the cluster (a network partition) keeps
-// answering the map it last heard, where its owner status is already
-// revoked, and a client that asked only it would wait for the next poll.
-// When nobody has a newer map, the newest one answered is installed (a
-// no-op for the same version).
+// fetchAndInstall asks every member of the table for its map at once and
+// installs the first one newer than the table's. Asking all at once, each
+// within its own deadline, matters during a failover: a stopped node (a
+// long pause, a dead host whose connection has not failed yet) would
+// otherwise eat the whole budget before the others were asked. A member
+// that answers with the same version is not the last word either: a node
+// cut off from the cluster keeps answering the map it last heard, in which
+// its ownership is already revoked. When nobody has a newer map, the
+// newest one answered is installed (a no-op for the same version); when
+// nobody answers, the seeds the client was given are asked.
 func (b *clusterBackend) fetchAndInstall(how mapSource) error {
 	ctx, cancel := context.WithTimeout(b.ctx, b.dialTO+b.callTO)
 	defer cancel()
 	t := b.table.Load()
-	start := int(b.rr.Add(1))
-	var (
-		errs     []error
-		best     *wire.RoutingMap
-		bestFrom string
-	)
-	for i := range t.nodes {
-		n := t.nodes[(start+i)%len(t.nodes)]
-		c, err := n.be.conn(ctx)
-		if err == nil {
-			var m *wire.RoutingMap
-			if m, err = fetchMap(ctx, c); err == nil {
-				if m.Version > t.version {
-					b.install(m, n.addr, how)
-					return nil
-				}
-				if best == nil || m.Version > best.Version {
-					best, bestFrom = m, n.addr
-				}
-				continue
+	type answer struct {
+		m    *wire.RoutingMap
+		from string
+		err  error
+	}
+	answers := make(chan answer, len(t.nodes))
+	for _, n := range t.nodes {
+		if !b.goFunc(func() {
+			c, err := n.be.conn(ctx)
+			if err != nil {
+				answers <- answer{err: fmt.Errorf("%s: %w", n.id, err)}
+				return
 			}
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", n.id, err))
-		if ctx.Err() != nil {
-			break
+			m, err := fetchMap(ctx, c)
+			if err != nil {
+				err = fmt.Errorf("%s: %w", n.id, err)
+			}
+			answers <- answer{m: m, from: n.addr, err: err}
+		}) {
+			return ErrClosed
 		}
 	}
-	if best != nil {
-		b.install(best, bestFrom, how)
+	var (
+		errs []error
+		best answer
+	)
+	for range t.nodes {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			errs = append(errs, a.err)
+		case a.m.Version > t.version:
+			b.install(a.m, a.from, how)
+			return nil // the others end with ctx
+		case best.m == nil || a.m.Version > best.m.Version:
+			best = a
+		}
+	}
+	if best.m != nil {
+		b.install(best.m, best.from, how)
 		return nil
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if err := ctx.Err(); err != nil && b.ctx.Err() != nil {
+		return err
 	}
 	// No member answered: ask the seeds the client was given.
+	sctx, scancel := context.WithTimeout(b.ctx, b.dialTO+b.callTO)
+	defer scancel()
 	for _, ep := range b.cs.Endpoints {
-		m, err := b.fetchFromSeed(ctx, ep)
+		m, err := b.fetchFromSeed(sctx, ep)
 		if err == nil {
 			b.install(m, ep, how)
 			return nil

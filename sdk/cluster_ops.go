@@ -59,12 +59,16 @@ func (b *clusterBackend) again(ctx context.Context, rs *retryState, seen uint64,
 // suspectMap starts a map refresh in the background (without waiting for
 // it) after a final answer that a failover can explain: a Timeout (under
 // sync replication, an owner cut off from its replicas times out every
-// write until it hears it was replaced) or Unavailable. The answer itself
-// is the caller's — a timed-out write is not retried — but the next call
-// routes by the newest map the members know instead of waiting for the
-// next poll.
-func (b *clusterBackend) suspectMap(st Status, seen uint64) {
-	if st != StatusTimeout && st != StatusUnavailable {
+// write until it hears it was replaced), Unavailable, or no answer at all
+// within the caller's deadline (a stopped or unreachable owner). The
+// answer itself is the caller's — a timed-out write is not retried — but
+// the next call routes by the newest map the members know instead of
+// waiting for the next poll.
+func (b *clusterBackend) suspectMap(st Status, err error, seen uint64) {
+	switch {
+	case err == nil && (st == StatusTimeout || st == StatusUnavailable):
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnreachable)):
+	default:
 		return
 	}
 	b.flightMu.Lock()
@@ -118,7 +122,7 @@ func (b *clusterBackend) keyOp(ctx context.Context, op wire.Opcode, key string, 
 			}
 		}
 		if !b.again(ctx, &rs, t.version, retryDecision(r.Status, err, idempotent)) {
-			b.suspectMap(r.Status, t.version)
+			b.suspectMap(r.Status, err, t.version)
 			return r, err
 		}
 	}
@@ -311,7 +315,7 @@ func (b *clusterBackend) exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error)
 			r, err = n.be.exec(ctx, cmd)
 		}
 		if !b.again(ctx, &rs, t.version, retryDecision(r.Status, err, false)) {
-			b.suspectMap(r.Status, t.version)
+			b.suspectMap(r.Status, err, t.version)
 			return r, err
 		}
 	}
