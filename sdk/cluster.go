@@ -415,6 +415,10 @@ func (b *clusterBackend) fly(f *refreshFlight) {
 // its ownership is already revoked. When nobody has a newer map, the
 // newest one answered is installed (a no-op for the same version); when
 // nobody answers, the seeds the client was given are asked.
+// refreshGrace is how long a refresh that already has an answer waits for
+// the members that have not answered yet.
+const refreshGrace = 200 * time.Millisecond
+
 func (b *clusterBackend) fetchAndInstall(how mapSource) error {
 	ctx, cancel := context.WithTimeout(b.ctx, b.dialTO+b.callTO)
 	defer cancel()
@@ -442,11 +446,21 @@ func (b *clusterBackend) fetchAndInstall(how mapSource) error {
 		}
 	}
 	var (
-		errs []error
-		best answer
+		errs  []error
+		best  answer
+		grace <-chan time.Time // after a first answer, the stragglers get this long
 	)
+collect:
 	for range t.nodes {
-		a := <-answers
+		var a answer
+		select {
+		case a = <-answers:
+		case <-grace:
+			// A member that has not answered by now is likely stopped or
+			// cut off: waiting for its deadline would hold every other
+			// refresh of this client back with it.
+			break collect
+		}
 		switch {
 		case a.err != nil:
 			errs = append(errs, a.err)
@@ -455,6 +469,9 @@ func (b *clusterBackend) fetchAndInstall(how mapSource) error {
 			return nil // the others end with ctx
 		case best.m == nil || a.m.Version > best.m.Version:
 			best = a
+		}
+		if best.m != nil && grace == nil {
+			grace = time.After(refreshGrace)
 		}
 	}
 	if best.m != nil {
