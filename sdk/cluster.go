@@ -90,7 +90,6 @@ type clusterBackend struct {
 	flightMu sync.Mutex     // guards flight
 	flight   *refreshFlight // the refresh in progress, if any
 
-
 	pushing atomic.Pointer[node] // the node whose map stream is followed, once it answered
 
 	ctx    context.Context // ends at close: background work
