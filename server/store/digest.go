@@ -44,7 +44,7 @@ func recordHash(h *xxhash.Digest, buf *[24]byte, r *Record) uint64 {
 	switch {
 	case r.coll != nil:
 		_, _ = h.Write([]byte{byte(r.Kind)})
-		_, _ = h.Write(r.coll.encode())
+		_, _ = h.Write(r.coll.c.encode())
 	case r.Kind != KindString:
 		// An exported collection (a snapshot's record) carries its
 		// encoding as the value: it hashes as the live collection does.

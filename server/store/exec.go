@@ -135,7 +135,7 @@ func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64) kv.Reply {
 			return kv.StatusReply(kv.StatusWrongType)
 		}
 		x.rec.touch(g.store.stamp(now))
-		x.coll = x.rec.coll
+		x.coll = x.rec.coll.get()
 	}
 	r := h.run(&x)
 	if x.rec != nil && r.Status == kv.StatusSuccess {
@@ -167,7 +167,7 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
 			return kv.StatusReply(kv.StatusWrongType)
 		}
-		x.coll = x.rec.coll
+		x.coll = x.rec.coll.get()
 	} else if h.create {
 		x.coll = newCollection(h.kind)
 	}
@@ -225,7 +225,7 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 		if x.coll.count() == 0 {
 			return 0, 0
 		}
-		rec = &Record{Key: string([]byte(x.cmd.Key)), Kind: x.coll.kind(), coll: x.coll, CreatedAt: x.now, access: g.store.stamp(x.now)}
+		rec = &Record{Key: string([]byte(x.cmd.Key)), Kind: x.coll.kind(), coll: &collBox{x.coll}, CreatedAt: x.now, access: g.store.stamp(x.now)}
 		g.revision++
 		rec.Version, rec.Revision = 1, g.revision
 		x.effect.Key = rec.Key
@@ -309,7 +309,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
 			return fmt.Errorf("store: segment %d: %v on a %v key %q: replica diverged", g.id, cmd.Op, x.rec.Kind, cmd.Key)
 		}
-		x.coll = x.rec.coll
+		x.coll = x.rec.coll.get()
 	} else if h.create {
 		x.coll = newCollection(h.kind)
 	}
@@ -333,7 +333,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 		return nil
 	}
 	if x.rec == nil {
-		rec := &Record{Key: string([]byte(cmd.Key)), Kind: x.coll.kind(), coll: x.coll, CreatedAt: hdr.CreatedAt,
+		rec := &Record{Key: string([]byte(cmd.Key)), Kind: x.coll.kind(), coll: &collBox{x.coll}, CreatedAt: hdr.CreatedAt,
 			ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)}
 		g.installCollectionLocked(rec, x.effect)
 	} else {

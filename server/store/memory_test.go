@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
@@ -155,5 +156,13 @@ func TestAccountingReturnsToZero(t *testing.T) {
 	s.SweepOnce() // prune the last tombstones
 	if st := s.Stats(); st.OwnedBytes != 0 || st.Items != 0 {
 		t.Fatalf("after everything expired or was deleted: %+v", st)
+	}
+}
+
+// Record stays in the 96-byte allocation class: every key pays for it
+// (memory per key is one of the targets in docs/BENCHMARKS.md).
+func TestRecordFitsNinetySixBytes(t *testing.T) {
+	if n := unsafe.Sizeof(Record{}); n > 96 {
+		t.Fatalf("Record is %d bytes: past the 96-byte size class (112 B per key)", n)
 	}
 }

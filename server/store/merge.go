@@ -37,7 +37,7 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 				shortfall++
 				continue
 			}
-			r.coll, r.Value = c, nil
+			r.coll, r.Value = &collBox{c}, nil
 		}
 		g.replaceLocked(&r)
 	}

@@ -348,7 +348,7 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 		// frozen copy (the full encoding for a put, the header otherwise).
 		logged = rec.header()
 		if kind == OpPut {
-			logged.Value = rec.coll.encode()
+			logged.Value = rec.coll.c.encode()
 		}
 	}
 	g.log.append(kind, logged)
@@ -495,7 +495,7 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 		if err != nil {
 			return false, err
 		}
-		r.coll, r.Value = c, nil
+		r.coll, r.Value = &collBox{c}, nil
 	}
 	r.access = g.store.stamp(g.store.clock.NowNano())
 	g.mu.Lock()
@@ -583,7 +583,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 				g.store.log.Error("store: dropping an undecodable collection from a snapshot", "key", r.Key, "err", err)
 				continue
 			}
-			r.coll, r.Value = c, nil
+			r.coll, r.Value = &collBox{c}, nil
 		}
 		rec := &r
 		g.items[rec.Key] = rec

@@ -86,7 +86,7 @@ func (x *execCtx) setsOf(keys [][]byte) ([]*setColl, kv.Reply, bool) {
 		case r.Kind != KindSet:
 			return nil, kv.StatusReply(kv.StatusWrongType), false
 		default:
-			out = append(out, r.coll.(*setColl))
+			out = append(out, r.coll.c.(*setColl))
 		}
 	}
 	return out, kv.Reply{}, true
