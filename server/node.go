@@ -197,6 +197,20 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Info:         func() any { return n.Info() },
 			Cluster:      func() any { return n.ClusterStatus() },
 			WriteBarrier: n.httpBarrier(),
+			// POST /v1/node/decommission: the handler has answered 202;
+			// the leave and the stop run on their own goroutine (the stop
+			// shuts this HTTP service down and waits for its handlers), and
+			// its end is reported on Failed, the channel the binary waits on
+			// to stop and exit.
+			Decommission: func() {
+				go func() {
+					err := n.Decommission(context.Background())
+					select {
+					case n.failed <- fmt.Errorf("server: node decommissioned: %w", errors.Join(ErrStopped, err)):
+					default:
+					}
+				}()
+			},
 			Rebalance: func(ctx context.Context) (uint64, error) {
 				v, err := n.Rebalance(ctx)
 				if errors.Is(err, cluster.ErrNotLeader) {

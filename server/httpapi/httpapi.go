@@ -79,6 +79,11 @@ type Options struct {
 	// than Success is answered instead (Timeout: 504; the write stays
 	// applied on this node). nil = answered after the local apply.
 	WriteBarrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
+	// Decommission, when set, starts taking this node out of the cluster
+	// for good (POST /v1/node/decommission answers 202): it must return at
+	// once, the node then announces its leave and stops. Called at most
+	// once. nil = 404.
+	Decommission func()
 }
 
 // ErrNotLeader is wrapped by a Rebalance error on a node that does not lead
@@ -169,6 +174,7 @@ func New(opts Options) (*Server, error) {
 	protected.GET("/v1/cluster", s.getCluster)
 	protected.POST("/v1/cluster/rebalance", s.rebalance)
 	protected.POST("/v1/cluster/evict", s.evictNode)
+	protected.POST("/v1/node/decommission", decommissionHandler(opts.Decommission))
 	protected.GET(keysPrefix+"*", s.getKey)
 	protected.HEAD(keysPrefix+"*", s.getKey)
 	protected.PUT(keysPrefix+"*", s.putKey)
