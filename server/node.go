@@ -95,6 +95,10 @@ var stateNames = [...]string{"created", "running", "stopping", "stopped"}
 var (
 	ErrStarted = errors.New("server: node already started")
 	ErrStopped = errors.New("server: node stopped")
+	// ErrDecommissioned is reported on Failed once a decommission asked
+	// over HTTP (POST /v1/node/decommission) has completed: the node left
+	// the cluster and stopped as asked — the process exits normally.
+	ErrDecommissioned = errors.New("server: node decommissioned")
 )
 
 // Node is one Zaris server process's worth of state: the store engine, the
@@ -204,9 +208,12 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			// to stop and exit.
 			Decommission: func() {
 				go func() {
-					err := n.Decommission(context.Background())
+					report := ErrDecommissioned
+					if err := n.Decommission(context.Background()); err != nil {
+						report = fmt.Errorf("server: decommission failed: %w", err)
+					}
 					select {
-					case n.failed <- fmt.Errorf("server: node decommissioned: %w", errors.Join(ErrStopped, err)):
+					case n.failed <- report:
 					default:
 					}
 				}()

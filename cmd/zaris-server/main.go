@@ -75,6 +75,12 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	case sig := <-signals:
 		logger.Info("signal received, stopping", "signal", sig.String())
 	case err := <-node.Failed():
+		if errors.Is(err, server.ErrDecommissioned) {
+			// Asked for (POST /v1/node/decommission): a normal exit, so
+			// that a restart-on-failure policy leaves the node down.
+			logger.Info("node decommissioned, stopping")
+			break
+		}
 		logger.Error("a service failed, stopping", "err", err)
 		code = exitFailed
 	}

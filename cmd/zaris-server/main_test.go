@@ -102,43 +102,8 @@ func TestBinary(t *testing.T) {
 	bin := buildBinary(t)
 
 	t.Run("serves and stops on SIGTERM", func(t *testing.T) {
-		httpPort := freePort(t)
-		cmd := exec.Command(bin,
-			"--client-port", fmt.Sprint(freePort(t)), "--http-port", fmt.Sprint(httpPort),
-			"--resp-port", "0", "--peer-port", "-1", "--gossip-port", "-1",
-			"--log-format", "json")
-		cmd.Env = append(os.Environ(), "ZARIS_NODE_ID=bin-test", "ZARIS_SHUTDOWN_TIMEOUT=10s")
-		var stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-		require.NoError(t, cmd.Start())
-		var waitErr error
-		exited := make(chan struct{})
-		go func() { waitErr = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill() // no-op once it has exited
-			<-exited
-		})
-
-		base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-		client := &http.Client{Timeout: 2 * time.Second}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			resp, err := client.Get(base + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			select {
-			case <-exited:
-				t.Fatalf("the server exited before it was ready (%v):\n%s", waitErr, stderr.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not ready within the deadline:\n%s", stderr.String())
-			}
-		}
+		p := startBinary(t, bin)
+		base, client, cmd, exited, stderr := p.base, p.client, p.cmd, p.exited, p.stderr
 
 		req, err := http.NewRequest(http.MethodPut, base+"/v1/keys/hello", strings.NewReader("world"))
 		require.NoError(t, err)
@@ -156,7 +121,7 @@ func TestBinary(t *testing.T) {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		select {
 		case <-exited:
-			require.NoError(t, waitErr, "exit status after SIGTERM:\n%s", stderr.String())
+			require.NoError(t, *p.waitErr, "exit status after SIGTERM:\n%s", stderr.String())
 		case <-time.After(20 * time.Second):
 			t.Fatalf("no exit within the deadline after SIGTERM:\n%s", stderr.String())
 		}
@@ -164,6 +129,23 @@ func TestBinary(t *testing.T) {
 		require.Contains(t, logs, `"msg":"node ready"`)
 		require.Contains(t, logs, `"node_id":"bin-test"`)
 		require.Contains(t, logs, `"msg":"node stopped"`)
+	})
+
+	t.Run("exits 0 after POST /v1/node/decommission", func(t *testing.T) {
+		p := startBinary(t, bin)
+		resp, err := p.client.Post(p.base+"/v1/node/decommission", "", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusAccepted, resp.StatusCode)
+		select {
+		case <-p.exited:
+			// Exit status 0: a restart-on-failure policy leaves a
+			// decommissioned node down.
+			require.NoError(t, *p.waitErr, "exit status after a decommission:\n%s", p.stderr.String())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no exit within the deadline after the decommission:\n%s", p.stderr.String())
+		}
+		require.Contains(t, p.stderr.String(), `"msg":"node decommissioned, stopping"`)
 	})
 
 	t.Run("bad config exits 2 naming the variable", func(t *testing.T) {
@@ -188,4 +170,58 @@ func TestBinary(t *testing.T) {
 		require.Equal(t, exitFailed, exitErr.ExitCode())
 		require.Contains(t, string(out), "cannot start the node")
 	})
+}
+
+// binaryProcess is a running zaris-server started by startBinary.
+type binaryProcess struct {
+	base    string // http://127.0.0.1:PORT
+	client  *http.Client
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr *error // set before exited is closed
+	stderr  *syncBuffer
+}
+
+// startBinary runs bin as a single node with JSON logs and waits until it
+// is ready; the process is killed at the end of the test if still running.
+func startBinary(t *testing.T, bin string) binaryProcess {
+	t.Helper()
+	httpPort := freePort(t)
+	cmd := exec.Command(bin,
+		"--client-port", fmt.Sprint(freePort(t)), "--http-port", fmt.Sprint(httpPort),
+		"--resp-port", "0", "--peer-port", "-1", "--gossip-port", "-1",
+		"--log-format", "json")
+	cmd.Env = append(os.Environ(), "ZARIS_NODE_ID=bin-test", "ZARIS_SHUTDOWN_TIMEOUT=10s")
+	stderr := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = io.Discard, stderr
+	require.NoError(t, cmd.Start())
+	waitErr := new(error)
+	exited := make(chan struct{})
+	go func() { *waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // no-op once it has exited
+		<-exited
+	})
+
+	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := client.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the server exited before it was ready (%v):\n%s", *waitErr, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within the deadline:\n%s", stderr.String())
+		}
+	}
+	return binaryProcess{base: base, client: client, cmd: cmd, exited: exited, waitErr: waitErr, stderr: stderr}
 }

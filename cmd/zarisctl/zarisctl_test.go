@@ -216,7 +216,7 @@ func TestCommandsAgainstACluster(t *testing.T) {
 		// The node stopped and told the process (which then exits) on Failed.
 		select {
 		case err := <-target.Failed():
-			if !errors.Is(err, server.ErrStopped) {
+			if !errors.Is(err, server.ErrDecommissioned) {
 				t.Errorf("Failed delivered %v", err)
 			}
 		case <-time.After(20 * time.Second):
