@@ -207,6 +207,17 @@ type Config struct {
 	// are the raft voters at bootstrap, and the formation gate waits for all
 	// of them. A node listed in it takes its ports from its entry.
 	Nodes []NodeEntry
+	// StatefulSetReplicas, when positive and Nodes is empty, derives the
+	// registry from Kubernetes StatefulSet ordinals (--statefulset-replicas,
+	// R-OPS-6): pods NAME-0..NAME-(N-1) at NAME-i.StatefulSetDomain, each with
+	// this node's ports; the pod name is NodeID, else $HOSTNAME. LoadConfig
+	// does the derivation (StatefulSetRegistry); NewNode does not. Default 0
+	// = off.
+	StatefulSetReplicas int
+	// StatefulSetDomain is the DNS domain of the StatefulSet's headless
+	// service (--statefulset-domain), e.g. "zaris.default.svc.cluster.local".
+	// Required with StatefulSetReplicas. Default "".
+	StatefulSetDomain string
 	// ExpectNodes is how many members the formation gate waits for before
 	// the first map (--expect-nodes). Default 0 = the registry size, or 1.
 	ExpectNodes int

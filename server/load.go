@@ -166,6 +166,10 @@ var options = []option{
 			}
 			return strings.Join(out, ",")
 		}},
+	intOption("statefulset-replicas", "derive the registry from Kubernetes StatefulSet ordinals: pods NAME-0..NAME-(N-1), this node's name from node-id or $HOSTNAME (0 = off)", func(c *Config) *int { return &c.StatefulSetReplicas }),
+	{name: "statefulset-domain", arg: "DOMAIN", usage: "DNS domain of the StatefulSet's headless service (pods resolve as NAME-i.DOMAIN)",
+		set:  func(c *Config, v string) error { c.StatefulSetDomain = v; return nil },
+		show: func(c Config) string { return c.StatefulSetDomain }},
 	intOption("expect-nodes", "members the formation gate waits for (0 = registry size, or 1)", func(c *Config) *int { return &c.ExpectNodes }),
 	intOption("partitions", "partitions of the first map (0 = one per member, one per RF members with replicas)", func(c *Config) *int { return &c.Partitions }),
 	durationOption("formation-stable", "membership stability before the first map", func(c *Config) *time.Duration { return &c.Timings.FormationStable }),
@@ -451,6 +455,11 @@ func LoadConfig(args []string, lookupEnv func(string) (string, bool)) (Config, e
 			return Config{}, &SourceError{Source: "--" + o.name, Value: fv.value, Err: err}
 		}
 		sources[o.name] = "flag --" + o.name
+	}
+
+	// A StatefulSet pod derives the registry from its ordinal.
+	if err := applyStatefulSet(&cfg, lookupEnv, sources); err != nil {
+		return Config{}, err
 	}
 
 	// 5. A node listed in the registry takes the ports it left unset from
