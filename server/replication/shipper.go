@@ -140,6 +140,7 @@ func (s *shipper) run() {
 // shipper stops (nil).
 func (s *shipper) session(log interface {
 	Info(string, ...any)
+	Warn(string, ...any)
 	Error(string, ...any)
 }) (err error) {
 	addr, ok := s.m.peerAddr(s.key.replica)
@@ -234,6 +235,11 @@ func (s *shipper) session(log interface {
 			}
 		}
 	}()
+	var (
+		heldSegs  int
+		firstHeld uint16
+		heldRevs  uint64 // summed over the held segments
+	)
 	for i := range n {
 		seg := uint16(s.first + i)
 		st, ok := reported[seg]
@@ -284,10 +290,19 @@ func (s *shipper) session(log interface {
 			s.applied[i].Store(0)
 		case CatchUpHold:
 			s.applied[i].Store(0)
-			log.Error("replication held: the replica holds a later revision of this owner's lease than the owner itself "+
-				"(the owner restarted and lost writes the replica kept); nothing is shipped over it until restart recovery",
-				"segment", seg, "replica_revision", st.Revision, "owner_revision", s.m.st.Segment(seg).Revision())
+			if heldSegs == 0 {
+				firstHeld = seg
+			}
+			heldSegs++
+			heldRevs += st.Revision
 		}
+	}
+	if heldSegs > 0 {
+		// One line per session, not one per segment (a restart held
+		// hundreds).
+		log.Warn("replication held: the replica holds later revisions of this owner's lease than the owner itself "+
+			"(the owner restarted and lost writes the replica kept); nothing is shipped over them until restart recovery",
+			"segments_held", heldSegs, "first_segment", firstHeld, "replica_revisions", heldRevs)
 	}
 	s.sessions.Add(1)
 	s.state.Store(stateStreaming)
