@@ -147,10 +147,18 @@ func (n *Node) applyOwnership(m *cluster.PartitionMap, gain bool) {
 // first the segments it no longer serves stop serving, then replication
 // follows the map (sessions the map no longer allows are fenced, their
 // in-flight frame finished), and only then the segments it now owns serve.
+//
+// A fenced node (freeze.go) gains nothing: the fence's lifting re-aligns
+// to the last map applied here.
 func (n *Node) applyMap(m *cluster.PartitionMap) {
+	n.ownMu.Lock()
+	defer n.ownMu.Unlock()
+	n.aligned = m
 	n.applyOwnership(m, false)
 	n.repl.Apply(m)
-	n.applyOwnership(m, true)
+	if !n.fenced.Load() {
+		n.applyOwnership(m, true)
+	}
 }
 
 // openTraffic starts serving the client and RESP listeners (the traffic

@@ -18,6 +18,7 @@ func (n *Node) newNativeService() (*native.Server, error) {
 	}
 	return native.New(native.Config{
 		WriteBarrier: barrier,
+		FreezeCheck:  n.freezeCheck,
 		Store:        n.store,
 		StoreName:    n.cfg.Store,
 		NodeID:       n.cfg.NodeID,

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/httpapi"
 	"github.com/zaris-io/zaris/server/metrics"
@@ -136,6 +138,17 @@ type Node struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	// The freeze fence (freeze.go). ownMu serialises every change of the
+	// store's segment ownership made by the node — a map applied, a fence,
+	// its lifting — and guards aligned; fenced is written under it.
+	ownMu      sync.Mutex
+	aligned    *cluster.PartitionMap // the last map applyMap aligned to
+	fenced     atomic.Bool           // no segment served until the map is re-confirmed
+	freeze     *freezeDetector
+	freezeStop chan struct{}  // closed by stopFreezeDetector (under ownMu)
+	bg         sync.WaitGroup // the detector's goroutines
+	fences     prometheus.Counter
 }
 
 // NewNode validates cfg, creates the store and the metrics recorder, loads
@@ -175,17 +188,20 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		failed:  make(chan error, 1),
 		routing: &clusterRouting{idle: make(chan struct{})},
 		readyCh: make(chan struct{}),
+		freeze:  newFreezeDetector(cfg.Timings.FreezeThreshold()),
+		fences:  newFenceCounter(),
 		metrics: metrics.New(metrics.Options{
 			NodeID: cfg.NodeID, Store: cfg.Store, Version: Version(), Stats: st.Stats,
 		}),
 	}
+	n.freezeStop = make(chan struct{})
 	repl, err := n.newReplication()
 	if err != nil {
 		_ = st.Close()
 		return nil, err
 	}
 	n.repl = repl
-	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n})
+	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences)
 	fail := func(err error) (*Node, error) {
 		repl.Close()
 		_ = st.Close()
@@ -201,6 +217,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Info:         func() any { return n.Info() },
 			Cluster:      func() any { return n.ClusterStatus() },
 			WriteBarrier: n.httpBarrier(),
+			FreezeCheck:  n.freezeCheck,
 			// POST /v1/node/decommission: the handler has answered 202;
 			// the leave and the stop run on their own goroutine (the stop
 			// shuts this HTTP service down and waits for its handlers), and
@@ -421,6 +438,7 @@ func (n *Node) startLocked(ctx context.Context) (standalone bool, err error) {
 	}
 	n.peer, n.cluster = peer, cl
 	n.routing.c.Store(cl)
+	n.startFreezeDetector()
 
 	if ln := n.listeners[EndpointHTTP]; ln != nil {
 		n.served[EndpointHTTP] = true
@@ -527,6 +545,7 @@ func (n *Node) stop(ctx context.Context) error {
 		// writes had their answer), the cluster after it (clients drained
 		// while the node was still a member) and before HTTP (/readyz says
 		// 503 to the end).
+		n.stopFreezeDetector()
 		n.repl.Close()
 		n.cluster.Stop()
 		shut(EndpointHTTP)

@@ -14,6 +14,7 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 	}
 	return resp.New(resp.Config{
 		WriteBarrier: barrier,
+		FreezeCheck:  n.freezeCheck,
 		Store:        n.store,
 		NodeID:       n.cfg.NodeID,
 		Version:      Version(),

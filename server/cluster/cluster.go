@@ -210,6 +210,7 @@ type Cluster struct {
 	fsm   *fsm
 	mux   *PeerMux
 	raft  *raft.Raft
+	logs  raft.LogStore // the raft log (Reconfirm reads entry types)
 	trans *raft.NetworkTransport
 	bolt  *boltStore
 	ml    *memberlist.Memberlist
@@ -399,6 +400,7 @@ func (c *Cluster) startRaft() error {
 	c.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: &raftLayer{m: c.mux, advertise: advertise}, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
 	})
+	c.logs = logs
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("cluster: raft state: %w", err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
@@ -21,6 +22,10 @@ type fsm struct {
 	cur     *PartitionMap // never mutated once published
 	evicted []NodeID      // evicted node ids, sorted; replaced, never mutated
 	changed chan struct{}
+	// index is the last log index Apply consumed (raft hands it command
+	// entries only): with the last snapshot's index it says how far the
+	// fold got (Reconfirm).
+	index atomic.Uint64
 }
 
 func newFSM(store, clusterID string) *fsm {
@@ -71,6 +76,7 @@ func (f *fsm) set(m *PartitionMap) {
 // refused the entry (the leader's Apply future returns it); a refused
 // entry leaves the state unchanged on every node alike.
 func (f *fsm) Apply(l *raft.Log) any {
+	defer f.index.Store(l.Index) // after the fold: an index read implies its map
 	if l.Type != raft.LogCommand {
 		return nil
 	}

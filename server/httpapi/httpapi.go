@@ -79,6 +79,10 @@ type Options struct {
 	// than Success is answered instead (Timeout: 504; the write stays
 	// applied on this node). nil = answered after the local apply.
 	WriteBarrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
+	// FreezeCheck, when set, is called once per key request with the time
+	// the request started, before the store is touched: the node's freeze
+	// fence (it may unown every segment, which then answers Moved).
+	FreezeCheck func(now time.Time)
 	// Decommission, when set, starts taking this node out of the cluster
 	// for good (POST /v1/node/decommission answers 202): it must return at
 	// once, the node then announces its leave and stops. Called at most
@@ -116,6 +120,7 @@ type Server struct {
 	rebal   func(ctx context.Context) (uint64, error)
 	evict   func(ctx context.Context, node string) error
 	barrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
+	freeze  func(now time.Time)
 	bearer  []byte // "Bearer <token>" material; nil = no authentication
 	maxItem int64
 
@@ -138,6 +143,7 @@ func New(opts Options) (*Server, error) {
 		rebal:   opts.Rebalance,
 		evict:   opts.Evict,
 		barrier: opts.WriteBarrier,
+		freeze:  opts.FreezeCheck,
 		maxItem: int64(opts.Store.Config().MaxItemBytes),
 	}
 	if s.log == nil {

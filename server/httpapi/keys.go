@@ -102,6 +102,9 @@ func (s *Server) refuse(c echo.Context, op metrics.Op, start time.Time, st kv.St
 // answers 304 Not Modified.
 func (s *Server) getKey(c echo.Context) error {
 	start := time.Now()
+	if s.freeze != nil {
+		s.freeze(start)
+	}
 	r := c.Request()
 	key, err := keyOf(r)
 	if err != nil {
@@ -149,6 +152,9 @@ type putBody struct {
 // condition is 412.
 func (s *Server) putKey(c echo.Context) error {
 	start := time.Now()
+	if s.freeze != nil {
+		s.freeze(start)
+	}
 	r := c.Request()
 	key, err := keyOf(r)
 	if err != nil {
@@ -225,6 +231,9 @@ func readBody(c echo.Context, limit int64) ([]byte, error) {
 // deleteKey removes the key: 204, or 404 when it is absent.
 func (s *Server) deleteKey(c echo.Context) error {
 	start := time.Now()
+	if s.freeze != nil {
+		s.freeze(start)
+	}
 	r := c.Request()
 	key, err := keyOf(r)
 	if err != nil {

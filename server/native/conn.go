@@ -36,6 +36,7 @@ type conn struct {
 
 	consumed int64 // stream bytes taken up by frames so far (reader-owned)
 	refused  bool  // a refusal was logged (reader-owned): log only the first
+	newBatch bool  // the next frame starts a read batch (reader-owned)
 
 	stopping atomic.Bool
 	log      *slog.Logger
@@ -141,6 +142,8 @@ func (c *conn) serve() {
 		return
 	}
 	c.dr.frameDone(c.unread())
+	freezeCheck := c.srv.cfg.FreezeCheck
+	c.newBatch = true
 	for {
 		f, err := c.fr.Next()
 		if err != nil {
@@ -159,6 +162,10 @@ func (c *conn) serve() {
 			return
 		}
 		c.consumed += int64(wire.HeaderSize + len(f.Body))
+		if c.newBatch && freezeCheck != nil {
+			freezeCheck(time.Now()) // once per read batch, never per request
+		}
+		c.newBatch = false
 		c.dispatch(f)
 		if !c.afterFrame() {
 			return
@@ -176,6 +183,7 @@ const maxCoalesced = 512 << 10
 // done (write logged why).
 func (c *conn) afterFrame() bool {
 	hasFrame := c.fr.HasFrame()
+	c.newBatch = !hasFrame // the next frame is read from the socket
 	if !hasFrame || len(c.out) >= maxCoalesced {
 		if !c.flush() {
 			return false

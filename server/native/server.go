@@ -62,6 +62,11 @@ type Config struct {
 	// until it returns (sync replication, R-REP-2). nil = a write is
 	// answered right after its local apply, at no extra cost.
 	WriteBarrier WriteBarrier
+	// FreezeCheck, when set, is called once per read batch, with the time
+	// read once for it, before the batch's first request runs: the node's
+	// freeze fence (it may unown every segment, which then answers Moved).
+	// nil = nothing is checked and no clock is read for it.
+	FreezeCheck func(now time.Time)
 }
 
 // WriteBarrier decides when a write applied locally may be acknowledged.

@@ -172,6 +172,9 @@ func (c *conn) serve() {
 		if !c.fill() {
 			return
 		}
+		if fc := c.srv.cfg.FreezeCheck; fc != nil {
+			fc(time.Now()) // once per read batch, before any of it runs
+		}
 	}
 }
 

@@ -70,6 +70,11 @@ type Config struct {
 	// write stays applied). nil = a write is answered right after its local
 	// apply, at no extra cost.
 	WriteBarrier WriteBarrier
+	// FreezeCheck, when set, is called once per read batch, with the time
+	// read once for it, before the batch's first request runs: the node's
+	// freeze fence (it may unown every segment, which then answers Moved).
+	// nil = nothing is checked and no clock is read for it.
+	FreezeCheck func(now time.Time)
 }
 
 // RoutingSource yields the cluster's current routing map (nil before the
