@@ -173,7 +173,7 @@ func (c *conn) serve() {
 			return
 		}
 		if fc := c.srv.cfg.FreezeCheck; fc != nil {
-			fc(time.Now()) // once per read batch, before any of it runs
+			fc(c.clock) // once per read batch, before any of it runs (fill read the clock after the read)
 		}
 	}
 }
