@@ -12,12 +12,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/internal/testenv"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -48,25 +49,6 @@ func TestRunVersionHelpAndBadConfig(t *testing.T) {
 		require.Equal(t, exitConfig, run(tc.args, env, io.Discard, &errOut), "%v %v", tc.args, tc.env)
 		require.Contains(t, errOut.String(), tc.want)
 	}
-}
-
-// syncBuffer is an io.Writer safe for the process's output goroutine and
-// the test reading it.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freePort(t *testing.T) int {
@@ -179,7 +161,7 @@ type binaryProcess struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr *error // set before exited is closed
-	stderr  *syncBuffer
+	stderr  *testenv.SyncBuffer
 }
 
 // startBinary runs bin as a single node with JSON logs and waits until it
@@ -192,7 +174,7 @@ func startBinary(t *testing.T, bin string) binaryProcess {
 		"--resp-port", "0", "--peer-port", "-1", "--gossip-port", "-1",
 		"--log-format", "json")
 	cmd.Env = append(os.Environ(), "ZARIS_NODE_ID=bin-test", "ZARIS_SHUTDOWN_TIMEOUT=10s")
-	stderr := &syncBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	require.NoError(t, cmd.Start())
 	waitErr := new(error)

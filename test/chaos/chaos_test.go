@@ -1,12 +1,12 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/testenv"
 )
 
 // TestLedgerRules feeds the ledger acknowledged, indeterminate and failed
@@ -149,24 +149,6 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the harness's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestChaos is issue #8 item 6 on real processes: a 3-node cluster of
 // zaris-server binaries under kill -9 of an owner, SIGSTOP/SIGCONT of a
 // node past the suspect escalation and kill -9 of the raft leader, one
@@ -194,7 +176,7 @@ func TestChaos(t *testing.T) {
 		{"rf2-sync-all", 2, "all", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out syncBuffer
+			var out testenv.SyncBuffer
 			start := time.Now()
 			rep, err := RunChaos(ctx, ChaosConfig{
 				Cluster: Options{RF: tc.rf, Mode: "sync", Quorum: tc.quorum, Binary: bin, Dir: t.TempDir()},

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testenv"
 	"github.com/zaris-io/zaris/sdk"
 )
 
@@ -30,7 +31,7 @@ func TestResumedOwnerDoesNotServeAStaleRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	// Three nodes: the control plane keeps a quorum whichever node is
 	// paused (the owner may be the leader).
 	c, err := Start(ctx, Options{Nodes: 3, RF: 2, Mode: "sync", Quorum: "all", Binary: bin, Log: logs})

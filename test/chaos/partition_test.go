@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/zaris-io/zaris/internal/testenv"
 	"github.com/zaris-io/zaris/sdk"
 )
 
@@ -74,7 +75,7 @@ func isolatedOwner(t *testing.T, bin string, rf int, quorum string, nodes int) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	hosts := make([]string, nodes)
 	for i := range hosts {
 		hosts[i] = nt.Host(i)
