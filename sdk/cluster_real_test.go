@@ -117,12 +117,15 @@ func TestRealClusterGetManyFourRequests(t *testing.T) {
 	}
 }
 
-// A node joins, the operator rebalances: clients under load follow the new
-// map (pushed) without a failed call, and keys of the new owner's segments
-// go to it.
+// A node joins and the operator rebalances (auto-rebalance off): clients
+// under load follow the new maps (pushed) without a failed call, every
+// read returns exactly the value its writer last wrote — a NotFound for a
+// key written before is a lost write (issue #12) — and keys of the new
+// owner's segments go to it.
 func TestRealClusterJoinAndRebalanceUnderLoad(t *testing.T) {
 	ctx := context.Background()
-	cl := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true})
+	cl := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true,
+		Mutate: func(cfg *server.Config) { cfg.AutoRebalance = false }})
 	c := realConnect(t, cl.ConnString(), sdk.WithMapPollInterval(-1))
 	v0 := c.Routing().MapVersion
 
@@ -134,12 +137,13 @@ func TestRealClusterJoinAndRebalanceUnderLoad(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; !stop.Load(); i++ {
 				k := fmt.Sprintf("load:%d:%d", w, i%200)
-				if r, err := c.Put(ctx, k, []byte("v"), nil); err != nil || !r.OK() {
+				v := fmt.Sprint(i)
+				if r, err := c.Put(ctx, k, []byte(v), nil); err != nil || !r.OK() {
 					errs <- fmt.Errorf("put %s: %v %v", k, r.Status, err)
 					return
 				}
-				if r, err := c.Get(ctx, k); err != nil || (!r.OK() && r.Status != sdk.StatusNotFound) {
-					errs <- fmt.Errorf("get %s: %v %v", k, r.Status, err)
+				if r, err := c.Get(ctx, k); err != nil || !r.OK() || string(r.Value) != v {
+					errs <- fmt.Errorf("get %s after writing %q: %v %q %v", k, v, r.Status, r.Value, err)
 					return
 				}
 				ops.Add(1)
@@ -152,13 +156,25 @@ func TestRealClusterJoinAndRebalanceUnderLoad(t *testing.T) {
 	if rs := c.Routing(); len(rs.Nodes) != 4 || rs.Nodes[3].Segments != 0 {
 		t.Fatalf("after the join: %+v", rs)
 	}
-	v2, err := cl.Leader().Rebalance(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl.WaitVersion(v2, 10*time.Second)
-	waitFor(t, 10*time.Second, "the rebalanced map", func() bool { return c.Routing().MapVersion >= v2 })
-	time.Sleep(100 * time.Millisecond) // traffic on the new map
+	var v2 uint64
+	waitFor(t, 20*time.Second, "the leader takes the rebalance", func() bool {
+		leader := cl.Leader()
+		if leader == nil {
+			return false
+		}
+		v, err := leader.Rebalance(ctx)
+		v2 = v
+		return err == nil
+	})
+	waitFor(t, 30*time.Second, "the new node owns segments in the client's map", func() bool {
+		for _, n := range c.Routing().Nodes {
+			if n.ID == n4.Config().NodeID && n.Segments > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 10*time.Second, "more traffic on the new map", func() bool { return ops.Load() > 100 })
 	stop.Store(true)
 	wg.Wait()
 	close(errs)
@@ -166,13 +182,7 @@ func TestRealClusterJoinAndRebalanceUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := c.Routing()
-	var n4segs int
-	for _, n := range rs.Nodes {
-		if n.ID == n4.Config().NodeID {
-			n4segs = n.Segments
-		}
-	}
-	if n4segs == 0 || rs.PushedMaps < 2 || ops.Load() == 0 {
+	if rs.PushedMaps < 2 || rs.MapVersion <= v2 {
 		t.Fatalf("after the rebalance (%d ops): %+v", ops.Load(), rs)
 	}
 	k := cl.KeyOwnedBy(n4.Config().NodeID, "new:")

@@ -1,9 +1,10 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"time"
 
-	"context"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -109,10 +110,12 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Registry: c.registryInfos(), Join: c.Join, ExpectNodes: c.ExpectNodes,
 		Partitions: c.Partitions, ReplicationFactor: c.ReplicationFactor, TotalSegments: n.store.Segments(),
 		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings,
-		Logger:       n.log,
-		OnMap:        n.applyMap,
-		PeerHandlers: map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
-		Possession:   n.repl.Possession,
+		Logger:        n.log,
+		OnMap:         n.applyMap,
+		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
+		Possession:    n.repl.Possession,
+		Migrate:       n.repl.Migrate,
+		AutoRebalance: c.AutoRebalance,
 		OnTraffic: func(d cluster.TrafficDecision) {
 			// A restarted owner opens its listeners once restart recovery
 			// released its segments (bounded: the gate stays authoritative).
@@ -220,10 +223,12 @@ func (n *Node) ClusterStatus() cluster.Status {
 	return st
 }
 
-// Rebalance re-plans the map over every live member. Segments that change
-// owner start EMPTY on their new owner: with replication factor 1 and no
-// data migration yet, their data stays behind, unreachable. It must run on
-// the control-plane leader (cluster.ErrNotLeader otherwise).
+// Rebalance asks the control-plane leader to re-plan the map over every
+// live member that is not draining and to migrate live towards it
+// (R-MIG-1): each moving partition keeps being served by its source until
+// its cut-over, and no acknowledged write is lost. It returns the map
+// version in force when the request was taken; cluster.ErrNotLeader on a
+// follower.
 func (n *Node) Rebalance(ctx context.Context) (uint64, error) {
 	c := n.Cluster()
 	if c == nil {
@@ -244,16 +249,58 @@ func (n *Node) Evict(ctx context.Context, id string) error {
 	return c.Evict(ctx, cluster.NodeID(id))
 }
 
-// Decommission takes the node out of the cluster for good (R-CLU-2): it
-// announces its leave — peers mark it Decommissioned and the leader drops it
-// from the map and from raft — then stops gracefully.
+// Decommission takes the node out of the cluster for good (R-CLU-2,
+// R-MIG-1): it asks the leader to drain it — every partition it owns or
+// copies moves to the other members live, nothing acknowledged is lost —
+// waits until the map gives it no role any more, then announces its leave
+// (peers mark it Decommissioned, the leader drops it from the map and from
+// raft) and stops gracefully. A node whose partitions nothing else can
+// take (the last member) is refused (cluster.ErrCannotDrain) and keeps
+// serving.
 func (n *Node) Decommission(ctx context.Context) error {
 	if c := n.Cluster(); c != nil {
+		self := cluster.NodeID(n.cfg.NodeID)
+		if err := n.drain(ctx, c, self); err != nil {
+			return err
+		}
 		if err := c.Leave(2 * time.Second); err != nil {
 			n.log.Warn("leave not announced to every peer", "err", err)
 		}
 	}
 	return n.Stop(ctx)
+}
+
+// drain asks for self's drain (retrying while no leader is known) and
+// waits until the applied map gives self no role.
+func (n *Node) drain(ctx context.Context, c *cluster.Cluster, self cluster.NodeID) error {
+	asked := false
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if !asked {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := c.Drain(rctx, self)
+			cancel()
+			switch {
+			case err == nil:
+				asked = true
+				n.log.Info("draining: waiting for this node's partitions to move away")
+			case errors.Is(err, cluster.ErrCannotDrain):
+				return err
+			default:
+				n.log.Warn("drain not accepted yet; retrying", "err", err)
+			}
+		}
+		if asked && !cluster.Holds(c.Map(), self) {
+			n.log.Info("drained: this node holds no partition any more")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server: draining: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // RequestCounts are the requests received by the node's built-in

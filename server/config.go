@@ -221,6 +221,11 @@ type Config struct {
 	// ExpectNodes is how many members the formation gate waits for before
 	// the first map (--expect-nodes). Default 0 = the registry size, or 1.
 	ExpectNodes int
+	// AutoRebalance (--auto-rebalance, default true): once membership is
+	// stable, a member that holds nothing (a node that joined) is given its
+	// share of the partitions by live migration (R-MIG-1); false leaves it
+	// a spare until an operator's rebalance.
+	AutoRebalance bool
 	// Partitions is the number of partitions of the first map
 	// (--partitions). Default 0 = one per member (R-CLU-7). At most the
 	// store's segment count (256).
@@ -308,6 +313,7 @@ func DefaultConfig() Config {
 		GossipPort:        DefaultGossipPort,
 		HTTPPort:          DefaultHTTPPort,
 		ReplicationFactor: DefaultReplicationFactor,
+		AutoRebalance:     true,
 		ReplicationMode:   ReplicationAsync,
 		WriteQuorum:       WriteQuorumAll,
 		SyncTimeout:       DefaultSyncTimeout,

@@ -171,6 +171,16 @@ var options = []option{
 		set:  func(c *Config, v string) error { c.StatefulSetDomain = v; return nil },
 		show: func(c Config) string { return c.StatefulSetDomain }},
 	intOption("expect-nodes", "members the formation gate waits for (0 = registry size, or 1)", func(c *Config) *int { return &c.ExpectNodes }),
+	{name: "auto-rebalance", arg: "true|false", usage: "give a member that holds nothing its share by live migration once membership is stable (false: it stays a spare until a rebalance)",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return errors.New("want true or false")
+			}
+			c.AutoRebalance = b
+			return nil
+		},
+		show: func(c Config) string { return strconv.FormatBool(c.AutoRebalance) }},
 	intOption("partitions", "partitions of the first map (0 = one per member, one per RF members with replicas)", func(c *Config) *int { return &c.Partitions }),
 	durationOption("formation-stable", "membership stability before the first map", func(c *Config) *time.Duration { return &c.Timings.FormationStable }),
 	durationOption("formation-timeout", "first map forced after this long", func(c *Config) *time.Duration { return &c.Timings.FormationTimeout }),

@@ -98,6 +98,7 @@ min-workers: 64
 shutdown-timeout: 45s
 log-level: debug
 log-format: json
+auto-rebalance: false
 `)
 	cfg, err := LoadConfig([]string{"--config", file}, nil)
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ log-format: json
 		"--memory-max-bytes", "2147483648", "--max-item-bytes", "1048576", "--eviction", "noeviction",
 		"--token", "file-token", "--tls-cert", "/etc/zaris/cert.pem", "--tls-key", "/etc/zaris/key.pem",
 		"--tls-ca", "/etc/zaris/ca.pem", "--max-workers", "512", "--min-workers", "64",
-		"--shutdown-timeout", "45s", "--log-level", "debug", "--log-format", "json",
+		"--shutdown-timeout", "45s", "--log-level", "debug", "--log-format", "json", "--auto-rebalance", "false",
 	}
 	cfg, err = LoadConfig(args, nil)
 	require.NoError(t, err)

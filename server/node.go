@@ -226,7 +226,13 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Decommission: func() {
 				go func() {
 					report := ErrDecommissioned
-					if err := n.Decommission(context.Background()); err != nil {
+					err := n.Decommission(context.Background())
+					if errors.Is(err, cluster.ErrCannotDrain) {
+						// Nothing can take its partitions: it keeps serving.
+						n.log.Error("decommission refused; the node keeps serving", "err", err)
+						return
+					}
+					if err != nil {
 						report = fmt.Errorf("server: decommission failed: %w", err)
 					}
 					select {

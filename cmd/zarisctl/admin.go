@@ -18,11 +18,11 @@ func cmdRebalance(ctx context.Context, g *globals, args []string, stdout io.Writ
 	var out struct {
 		MapVersion uint64 `json:"mapVersion"`
 	}
-	leader, err := newAPI(g).onLeader(ctx, g, "/v1/cluster/rebalance?accept-data-loss=true", &out)
+	leader, err := newAPI(g).onLeader(ctx, g, "/v1/cluster/rebalance", &out)
 	if err != nil {
 		return exitError, err
 	}
-	fmt.Fprintf(stdout, "rebalanced by %s: map version %d\n", leader, out.MapVersion)
+	fmt.Fprintf(stdout, "rebalance started by %s at map version %d: partitions migrate live (zarisctl status shows them)\n", leader, out.MapVersion)
 	return exitOK, nil
 }
 

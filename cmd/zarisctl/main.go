@@ -44,10 +44,11 @@ commands:
   nodes                      one row per node: state, raft role, map version it sees, memory, items
   top [--interval 2s] [--count N]
                              live per-node ops/s, memory, items, replication lag (Ctrl-C stops)
-  rebalance                  re-plan the map over every live member (gives spares partitions;
-                             segments that change owner start empty)
+  rebalance                  re-plan the map over every live member and migrate live
+                             (nothing is lost; needed only with --auto-rebalance false)
   evict NODE                 remove NODE from the cluster for good (on the leader)
-  drain NODE                 decommission NODE: it announces its leave and stops
+  drain NODE                 decommission NODE: its partitions move away live, then it
+                             announces its leave and stops
   get KEY                    print the value of KEY
   set KEY VALUE [--ttl D]    write KEY
   del KEY                    delete KEY

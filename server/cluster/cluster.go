@@ -164,6 +164,15 @@ type Config struct {
 	// what this node holds of a partition's segments and, as their owner,
 	// how its copies keep up. nil = an empty report.
 	Possession func(q PossessionQuery) PossessionReport
+	// Migrate serves a moving partition's source side (PeerMigrate: the
+	// cut-over fence and its undo); nil = refused.
+	Migrate func(q MigrateRequest) MigrateReply
+	// AutoRebalance: a member that holds nothing once membership is
+	// stable is given its share by a live migration (R-MIG-1); off leaves
+	// it a spare until an operator's rebalance.
+	AutoRebalance bool
+	// MaxMoves bounds the partitions migrating at once (0 = 2).
+	MaxMoves int
 	// PeerHandlers serve further peer protocols by their first byte
 	// (PeerReplication); raft and map fetches are the cluster's own. Each
 	// handler owns its connection until it returns (the mux closes it then,
@@ -258,6 +267,11 @@ type Cluster struct {
 	done         chan struct{}
 	failoverDone chan struct{} // closed when failoverLoop returns
 	stopOnce     sync.Once
+
+	mig            migrations
+	migrationDone  chan struct{} // closed when migrationLoop returns
+	leaderReady    atomic.Bool   // leader, and the log applied up to its term (the barrier passed)
+	membersChanged time.Time     // guarded by mu: the tracker's last change of present members
 }
 
 type memberEvent struct {
@@ -299,18 +313,19 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{
 		cfg: cfg, t: cfg.Timings, log: cfg.Logger.With("component", "cluster"), now: cfg.Now,
-		self:         Meta{Info: cfg.Self, Store: cfg.Store, Cluster: cfg.ClusterID, Proto: MetaProto},
-		fsm:          newFSM(cfg.Store, cfg.ClusterID),
-		evSignal:     make(chan struct{}, 1),
-		digests:      map[NodeID]digestAt{},
-		probed:       map[string]time.Time{},
-		refused:      map[string]bool{},
-		routingCh:    make(chan struct{}),
-		requests:     make(chan request),
-		leaderCh:     make(chan bool, 16),
-		stop:         make(chan struct{}),
-		done:         make(chan struct{}),
-		failoverDone: make(chan struct{}),
+		self:          Meta{Info: cfg.Self, Store: cfg.Store, Cluster: cfg.ClusterID, Proto: MetaProto},
+		fsm:           newFSM(cfg.Store, cfg.ClusterID),
+		evSignal:      make(chan struct{}, 1),
+		digests:       map[NodeID]digestAt{},
+		probed:        map[string]time.Time{},
+		refused:       map[string]bool{},
+		routingCh:     make(chan struct{}),
+		requests:      make(chan request),
+		leaderCh:      make(chan bool, 16),
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
+		failoverDone:  make(chan struct{}),
+		migrationDone: make(chan struct{}),
 	}
 	return c, nil
 }
@@ -322,8 +337,9 @@ func (c *Cluster) Start() (err error) {
 	c.mux = NewPeerMux(c.cfg.PeerListener, c.cfg.Self.ID, c.cfg.Dial, c.log.With("component", "peer"))
 	c.mux.Handle(PeerMapFetch, func(conn net.Conn) { serveMapFetch(conn, c.Map) })
 	c.mux.Handle(PeerPossession, func(conn net.Conn) { servePossession(conn, c.cfg.Possession) })
+	c.mux.Handle(PeerMigrate, func(conn net.Conn) { serveMigrate(conn, c.answerMigrate) })
 	for b, h := range c.cfg.PeerHandlers {
-		if b != PeerRaft && b != PeerMapFetch && b != PeerPossession {
+		if b != PeerRaft && b != PeerMapFetch && b != PeerPossession && b != PeerMigrate {
 			c.mux.Handle(b, h)
 		}
 	}
@@ -343,6 +359,7 @@ func (c *Cluster) Start() (err error) {
 	c.tracker = NewTracker(c.cfg.Self, c.t.MemberGrace, c.startedAt)
 	go c.loop()
 	go c.failoverLoop()
+	go c.migrationLoop()
 	return nil
 }
 
@@ -567,6 +584,7 @@ func (c *Cluster) Stop() {
 		if c.tracker != nil && c.ml != nil {
 			<-c.done
 			<-c.failoverDone
+			<-c.migrationDone
 		}
 		c.shutdown()
 	})
@@ -626,27 +644,16 @@ func (c *Cluster) Term() uint64 {
 	return c.raft.CurrentTerm()
 }
 
-// Rebalance asks the leader's control loop to re-plan over every live
-// member (see the package function Rebalance: moved segments start empty).
-// It returns the committed map version, ErrNotLeader on a follower.
+// Rebalance asks the leader to re-plan over every live member that is not
+// draining and to migrate live towards the plan (RequestRebalance): no
+// data is lost, segments keep being served by their source until their
+// cut-over. It returns the map version in force when the request was
+// taken; ErrNotLeader on a follower.
 func (c *Cluster) Rebalance(ctx context.Context) (uint64, error) {
-	var version uint64
-	err := c.do(ctx, func() error {
-		if !c.IsLeader() {
-			return fmt.Errorf("%w (leader: %q)", ErrNotLeader, c.Leader())
-		}
-		next := Rebalance(c.fsm.Map(), c.tracker.Members(), c.cfg.Partitions, c.cfg.ReplicationFactor, nil)
-		if next == nil {
-			version = c.fsm.Map().Version
-			return nil
-		}
-		if err := c.commit(next); err != nil {
-			return err
-		}
-		version = next.Version
-		return nil
-	})
-	return version, err
+	if _, err := c.RequestRebalance(ctx); err != nil {
+		return 0, err
+	}
+	return c.fsm.Map().Version, nil
 }
 
 // ErrUnknownNode: an eviction names a node the cluster does not know.
@@ -832,6 +839,7 @@ func (c *Cluster) publishMembers() {
 	ms := c.tracker.Members()
 	c.mu.Lock()
 	c.members = ms
+	c.membersChanged = c.tracker.LastChange()
 	c.mu.Unlock()
 }
 
@@ -882,6 +890,7 @@ func (c *Cluster) leaderWork(now time.Time) {
 			c.log.Info("no longer the control-plane leader")
 		}
 		c.leaderSince = time.Time{}
+		c.leaderReady.Store(false)
 		return
 	}
 	if c.leaderSince.IsZero() {
@@ -891,6 +900,7 @@ func (c *Cluster) leaderWork(now time.Time) {
 			return
 		}
 		c.leaderSince = now
+		c.leaderReady.Store(true)
 		c.log.Info("control-plane leader", "term", c.raft.CurrentTerm())
 	}
 	c.reconcileVoters()

@@ -76,11 +76,20 @@ func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 		}
 		return 0
 	})
-	// Replicas on departed nodes are dropped, and so are their demotions.
+	// Replicas on departed nodes are dropped, and so are their demotions
+	// and the copies a migration was building on them (a move to a
+	// departed node ends there).
 	for i := range next.Partitions {
 		p := &next.Partitions[i]
 		p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, departed)
 		p.Demoted = slices.DeleteFunc(p.Demoted, departed)
+		p.Incoming = slices.DeleteFunc(p.Incoming, departed)
+		if len(p.Incoming) == 0 {
+			p.Incoming = nil
+		}
+		if departed(p.MoveTo) {
+			p.MoveTo = ""
+		}
 	}
 	// Orphaned partitions: a live replica takes each (it holds the data),
 	// else a spare, in order; the rest merge.
@@ -160,6 +169,9 @@ func firstSpare(m *PartitionMap, byID map[NodeID]MemberView) NodeID {
 	for _, p := range m.Partitions {
 		used[p.PrimaryNodeID], used[p.ActiveOwner] = true, true
 		for _, r := range p.ReplicaNodeIDs {
+			used[r] = true
+		}
+		for _, r := range p.Incoming {
 			used[r] = true
 		}
 	}

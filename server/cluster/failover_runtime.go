@@ -154,7 +154,7 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 	}
 	var cands []failover.Candidate
 	held := map[string][]failover.SegmentRevision{}
-	for _, id := range p.Copies() {
+	for _, id := range p.Established() {
 		cand := failover.Candidate{ID: string(id)}
 		if alive(id) {
 			if rep, err := c.query(m, id, p); err == nil {
@@ -178,7 +178,7 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 		if p.HealthState() != failover.Unavailable {
 			c.log.Error("failover: partition UNAVAILABLE — its owner is down and no copy survives; "+
 				"reads and writes of its keys fail until a copy comes back",
-				"partition", p.ID, "owner", owner, "copies", p.Copies())
+				"partition", p.ID, "owner", owner, "copies", p.Established())
 			if c.commitChange(OwnershipChange{Partition: p.ID, Owner: owner, Generation: p.OwnershipGeneration, Epoch: epoch,
 				Health: failover.Unavailable, Demoted: p.Demoted}) {
 				c.unavailables.Add(1)
@@ -230,7 +230,7 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 	if c.restartRecovery(st, m, p, alive, now) {
 		return
 	}
-	copies := p.Copies()
+	copies := p.Established()
 	allAlive := true
 	for _, id := range copies {
 		allAlive = allAlive && alive(id)

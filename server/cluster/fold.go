@@ -34,7 +34,35 @@ const (
 	// every node's tracker turns into SignalEvict (so every future leader
 	// honours it).
 	EntryEvict EntryType = 3
+	// EntryDrain records an operator's decommission of one node (R-MIG-1):
+	// the map does not change; every leader moves the node's partitions
+	// away live, and the node leaves once it holds nothing.
+	EntryDrain EntryType = 4
 )
+
+// EncodeDrain encodes an EntryDrain entry.
+func EncodeDrain(id NodeID) ([]byte, error) {
+	b, err := msgpack.Marshal(&Eviction{Node: id})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encoding drain: %w", err)
+	}
+	return append([]byte{byte(EntryDrain)}, b...), nil
+}
+
+// DecodeDrain decodes an EntryDrain entry (data includes the type byte).
+func DecodeDrain(data []byte) (NodeID, error) {
+	if len(data) == 0 || EntryType(data[0]) != EntryDrain {
+		return "", fmt.Errorf("%w: not a drain", ErrBadEntry)
+	}
+	var ev Eviction
+	if err := msgpack.Unmarshal(data[1:], &ev); err != nil {
+		return "", fmt.Errorf("%w: drain: %v", ErrBadEntry, err)
+	}
+	if ev.Node == "" {
+		return "", fmt.Errorf("%w: drain of an empty node id", ErrBadEntry)
+	}
+	return ev.Node, nil
+}
 
 // Eviction is the payload of an EntryEvict entry.
 type Eviction struct {
@@ -133,6 +161,11 @@ func FoldEntry(cur *PartitionMap, data []byte, term uint64, store, clusterID str
 			return nil, err
 		}
 		return cur, nil // the map stands; the FSM keeps the evicted set
+	case EntryDrain:
+		if _, err := DecodeDrain(data); err != nil {
+			return nil, err
+		}
+		return cur, nil // the map stands; the FSM keeps the draining set
 	}
 	return nil, fmt.Errorf("%w: unknown entry type %d", ErrBadEntry, data[0])
 }

@@ -18,10 +18,14 @@ import (
 type fsm struct {
 	store, clusterID string
 
-	mu      sync.RWMutex  // guards cur and evicted
+	mu      sync.RWMutex  // guards cur, evicted and draining
 	cur     *PartitionMap // never mutated once published
 	evicted []NodeID      // evicted node ids, sorted; replaced, never mutated
-	changed chan struct{}
+	// draining: nodes an operator decommissions (R-MIG-1) — every leader
+	// moves their partitions away live, then they leave. Sorted; replaced,
+	// never mutated.
+	draining []NodeID
+	changed  chan struct{}
 	// index is the last log index Apply consumed (raft hands it command
 	// entries only): with the last snapshot's index it says how far the
 	// fold got (Reconfirm).
@@ -45,6 +49,24 @@ func (f *fsm) Evicted() []NodeID {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.evicted
+}
+
+// Draining is the set of nodes being drained (callers must not modify it).
+func (f *fsm) Draining() []NodeID {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.draining
+}
+
+func (f *fsm) drain(id NodeID) {
+	f.mu.Lock()
+	if !slices.Contains(f.draining, id) {
+		next := append(slices.Clone(f.draining), id)
+		slices.Sort(next)
+		f.draining = next
+	}
+	f.mu.Unlock()
+	f.signal()
 }
 
 func (f *fsm) evict(id NodeID) {
@@ -88,6 +110,14 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.evict(id)
 		return nil
 	}
+	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryDrain {
+		id, err := DecodeDrain(l.Data)
+		if err != nil {
+			return err
+		}
+		f.drain(id)
+		return nil
+	}
 	next, err := FoldEntry(f.Map(), l.Data, l.Term, f.store, f.clusterID)
 	if err != nil {
 		return err
@@ -99,7 +129,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return mapSnapshot{m: f.cur, evicted: f.evicted}, nil
+	return mapSnapshot{m: f.cur, evicted: f.evicted, draining: f.draining}, nil
 }
 
 // snapshotV2 marks a snapshot holding fsmState; an older snapshot is the
@@ -107,8 +137,9 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 const snapshotV2 = 0x02
 
 type fsmState struct {
-	Map     *PartitionMap `msgpack:"m"`
-	Evicted []NodeID      `msgpack:"ev,omitempty"`
+	Map      *PartitionMap `msgpack:"m"`
+	Evicted  []NodeID      `msgpack:"ev,omitempty"`
+	Draining []NodeID      `msgpack:"dr,omitempty"`
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
@@ -125,16 +156,19 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	}
 	ev := slices.Clone(st.Evicted)
 	slices.Sort(ev)
+	dr := slices.Clone(st.Draining)
+	slices.Sort(dr)
 	f.mu.Lock()
-	f.cur, f.evicted = st.Map, slices.Compact(ev)
+	f.cur, f.evicted, f.draining = st.Map, slices.Compact(ev), slices.Compact(dr)
 	f.mu.Unlock()
 	f.signal()
 	return nil
 }
 
 type mapSnapshot struct {
-	m       *PartitionMap
-	evicted []NodeID
+	m        *PartitionMap
+	evicted  []NodeID
+	draining []NodeID
 }
 
 func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -142,7 +176,7 @@ func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return err
 	}
-	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted}); err != nil {
+	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted, Draining: s.draining}); err != nil {
 		_ = sink.Cancel()
 		return err
 	}

@@ -53,7 +53,22 @@ type Partition struct {
 	// Source is, while the partition is Recovering, the more complete copy
 	// the promoted owner syncs from before it serves (R-REP-5); "" else.
 	Source NodeID `msgpack:"source,omitempty"`
+	// Incoming are copies a live migration is building (R-MIG-2): the
+	// active owner streams to them like to a replica — snapshot, then its
+	// op-log — but they claim nothing: they count for no write quorum,
+	// no failover promotes them, and an aborted move drops them.
+	Incoming []NodeID `msgpack:"incoming,omitempty"`
+	// MoveTo is the node this partition's ownership is moving to (one of
+	// Incoming, or a replica), "" when only copies move. The cut-over fences the active
+	// owner, proves the target level, and flips ActiveOwner to it in one
+	// map commit.
+	MoveTo NodeID `msgpack:"moveto,omitempty"`
 }
+
+// Migrating reports whether a live migration is in flight on p: copies
+// being built, or its ownership moving (to an incoming copy or to one of
+// its replicas).
+func (p *Partition) Migrating() bool { return len(p.Incoming) > 0 || p.MoveTo != "" }
 
 // HealthState is the partition's runtime health (Healthy when unset).
 func (p *Partition) HealthState() failover.Health {
@@ -64,12 +79,26 @@ func (p *Partition) HealthState() failover.Health {
 }
 
 // Copies are the members of the partition's group other than its active
-// owner — the nodes the owner replicates to: its replicas, and the
-// planned primary when a failover moved the active owner away from it.
+// owner — the nodes the owner replicates to: its replicas, the planned
+// primary when a failover moved the active owner away from it, and the
+// copies a migration is building (Incoming).
 func (p *Partition) Copies() []NodeID {
+	out := p.Established()
+	for _, id := range p.Incoming {
+		if id != "" && id != p.ActiveOwner && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Established are the copies that hold the partition by replication, not
+// by a migration still in progress: the ones write quorums count and
+// failover may promote.
+func (p *Partition) Established() []NodeID {
 	var out []NodeID
 	for _, id := range append([]NodeID{p.PrimaryNodeID}, p.ReplicaNodeIDs...) {
-		if id != "" && id != p.ActiveOwner && !slices.Contains(out, id) {
+		if id != "" && id != p.ActiveOwner && !slices.Contains(out, id) && !slices.Contains(p.Incoming, id) {
 			out = append(out, id)
 		}
 	}
@@ -139,7 +168,9 @@ func (m *PartitionMap) OwnedSegments(id NodeID) []bool {
 var ErrInvalidMap = errors.New("cluster: invalid partition map")
 
 // Validate checks the map's internal consistency: a full segment table,
-// contiguous ranges that match it, known owners, no node in two groups.
+// contiguous ranges that match it, known owners, no node twice in one
+// partition's group. A node may hold several partitions (a migration moves
+// a partition to a node that already owns others).
 func (m *PartitionMap) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w (version %d): %s", ErrInvalidMap, m.Version, fmt.Sprintf(format, args...))
@@ -160,7 +191,6 @@ func (m *PartitionMap) Validate() error {
 		}
 		known[n.ID] = true
 	}
-	group := map[NodeID]int{}
 	next := 0
 	for i, p := range m.Partitions {
 		if p.ID != i {
@@ -176,17 +206,30 @@ func (m *PartitionMap) Validate() error {
 		}
 		next = p.LastSegment + 1
 		members := append([]NodeID{p.PrimaryNodeID}, p.ReplicaNodeIDs...)
-		for _, id := range members {
+		for j, id := range members {
 			if !known[id] {
 				return bad("partition %d names unknown node %q", i, id)
 			}
-			if g, dup := group[id]; dup && g != i {
-				return bad("node %q is in partitions %d and %d", id, g, i)
+			if slices.Contains(members[j+1:], id) {
+				return bad("node %q is twice in partition %d", id, i)
 			}
-			group[id] = i
 		}
 		if p.ActiveOwner != "" && !known[p.ActiveOwner] {
 			return bad("partition %d owned by unknown node %q", i, p.ActiveOwner)
+		}
+		for j, id := range p.Incoming {
+			switch {
+			case !known[id]:
+				return bad("partition %d migrates to unknown node %q", i, id)
+			case id == p.ActiveOwner || slices.Contains(p.ReplicaNodeIDs, id) || slices.Contains(p.Incoming[j+1:], id):
+				return bad("incoming copy %q of partition %d already holds it", id, i)
+			}
+		}
+		// MoveTo may equal ActiveOwner: a failover promoted the target
+		// replica meanwhile, and the move has nothing left to flip.
+		if p.MoveTo != "" && p.MoveTo != p.ActiveOwner &&
+			!slices.Contains(p.Incoming, p.MoveTo) && !slices.Contains(p.ReplicaNodeIDs, p.MoveTo) {
+			return bad("partition %d moves to %q, which is neither an incoming copy nor a replica", i, p.MoveTo)
 		}
 	}
 	if next != m.TotalSegments {
@@ -205,6 +248,7 @@ func (m *PartitionMap) Clone() *PartitionMap {
 		if len(p.Demoted) == 0 {
 			p.Demoted = nil
 		}
+		p.Incoming = slices.Clone(p.Incoming)
 		c.Partitions[i] = p
 	}
 	c.SegmentToPartition = append([]int(nil), m.SegmentToPartition...)

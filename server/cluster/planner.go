@@ -32,7 +32,9 @@ type PlanInput struct {
 //     primaries, the rest fill replica slots round-robin, so no node is in
 //     two partition groups;
 //   - sticky placement: a partition whose previous active owner is still a
-//     member keeps it as primary and owner.
+//     member keeps it as primary and owner, and keeps its previous replicas
+//     while they are free members (every change of placement is a data
+//     move).
 //
 // The caller assigns Version and TopologyVersion. Plan never returns an
 // invalid map: with too few members for the partitions it plans fewer
@@ -95,6 +97,22 @@ func Plan(in PlanInput) *PartitionMap {
 			}
 		}
 	}
+	// Sticky replicas: a sticky owner keeps the copies it had, when its
+	// whole range had the same ones and they are free members — a
+	// re-plan moves no copy it does not have to (every move is a copy).
+	if prev := in.Previous; prev != nil && prev.TotalSegments == in.TotalSegments {
+		for p := range m.Partitions {
+			if m.Partitions[p].PrimaryNodeID == "" {
+				continue
+			}
+			for _, r := range stickyReplicas(prev, &m.Partitions[p]) {
+				if isMember[r] && !taken[r] && len(m.Partitions[p].ReplicaNodeIDs) < rf-1 {
+					m.Partitions[p].ReplicaNodeIDs = append(m.Partitions[p].ReplicaNodeIDs, r)
+					taken[r] = true
+				}
+			}
+		}
+	}
 	free := make([]NodeID, 0, len(members))
 	for _, n := range members {
 		if !taken[n.ID] {
@@ -109,11 +127,14 @@ func Plan(in PlanInput) *PartitionMap {
 			m.Partitions[p].Identity = newID()
 		}
 	}
-	// Replicas: round-robin over the members left, RF-1 per partition.
+	// Replicas: round-robin over the members left, up to RF-1 per partition.
 	for slot := 0; slot < rf-1 && len(free) > 0; slot++ {
 		for p := range m.Partitions {
 			if len(free) == 0 {
 				break
+			}
+			if len(m.Partitions[p].ReplicaNodeIDs) > slot {
+				continue
 			}
 			m.Partitions[p].ReplicaNodeIDs = append(m.Partitions[p].ReplicaNodeIDs, free[0])
 			free = free[1:]
@@ -135,6 +156,23 @@ func stickyOwner(prev *PartitionMap, p *Partition) NodeID {
 		}
 	}
 	return owner
+}
+
+// stickyReplicas are the replicas the previous map gave every segment of
+// p's range, when they were the same across it (nil otherwise).
+func stickyReplicas(prev *PartitionMap, p *Partition) []NodeID {
+	idx := prev.SegmentToPartition[p.FirstSegment]
+	if idx < 0 || idx >= len(prev.Partitions) {
+		return nil
+	}
+	want := prev.Partitions[idx].ReplicaNodeIDs
+	for s := p.FirstSegment + 1; s <= p.LastSegment; s++ {
+		j := prev.SegmentToPartition[s]
+		if j < 0 || j >= len(prev.Partitions) || !slices.Equal(prev.Partitions[j].ReplicaNodeIDs, want) {
+			return nil
+		}
+	}
+	return want
 }
 
 func identityCovering(prev *PartitionMap, p *Partition) string {

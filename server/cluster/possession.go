@@ -18,6 +18,9 @@ type PossessionQuery struct {
 	Identity string `msgpack:"i"`
 	First    int    `msgpack:"f"`
 	Last     int    `msgpack:"l"`
+	// DigestAt asks for each segment's content digest over the records
+	// live at this instant (Unix ns; a migration's proof check); 0 = none.
+	DigestAt int64 `msgpack:"d,omitempty"`
 }
 
 // SegmentHolding is what a node holds of one segment: its applied revision
@@ -29,6 +32,9 @@ type SegmentHolding struct {
 	Revision   uint64 `msgpack:"r"`
 	Owner      NodeID `msgpack:"o"`
 	Generation uint64 `msgpack:"g"`
+	// Digest and Count: the content digest asked by DigestAt.
+	Digest uint64 `msgpack:"dg,omitempty"`
+	Count  int    `msgpack:"c,omitempty"`
 }
 
 // ReplicaProgress is, on an owner, how one copy keeps up.
@@ -98,6 +104,10 @@ func servePossession(c net.Conn, answer func(PossessionQuery) PossessionReport) 
 // it holds of p. Only that node answers: a node that took over the address
 // refuses, and its empty holdings are never taken for the old node's.
 func (m *PeerMux) queryPossession(ctx context.Context, addr string, p *Partition) (PossessionReport, error) {
+	return m.queryPossessionQ(ctx, addr, PossessionQuery{Identity: p.Identity, First: p.FirstSegment, Last: p.LastSegment})
+}
+
+func (m *PeerMux) queryPossessionQ(ctx context.Context, addr string, q PossessionQuery) (PossessionReport, error) {
 	var rep PossessionReport
 	c, err := m.Dial(ctx, addr, PeerPossession)
 	if err != nil {
@@ -107,7 +117,7 @@ func (m *PeerMux) queryPossession(ctx context.Context, addr string, p *Partition
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	if err := writeLenPrefixed(c, &PossessionQuery{Identity: p.Identity, First: p.FirstSegment, Last: p.LastSegment}); err != nil {
+	if err := writeLenPrefixed(c, &q); err != nil {
 		return rep, err
 	}
 	err = readLenPrefixed(c, &rep, maxPossession)

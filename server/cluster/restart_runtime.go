@@ -69,7 +69,7 @@ func (c *Cluster) restartRecovery(st *failoverState, m *PartitionMap, p *Partiti
 	}
 	// Without a live copy besides the owner nothing can be held.
 	other := false
-	for _, id := range p.Copies() {
+	for _, id := range p.Established() {
 		other = other || (id != p.ActiveOwner && alive(id))
 	}
 	if !other {
@@ -92,7 +92,7 @@ func (c *Cluster) restartRecovery(st *failoverState, m *PartitionMap, p *Partiti
 	for _, r := range rep.Replicas {
 		// A held copy means the owner is uncertified (it reports Held
 		// only then).
-		if !r.Held || r.Node == p.ActiveOwner || !slices.Contains(p.Copies(), r.Node) ||
+		if !r.Held || r.Node == p.ActiveOwner || !slices.Contains(p.Established(), r.Node) ||
 			!recovery.ShouldReverseSyncOwnedSegment(false, p.PrimaryNodeID == p.ActiveOwner, alive(r.Node)) {
 			continue
 		}

@@ -12,20 +12,24 @@ import (
 // Status is a point-in-time description of the cluster as this node sees
 // it (STYLE 12), served as JSON by GET /v1/cluster.
 type Status struct {
-	Self            NodeID            `json:"self"`
-	Store           string            `json:"store"`
-	ClusterID       string            `json:"clusterId"`
-	MapVersion      uint64            `json:"mapVersion"`
-	TopologyVersion uint64            `json:"topologyVersion"`
-	TotalSegments   int               `json:"totalSegments"`
-	Leader          NodeID            `json:"leader"`
-	Term            uint64            `json:"term"`
-	TrafficGate     string            `json:"trafficGate"` // hold, open, open-unconverged
-	Joined          bool              `json:"joined"`
-	DriftRepairs    uint64            `json:"driftRepairs"`
-	Failover        FailoverStats     `json:"failover"` // decisions this node committed as leader
-	Nodes           []NodeStatus      `json:"nodes"`
-	Partitions      []PartitionStatus `json:"partitions"`
+	Self            NodeID        `json:"self"`
+	Store           string        `json:"store"`
+	ClusterID       string        `json:"clusterId"`
+	MapVersion      uint64        `json:"mapVersion"`
+	TopologyVersion uint64        `json:"topologyVersion"`
+	TotalSegments   int           `json:"totalSegments"`
+	Leader          NodeID        `json:"leader"`
+	Term            uint64        `json:"term"`
+	TrafficGate     string        `json:"trafficGate"` // hold, open, open-unconverged
+	Joined          bool          `json:"joined"`
+	DriftRepairs    uint64        `json:"driftRepairs"`
+	Failover        FailoverStats `json:"failover"` // decisions this node committed as leader
+	// Rebalance is the leader's live-migration status (R-MIG-1; only on
+	// the leader).
+	Rebalance  *RebalanceStatus  `json:"rebalance,omitempty"`
+	Draining   []NodeID          `json:"draining,omitempty"`
+	Nodes      []NodeStatus      `json:"nodes"`
+	Partitions []PartitionStatus `json:"partitions"`
 }
 
 // NodeStatus is one member: its addresses, state and roles.
@@ -60,8 +64,12 @@ type PartitionStatus struct {
 	Health string `json:"health"`
 	// Demoted are copies a failover confirmed dead: they do not count for
 	// sync quorums until the partition is healthy again.
-	Demoted      []NodeID `json:"demoted,omitempty"`
-	SyncSource   NodeID   `json:"syncSource,omitempty"`
+	Demoted    []NodeID `json:"demoted,omitempty"`
+	SyncSource NodeID   `json:"syncSource,omitempty"`
+	// Incoming and MoveTo: a live migration in flight (copies being built,
+	// the node the ownership moves to).
+	Incoming     []NodeID `json:"incoming,omitempty"`
+	MoveTo       NodeID   `json:"moveTo,omitempty"`
 	FirstSegment int      `json:"firstSegment"`
 	LastSegment  int      `json:"lastSegment"`
 	FirstSlot    int      `json:"firstSlot"`
@@ -110,7 +118,11 @@ func (c *Cluster) Status() Status {
 	}
 	st := Status{Self: c.cfg.Self.ID, Store: c.cfg.Store, ClusterID: c.cfg.ClusterID, Leader: c.Leader(), Term: c.Term(),
 		TrafficGate: trafficNames[traffic], Joined: joined, DriftRepairs: repairs, Failover: c.FailoverStats(),
-		Nodes: []NodeStatus{}, Partitions: []PartitionStatus{}}
+		Nodes: []NodeStatus{}, Partitions: []PartitionStatus{}, Draining: c.fsm.Draining()}
+	if c.IsLeader() {
+		rs := c.RebalanceStatus()
+		st.Rebalance = &rs
+	}
 	roles := map[NodeID]string{}
 	if c.raft != nil {
 		if f := c.raft.GetConfiguration(); f.Error() == nil {
@@ -153,7 +165,7 @@ func (c *Cluster) Status() Status {
 			st.Partitions = append(st.Partitions, PartitionStatus{ID: p.ID, Identity: p.Identity, Primary: p.PrimaryNodeID,
 				ActiveOwner: p.ActiveOwner, Replicas: append([]NodeID{}, p.ReplicaNodeIDs...), Epoch: p.Epoch,
 				Generation: p.OwnershipGeneration, LeaderTerm: p.LeaderTerm, Health: health,
-				Demoted: append([]NodeID(nil), p.Demoted...), SyncSource: p.Source,
+				Demoted: append([]NodeID(nil), p.Demoted...), SyncSource: p.Source, Incoming: append([]NodeID(nil), p.Incoming...), MoveTo: p.MoveTo,
 				FirstSegment: p.FirstSegment, LastSegment: p.LastSegment, FirstSlot: int(first), LastSlot: int(last)})
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,6 +128,10 @@ func (c *Cluster) startNode(id string, expect int, join []string) *server.Node {
 	cfg.ExpectNodes = expect
 	cfg.Join = join
 	logger := c.opts.Logger
+	if logger == nil && os.Getenv("ZARIS_TEST_LOG") != "" {
+		// Debugging a test: every node's log lines on stderr.
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	if logger != nil {
 		logger = logger.With("test_node", id)
 	}
@@ -251,6 +256,10 @@ func (c *Cluster) restart(nd *server.Node, id string, whileDown func()) *server.
 	}
 	cfg.ExpectNodes, cfg.Join = 1, seeds
 	logger := c.opts.Logger
+	if logger == nil && os.Getenv("ZARIS_TEST_LOG") != "" {
+		// Debugging a test: every node's log lines on stderr.
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	if logger != nil {
 		logger = logger.With("test_node", cfg.NodeID)
 	}

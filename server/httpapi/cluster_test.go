@@ -16,7 +16,7 @@ func TestClusterEndpoints(t *testing.T) {
 	// Without a cluster: 404, not a crash.
 	f := newFixture(t)
 	require.Equal(t, http.StatusNotFound, f.do("GET", "/v1/cluster", nil).code)
-	require.Equal(t, http.StatusNotFound, f.do("POST", "/v1/cluster/rebalance?accept-data-loss=true", nil).code)
+	require.Equal(t, http.StatusNotFound, f.do("POST", "/v1/cluster/rebalance", nil).code)
 
 	leader := true
 	calls := 0
@@ -34,18 +34,15 @@ func TestClusterEndpoints(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code)
 	require.JSONEq(t, `{"mapVersion":7,"leader":"n1"}`, string(r.body))
 
-	// The operator must acknowledge that moved segments start empty.
+	// A live migration loses nothing: nothing to confirm; the moves run in
+	// the background.
 	r = f.do("POST", "/v1/cluster/rebalance", nil)
-	require.Equal(t, http.StatusBadRequest, r.code)
-	require.Contains(t, string(r.body), "accept-data-loss=true")
-	require.Zero(t, calls)
-
-	r = f.do("POST", "/v1/cluster/rebalance?accept-data-loss=true", nil)
-	require.Equal(t, http.StatusOK, r.code)
-	require.JSONEq(t, `{"mapVersion":8}`, string(r.body))
+	require.Equal(t, http.StatusAccepted, r.code)
+	require.JSONEq(t, `{"mapVersion":8,"status":"rebalancing"}`, string(r.body))
+	require.Equal(t, 1, calls)
 
 	leader = false
-	r = f.do("POST", "/v1/cluster/rebalance?accept-data-loss=true", nil)
+	r = f.do("POST", "/v1/cluster/rebalance", nil)
 	require.Equal(t, http.StatusConflict, r.code, "a follower points at the leader")
 	require.Contains(t, string(r.body), `\"n1\"`)
 

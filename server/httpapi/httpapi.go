@@ -7,7 +7,7 @@
 //	GET  /metrics              Prometheus text of the node's registry
 //	GET  /v1/info              node info as JSON (no secrets)
 //	GET  /v1/cluster           the cluster as this node sees it: mapVersion, leader, term, nodes, partitions
-//	POST /v1/cluster/rebalance?accept-data-loss=true
+//	POST /v1/cluster/rebalance
 //	                           re-plan the map over every live member (on the leader; 409 elsewhere)
 //	POST /v1/cluster/evict?node=ID
 //	                           evict a node for good (on the leader; 409 elsewhere, 404 unknown node,
@@ -375,17 +375,15 @@ func (s *Server) getCluster(c echo.Context) error {
 
 type rebalanceBody struct {
 	MapVersion uint64 `json:"mapVersion"`
+	Status     string `json:"status"` // "rebalancing"
 }
 
-// rebalance re-plans the map. Moved segments start empty on their new owner
-// (RF 1, no data migration yet), so the caller must say it accepts that.
+// rebalance asks the leader to re-plan and migrate live (R-MIG-1): 202,
+// the moves run in the background (GET /v1/cluster shows them). Nothing is
+// lost, so nothing needs confirming.
 func (s *Server) rebalance(c echo.Context) error {
 	if s.rebal == nil {
 		return fail(c, kv.StatusNotFound, "no cluster")
-	}
-	if c.QueryParam("accept-data-loss") != "true" {
-		return fail(c, kv.StatusBadRequest, "a rebalance moves segments without their data (no migration yet): "+
-			"add ?accept-data-loss=true to confirm")
 	}
 	v, err := s.rebal(c.Request().Context())
 	switch {
@@ -394,7 +392,7 @@ func (s *Server) rebalance(c echo.Context) error {
 	case err != nil:
 		return fail(c, kv.StatusUnavailable, err.Error())
 	}
-	return c.JSON(http.StatusOK, rebalanceBody{MapVersion: v})
+	return c.JSON(http.StatusAccepted, rebalanceBody{MapVersion: v, Status: "rebalancing"})
 }
 
 type evictBody struct {

@@ -20,6 +20,7 @@ type partState struct {
 	shippers    []*shipper
 	counted     []bool // per shipper: its copy counts for quorums (not demoted)
 	demoted     []cluster.NodeID
+	incoming    []cluster.NodeID
 
 	mu      sync.Mutex // guards ch, waiters
 	ch      chan struct{}
@@ -30,9 +31,12 @@ type partState struct {
 
 func newPartState(p *cluster.Partition, ships []*shipper) *partState {
 	ps := &partState{identity: p.Identity, gen: p.OwnershipGeneration, first: p.FirstSegment, last: p.LastSegment,
-		shippers: ships, demoted: slices.Clone(p.Demoted), ch: make(chan struct{}), gone: make(chan struct{})}
+		shippers: ships, demoted: slices.Clone(p.Demoted), incoming: slices.Clone(p.Incoming),
+		ch: make(chan struct{}), gone: make(chan struct{})}
 	for _, s := range ships {
-		ps.counted = append(ps.counted, !slices.Contains(p.Demoted, s.key.replica))
+		// A copy a migration is still building counts for no quorum: a
+		// write is acknowledged by the copies that hold the partition.
+		ps.counted = append(ps.counted, !slices.Contains(p.Demoted, s.key.replica) && !slices.Contains(p.Incoming, s.key.replica))
 	}
 	return ps
 }
@@ -40,7 +44,8 @@ func newPartState(p *cluster.Partition, ships []*shipper) *partState {
 // same reports whether p with ships is what ps already describes.
 func (ps *partState) same(p *cluster.Partition, ships []*shipper) bool {
 	return ps.identity == p.Identity && ps.gen == p.OwnershipGeneration && ps.first == p.FirstSegment &&
-		ps.last == p.LastSegment && slices.Equal(ps.shippers, ships) && slices.Equal(ps.demoted, p.Demoted)
+		ps.last == p.LastSegment && slices.Equal(ps.shippers, ships) && slices.Equal(ps.demoted, p.Demoted) &&
+		slices.Equal(ps.incoming, p.Incoming)
 }
 
 func (ps *partState) retire() { ps.retired.Do(func() { close(ps.gone) }) }

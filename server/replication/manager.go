@@ -127,6 +127,11 @@ type Manager struct {
 	snapModes [4]atomic.Uint64
 
 	rs *restartState // restart recovery: certification and the serve gate
+
+	fenceMu  sync.Mutex               // serializes cut-over fences on this node
+	fences   map[string]*cutoverFence // by partition identity (guarded by mu)
+	proofs   map[int]proofRecord      // segment → its cut-over proof (guarded by mu)
+	retained atomic.Uint64            // copies kept after a cut-over: changed after the proof
 }
 
 // New validates cfg and starts the maintenance loop; nothing ships until
@@ -147,6 +152,8 @@ func New(cfg Config) (*Manager, error) {
 		managed:     make([]bool, cfg.Store.Segments()),
 		lineages:    make([]lineage, cfg.Store.Segments()),
 		stop:        make(chan struct{}),
+		fences:      map[string]*cutoverFence{},
+		proofs:      map[int]proofRecord{},
 	}
 	empty := make([]*partState, cfg.Store.Segments())
 	m.route.Store(&empty)
@@ -221,6 +228,7 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 	prev := m.cur
 	m.cur = pm
 	m.recoveredLocked(prev, pm)
+	m.migratedInLocked(prev, pm)
 	want := map[shipKey]*cluster.Partition{}
 	for i := range pm.Partitions {
 		p := &pm.Partitions[i]
@@ -296,6 +304,7 @@ func (m *Manager) Apply(pm *cluster.PartitionMap) {
 			rs.fence(why)
 		}
 	}
+	m.alignFencesLocked(pm)
 	m.dropStrayCopiesLocked(pm)
 	m.syncWatchLocked()
 	m.gateLocked(pm, true)
@@ -320,7 +329,7 @@ func (m *Manager) dropStrayCopiesLocked(pm *cluster.PartitionMap) {
 		}
 		for seg := p.FirstSegment; seg <= p.LastSegment && seg < m.st.Segments(); seg++ {
 			g := m.st.Segment(uint16(seg))
-			if g.Owned() || (g.Revision() == 0 && g.Len() == 0) {
+			if g.Owned() || (g.Revision() == 0 && g.Len() == 0) || m.retainUnproven(seg, g) {
 				continue
 			}
 			m.log.Info("replication: dropping the copy of a partition this node no longer holds",

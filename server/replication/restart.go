@@ -92,7 +92,7 @@ func (m *Manager) down(id cluster.NodeID) bool {
 
 // liveReplica reports whether p has a copy besides self not known down.
 func (m *Manager) liveReplica(p *cluster.Partition) bool {
-	for _, r := range p.Copies() {
+	for _, r := range p.Established() {
 		if r != m.cfg.Self && !m.down(r) {
 			return true
 		}

@@ -142,6 +142,10 @@ func (m *Manager) Possession(q cluster.PossessionQuery) cluster.PossessionReport
 		g := m.st.Segment(uint16(seg))
 		rep.HeldKeys += int64(g.Len())
 		h := cluster.SegmentHolding{Segment: seg, Revision: g.Revision()}
+		if q.DigestAt != 0 {
+			d := g.DigestAt(q.DigestAt)
+			h.Digest, h.Count = d.Sum, d.Count
+		}
 		if l := m.lineage(uint16(seg)); l.Identity == q.Identity {
 			h.Owner, h.Generation = l.Owner, l.Generation
 		}

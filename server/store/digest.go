@@ -18,7 +18,13 @@ type Digest struct {
 
 // Digest returns the segment's content digest.
 func (g *Segment) Digest() Digest {
-	now := g.store.clock.NowNano()
+	return g.DigestAt(g.store.clock.NowNano())
+}
+
+// DigestAt is the digest of the records live at now (Unix ns): two copies
+// compared at one instant agree even when a key expires between their
+// reads (the migration proof, R-MIG-2).
+func (g *Segment) DigestAt(now int64) Digest {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	var d Digest

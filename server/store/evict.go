@@ -138,7 +138,7 @@ func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32) {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	if !g.owned || g.live == 0 {
+	if !g.owned || g.fenced || g.live == 0 {
 		return
 	}
 	seen := 0
@@ -161,7 +161,7 @@ func (g *Segment) evict(c evictionCandidate) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.items[c.key]
-	if r == nil || r.Deleted || r.Revision != c.revision || !g.owned {
+	if r == nil || r.Deleted || r.Revision != c.revision || !g.owned || g.fenced {
 		return false
 	}
 	kind := OpEvicted

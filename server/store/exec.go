@@ -127,6 +127,9 @@ func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64) kv.Reply {
 	}
 	x := execCtx{seg: g, cmd: cmd, now: now}
 	if h.write {
+		if g.fenced {
+			return kv.StatusReply(kv.StatusMigrating) // a migration's write fence: retry shortly
+		}
 		return g.execWriteLocked(h, &x)
 	}
 	x.rec = g.liveLocked(cmd.Key, now)

@@ -36,8 +36,13 @@ type Segment struct {
 	// owned: the segment's bytes count against the owned-data cap (R-MEM-4);
 	// otherwise they are replica bytes.
 	owned bool
-	bytes int64 // accounted bytes of every record in items
-	live  int   // records in items that are not tombstones
+	// fenced: a live migration's write fence (R-MIG-2) — the segment is
+	// still served for reads, every write answers Migrating, and nothing
+	// of its own (expiry sweeps, eviction) changes it, so that its content
+	// and revision stay exactly what the cut-over proof recorded.
+	fenced bool
+	bytes  int64 // accounted bytes of every record in items
+	live   int   // records in items that are not tombstones
 	// txLocks holds the keys a prepared transaction (R-DS-4) reserved until
 	// its commit, abort or lock expiry; other writers get Conflict.
 	txLocks map[string]txLock
@@ -158,8 +163,8 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	s := g.store
 	key := rec.Key
-	if !g.owned {
-		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+	if st := g.writableLocked(); st != kv.StatusSuccess {
+		return status(st)
 	}
 	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
 		return status(kv.StatusConflict)
@@ -217,8 +222,8 @@ func (g *Segment) remove(key string, kind OpKind, onlyIfRevision uint64) kv.Resu
 
 // removeLocked is remove under the caller's write lock.
 func (g *Segment) removeLocked(key string, kind OpKind, onlyIfRevision uint64, now int64) kv.Result {
-	if !g.owned {
-		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+	if st := g.writableLocked(); st != kv.StatusSuccess {
+		return status(st)
 	}
 	old := g.items[key]
 	if old == nil || old.Deleted || (kind == OpDelete && old.expiredAt(now)) {
@@ -266,8 +271,8 @@ func (g *Segment) retime(key string, kind OpKind, ttl time.Duration) kv.Result {
 
 // retimeLocked is retime under the caller's write lock.
 func (g *Segment) retimeLocked(key string, kind OpKind, ttl time.Duration, now int64) kv.Result {
-	if !g.owned {
-		return status(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+	if st := g.writableLocked(); st != kv.StatusSuccess {
+		return status(st)
 	}
 	old := g.items[key]
 	if old == nil || !old.liveAt(now) {
@@ -440,6 +445,55 @@ func (g *Segment) SetOwned(owned bool) {
 	g.store.account(g.owned, -g.bytes, -int64(g.live))
 	g.owned = owned
 	g.store.account(g.owned, g.bytes, int64(g.live))
+}
+
+// writableLocked is the status a write on this segment gets before it
+// looks at any key: Moved on a segment this node does not own (a replica
+// or foreign segment: the client's map is wrong), Migrating under a
+// migration's write fence (retry shortly: the cut-over flips the owner in
+// milliseconds), Success otherwise.
+func (g *Segment) writableLocked() kv.Status {
+	switch {
+	case !g.owned:
+		return kv.StatusMoved
+	case g.fenced:
+		return kv.StatusMigrating
+	}
+	return kv.StatusSuccess
+}
+
+// SetWriteFence raises or lowers the migration write fence (R-MIG-2).
+// Raising it takes the write lock, so every write that started before has
+// committed when it returns: the revision read afterwards is final until
+// the fence is lowered.
+func (g *Segment) SetWriteFence(on bool) {
+	g.mu.Lock()
+	g.fenced = on
+	g.mu.Unlock()
+}
+
+// WriteFenced reports whether the migration write fence is up.
+func (g *Segment) WriteFenced() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.fenced
+}
+
+// PendingTransactions counts the keys of this segment reserved by prepared
+// transactions that have not lapsed: a cut-over waits for them to commit or
+// abort before it records its proof (a commit never fails, so one arriving
+// after the fence would still write).
+func (g *Segment) PendingTransactions() int {
+	now := g.store.clock.NowNano()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for k := range g.txLocks {
+		if g.txLockedLocked(k, "", now) {
+			n++
+		}
+	}
+	return n
 }
 
 // Owned reports whether the segment counts as owned data.

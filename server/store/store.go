@@ -89,6 +89,10 @@ func (s *Store) Config() Config { return s.cfg }
 // Segments is the number of segments.
 func (s *Store) Segments() int { return len(s.segments) }
 
+// Now is the store's clock (Unix ns): the instant a digest is taken at
+// (Segment.DigestAt) must be read from the clock that decides expiry.
+func (s *Store) Now() int64 { return s.clock.NowNano() }
+
 // Segment returns segment i (0 ≤ i < Segments()).
 func (s *Store) Segment(i uint16) *Segment { return s.segments[i] }
 

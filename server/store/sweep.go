@@ -46,7 +46,7 @@ func (s *Store) SweepOnce() (expired, pruned int) {
 func (g *Segment) sweepExpired() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.owned || len(g.expiring) == 0 {
+	if !g.owned || g.fenced || len(g.expiring) == 0 {
 		return 0
 	}
 	deadline := time.Now().Add(sweepBudget)

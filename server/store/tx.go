@@ -557,6 +557,11 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 		if !s.segments[e.keySegs[i]].owned {
 			return kv.StatusMoved, fmt.Sprintf("key %q: segment %d is not owned by this node", k, e.keySegs[i])
 		}
+		if s.segments[e.keySegs[i]].fenced {
+			// A moving partition takes no new reservation: the cut-over
+			// waits for the prepared ones, never for ones prepared after.
+			return kv.StatusConflict, fmt.Sprintf("key %q: segment %d is migrating to another node", k, e.keySegs[i])
+		}
 	}
 	cur := make(map[string]txKeyView, len(e.keys))
 	for i, k := range e.keys {

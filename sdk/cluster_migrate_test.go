@@ -1,0 +1,178 @@
+package sdk_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zaris-io/zaris/sdk"
+	"github.com/zaris-io/zaris/server"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/clustertest"
+)
+
+// Live migration (R-MIG-1..3, issue #12) from a client's side: nodes join
+// and drain while writers run, and every acknowledged write reads back.
+
+// ledger records, per key, the last value a writer had acknowledged.
+type ledger struct {
+	mu    sync.Mutex
+	acked map[string]int
+}
+
+func (l *ledger) ack(k string, v int) {
+	l.mu.Lock()
+	l.acked[k] = v
+	l.mu.Unlock()
+}
+
+// writeLoad runs writers until stop: each owns its keys and writes them
+// in sequence, so the value read back must be exactly the last acknowledged
+// one. Any failed call fails the test: a move costs a client at most a
+// redirect or a Migrating retry inside the SDK.
+func writeLoad(t *testing.T, c *sdk.Client, writers, keysEach int) (stop func() (ops int64), l *ledger) {
+	t.Helper()
+	l = &ledger{acked: map[string]int{}}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var ops atomic.Int64
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := 1; !done.Load(); i++ {
+				k := fmt.Sprintf("w%d:%d", w, i%keysEach)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				r, err := c.Put(ctx, k, []byte(strconv.Itoa(i)), nil)
+				cancel()
+				if err != nil || !r.OK() {
+					errs <- fmt.Errorf("put %s: %v %v", k, r.Status, err)
+					return
+				}
+				l.ack(k, i)
+				ops.Add(1)
+			}
+		})
+	}
+	return func() int64 {
+		done.Store(true)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		return ops.Load()
+	}, l
+}
+
+// verifyLedger reads back every fixed key (exactly its value) and every
+// ledger key: at least the value acknowledged before the read (a writer
+// still running may have written a later one; an older one is a lost
+// write).
+func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	lost := 0
+	check := func(k, want string) {
+		r, err := c.Get(ctx, k)
+		ok := err == nil && r.OK() && string(r.Value) == want
+		if w, perr := strconv.Atoi(want); perr == nil && err == nil && r.OK() {
+			got, gerr := strconv.Atoi(string(r.Value))
+			ok = gerr == nil && got >= w
+		}
+		if !ok {
+			if lost < 5 {
+				t.Errorf("%s: want %q, got %v %q %v", k, want, r.Status, r.Value, err)
+			}
+			lost++
+		}
+	}
+	for k, v := range fixed {
+		check(k, v)
+	}
+	l.mu.Lock()
+	acked := make(map[string]int, len(l.acked))
+	for k, v := range l.acked {
+		acked[k] = v
+	}
+	l.mu.Unlock()
+	for k, v := range acked {
+		check(k, strconv.Itoa(v))
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged keys lost or stale", lost, len(fixed)+len(acked))
+	}
+}
+
+// waitSettled waits until no move is in flight, the leader has no
+// rebalance left to do, and cond holds of the map.
+func waitSettled(t *testing.T, cl *clustertest.Cluster, what string, cond func(*cluster.PartitionMap) bool) *cluster.PartitionMap {
+	t.Helper()
+	var m *cluster.PartitionMap
+	cl.Eventually(60*time.Second, what, func() bool {
+		m = cl.Map()
+		leader := cl.Leader()
+		if m == nil || leader == nil || leader.Cluster().RebalanceStatus().Active {
+			return false
+		}
+		for _, p := range m.Partitions {
+			if p.Migrating() {
+				return false
+			}
+		}
+		return cond(m)
+	})
+	return m
+}
+
+func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
+	for _, rf := range []int{1, 2} {
+		t.Run(fmt.Sprint("RF", rf), func(t *testing.T) {
+			opts := clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(c *server.Config) {
+				c.ReplicationFactor = rf
+			}}
+			if os.Getenv("ZARIS_TEST_LOG") != "" {
+				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			}
+			cl := clustertest.Start(t, 3, opts)
+			c := realConnect(t, cl.ConnString())
+			ctx := context.Background()
+
+			// Keys written once before scaling and never again.
+			fixed := map[string]string{}
+			for i := range 2000 {
+				k, v := fmt.Sprintf("fixed:%d", i), fmt.Sprintf("v%d", i)
+				if r, err := c.Put(ctx, k, []byte(v), nil); err != nil || !r.OK() {
+					t.Fatalf("put %s: %v %v", k, r.Status, err)
+				}
+				fixed[k] = v
+			}
+			stop, l := writeLoad(t, c, 4, 300)
+
+			// A node joins: auto-rebalance gives it its share, live.
+			n4 := cl.AddNode()
+			waitSettled(t, cl, "the joiner holds partitions and no move is in flight", func(m *cluster.PartitionMap) bool {
+				return cluster.Holds(m, cluster.NodeID(n4.Config().NodeID))
+			})
+			verifyLedger(t, c, l, fixed)
+
+			// A node is drained: its partitions move away, then it leaves.
+			victim := cl.Node("n2")
+			cl.Decommission(victim)
+			waitSettled(t, cl, "the drained node's partitions live elsewhere", func(m *cluster.PartitionMap) bool {
+				_, listed := m.Node("n2")
+				return !cluster.Holds(m, "n2") && !listed
+			})
+			ops := stop()
+			verifyLedger(t, c, l, fixed)
+			st := cl.Leader().Cluster().RebalanceStatus()
+			t.Logf("RF %d: %d writes through a join and a drain; %d moves completed, %d aborted, last fence pause %v",
+				rf, ops, st.Completed, st.Aborted, st.FencePause)
+		})
+	}
+}

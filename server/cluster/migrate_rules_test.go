@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/zaris-io/zaris/server/cluster/failover"
+)
+
+// mapOf builds a valid map over 8 segments from partitions given as
+// (first, last, owner, replicas...).
+func mapOf(t *testing.T, nodes []string, parts ...[]string) *PartitionMap {
+	t.Helper()
+	m := &PartitionMap{Version: 10, TopologyVersion: 3, TotalSegments: 8, Store: "s", Nodes: members(nodes...)}
+	for i, spec := range parts {
+		var first, last int
+		fmt.Sscanf(spec[0], "%d-%d", &first, &last)
+		p := Partition{ID: i, Identity: fmt.Sprint("id", i), FirstSegment: first, LastSegment: last,
+			PrimaryNodeID: NodeID(spec[1]), ActiveOwner: NodeID(spec[1]), OwnershipGeneration: 2}
+		for _, r := range spec[2:] {
+			p.ReplicaNodeIDs = append(p.ReplicaNodeIDs, NodeID(r))
+		}
+		m.Partitions = append(m.Partitions, p)
+	}
+	renumber(m)
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func wantGroups(spec ...string) []SegmentGroup {
+	// spec: one "owner/replica,replica" per segment
+	out := make([]SegmentGroup, len(spec))
+	for i, s := range spec {
+		var owner, reps string
+		if n, _ := fmt.Sscanf(s, "%1s/%s", &owner, &reps); n >= 1 {
+			out[i].Owner = NodeID(owner)
+		}
+		for _, r := range reps {
+			if r != ',' {
+				out[i].Replicas = append(out[i].Replicas, NodeID(string(r)))
+			}
+		}
+	}
+	return out
+}
+
+func describe(m *PartitionMap) string {
+	s := ""
+	for _, p := range m.Partitions {
+		s += fmt.Sprintf("[%d-%d %s%v in%v mv%q]", p.FirstSegment, p.LastSegment, p.ActiveOwner, p.ReplicaNodeIDs, p.Incoming, p.MoveTo)
+	}
+	return s
+}
+
+func TestNextMigrationStep(t *testing.T) {
+	ab := []string{"a", "b", "c", "d"}
+	cases := []struct {
+		name     string
+		cur      *PartitionMap
+		want     []SegmentGroup
+		max      int
+		kind     StepKind
+		wantMap  string
+		topology bool // the step changes the layout (TopologyVersion grows)
+	}{
+		{"already there: nothing moves (no churn on a balanced cluster)",
+			mapOf(t, ab, []string{"0-3", "a"}, []string{"4-7", "b"}),
+			wantGroups("a", "a", "a", "a", "b", "b", "b", "b"), 1, StepDone, "", false},
+		{"a partition whose segments want two owners is split first, without moving data (same owner, same copies)",
+			mapOf(t, ab, []string{"0-3", "a"}, []string{"4-7", "b"}),
+			wantGroups("a", "a", "c", "c", "b", "b", "b", "b"), 1, StepCommit,
+			`[0-1 a[] in[] mv""][2-3 a[] in[] mv""][4-7 b[] in[] mv""]`, true},
+		{"an owner change starts as an incoming copy on the target: the source keeps serving (the target claims nothing)",
+			mapOf(t, ab, []string{"0-1", "a"}, []string{"2-3", "a"}, []string{"4-7", "b"}),
+			wantGroups("a", "a", "c", "c", "b", "b", "b", "b"), 1, StepCommit,
+			`[0-1 a[] in[] mv""][2-3 a[] in[c] mv"c"][4-7 b[] in[] mv""]`, false},
+		{"moves are throttled: one in flight at a time means the next waits",
+			mapOf(t, ab, []string{"0-1", "a"}, []string{"2-3", "a"}, []string{"4-5", "b"}, []string{"6-7", "b"}),
+			wantGroups("a", "a", "c", "c", "b", "b", "d", "d"), 1, StepCommit,
+			`[0-1 a[] in[] mv""][2-3 a[] in[c] mv"c"][4-5 b[] in[] mv""][6-7 b[] in[] mv""]`, false},
+		{"a replica that becomes the owner needs no copy: the move is a fenced flip",
+			mapOf(t, ab, []string{"0-3", "a", "b"}, []string{"4-7", "c", "d"}),
+			wantGroups("b/a", "b/a", "b/a", "b/a", "c/d", "c/d", "c/d", "c/d"), 1, StepCommit,
+			`[0-3 a[b] in[] mv"b"][4-7 c[d] in[] mv""]`, false},
+		{"a re-placed replica is built before the old one leaves (never fewer copies during a move)",
+			mapOf(t, ab, []string{"0-3", "a", "b"}, []string{"4-7", "c", "d"}),
+			wantGroups("a/c", "a/c", "a/c", "a/c", "c/d", "c/d", "c/d", "c/d"), 1, StepCommit,
+			`[0-3 a[b] in[c] mv""][4-7 c[d] in[] mv""]`, false},
+		{"a copy the group no longer wants simply leaves: nothing to build",
+			mapOf(t, ab, []string{"0-3", "a", "b"}, []string{"4-7", "c", "d"}),
+			wantGroups("a", "a", "a", "a", "c/d", "c/d", "c/d", "c/d"), 1, StepCommit,
+			`[0-3 a[] in[] mv""][4-7 c[d] in[] mv""]`, false},
+		{"a target naming a node that left is ignored (no move towards a node that is gone)",
+			mapOf(t, []string{"a", "b"}, []string{"0-3", "a"}, []string{"4-7", "b"}),
+			wantGroups("a", "a", "a", "a", "z", "z", "z", "z"), 1, StepDone, "", false},
+	}
+	for _, c := range cases {
+		step := NextMigrationStep(c.cur, c.want, c.max, seqIdentity())
+		if step.Kind != c.kind {
+			t.Fatalf("%s: kind %d (%s), want %d", c.name, step.Kind, step.Why, c.kind)
+		}
+		if c.kind != StepCommit {
+			continue
+		}
+		if got := describe(step.Map); got != c.wantMap {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.wantMap)
+		}
+		if step.Map.Version != c.cur.Version+1 {
+			t.Errorf("%s: version %d after %d", c.name, step.Map.Version, c.cur.Version)
+		}
+		if got := step.Map.TopologyVersion != c.cur.TopologyVersion; got != c.topology {
+			t.Errorf("%s: topology changed = %v, want %v", c.name, got, c.topology)
+		}
+		if err := step.Map.Validate(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+func TestNextMigrationStepWaits(t *testing.T) {
+	cur := mapOf(t, []string{"a", "b", "c"}, []string{"0-3", "a"}, []string{"4-7", "b"})
+	want := wantGroups("a", "a", "c", "c", "b", "b", "b", "b")
+	cur.Partitions[0].Health = failover.Degraded
+	if step := NextMigrationStep(cur, want, 1, seqIdentity()); step.Kind != StepWait {
+		t.Fatalf("a degraded partition is failover's first: split it later, got %d", step.Kind)
+	}
+	cur = mapOf(t, []string{"a", "b", "c"}, []string{"0-1", "a"}, []string{"2-3", "a"}, []string{"4-7", "b"})
+	cur.Partitions[1].Incoming, cur.Partitions[1].MoveTo = []NodeID{"c"}, "c"
+	if step := NextMigrationStep(cur, want, 1, seqIdentity()); step.Kind != StepWait {
+		t.Fatalf("a move in flight: wait for it, got %d", step.Kind)
+	}
+}
+
+func TestFinishAndAbortMove(t *testing.T) {
+	cur := mapOf(t, []string{"a", "b", "c"}, []string{"0-3", "a", "b"}, []string{"4-7", "c"})
+	cur.Partitions[0].Incoming, cur.Partitions[0].MoveTo = []NodeID{"c"}, "c"
+	cur.Partitions[0].Demoted = []NodeID{"b"}
+
+	next := FinishMove(cur, 0, []NodeID{"a"})
+	if next == nil {
+		t.Fatal("finish refused")
+	}
+	p := next.Partitions[0]
+	if p.ActiveOwner != "c" || p.PrimaryNodeID != "c" || fmt.Sprint(p.ReplicaNodeIDs) != "[a]" || p.Migrating() || p.Demoted != nil {
+		t.Fatalf("the flip makes the target the owner, the former owner the wanted replica, the dropped copy gone: %+v", p)
+	}
+	if next.Version != cur.Version+1 || next.TopologyVersion != cur.TopologyVersion {
+		t.Fatalf("a flip is an ownership change, not a layout change: %d/%d", next.Version, next.TopologyVersion)
+	}
+	folded, err := FoldMapCommit(cur, next, 7, "s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folded.Partitions[0].OwnershipGeneration != cur.Partitions[0].OwnershipGeneration+1 {
+		t.Fatal("the new owner must serve under a new generation: the old owner's late sessions are fenced by it")
+	}
+	if FinishMove(cur, 1, nil) != nil {
+		t.Fatal("a partition not in flight cannot be finished")
+	}
+	if got := FinishMove(cur, 0, []NodeID{"z"}); got == nil || len(got.Partitions[0].ReplicaNodeIDs) != 0 {
+		t.Fatal("a wanted replica that holds no copy is not named a replica (it would be counted for quorums empty)")
+	}
+
+	ab := AbortMove(cur, 0)
+	if ab == nil || ab.Partitions[0].Migrating() || ab.Partitions[0].ActiveOwner != "a" {
+		t.Fatal("an abort keeps the source and drops the incoming copies")
+	}
+}
+
+func TestRebalanceTrigger(t *testing.T) {
+	m := mapOf(t, []string{"a", "b", "c"}, []string{"0-3", "a"}, []string{"4-7", "b"})
+	alive := func(ids ...string) []MemberView {
+		var out []MemberView
+		for _, id := range ids {
+			out = append(out, MemberView{Info: NodeInfo{ID: NodeID(id)}, State: MemberAlive})
+		}
+		return out
+	}
+	t0 := time.Unix(1000, 0)
+	stable := 10 * time.Second
+	down := alive("a", "b", "c")
+	down[1].State = MemberUnreachable
+	for _, tc := range []struct {
+		name       string
+		members    []MemberView
+		draining   []NodeID
+		auto       bool
+		lastChange time.Time
+		want       bool
+	}{
+		{"a joiner holding nothing, membership stable: give it its share", alive("a", "b", "c"), nil, true, t0.Add(-stable), true},
+		{"auto-rebalance off: the joiner stays a spare", alive("a", "b", "c"), nil, false, t0.Add(-stable), false},
+		{"membership just changed (a node may be dying unnoticed): wait, never move data towards a flapping view",
+			alive("a", "b", "c"), nil, true, t0.Add(-stable / 2), false},
+		{"a member in trouble: failover's business first", down, nil, true, t0.Add(-stable), false},
+		{"every member holds something: nothing to do", alive("a", "b"), nil, true, t0.Add(-stable), false},
+		{"a draining node still holds partitions: move them whatever the auto setting", alive("a", "b", "c"), []NodeID{"a"}, false,
+			t0, true},
+	} {
+		got := rebalanceTrigger(m, tc.members, tc.draining, tc.auto, tc.lastChange, t0, stable) != ""
+		if got != tc.want {
+			t.Errorf("%s: triggered %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPlanKeepsReplicasInPlace(t *testing.T) {
+	// After a failover the group is owner b, replica c, and a is back
+	// holding nothing. A re-plan must not swap c for a: every change of a
+	// copy is a data move, and a spare that cannot get a role stays one.
+	prev := mapOf(t, []string{"a", "b", "c"}, []string{"0-7", "b", "c"})
+	next := Plan(PlanInput{Members: members("a", "b", "c"), TotalSegments: 8, RF: 2, Previous: prev, Store: "s",
+		NewIdentity: seqIdentity()})
+	if len(next.Partitions) != 1 || next.Partitions[0].ActiveOwner != "b" || fmt.Sprint(next.Partitions[0].ReplicaNodeIDs) != "[c]" {
+		t.Fatalf("the plan moved a copy it did not have to: %s", describe(next))
+	}
+	if step := NextMigrationStep(prev, WantedGroups(next), 2, seqIdentity()); step.Kind != StepDone {
+		t.Fatalf("nothing should move: %d %s", step.Kind, step.Why)
+	}
+}
