@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -173,6 +174,120 @@ func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
 			st := cl.Leader().Cluster().RebalanceStatus()
 			t.Logf("RF %d: %d writes through a join and a drain; %d moves completed, %d aborted, last fence pause %v",
 				rf, ops, st.Completed, st.Aborted, st.FencePause)
+		})
+	}
+}
+
+// tolerantLoad is writeLoad for runs with faults: a write that fails is
+// not acknowledged (a Timeout may still have applied: values only grow,
+// so a read must return at least the last acknowledged one).
+func tolerantLoad(c *sdk.Client, writers, keysEach int) (stop func() (acked, failed int64), l *ledger) {
+	l = &ledger{acked: map[string]int{}}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var ok, bad atomic.Int64
+	for w := range writers {
+		wg.Go(func() {
+			for i := 1; !done.Load(); i++ {
+				k := fmt.Sprintf("w%d:%d", w, i%keysEach)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				r, err := c.Put(ctx, k, []byte(strconv.Itoa(i)), nil)
+				cancel()
+				if err != nil || !r.OK() {
+					bad.Add(1)
+					continue
+				}
+				l.ack(k, i)
+				ok.Add(1)
+			}
+		})
+	}
+	return func() (int64, int64) {
+		done.Store(true)
+		wg.Wait()
+		return ok.Load(), bad.Load()
+	}, l
+}
+
+// Faults during a move (issue #12 item 6), at RF 2 with sync replication
+// to every copy: whichever node dies in the middle of a move — the
+// incoming copy, the source, the raft leader — the move completes or
+// aborts, every partition keeps one owner, and no acknowledged write is
+// lost.
+func TestLiveMigrationFaults(t *testing.T) {
+	for _, victim := range []string{"target", "source", "leader"} {
+		t.Run(victim, func(t *testing.T) {
+			opts := clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(c *server.Config) {
+				c.ReplicationFactor = 2
+				c.ReplicationMode, c.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
+				c.MemoryMaxBytes = 512 << 20
+			}}
+			if os.Getenv("ZARIS_TEST_LOG") != "" {
+				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+			}
+			cl := clustertest.Start(t, 3, opts)
+			c := realConnect(t, cl.ConnString())
+			ctx := context.Background()
+			fixed := map[string]string{}
+			val := make([]byte, 512)
+			var items []sdk.KV
+			for i := range 6000 {
+				k := fmt.Sprintf("fixed:%d", i)
+				v := fmt.Sprintf("v%d:%s", i, val)
+				fixed[k] = v
+				items = append(items, sdk.KV{Key: k, Value: []byte(v)})
+			}
+			for i := 0; i < len(items); i += 500 {
+				if _, err := c.PutMany(ctx, items[i:min(i+500, len(items))]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stop, l := tolerantLoad(c, 4, 200)
+
+			n4 := cl.AddNode()
+			// Wait for a move to be in flight, then kill the victim.
+			var moving cluster.Partition
+			cl.Eventually(30*time.Second, "a move in flight", func() bool {
+				m := cl.Map()
+				for _, p := range m.Partitions {
+					if p.Migrating() && slices.Contains(p.Incoming, cluster.NodeID(n4.Config().NodeID)) {
+						moving = p
+						return true
+					}
+				}
+				return false
+			})
+			var dead *server.Node
+			switch victim {
+			case "target":
+				dead = n4
+			case "source":
+				dead = cl.Node(string(moving.ActiveOwner))
+			case "leader":
+				dead = cl.Leader()
+			}
+			t.Logf("killing the %s %s while partition %d moves from %s (incoming %v, to %q)", victim,
+				dead.Config().NodeID, moving.ID, moving.ActiveOwner, moving.Incoming, moving.MoveTo)
+			cl.Stop(dead)
+			deadID := cluster.NodeID(dead.Config().NodeID)
+
+			// Every partition ends with one live owner and no move stuck.
+			cl.Eventually(60*time.Second, "every partition served by a live owner, no move stuck", func() bool {
+				leader := cl.Leader()
+				if leader == nil {
+					return false
+				}
+				m := leader.Cluster().Map()
+				for _, p := range m.Partitions {
+					if p.ActiveOwner == deadID || p.ActiveOwner == "" || slices.Contains(p.Incoming, deadID) {
+						return false
+					}
+				}
+				return true
+			})
+			acked, failed := stop()
+			verifyLedger(t, c, l, fixed)
+			t.Logf("%s killed mid-move: %d writes acknowledged, %d refused or timed out; nothing lost", victim, acked, failed)
 		})
 	}
 }

@@ -389,6 +389,10 @@ func (c *conn) storeError(st kv.Status, message string) {
 			return
 		}
 		c.out.Error("TRYAGAIN the key's segment is not served by this node")
+	case kv.StatusMigrating:
+		// A live migration's write fence (milliseconds): go-redis and
+		// redis-cli retry TRYAGAIN.
+		c.out.Error("TRYAGAIN the key's slot is moving to another node; retry")
 	case kv.StatusUnavailable:
 		c.out.Error("CLUSTERDOWN The cluster is down")
 	case kv.StatusUnauthorized:
