@@ -80,7 +80,20 @@ func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]strin
 	ctx := context.Background()
 	lost := 0
 	check := func(k, want string) {
-		r, err := c.Get(ctx, k)
+		// Unavailability (a timeout, a redirect the map has not caught up
+		// with on a starved machine) is retried for a while; a wrong value
+		// or a NotFound is a lost write at once.
+		var r sdk.Result
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			r, err = c.Get(rctx, k)
+			cancel()
+			if (err == nil && (r.OK() || r.Status == sdk.StatusNotFound)) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond) // poll interval
+		}
 		ok := err == nil && r.OK() && string(r.Value) == want
 		if w, perr := strconv.Atoi(want); perr == nil && err == nil && r.OK() {
 			got, gerr := strconv.Atoi(string(r.Value))
@@ -171,7 +184,10 @@ func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
 			})
 			ops := stop()
 			verifyLedger(t, c, l, fixed)
-			st := cl.Leader().Cluster().RebalanceStatus()
+			var st cluster.RebalanceStatus
+			if leader := cl.Leader(); leader != nil {
+				st = leader.Cluster().RebalanceStatus()
+			}
 			t.Logf("RF %d: %d writes through a join and a drain; %d moves completed, %d aborted, last fence pause %v",
 				rf, ops, st.Completed, st.Aborted, st.FencePause)
 		})
@@ -264,7 +280,7 @@ func TestLiveMigrationFaults(t *testing.T) {
 			case "source":
 				dead = cl.Node(string(moving.ActiveOwner))
 			case "leader":
-				dead = cl.Leader()
+				cl.Eventually(30*time.Second, "a leader", func() bool { dead = cl.Leader(); return dead != nil })
 			}
 			t.Logf("killing the %s %s while partition %d moves from %s (incoming %v, to %q)", victim,
 				dead.Config().NodeID, moving.ID, moving.ActiveOwner, moving.Incoming, moving.MoveTo)

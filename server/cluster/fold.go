@@ -38,7 +38,41 @@ const (
 	// the map does not change; every leader moves the node's partitions
 	// away live, and the node leaves once it holds nothing.
 	EntryDrain EntryType = 4
+	// EntryRebalance records the layout a rebalance walks towards (or its
+	// end: no groups), so that a new leader finishes a rebalance its
+	// predecessor started instead of stopping half-way.
+	EntryRebalance EntryType = 5
 )
+
+// RebalanceTarget is the payload of an EntryRebalance entry.
+type RebalanceTarget struct {
+	// Members is the key of the member set the target was planned over.
+	Members string `msgpack:"m"`
+	Reason  string `msgpack:"r,omitempty"`
+	// Groups is the wanted group of every segment; nil ends the rebalance.
+	Groups []SegmentGroup `msgpack:"g,omitempty"`
+}
+
+// EncodeRebalance encodes an EntryRebalance entry.
+func EncodeRebalance(t RebalanceTarget) ([]byte, error) {
+	b, err := msgpack.Marshal(&t)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encoding rebalance target: %w", err)
+	}
+	return append([]byte{byte(EntryRebalance)}, b...), nil
+}
+
+// DecodeRebalance decodes an EntryRebalance entry (data includes the type byte).
+func DecodeRebalance(data []byte) (RebalanceTarget, error) {
+	var t RebalanceTarget
+	if len(data) == 0 || EntryType(data[0]) != EntryRebalance {
+		return t, fmt.Errorf("%w: not a rebalance target", ErrBadEntry)
+	}
+	if err := msgpack.Unmarshal(data[1:], &t); err != nil {
+		return t, fmt.Errorf("%w: rebalance target: %v", ErrBadEntry, err)
+	}
+	return t, nil
+}
 
 // EncodeDrain encodes an EntryDrain entry.
 func EncodeDrain(id NodeID) ([]byte, error) {
@@ -166,6 +200,11 @@ func FoldEntry(cur *PartitionMap, data []byte, term uint64, store, clusterID str
 			return nil, err
 		}
 		return cur, nil // the map stands; the FSM keeps the draining set
+	case EntryRebalance:
+		if _, err := DecodeRebalance(data); err != nil {
+			return nil, err
+		}
+		return cur, nil // the map stands; the FSM keeps the target
 	}
 	return nil, fmt.Errorf("%w: unknown entry type %d", ErrBadEntry, data[0])
 }

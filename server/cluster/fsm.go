@@ -25,7 +25,9 @@ type fsm struct {
 	// moves their partitions away live, then they leave. Sorted; replaced,
 	// never mutated.
 	draining []NodeID
-	changed  chan struct{}
+	// target: the rebalance in progress (nil: none).
+	target  *RebalanceTarget
+	changed chan struct{}
 	// index is the last log index Apply consumed (raft hands it command
 	// entries only): with the last snapshot's index it says how far the
 	// fold got (Reconfirm).
@@ -49,6 +51,13 @@ func (f *fsm) Evicted() []NodeID {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.evicted
+}
+
+// Target is the rebalance in progress (nil: none; callers must not modify it).
+func (f *fsm) Target() *RebalanceTarget {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.target
 }
 
 // Draining is the set of nodes being drained (callers must not modify it).
@@ -110,6 +119,19 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.evict(id)
 		return nil
 	}
+	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryRebalance {
+		t, err := DecodeRebalance(l.Data)
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.target = nil
+		if len(t.Groups) > 0 {
+			f.target = &t
+		}
+		f.mu.Unlock()
+		return nil
+	}
 	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryDrain {
 		id, err := DecodeDrain(l.Data)
 		if err != nil {
@@ -129,7 +151,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return mapSnapshot{m: f.cur, evicted: f.evicted, draining: f.draining}, nil
+	return mapSnapshot{m: f.cur, evicted: f.evicted, draining: f.draining, target: f.target}, nil
 }
 
 // snapshotV2 marks a snapshot holding fsmState; an older snapshot is the
@@ -137,9 +159,10 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 const snapshotV2 = 0x02
 
 type fsmState struct {
-	Map      *PartitionMap `msgpack:"m"`
-	Evicted  []NodeID      `msgpack:"ev,omitempty"`
-	Draining []NodeID      `msgpack:"dr,omitempty"`
+	Map      *PartitionMap    `msgpack:"m"`
+	Evicted  []NodeID         `msgpack:"ev,omitempty"`
+	Draining []NodeID         `msgpack:"dr,omitempty"`
+	Target   *RebalanceTarget `msgpack:"rt,omitempty"`
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
@@ -159,7 +182,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	dr := slices.Clone(st.Draining)
 	slices.Sort(dr)
 	f.mu.Lock()
-	f.cur, f.evicted, f.draining = st.Map, slices.Compact(ev), slices.Compact(dr)
+	f.cur, f.evicted, f.draining, f.target = st.Map, slices.Compact(ev), slices.Compact(dr), st.Target
 	f.mu.Unlock()
 	f.signal()
 	return nil
@@ -169,6 +192,7 @@ type mapSnapshot struct {
 	m        *PartitionMap
 	evicted  []NodeID
 	draining []NodeID
+	target   *RebalanceTarget
 }
 
 func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -176,7 +200,7 @@ func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return err
 	}
-	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted, Draining: s.draining}); err != nil {
+	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted, Draining: s.draining, Target: s.target}); err != nil {
 		_ = sink.Cancel()
 		return err
 	}

@@ -216,7 +216,10 @@ type RebalanceStatus struct {
 	Migrations []MigrationStatus `json:"migrations"`
 	Completed  uint64            `json:"completed_moves"`
 	Aborted    uint64            `json:"aborted_moves"`
-	FencePause time.Duration     `json:"last_fence_pause_ns"`
+	// FencePause is the last cut-over's write pause (fence raised to flip
+	// committed), MaxFencePause the longest this leader saw.
+	FencePause    time.Duration `json:"last_fence_pause_ns"`
+	MaxFencePause time.Duration `json:"max_fence_pause_ns"`
 }
 
 // migrationState is the leader's migration driver state; a new leader
@@ -252,6 +255,7 @@ type migrations struct {
 	completed  uint64
 	aborted    uint64
 	fencePause time.Duration
+	maxPause   time.Duration
 }
 
 // Migration timings.
@@ -267,6 +271,10 @@ const (
 	retryAfter = 500 * time.Millisecond
 	// defaultMaxMoves: partitions moving at once.
 	defaultMaxMoves = 2
+	// migrationTick paces the driver: a move takes a few steps (start,
+	// copy checks, fence, flip), so it must not wait a control-loop tick
+	// (250 ms) between them.
+	migrationTick = 20 * time.Millisecond
 )
 
 // RequestRebalance asks the leader to re-plan over every live member that
@@ -300,7 +308,7 @@ func (c *Cluster) RebalanceStatus() RebalanceStatus {
 	c.mig.mu.Lock()
 	defer c.mig.mu.Unlock()
 	st := c.mig.status
-	st.Completed, st.Aborted, st.FencePause = c.mig.completed, c.mig.aborted, c.mig.fencePause
+	st.Completed, st.Aborted, st.FencePause, st.MaxFencePause = c.mig.completed, c.mig.aborted, c.mig.fencePause, c.mig.maxPause
 	st.Migrations = slices.Clone(st.Migrations)
 	if st.Migrations == nil {
 		st.Migrations = []MigrationStatus{}
@@ -365,7 +373,7 @@ func rebalanceTrigger(m *PartitionMap, members []MemberView, draining []NodeID, 
 
 func (c *Cluster) migrationLoop() {
 	defer close(c.migrationDone)
-	t := time.NewTicker(max(c.t.Tick, 20*time.Millisecond))
+	t := time.NewTicker(migrationTick)
 	defer t.Stop()
 	st := &migrationState{moves: map[string]*moveState{}}
 	for {
@@ -417,12 +425,23 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 		}
 	}
 
+	// A rebalance a former leader started is in the log: finish it.
+	if t := c.fsm.Target(); st.want == nil && t != nil {
+		st.want, st.wantKey, st.reason = t.Groups, t.Members, t.Reason
+		c.log.Info("rebalance resumed from the control-plane log", "reason", t.Reason, "members", t.Members)
+	}
 	c.mig.mu.Lock()
 	if c.mig.requested {
 		st.requested, c.mig.requested = true, false
 		st.want = nil // re-plan now
 	}
 	c.mig.mu.Unlock()
+	// New steps only while every member of the map is alive: a member in
+	// trouble is failover's business first (moves in flight go on).
+	allAlive := true
+	for _, n := range m.Nodes {
+		allAlive = allAlive && alive(n.ID)
+	}
 	lastChange := c.lastMemberChange()
 	// Membership must have been stable at least as long as it takes to
 	// confirm an owner dead: a node that joins just as another dies is not
@@ -436,14 +455,21 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 	if reason != "" && !st.requested && st.want == nil && st.settled == fmt.Sprint(key, "@", m.TopologyVersion) {
 		reason = ""
 	}
-	if reason != "" && (st.want == nil || st.wantKey != key) {
-		target := c.targetLayout(m, members)
-		if target != nil {
-			st.want, st.wantKey, st.reason = WantedGroups(target), key, reason
-			c.log.Info("rebalance planned", "reason", reason, "partitions", len(target.Partitions), "members", key)
+	if st.want != nil && st.wantKey != key && reason == "" {
+		reason = st.reason + " (re-planned: the members changed)"
+	}
+	if reason != "" && (st.want == nil || st.wantKey != key) && allAlive && now.Sub(lastChange) >= stable {
+		if target := c.targetLayout(m, members); target != nil {
+			t := RebalanceTarget{Members: key, Reason: reason, Groups: WantedGroups(target)}
+			if err := c.recordTarget(t); err != nil {
+				c.log.Warn("rebalance not recorded", "err", err)
+			} else {
+				st.want, st.wantKey, st.reason = t.Groups, key, reason
+				c.log.Info("rebalance planned", "reason", reason, "partitions", len(target.Partitions), "members", key)
+			}
 		}
 	}
-	if st.want == nil {
+	if st.want == nil || !allAlive {
 		c.publishMigrations(st, m)
 		return
 	}
@@ -463,6 +489,10 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 	case err != nil:
 		c.log.Warn("rebalance step not committed", "why", step.Why, "err", err)
 	case step.Kind == StepDone && !inFlight:
+		if err := c.recordTarget(RebalanceTarget{Members: key}); err != nil {
+			c.log.Warn("rebalance end not recorded", "err", err)
+			break
+		}
 		c.log.Info("rebalance complete", "reason", st.reason, "map_version", m.Version)
 		st.want, st.requested, st.reason = nil, false, ""
 		st.settled = fmt.Sprint(key, "@", c.fsm.Map().TopologyVersion)
@@ -470,6 +500,20 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 		c.log.Info("rebalance step", "step", step.Why, "map_version", step.Map.Version)
 	}
 	c.publishMigrations(st, c.fsm.Map())
+}
+
+// recordTarget commits t (no groups: the rebalance ended) to the log.
+func (c *Cluster) recordTarget(t RebalanceTarget) error {
+	return c.do(context.Background(), func() error {
+		if !c.IsLeader() {
+			return ErrNotLeader
+		}
+		data, err := EncodeRebalance(t)
+		if err != nil {
+			return err
+		}
+		return c.apply(data)
+	})
 }
 
 func (c *Cluster) maxMoves() int {
@@ -567,7 +611,7 @@ func (c *Cluster) driveMove(st *migrationState, m *PartitionMap, p *Partition, a
 	if len(targets) == 0 {
 		// The target became the owner meanwhile (a failover promoted it):
 		// nothing left to prove.
-		c.finishMove(st, p, replicas, ms, 0)
+		c.finishMove(st, p, replicas, ms, time.Time{})
 		return
 	}
 
@@ -638,10 +682,10 @@ func (c *Cluster) driveMove(st *migrationState, m *PartitionMap, p *Partition, a
 		return
 	}
 	ms.phase = "flipping"
-	c.finishMove(st, p, replicas, ms, time.Since(fenceStart))
+	c.finishMove(st, p, replicas, ms, fenceStart)
 }
 
-func (c *Cluster) finishMove(st *migrationState, p *Partition, replicas []NodeID, ms *moveState, pause time.Duration) {
+func (c *Cluster) finishMove(st *migrationState, p *Partition, replicas []NodeID, ms *moveState, fenced time.Time) {
 	idx, ident := p.ID, p.Identity
 	err := c.do(context.Background(), func() error {
 		if !c.IsLeader() {
@@ -664,12 +708,17 @@ func (c *Cluster) finishMove(st *migrationState, p *Partition, replicas []NodeID
 		ms.notBefore = c.now().Add(retryAfter)
 		return
 	}
+	var pause time.Duration
+	if !fenced.IsZero() {
+		pause = time.Since(fenced)
+	}
 	c.log.Info("migration complete", "partition", idx, "from", p.ActiveOwner, "to", p.MoveTo, "incoming", p.Incoming,
 		"keys", ms.keys, "fence_pause", pause, "took", c.now().Sub(ms.started).Round(time.Millisecond))
 	c.mig.mu.Lock()
 	c.mig.completed++
 	if pause > 0 {
 		c.mig.fencePause = pause
+		c.mig.maxPause = max(c.mig.maxPause, pause)
 	}
 	c.mig.mu.Unlock()
 	delete(st.moves, ident)

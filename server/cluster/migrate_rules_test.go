@@ -221,3 +221,38 @@ func TestPlanKeepsReplicasInPlace(t *testing.T) {
 		t.Fatalf("nothing should move: %d %s", step.Kind, step.Why)
 	}
 }
+
+func TestALargeMoveIsCutIntoSmallOnes(t *testing.T) {
+	// One partition of 20 segments moving whole would fence its writes for
+	// as long as the digests of all 20 take: it moves as pieces of at most
+	// MaxMoveSegments, while a range that stays is not cut.
+	m := &PartitionMap{Version: 3, TopologyVersion: 1, TotalSegments: 24, Store: "s", Nodes: members("a", "b"),
+		Partitions: []Partition{
+			{Identity: "x", FirstSegment: 0, LastSegment: 19, PrimaryNodeID: "a", ActiveOwner: "a", OwnershipGeneration: 1},
+			{Identity: "y", FirstSegment: 20, LastSegment: 23, PrimaryNodeID: "a", ActiveOwner: "a", OwnershipGeneration: 1},
+		}}
+	renumber(m)
+	want := make([]SegmentGroup, 24)
+	for s := range want {
+		want[s] = SegmentGroup{Owner: "b"}
+		if s >= 20 {
+			want[s] = SegmentGroup{Owner: "a"}
+		}
+	}
+	step := NextMigrationStep(m, want, 4, seqIdentity())
+	if step.Kind != StepCommit {
+		t.Fatalf("kind %d %s", step.Kind, step.Why)
+	}
+	var sizes []int
+	for _, p := range step.Map.Partitions {
+		sizes = append(sizes, p.LastSegment-p.FirstSegment+1)
+	}
+	var wantSizes []int
+	for left := 20; left > 0; left -= MaxMoveSegments {
+		wantSizes = append(wantSizes, min(left, MaxMoveSegments))
+	}
+	wantSizes = append(wantSizes, 4) // the range that stays is not cut
+	if fmt.Sprint(sizes) != fmt.Sprint(wantSizes) {
+		t.Fatalf("pieces %v, want %v", sizes, wantSizes)
+	}
+}

@@ -140,6 +140,7 @@ func (m *Manager) fenceForCutover(q cluster.MigrateRequest) cluster.MigrateReply
 			time.Sleep(time.Millisecond)
 		}
 	}
+	fencedIn := time.Since(started)
 	n := q.Last - q.First + 1
 	heads := make([]uint64, n)
 	for i := range n {
@@ -177,18 +178,22 @@ func (m *Manager) fenceForCutover(q cluster.MigrateRequest) cluster.MigrateReply
 		ship.markDirty(q.First + behind)
 		time.Sleep(200 * time.Microsecond)
 	}
+	deltaIn := time.Since(started)
 	at := m.st.Now()
 	proof := make([]migration.SegmentProof, n)
-	m.mu.Lock()
 	for i := range n {
 		seg := q.First + i
 		d := m.st.Segment(uint16(seg)).DigestAt(at)
 		proof[i] = migration.SegmentProof{Segment: seg, Revision: heads[i], Digest: d.Sum, Count: d.Count}
-		m.proofs[seg] = proofRecord{at: at, digest: d.Sum, count: d.Count}
+	}
+	m.mu.Lock()
+	for _, pr := range proof {
+		m.proofs[pr.Segment] = proofRecord{at: at, digest: pr.Digest, count: pr.Count}
 	}
 	m.mu.Unlock()
 	m.log.Info("migration fence up: final delta applied by the target, proof recorded", "partition_identity", q.Identity,
-		"target", q.Target, "segments", n, "took", time.Since(started).Round(time.Microsecond))
+		"targets", q.Targets, "segments", n, "fenced_in", fencedIn.Round(time.Microsecond),
+		"final_delta_in", deltaIn.Round(time.Microsecond), "took", time.Since(started).Round(time.Microsecond))
 	return cluster.MigrateReply{OK: true, At: at, Proof: proof}
 }
 
