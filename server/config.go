@@ -151,8 +151,9 @@ type Config struct {
 	// (--memory-max-bytes; plain bytes or with a unit: 512MiB, 1GiB).
 	// Default 1 GiB. There is no "unlimited": 0 or less is invalid.
 	MemoryMaxBytes int64
-	// MaxItemBytes caps one value (R-MEM-3) (--max-item-bytes). A larger
-	// value is ItemTooLarge. Default 4 MiB. Must be positive, at most
+	// MaxItemBytes caps one key (R-MEM-3) (--max-item-bytes): a string's
+	// value or a collection's accounted bytes. A write past it is
+	// ItemTooLarge. Default 4 MiB. Must be positive, at most
 	// MemoryMaxBytes and at most MaxItemBytesLimit.
 	MaxItemBytes int
 	// Eviction is what a full node does (--eviction lru|noeviction).

@@ -69,8 +69,10 @@ type Config struct {
 	// Default 1 GiB. There is no "unlimited": zero or negative is invalid.
 	MaxMemoryBytes int64
 
-	// MaxItemBytes caps one value; a larger value is ItemTooLarge (R-MEM-3).
-	// Default 4 MiB. Must be positive and at most MaxMemoryBytes.
+	// MaxItemBytes caps one key (R-MEM-3): a string's value, and a
+	// collection's accounted bytes; a write past it is ItemTooLarge
+	// (itemcap.go). Default 4 MiB. Must be positive and at most
+	// MaxMemoryBytes.
 	MaxItemBytes int
 
 	// MaxKeyBytes caps one key; a longer key is BadRequest. Default 16 KiB.
@@ -105,7 +107,7 @@ type Config struct {
 	// set or stream; a write that would pass it is ItemTooLarge. Default 1 Mi.
 	MaxCollectionElements int
 	// MaxCollectionBytes caps the accounted bytes of one collection. Default
-	// 64 MiB (a smaller MaxMemoryBytes caps it too).
+	// 64 MiB; MaxItemBytes caps it too, so it only matters below that.
 	MaxCollectionBytes int64
 
 	// Clock supplies time. Default: a coarse clock (1 ms) owned by the store.

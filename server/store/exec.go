@@ -37,7 +37,8 @@ type execCtx struct {
 	effect   *kv.Cmd // the mutation to log; nil = nothing changed
 	newValue []byte  // string commands: the record's new value
 	setValue bool
-	delete   bool // string commands: remove the key (GETDEL)
+	delete   bool   // string commands: remove the key (GETDEL)
+	capHit   capHit // the cap fits refused (itemcap.go)
 }
 
 // changed records that the command mutated the collection, with the command
