@@ -51,6 +51,7 @@ const (
 	DefaultEvictionTarget   = 0.70
 	DefaultEvictionSamples  = 8
 	DefaultSweepInterval    = 100 * time.Millisecond
+	DefaultProcessCheck     = 250 * time.Millisecond
 	DefaultOpLogMaxOps      = 1024
 	DefaultOpLogMaxBytes    = 256 << 10
 
@@ -110,6 +111,17 @@ type Config struct {
 	// 64 MiB; MaxItemBytes caps it too, so it only matters below that.
 	MaxCollectionBytes int64
 
+	// MaxProcessBytes bounds the memory of the whole process (its RSS, read
+	// by ProcessBytes) through eviction: while it is above, the eviction loop
+	// works against a ceiling below MaxMemoryBytes (memory.go, nextCeiling).
+	// Only the LRU policy evicts for it. 0 = off (the default).
+	MaxProcessBytes int64
+	// ProcessBytes reads the process's memory; required with
+	// MaxProcessBytes.
+	ProcessBytes func() int64
+	// ProcessCheckInterval is how often ProcessBytes is read. Default 250 ms.
+	ProcessCheckInterval time.Duration
+
 	// Clock supplies time. Default: a coarse clock (1 ms) owned by the store.
 	Clock Clock
 
@@ -133,8 +145,10 @@ func DefaultConfig() Config {
 		EvictionTarget:   DefaultEvictionTarget,
 		EvictionSamples:  DefaultEvictionSamples,
 		SweepInterval:    DefaultSweepInterval,
-		OpLogMaxOps:      DefaultOpLogMaxOps,
-		OpLogMaxBytes:    DefaultOpLogMaxBytes,
+
+		ProcessCheckInterval: DefaultProcessCheck,
+		OpLogMaxOps:          DefaultOpLogMaxOps,
+		OpLogMaxBytes:        DefaultOpLogMaxBytes,
 
 		MaxCollectionElements: DefaultMaxCollectionElements,
 		MaxCollectionBytes:    DefaultMaxCollectionBytes,
@@ -180,6 +194,12 @@ func (c *Config) Validate() error {
 		return bad("max collection elements must be at least 1")
 	case c.MaxCollectionBytes < 1:
 		return bad("max collection bytes must be positive")
+	case c.MaxProcessBytes < 0:
+		return bad("max process bytes must not be negative")
+	case c.MaxProcessBytes > 0 && c.ProcessBytes == nil:
+		return bad("max process bytes needs a ProcessBytes reader")
+	case c.MaxProcessBytes > 0 && c.ProcessCheckInterval <= 0:
+		return bad("process check interval must be positive")
 	}
 	return nil
 }

@@ -32,6 +32,8 @@ func (s *Store) evictLoop(seed uint64) {
 			return
 		case <-t.C:
 			s.evictRun(rng)
+		case <-s.evictNow:
+			s.evictRun(rng)
 		}
 	}
 }
@@ -47,7 +49,8 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 	if s.cfg.Eviction != EvictLRU {
 		return 0
 	}
-	run, stopAt := evictionGoal(s.owned.Load(), s.cfg.MaxMemoryBytes, s.cfg.EvictionTrigger, s.cfg.EvictionTarget)
+	capNow := s.evictionCap()
+	run, stopAt := evictionGoal(s.owned.Load(), capNow, s.cfg.EvictionTrigger, s.cfg.EvictionTarget)
 	if !run {
 		return 0
 	}
@@ -81,7 +84,7 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 		}
 	}
 	if n > 0 {
-		s.log.Debug("store: eviction run", "evicted", n, "owned_bytes", s.owned.Load(), "cap", s.cfg.MaxMemoryBytes)
+		s.log.Debug("store: eviction run", "evicted", n, "owned_bytes", s.owned.Load(), "cap", capNow)
 	}
 	return n
 }

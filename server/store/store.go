@@ -24,6 +24,12 @@ type Store struct {
 	replica      atomic.Int64 // accounted bytes of replica segments
 	ownedItems   atomic.Int64
 	replicaItems atomic.Int64
+	// ceiling, when positive, is a cap below MaxMemoryBytes the eviction
+	// loop works against (SetEvictionCeiling: process memory pressure);
+	// evictNow wakes the loop when it is lowered.
+	ceiling         atomic.Int64
+	evictNow        chan struct{}
+	pressureChanges atomic.Uint64
 
 	puts, deletes, expired, evicted, retimes atomic.Uint64
 
@@ -42,7 +48,7 @@ func New(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stop: make(chan struct{})}
+	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stop: make(chan struct{}), evictNow: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.coarse = newCoarseClock()
 		s.clock = s.coarse
@@ -65,6 +71,10 @@ func New(cfg Config) (*Store, error) {
 	s.wg.Add(2)
 	go s.sweepLoop()
 	go s.evictLoop(seed)
+	if cfg.MaxProcessBytes > 0 {
+		s.wg.Add(1)
+		go s.pressureLoop()
+	}
 	return s, nil
 }
 
