@@ -182,6 +182,10 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	}
 	switch {
 	case x.setValue:
+		if x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value))) ||
+			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+len(x.newValue)+recordOverhead)) {
+			return kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
+		}
 		r.Version, r.Revision = g.replaceValueLocked(x)
 	case x.delete:
 		if x.rec != nil {

@@ -24,6 +24,7 @@ const (
 	capNone capHit = iota
 	capElements
 	capBytes
+	capMemory // the store's cap under no-eviction
 )
 
 // keyFits is the per-key cap rule, pure: may a collection holding count
@@ -64,13 +65,27 @@ func (x *execCtx) fitsFrom(count int, size int64, addElems int, addBytes int64) 
 	}
 	s := x.seg.store
 	x.capHit = keyFits(count, size, addElems, addBytes, s.cfg.MaxCollectionElements, s.collectionByteCap())
+	if x.capHit == capNone && s.storeFull(x.seg, addBytes) {
+		x.capHit = capMemory
+	}
 	return x.capHit == capNone
 }
 
+// storeFull is the no-eviction rule for a write growing the owned data by
+// grow bytes: refused (CapacityExceeded) when it would pass the cap, as a
+// Put is. Replica segments and shrinking writes are never refused.
+func (s *Store) storeFull(g *Segment, grow int64) bool {
+	return s.cfg.Eviction == NoEviction && g.owned && grow > 0 && s.owned.Load()+grow > s.cfg.MaxMemoryBytes
+}
+
 // tooLarge is the refusal of a command fits refused: ItemTooLarge with the
-// same text a string over the cap gets, or the element cap passed.
+// same text a string over the cap gets, or the element cap passed; under
+// no-eviction, CapacityExceeded when the store is full.
 func (x *execCtx) tooLarge() kv.Reply {
 	s := x.seg.store
+	if x.capHit == capMemory {
+		return kv.StatusReply(kv.StatusCapacityExceeded)
+	}
 	if x.capHit == capElements {
 		return kv.Reply{Status: kv.StatusItemTooLarge,
 			Message: fmt.Sprintf("collection would exceed the maximum of %d elements", s.cfg.MaxCollectionElements)}

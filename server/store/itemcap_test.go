@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -189,4 +190,55 @@ func TestReplicaAppliesOverCapEffectsAndShrinksAfterPromotion(t *testing.T) {
 	refusedUnchanged(t, dst, "HSET growing an over-cap hash", kv.CmdHSet, "h", "c", "1")
 	accepted(t, dst, "HDEL shrinking an over-cap hash", kv.CmdHDel, "h", "a")
 	accepted(t, dst, "HSET shrinking a field of an over-cap hash", kv.CmdHSet, "h", "b", "small")
+}
+
+// Under no-eviction a full store refuses collection growth and string
+// commands with CapacityExceeded, as it refuses a Put, and changes nothing;
+// shrinking stays possible.
+func TestNoEvictionRefusesCollectionAndStringGrowthAtCapacity(t *testing.T) {
+	s, _ := newTestStore(t, func(c *Config) {
+		c.Segments = 1
+		c.MaxMemoryBytes = 64 << 10
+		c.MaxItemBytes = 8 << 10
+		c.Eviction = NoEviction
+	})
+	for i := 0; ; i++ {
+		r := s.Put(fmt.Sprint("k", i), make([]byte, 1000), nil)
+		if r.Status == kv.StatusCapacityExceeded {
+			break
+		}
+		if !r.OK() {
+			t.Fatalf("unexpected %v", r.Status)
+		}
+	}
+	g := s.Segment(0)
+	for _, c := range []struct {
+		op   kv.CmdOp
+		args []string
+	}{
+		{kv.CmdHSet, []string{"f", strings.Repeat("v", 1000)}},
+		{kv.CmdRPush, []string{strings.Repeat("v", 1000)}},
+		{kv.CmdSAdd, []string{strings.Repeat("v", 1000)}},
+		{kv.CmdZAdd, []string{"1", strings.Repeat("v", 1000)}},
+		{kv.CmdXAdd, []string{"*", "f", strings.Repeat("v", 1000)}},
+		{kv.CmdAppend, []string{strings.Repeat("v", 1000)}},
+	} {
+		key := "k0"
+		if c.op != kv.CmdAppend {
+			key = "new-" + c.op.String()
+		}
+		digest, rev := g.Digest(), g.Revision()
+		if r := run(t, s, c.op, key, c.args...); r.Status != kv.StatusCapacityExceeded {
+			t.Fatalf("%v on a full no-eviction store: %v %q", c.op, r.Status, r.Message)
+		}
+		if g.Digest() != digest || g.Revision() != rev {
+			t.Fatalf("%v: a refused command changed the segment", c.op)
+		}
+	}
+	if owned := s.Stats().OwnedBytes; owned > 64<<10 {
+		t.Fatalf("owned %d over the cap", owned)
+	}
+	if r := run(t, s, kv.CmdSetRange, "k0", "0", "x"); r.Status != kv.StatusSuccess {
+		t.Fatalf("a same-size SETRANGE refused: %v", r.Status)
+	}
 }

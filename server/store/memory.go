@@ -114,10 +114,16 @@ func (s *Store) pressureLoop() {
 		s.ceiling.Store(next)
 		s.pressureChanges.Add(1)
 		if next != 0 && next < cur {
-			select {
-			case s.evictNow <- struct{}{}:
-			default:
-			}
+			s.wakeEvictor()
 		}
+	}
+}
+
+// wakeEvictor asks the eviction loop for a run now; a run already asked for
+// absorbs it.
+func (s *Store) wakeEvictor() {
+	select {
+	case s.evictNow <- struct{}{}:
+	default:
 	}
 }

@@ -76,3 +76,21 @@ func poll(t *testing.T, within time.Duration, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A write past the trigger wakes the evictor at once: with a loop that would
+// otherwise run once an hour, owned bytes come back under the trigger.
+func TestWritePastTheTriggerWakesTheEvictor(t *testing.T) {
+	s, _ := newTestStore(t, func(c *Config) {
+		c.MaxMemoryBytes = 1 << 20
+		c.MaxItemBytes = 64 << 10
+		c.EvictionWake = true
+		c.SweepInterval = 5 * time.Millisecond // prunes the eviction tombstones
+	})
+	trigger := int64(float64(s.Config().MaxMemoryBytes) * s.Config().EvictionTrigger)
+	for i := range 1500 { // 1.5 × the cap of writes
+		s.Put(fmt.Sprint("k", i), make([]byte, 1000), nil)
+	}
+	poll(t, 10*time.Second, "owned bytes back under the trigger", func() bool {
+		return s.Stats().OwnedBytes <= trigger && s.Stats().Evicted > 0
+	})
+}
