@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: run test test-short bench lint fuzz build tools cluster cluster-stop
+.PHONY: run test test-short bench lint fuzz build tools cluster cluster-stop storm mem-per-key
 
 ## run: start a single-node server with the embedded default configuration
 run:
@@ -48,6 +48,18 @@ SCENARIO ?= chaos
 .PHONY: chaos
 chaos:
 	$(GO) run ./test/chaos/cmd/chaos -duration $(DURATION) -rf $(RF) -mode $(MODE) -quorum $(QUORUM) -scenario $(SCENARIO)
+
+## storm: the --memory-max-rss write storm against the real binary (a key space of 3 × the cap, RSS sampled from /proc); prints peak/mean RSS against the bound. STORM_RSS=0 measures without the bound
+STORM_DURATION ?= 5m
+STORM_CAP ?= 256MiB
+STORM_RSS ?=
+storm:
+	ZARIS_STORM_DURATION=$(STORM_DURATION) ZARIS_STORM_CAP=$(STORM_CAP) ZARIS_STORM_RSS=$(STORM_RSS) \
+		$(GO) test -count=1 -timeout 60m -run TestWriteStormKeepsRSSUnderTheBound -v ./cmd/zaris-server/
+
+## mem-per-key: RSS growth per key (1 M keys, 16 B / 32 B) of zaris-server, and of redis-server when installed
+mem-per-key:
+	ZARIS_MEASURE_PER_KEY=1 $(GO) test -count=1 -timeout 30m -run TestRSSPerKey -v ./cmd/zaris-server/
 
 ## lint: formatting and vet
 lint:

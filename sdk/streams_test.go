@@ -434,6 +434,7 @@ func streamsBenchClient(b *testing.B) *sdk.Client {
 	cfg := store.DefaultConfig()
 	cfg.MaxCollectionElements = 1 << 30
 	cfg.MaxCollectionBytes = cfg.MaxMemoryBytes
+	cfg.MaxItemBytes = int(cfg.MaxMemoryBytes) // a stream of 100k entries is one key past the default 4 MiB
 	c, err := sdk.Connect(context.Background(), fmt.Sprintf("zaris://inproc/streams-bench-%d", streamsSeq.Add(1)),
 		sdk.WithEmbeddedConfig(cfg))
 	if err != nil {

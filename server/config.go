@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/procmem"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -30,6 +31,13 @@ const (
 	DefaultMaxItemBytes      = store.DefaultMaxItemBytes   // 4 MiB
 	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultSyncTimeout       = 2 * time.Second
+
+	// RSSPerOwnedByte and RSSBaseBytes make the default --memory-max-rss
+	// (DefaultMemoryMaxRSS): measured process RSS per accounted byte of data
+	// under a write storm with the GC tuning of zaris-server, and the
+	// process's own floor (runtime, raft, memberlist, buffers) — docs/DECISIONS.md.
+	RSSPerOwnedByte = 2.0
+	RSSBaseBytes    = 128 << 20
 
 	// EphemeralPort, in any port field, asks the operating system for a free
 	// port at Start; Node.Addr reports the port actually bound. Tests use it
@@ -151,10 +159,18 @@ type Config struct {
 	// (--memory-max-bytes; plain bytes or with a unit: 512MiB, 1GiB).
 	// Default 1 GiB. There is no "unlimited": 0 or less is invalid.
 	MemoryMaxBytes int64
-	// MaxItemBytes caps one value (R-MEM-3) (--max-item-bytes). A larger
-	// value is ItemTooLarge. Default 4 MiB. Must be positive, at most
+	// MaxItemBytes caps one key (R-MEM-3) (--max-item-bytes): a string's
+	// value or a collection's accounted bytes. A write past it is
+	// ItemTooLarge. Default 4 MiB. Must be positive, at most
 	// MemoryMaxBytes and at most MaxItemBytesLimit.
 	MaxItemBytes int
+	// MemoryMaxRSS bounds the memory of the whole process, its resident
+	// set size (--memory-max-rss): the eviction loop evicts below the
+	// owned-data cap while RSS is over it, and zaris-server sets the Go
+	// runtime's soft memory limit (GOMEMLIMIT) from it. 0 = off. Not given
+	// to zaris-server (LoadConfig), it is DefaultMemoryMaxRSS of the cap and
+	// the replication factor. When set, at least MemoryMaxBytes.
+	MemoryMaxRSS int64
 	// Eviction is what a full node does (--eviction lru|noeviction).
 	// Default lru: sampled LRU eviction in the background (R-MEM-2);
 	// noeviction refuses writes with CapacityExceeded instead.
@@ -331,6 +347,15 @@ func DefaultConfig() Config {
 	}
 }
 
+// DefaultMemoryMaxRSS is the process memory bound zaris-server uses when
+// --memory-max-rss is not given: the data a node holds — its owned data
+// (memoryMaxBytes) plus, with replicationFactor copies, about as much again
+// per extra copy in replica data — times RSSPerOwnedByte, plus RSSBaseBytes.
+func DefaultMemoryMaxRSS(memoryMaxBytes int64, replicationFactor int) int64 {
+	copies := int64(max(replicationFactor, 1))
+	return int64(float64(memoryMaxBytes*copies)*RSSPerOwnedByte) + RSSBaseBytes
+}
+
 // DefaultWorkers is the default worker-pool width for cpus processors
 // (seed 003, "worker pool"): max = cpus×16 clamped to 64..1024, min =
 // max(4, cpus×4) but never above max.
@@ -454,6 +479,9 @@ func (c Config) Validate() error {
 
 	if c.MemoryMaxBytes <= 0 {
 		return bad("memory-max-bytes", "%d: must be positive (there is no unlimited)", c.MemoryMaxBytes)
+	}
+	if c.MemoryMaxRSS != 0 && c.MemoryMaxRSS < c.MemoryMaxBytes {
+		return bad("memory-max-rss", "%d is below memory-max-bytes %d (0 = off)", c.MemoryMaxRSS, c.MemoryMaxBytes)
 	}
 	switch {
 	case c.MaxItemBytes <= 0:
@@ -604,6 +632,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Duration("sync_timeout", c.SyncTimeout),
 		slog.Int64("memory_max_bytes", c.MemoryMaxBytes),
 		slog.Int("max_item_bytes", c.MaxItemBytes),
+		slog.Int64("memory_max_rss", c.MemoryMaxRSS),
 		slog.String("eviction", c.Eviction.String()),
 		slog.Bool("auth", c.AuthEnabled()),
 		slog.Bool("tls", c.TLSEnabled()),
@@ -623,6 +652,10 @@ func (c Config) storeConfig(logger *slog.Logger) store.Config {
 	sc := store.DefaultConfig()
 	sc.MaxMemoryBytes = c.MemoryMaxBytes
 	sc.MaxItemBytes = c.MaxItemBytes
+	if c.MemoryMaxRSS > 0 {
+		sc.MaxProcessBytes = c.MemoryMaxRSS
+		sc.ProcessBytes = func() int64 { n, _ := procmem.RSS(); return n }
+	}
 	sc.Eviction = c.Eviction
 	sc.OpLogMaxOps, sc.OpLogMaxBytes = c.OpLogMaxOps, c.OpLogMaxBytes
 	sc.Logger = logger

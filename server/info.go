@@ -4,6 +4,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/procmem"
 )
 
 // Info is a point-in-time description of the node (STYLE 12), served as
@@ -42,12 +44,36 @@ type PortsInfo struct {
 	HTTP   int `json:"http"`
 }
 
-// MemoryInfo is the node's memory accounting (R-MEM).
+// MemoryInfo is the node's memory (R-MEM): the data as the cap accounts
+// it, what the op-log and indexes retain, and what the process costs — the
+// Go heap and the resident set size a container limit is compared with.
 type MemoryInfo struct {
 	UsedBytes    int64 `json:"used_bytes"` // owned data, what the cap governs
 	MaxBytes     int64 `json:"max_bytes"`
 	ReplicaBytes int64 `json:"replica_bytes"`
 	MaxItemBytes int   `json:"max_item_bytes"`
+	// OpLogBytes: values and effects the op-logs retain plus a per-entry
+	// cost (a live value is shared with its record); an estimate.
+	OpLogBytes   int64 `json:"oplog_bytes"`
+	OpLogEntries int64 `json:"oplog_entries"`
+	// IndexBytes: the TTL index and the tombstone list; an estimate.
+	IndexBytes int64 `json:"index_bytes"`
+	// EvictionCeilingBytes is what eviction works against now: max_bytes,
+	// or less while RSS is over max_rss_bytes.
+	EvictionCeilingBytes int64 `json:"eviction_ceiling_bytes"`
+	// GoHeapBytes: heap objects (live and not yet swept); GoHeapLiveBytes:
+	// the live heap at the last GC; GoRuntimeBytes: all the runtime holds
+	// from the OS and has not released; GoMemoryLimitBytes: GOMEMLIMIT.
+	GoHeapBytes        int64 `json:"go_heap_bytes"`
+	GoHeapLiveBytes    int64 `json:"go_heap_live_bytes"`
+	GoRuntimeBytes     int64 `json:"go_runtime_bytes"`
+	GoMemoryLimitBytes int64 `json:"go_memory_limit_bytes"`
+	// RSSBytes is the process's resident set size; RSSSource says where it
+	// was read ("proc": the kernel, "go-runtime": an estimate off Linux).
+	RSSBytes  int64  `json:"rss_bytes"`
+	RSSSource string `json:"rss_source"`
+	// MaxRSSBytes is --memory-max-rss (0 = off).
+	MaxRSSBytes int64 `json:"max_rss_bytes"`
 }
 
 // ConfigSummary is the configuration without secrets.
@@ -94,6 +120,9 @@ func (n *Node) Info() Info {
 	n.mu.Unlock()
 
 	st := n.store.Stats()
+	mem := n.store.Memory()
+	rt := procmem.ReadRuntime()
+	rss, rssSource := procmem.RSS()
 	info := Info{
 		NodeID:    c.NodeID,
 		Store:     c.Store,
@@ -109,6 +138,11 @@ func (n *Node) Info() Info {
 		Memory: MemoryInfo{
 			UsedBytes: st.OwnedBytes, MaxBytes: st.MaxMemoryBytes,
 			ReplicaBytes: st.ReplicaBytes, MaxItemBytes: c.MaxItemBytes,
+			OpLogBytes: mem.OpLogBytes, OpLogEntries: mem.OpLogEntries, IndexBytes: mem.IndexBytes,
+			EvictionCeilingBytes: mem.EvictionCeiling,
+			GoHeapBytes:          rt.HeapObjects, GoHeapLiveBytes: rt.HeapLive,
+			GoRuntimeBytes: rt.Total - rt.Released, GoMemoryLimitBytes: rt.Limit,
+			RSSBytes: rss, RSSSource: string(rssSource), MaxRSSBytes: c.MemoryMaxRSS,
 		},
 		Items:        st.Items,
 		ReplicaItems: st.ReplicaItems,

@@ -120,6 +120,13 @@ var options = []option{
 			return err
 		},
 		show: func(c Config) string { return strconv.FormatInt(c.MemoryMaxBytes, 10) }},
+	{name: "memory-max-rss", arg: "N", usage: "bound of the process's resident memory; eviction keeps RSS under it (default: from memory-max-bytes; 0 = off)",
+		set: func(c *Config, v string) error {
+			n, err := parseBytes(v)
+			c.MemoryMaxRSS = n
+			return err
+		},
+		show: func(c Config) string { return strconv.FormatInt(c.MemoryMaxRSS, 10) }},
 	{name: "max-item-bytes", arg: "N", usage: "cap of one value in bytes (units allowed: 4MiB)",
 		set: func(c *Config, v string) error {
 			n, err := parseBytes(v)
@@ -494,6 +501,11 @@ func LoadConfig(args []string, lookupEnv func(string) (string, bool)) (Config, e
 				}
 			}
 		}
+	}
+
+	// The process memory bound follows the cap unless given.
+	if sources["memory-max-rss"] == "" {
+		cfg.MemoryMaxRSS = DefaultMemoryMaxRSS(cfg.MemoryMaxBytes, cfg.ReplicationFactor)
 	}
 
 	// The probe timeout has no flag of its own: it follows the probe

@@ -87,6 +87,7 @@ sync-timeout: 750ms
 oplog-max-ops: 64
 oplog-max-bytes: 64KiB
 memory-max-bytes: 2GiB
+memory-max-rss: 5GiB
 max-item-bytes: 1MiB
 eviction: noeviction
 token: file-token
@@ -108,7 +109,7 @@ auto-rebalance: false
 		Join:    []string{"10.0.0.1:7946", "10.0.0.2:7946"},
 		DataDir: "/var/lib/zaris", ReplicationFactor: 3, ReplicationMode: ReplicationSync,
 		WriteQuorum: WriteQuorumMajority, SyncTimeout: 750 * time.Millisecond, OpLogMaxOps: 64, OpLogMaxBytes: 64 << 10,
-		MemoryMaxBytes: 2 << 30, MaxItemBytes: 1 << 20,
+		MemoryMaxBytes: 2 << 30, MemoryMaxRSS: 5 << 30, MaxItemBytes: 1 << 20,
 		Eviction: store.NoEviction, Token: "file-token",
 		TLSCert: "/etc/zaris/cert.pem", TLSKey: "/etc/zaris/key.pem", TLSCA: "/etc/zaris/ca.pem",
 		MaxWorkers: 512, MinWorkers: 64, ShutdownTimeout: 45 * time.Second,
@@ -123,7 +124,7 @@ auto-rebalance: false
 		"--http-port", "17801", "--join", "10.0.0.1:7946,10.0.0.2:7946", "--data-dir", "/var/lib/zaris",
 		"--replication-factor", "3", "--replication-mode", "sync", "--write-quorum", "majority",
 		"--sync-timeout", "750ms", "--oplog-max-ops", "64", "--oplog-max-bytes", "65536",
-		"--memory-max-bytes", "2147483648", "--max-item-bytes", "1048576", "--eviction", "noeviction",
+		"--memory-max-bytes", "2147483648", "--memory-max-rss", "5GiB", "--max-item-bytes", "1048576", "--eviction", "noeviction",
 		"--token", "file-token", "--tls-cert", "/etc/zaris/cert.pem", "--tls-key", "/etc/zaris/key.pem",
 		"--tls-ca", "/etc/zaris/ca.pem", "--max-workers", "512", "--min-workers", "64",
 		"--shutdown-timeout", "45s", "--log-level", "debug", "--log-format", "json", "--auto-rebalance", "false",
@@ -141,6 +142,25 @@ auto-rebalance: false
 	cfg, err = LoadConfig(nil, envMap(env))
 	require.NoError(t, err)
 	require.Equal(t, want, cfg)
+}
+
+// --memory-max-rss follows the cap and the replication factor unless given;
+// 0 turns it off; below the cap it is refused.
+func TestMemoryMaxRSSDefaultAndBounds(t *testing.T) {
+	cfg, err := LoadConfig([]string{"--memory-max-bytes", "256MiB", "--replication-factor", "2"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, DefaultMemoryMaxRSS(256<<20, 2), cfg.MemoryMaxRSS)
+	require.Equal(t, int64(2*256<<20*RSSPerOwnedByte)+RSSBaseBytes, cfg.MemoryMaxRSS)
+	cfg, err = LoadConfig([]string{"--memory-max-rss", "0"}, nil)
+	require.NoError(t, err)
+	require.Zero(t, cfg.MemoryMaxRSS, "0 = off")
+	require.Zero(t, cfg.storeConfig(nil).MaxProcessBytes)
+	cfg, err = LoadConfig(nil, envMap(map[string]string{"ZARIS_MEMORY_MAX_RSS": "3GiB"}))
+	require.NoError(t, err)
+	require.Equal(t, int64(3<<30), cfg.MemoryMaxRSS)
+	require.Equal(t, int64(3<<30), cfg.storeConfig(nil).MaxProcessBytes)
+	_, err = LoadConfig([]string{"--memory-max-bytes", "1GiB", "--memory-max-rss", "512MiB"}, nil)
+	require.EqualError(t, err, `invalid config: memory-max-rss: 536870912 is below memory-max-bytes 1073741824 (0 = off) (set by flag --memory-max-rss)`)
 }
 
 func TestLoadConfigErrorsNameTheSource(t *testing.T) {
@@ -218,7 +238,9 @@ func TestLoadConfigFileShape(t *testing.T) {
 	path = writeFile(t, "")
 	cfg, err := LoadConfig([]string{"--config", path}, nil)
 	require.NoError(t, err, "an empty file sets nothing")
-	require.Equal(t, DefaultConfig(), cfg)
+	want := DefaultConfig()
+	want.MemoryMaxRSS = DefaultMemoryMaxRSS(want.MemoryMaxBytes, want.ReplicationFactor) // derived by LoadConfig
+	require.Equal(t, want, cfg)
 
 	_, err = LoadConfig([]string{"--config", filepath.Join(t.TempDir(), "missing.yaml")}, nil)
 	require.ErrorIs(t, err, os.ErrNotExist)

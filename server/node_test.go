@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -116,6 +117,18 @@ func TestNodeServesHTTPAndStops(t *testing.T) {
 	require.Equal(t, int64(1), info.Items)
 	require.Positive(t, info.Memory.UsedBytes)
 	require.Equal(t, int64(64<<20), info.Memory.MaxBytes)
+	// What the process costs (issue 16): the op-log holds the put, the Go
+	// heap and RSS are the process's, read from the kernel on Linux.
+	require.Positive(t, info.Memory.OpLogBytes)
+	require.Equal(t, int64(1), info.Memory.OpLogEntries)
+	require.Equal(t, int64(64<<20), info.Memory.EvictionCeilingBytes)
+	require.Positive(t, info.Memory.GoHeapBytes)
+	require.Positive(t, info.Memory.GoRuntimeBytes)
+	require.Greater(t, info.Memory.RSSBytes, info.Memory.UsedBytes)
+	if runtime.GOOS == "linux" {
+		require.Equal(t, "proc", info.Memory.RSSSource)
+	}
+	require.Equal(t, n.Config().MemoryMaxRSS, info.Memory.MaxRSSBytes)
 	require.Equal(t, "lru", info.Eviction)
 	require.Equal(t, n.HTTPAddr().(*net.TCPAddr).Port, info.Ports.HTTP)
 	require.Equal(t, n.HTTPAddr().String(), info.Addresses["http"])

@@ -22,5 +22,6 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		Metrics:      n.metrics,
 		Logger:       n.log,
 		Routing:      n.routing,
+		MaxRSSBytes:  n.cfg.MemoryMaxRSS,
 	})
 }

@@ -8,13 +8,34 @@ import (
 // tuneGC sets the garbage collector for a cache server unless the operator
 // chose with GOGC / GOMEMLIMIT: the heap is mostly long-lived records, so the
 // default GOGC=100 collects far more often than the churn needs, and the
-// pauses show up as tail latency. A soft memory limit keeps the process near
-// its budget: the owned-data cap plus room for replicas, buffers and garbage.
-func tuneGC(memoryMaxBytes int64) {
+// pauses show up as tail latency. The soft memory limit is what keeps the
+// process inside its bound (--memory-max-rss): the collector runs as often as
+// it must to stay under it, and the eviction loop evicts more while RSS is
+// over it (docs/DECISIONS.md D12 and the RSS bound).
+func tuneGC(memoryMaxBytes, memoryMaxRSS int64) {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" && memoryMaxBytes > 0 {
-		debug.SetMemoryLimit(2*memoryMaxBytes + 256<<20)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if limit := gcMemoryLimit(memoryMaxBytes, memoryMaxRSS); limit > 0 {
+			debug.SetMemoryLimit(limit)
+		}
 	}
 }
+
+// gcMemoryLimit is the Go runtime's soft memory limit for a process bounded
+// at memoryMaxRSS: GCLimitFraction of it, the rest left to what the runtime
+// does not count (the binary's text, thread stacks outside the heap, pages
+// not yet returned). With no RSS bound, 2 × the cap + 256 MiB, as before.
+func gcMemoryLimit(memoryMaxBytes, memoryMaxRSS int64) int64 {
+	if memoryMaxRSS > 0 {
+		return int64(float64(memoryMaxRSS) * gcLimitFraction)
+	}
+	if memoryMaxBytes > 0 {
+		return 2*memoryMaxBytes + 256<<20
+	}
+	return 0
+}
+
+// gcLimitFraction is GOMEMLIMIT / --memory-max-rss.
+const gcLimitFraction = 0.90

@@ -49,7 +49,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	}
 
 	logger := server.NewLogger(stderr, cfg)
-	tuneGC(cfg.MemoryMaxBytes)
+	tuneGC(cfg.MemoryMaxBytes, cfg.MemoryMaxRSS)
 	node, err := server.NewNode(cfg, logger)
 	if err != nil {
 		// Everything NewNode refuses comes from the configuration (an

@@ -180,7 +180,13 @@ characters); ` + "`INFO server`" + ` shows both.
   a cluster client sends them to every node.
 - ` + "`keyspace_hits`" + `/` + "`keyspace_misses`" + ` count string reads (GET, MGET, GETEX,
   GETDEL). ` + "`used_memory`" + ` is the accounted size of the owned data, the figure
-  the memory cap (` + "`maxmemory`" + `) governs.
+  the memory cap (` + "`maxmemory`" + `) governs. ` + "`INFO memory`" + ` also shows what the
+  process costs: ` + "`used_memory_rss`" + ` (the kernel's resident set size; a Go runtime
+  estimate off Linux, ` + "`zaris_rss_source`" + `), its bound ` + "`zaris_maxmemory_rss`" + `
+  (` + "`--memory-max-rss`" + `, 0 = off) and the eviction ceiling it sets
+  (` + "`zaris_eviction_ceiling`" + `), replica data, the op-log (` + "`zaris_oplog_memory`" + `), the TTL
+  index and tombstones (` + "`zaris_index_memory`" + `) and the Go heap (` + "`zaris_go_heap`" + `,
+  ` + "`zaris_go_heap_live`" + `, ` + "`zaris_go_runtime_memory`" + `, ` + "`zaris_go_memory_limit`" + `).
 - Blocking commands (` + "`BLPOP`" + `, ` + "`BRPOP`" + `, ` + "`XREAD`" + `/` + "`XREADGROUP BLOCK`" + `) hold the
   connection, as in Redis, until they can be served, their timeout passes (a
   null reply), the client disconnects or the node stops. They wait on store

@@ -5,10 +5,11 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/procmem"
 )
 
 // infoSections are the INFO sections in the order Redis prints them, and
@@ -111,24 +112,26 @@ func infoMemory(s *Server, b *strings.Builder, _ time.Time) {
 	field(b, "used_memory_dataset", st.OwnedBytes)
 	field(b, "zaris_replica_memory", st.ReplicaBytes)
 	field(b, "zaris_replica_memory_human", humanBytes(st.ReplicaBytes))
-	if rss := processMemory(); rss > 0 {
-		field(b, "used_memory_rss", rss)
-		field(b, "used_memory_rss_human", humanBytes(rss))
-	}
+	mem := s.store.Memory()
+	field(b, "zaris_oplog_memory", mem.OpLogBytes)
+	field(b, "zaris_oplog_entries", mem.OpLogEntries)
+	field(b, "zaris_index_memory", mem.IndexBytes)
+	rt := procmem.ReadRuntime()
+	field(b, "zaris_go_heap", rt.HeapObjects)
+	field(b, "zaris_go_heap_live", rt.HeapLive)
+	field(b, "zaris_go_runtime_memory", rt.Total-rt.Released)
+	field(b, "zaris_go_memory_limit", rt.Limit)
+	rss, source := procmem.RSS()
+	field(b, "used_memory_rss", rss)
+	field(b, "used_memory_rss_human", humanBytes(rss))
+	field(b, "zaris_rss_source", string(source))
+	field(b, "zaris_maxmemory_rss", s.cfg.MaxRSSBytes)
+	field(b, "zaris_maxmemory_rss_human", humanBytes(s.cfg.MaxRSSBytes))
+	field(b, "zaris_eviction_ceiling", mem.EvictionCeiling)
 	field(b, "maxmemory", st.MaxMemoryBytes)
 	field(b, "maxmemory_human", humanBytes(st.MaxMemoryBytes))
 	field(b, "maxmemory_policy", evictionPolicyName(s.store.Config().Eviction))
 	field(b, "mem_allocator", "go")
-}
-
-// processMemory is the memory the Go runtime holds from the OS.
-func processMemory() int64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(sample[0].Value.Uint64())
 }
 
 func humanBytes(n int64) string {

@@ -75,6 +75,9 @@ type Config struct {
 	// freeze fence (it may unown every segment, which then answers Moved).
 	// nil = nothing is checked and no clock is read for it.
 	FreezeCheck func(now time.Time)
+	// MaxRSSBytes is the node's process memory bound (--memory-max-rss),
+	// reported by INFO memory. 0 = off.
+	MaxRSSBytes int64
 }
 
 // RoutingSource yields the cluster's current routing map (nil before the

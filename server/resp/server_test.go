@@ -100,6 +100,16 @@ func TestInfo(t *testing.T) {
 	require.Equal(t, strconv.Itoa(64<<20), fields["maxmemory"])
 	used, _ := strconv.Atoi(fields["used_memory"])
 	require.Positive(t, used)
+	// The process, not only the data (issue 16).
+	rss, _ := strconv.Atoi(fields["used_memory_rss"])
+	require.Greater(t, rss, used)
+	for _, f := range []string{"zaris_oplog_memory", "zaris_go_heap", "zaris_go_runtime_memory", "zaris_go_memory_limit"} {
+		v, err := strconv.Atoi(fields[f])
+		require.NoError(t, err, f)
+		require.Positive(t, v, f)
+	}
+	require.Equal(t, "0", fields["zaris_maxmemory_rss"], "the test node has no RSS bound")
+	require.Contains(t, fields, "zaris_index_memory")
 	cmds, _ := strconv.Atoi(fields["total_commands_processed"])
 	require.GreaterOrEqual(t, cmds, 13)
 

@@ -19,9 +19,13 @@
 //
 // Memory (R-MEM): the store is a bounded buffer. Owned data is accounted per
 // record; a background loop evicts by sampled LRU from 80 % of the cap down
-// to 70 % every second, so a write never pays for eviction inline. A value
-// over the per-item cap is ItemTooLarge; in no-eviction mode a write that
-// would exceed the cap is CapacityExceeded.
+// to 70 % every second, and at once when a write passes the trigger (the
+// write only wakes it: it never pays for eviction inline). A write that would
+// make one key — a string's value, a collection's accounted bytes — larger
+// than the per-item cap is ItemTooLarge and changes nothing; in no-eviction
+// mode a write that would exceed the cap is CapacityExceeded. With a process
+// bound (MaxProcessBytes) eviction works below the cap while the process's
+// RSS is over it.
 //
 // The package is pure in-memory: it must not import networking, the cluster,
 // the wire protocol or the SDK.

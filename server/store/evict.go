@@ -32,6 +32,8 @@ func (s *Store) evictLoop(seed uint64) {
 			return
 		case <-t.C:
 			s.evictRun(rng)
+		case <-s.evictNow:
+			s.evictRun(rng)
 		}
 	}
 }
@@ -47,7 +49,8 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 	if s.cfg.Eviction != EvictLRU {
 		return 0
 	}
-	run, stopAt := evictionGoal(s.owned.Load(), s.cfg.MaxMemoryBytes, s.cfg.EvictionTrigger, s.cfg.EvictionTarget)
+	capNow := s.evictionCap()
+	run, stopAt := evictionGoal(s.owned.Load(), capNow, s.cfg.EvictionTrigger, s.cfg.EvictionTarget)
 	if !run {
 		return 0
 	}
@@ -66,6 +69,13 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 		for range evictionSegmentsPerStep {
 			s.segments[rng.IntN(len(s.segments))].sampleInto(&pool, s.cfg.EvictionSamples, stamp)
 		}
+		// Over the cap itself (a write storm outrunning the loop), evict
+		// several of the pool's oldest per sampling step: less precise LRU,
+		// several times the throughput.
+		burst := 1
+		if s.owned.Load() > capNow {
+			burst = evictionBurstOverCap
+		}
 		c, ok := pool.popOldest()
 		if !ok {
 			// Only empty or replica segments sampled; after many misses in a
@@ -76,12 +86,18 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 			continue
 		}
 		misses = 0
-		if c.seg.evict(c) {
-			n++
+		for ok {
+			if c.seg.evict(c) {
+				n++
+			}
+			if burst--; burst == 0 {
+				break
+			}
+			c, ok = pool.popOldest()
 		}
 	}
 	if n > 0 {
-		s.log.Debug("store: eviction run", "evicted", n, "owned_bytes", s.owned.Load(), "cap", s.cfg.MaxMemoryBytes)
+		s.log.Debug("store: eviction run", "evicted", n, "owned_bytes", s.owned.Load(), "cap", capNow)
 	}
 	return n
 }
@@ -89,6 +105,7 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 const (
 	evictionSegmentsPerStep = 4
 	evictionPoolSize        = 16
+	evictionBurstOverCap    = 4
 )
 
 type evictionCandidate struct {

@@ -37,7 +37,8 @@ type execCtx struct {
 	effect   *kv.Cmd // the mutation to log; nil = nothing changed
 	newValue []byte  // string commands: the record's new value
 	setValue bool
-	delete   bool // string commands: remove the key (GETDEL)
+	delete   bool   // string commands: remove the key (GETDEL)
+	capHit   capHit // the cap fits refused (itemcap.go)
 }
 
 // changed records that the command mutated the collection, with the command
@@ -184,6 +185,10 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	}
 	switch {
 	case x.setValue:
+		if x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value))) ||
+			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+len(x.newValue)+recordOverhead)) {
+			return kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
+		}
 		r.Version, r.Revision = g.replaceValueLocked(x)
 	case x.delete:
 		if x.rec != nil {

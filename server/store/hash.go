@@ -75,30 +75,15 @@ func hashOf(x *execCtx) *hashColl {
 	return x.coll.(*hashColl)
 }
 
-func (x *execCtx) collectionTooLarge(addElems, addBytes int) bool {
-	s := x.seg.store
-	if x.coll == nil {
-		return false
-	}
-	return x.coll.count()+addElems > s.cfg.MaxCollectionElements ||
-		x.coll.size()+int64(addBytes) > min(s.cfg.MaxCollectionBytes, s.cfg.MaxMemoryBytes)
-}
-
-var errTooLarge = kv.Reply{Status: kv.StatusItemTooLarge, Message: "collection would exceed its element or byte cap"}
-
 func init() {
 	register(kv.CmdHSet, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
 		if len(x.cmd.Args) == 0 || len(x.cmd.Args)%2 != 0 {
 			return kv.BadRequest("HSET needs field value pairs")
 		}
-		n := 0
-		for i := 0; i < len(x.cmd.Args); i += 2 {
-			n += len(x.cmd.Args[i]) + len(x.cmd.Args[i+1]) + hashFieldOverhead
-		}
-		if x.collectionTooLarge(len(x.cmd.Args)/2, n) {
-			return errTooLarge
-		}
 		h := hashOf(x)
+		if !x.fits(hashSetGrowth(h, x.cmd.Args)) {
+			return x.tooLarge()
+		}
 		added := 0
 		for i := 0; i < len(x.cmd.Args); i += 2 {
 			if h.set(string(x.cmd.Args[i]), x.cmd.Args[i+1]) {
@@ -116,8 +101,8 @@ func init() {
 		if _, ok := h.m[string(x.cmd.Args[0])]; ok {
 			return kv.IntReply(0)
 		}
-		if x.collectionTooLarge(1, len(x.cmd.Args[0])+len(x.cmd.Args[1])) {
-			return errTooLarge
+		if !x.fits(hashSetGrowth(h, x.cmd.Args)) {
+			return x.tooLarge()
 		}
 		h.set(string(x.cmd.Args[0]), x.cmd.Args[1])
 		x.changedAs(kv.CmdHSet, x.cmd.Args[0], x.cmd.Args[1])
@@ -236,6 +221,9 @@ func init() {
 			return kv.BadRequest("increment or decrement would overflow")
 		}
 		nv := strconv.AppendInt(nil, next, 10)
+		if !x.fits(hashSetGrowth(h, [][]byte{x.cmd.Args[0], nv})) {
+			return x.tooLarge()
+		}
 		h.set(string(x.cmd.Args[0]), nv)
 		x.changedAs(kv.CmdHSet, x.cmd.Args[0], nv)
 		return kv.IntReply(next)
@@ -260,6 +248,9 @@ func init() {
 			return kv.BadRequest("increment would produce NaN or Infinity")
 		}
 		nv := kv.FormatFloat(next)
+		if !x.fits(hashSetGrowth(h, [][]byte{x.cmd.Args[0], nv})) {
+			return x.tooLarge()
+		}
 		h.set(string(x.cmd.Args[0]), nv)
 		x.changedAs(kv.CmdHSet, x.cmd.Args[0], nv)
 		return kv.BulkReply(nv)

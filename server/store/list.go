@@ -111,12 +111,12 @@ func push(front bool) func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, -1); !ok {
 			return r
 		}
-		n := 0
+		var n int64
 		for _, v := range x.cmd.Args {
-			n += len(v) + listElemOverhead
+			n += int64(len(v)) + listElemOverhead
 		}
-		if x.collectionTooLarge(len(x.cmd.Args), n) {
-			return errTooLarge
+		if !x.fits(len(x.cmd.Args), n) {
+			return x.tooLarge()
 		}
 		l := listOf(x)
 		for _, v := range x.cmd.Args {
@@ -234,6 +234,9 @@ func init() {
 			return kv.BadRequest("index out of range")
 		}
 		idx := (l.head + int(i)) % len(l.buf)
+		if !x.fits(0, int64(len(x.cmd.Args[1])-len(l.buf[idx]))) {
+			return x.tooLarge()
+		}
 		l.bytes += int64(len(x.cmd.Args[1]) - len(l.buf[idx]))
 		l.buf[idx] = append([]byte(nil), x.cmd.Args[1]...)
 		x.changed()

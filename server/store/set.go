@@ -105,14 +105,10 @@ func init() {
 		if r, ok := arity(x, 1, -1); !ok {
 			return r
 		}
-		n := 0
-		for _, m := range x.cmd.Args {
-			n += len(m) + setMemberOverhead
-		}
-		if x.collectionTooLarge(len(x.cmd.Args), n) {
-			return errTooLarge
-		}
 		s := setOf(x)
+		if !x.fits(setAddGrowth(s, x.cmd.Args)) {
+			return x.tooLarge()
+		}
 		added := 0
 		for _, m := range x.cmd.Args {
 			if s.add(string(m)) {

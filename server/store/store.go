@@ -2,6 +2,7 @@ package store
 
 import (
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,15 @@ type Store struct {
 	replica      atomic.Int64 // accounted bytes of replica segments
 	ownedItems   atomic.Int64
 	replicaItems atomic.Int64
+	// ceiling, when positive, is a cap below MaxMemoryBytes the eviction
+	// loop works against (SetEvictionCeiling: process memory pressure);
+	// evictNow wakes the loop when it is lowered.
+	ceiling  atomic.Int64
+	evictNow chan struct{}
+	// wakeAt is the owned bytes past which a write wakes the evictor
+	// (EvictionWake): the trigger; MaxInt64 when off.
+	wakeAt          int64
+	pressureChanges atomic.Uint64
 
 	puts, deletes, expired, evicted, retimes atomic.Uint64
 
@@ -42,7 +52,7 @@ func New(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stop: make(chan struct{})}
+	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stop: make(chan struct{}), evictNow: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.coarse = newCoarseClock()
 		s.clock = s.coarse
@@ -51,6 +61,10 @@ func New(cfg Config) (*Store, error) {
 		s.log = slog.Default()
 	}
 	s.start = s.clock.NowNano()
+	s.wakeAt = math.MaxInt64
+	if cfg.EvictionWake && cfg.Eviction == EvictLRU {
+		s.wakeAt = int64(float64(cfg.MaxMemoryBytes) * cfg.EvictionTrigger)
+	}
 	s.pubsub = newBroker()
 	s.tx = newTxTable()
 	s.scan = newScanState(cfg.Segments)
@@ -65,6 +79,10 @@ func New(cfg Config) (*Store, error) {
 	s.wg.Add(2)
 	go s.sweepLoop()
 	go s.evictLoop(seed)
+	if cfg.MaxProcessBytes > 0 {
+		s.wg.Add(1)
+		go s.pressureLoop()
+	}
 	return s, nil
 }
 
@@ -129,7 +147,9 @@ func (s *Store) stamp(now int64) uint32 { return uint32((now - s.start) / int64(
 
 func (s *Store) account(owned bool, bytes, items int64) {
 	if owned {
-		s.owned.Add(bytes)
+		if n := s.owned.Add(bytes); bytes > 0 && n > s.wakeAt {
+			s.wakeEvictor()
+		}
 		s.ownedItems.Add(items)
 	} else {
 		s.replica.Add(bytes)

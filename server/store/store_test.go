@@ -24,6 +24,7 @@ func newTestStore(t testing.TB, mutate ...func(*Config)) (*Store, *ManualClock) 
 	// explicitly, so make the loops rare to keep results deterministic.
 	cfg.SweepInterval = time.Hour
 	cfg.EvictionInterval = time.Hour
+	cfg.EvictionWake = false
 	for _, m := range mutate {
 		m(&cfg)
 	}

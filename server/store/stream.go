@@ -554,8 +554,7 @@ func groupOf(x *execCtx, name []byte) (*streamColl, *streamGroup, kv.Reply, bool
 // streamFits reports whether the stream may hold entries entries and grow by
 // addBytes.
 func (x *execCtx) streamFits(s *streamColl, entries int, addBytes int64) bool {
-	cfg := x.seg.store.cfg
-	return entries <= cfg.MaxCollectionElements && s.bytes+addBytes <= min(cfg.MaxCollectionBytes, cfg.MaxMemoryBytes)
+	return x.fitsFrom(s.entries.live, s.bytes, entries-s.entries.live, addBytes)
 }
 
 func nowMs(x *execCtx) int64 { return x.now / int64(1e6) }
@@ -796,7 +795,7 @@ options:
 	size := entrySize(fields)
 	n, freed := s.trimPlan(&t, &id, size)
 	if !x.streamFits(s, s.entries.live+1-n, size-freed) {
-		return errTooLarge
+		return x.tooLarge()
 	}
 	s.add(id, fields)
 	if n > 0 {
@@ -1013,7 +1012,7 @@ func xgroup(x *execCtx) kv.Reply {
 			return kv.Reply{Status: kv.StatusConflict, Message: "BUSYGROUP Consumer Group name already exists"}
 		}
 		if !x.streamFits(s, s.entries.live, int64(streamGroupOverhead+len(name))) {
-			return errTooLarge
+			return x.tooLarge()
 		}
 		s.addGroup(string(name), last)
 		effect := [][]byte{args[0], name, last.bytes()}
@@ -1084,7 +1083,7 @@ func xgroup(x *execCtx) kv.Reply {
 			return kv.IntReply(0)
 		}
 		if !x.streamFits(s, s.entries.live, consumerSize(len(args[2]))) {
-			return errTooLarge
+			return x.tooLarge()
 		}
 		s.addConsumer(g, string(args[2]))
 		x.changed()
@@ -1153,7 +1152,7 @@ func xreadgroup(x *execCtx) kv.Reply {
 		// but the consumer's creation.
 		if c == nil {
 			if !x.streamFits(s, s.entries.live, grow) {
-				return errTooLarge
+				return x.tooLarge()
 			}
 			s.addConsumer(g, string(consumer))
 			claimEffect(x, group, consumer, nil)
@@ -1182,7 +1181,7 @@ func xreadgroup(x *execCtx) kv.Reply {
 		}
 	}
 	if grow > 0 && !x.streamFits(s, s.entries.live, grow) {
-		return errTooLarge
+		return x.tooLarge()
 	}
 	if c == nil {
 		c = s.addConsumer(g, string(consumer))
@@ -1453,7 +1452,7 @@ func xclaim(x *execCtx) kv.Reply {
 		}
 	}
 	if grow > 0 && !x.streamFits(s, s.entries.live, grow) {
-		return errTooLarge
+		return x.tooLarge()
 	}
 	changed := c == nil
 	if c == nil {
@@ -1548,7 +1547,7 @@ func xautoclaim(x *execCtx) kv.Reply {
 	}
 	c := g.consumers[string(consumer)]
 	if c == nil && !x.streamFits(s, s.entries.live, consumerSize(len(consumer))) {
-		return errTooLarge
+		return x.tooLarge()
 	}
 	now := nowMs(x)
 	var claimIDs, deleted []streamID

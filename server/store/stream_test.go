@@ -669,6 +669,7 @@ func benchStreamStore(b *testing.B) *Store {
 	cfg := DefaultConfig()
 	cfg.MaxCollectionElements = 1 << 30
 	cfg.MaxCollectionBytes = cfg.MaxMemoryBytes
+	cfg.MaxItemBytes = int(cfg.MaxMemoryBytes) // a stream of 100k entries is one key past the default 4 MiB
 	s, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)

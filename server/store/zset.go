@@ -121,19 +121,17 @@ func zadd(x *execCtx) kv.Reply {
 		return kv.BadRequest("INCR option supports a single increment-element pair")
 	}
 	scores := make([]float64, 0, len(rest)/2)
-	n := 0
 	for i := 0; i < len(rest); i += 2 {
 		s, ok := argFloat(rest[i])
 		if !ok {
 			return errNotFloat
 		}
 		scores = append(scores, s)
-		n += len(rest[i+1]) + zsetMemberOverhead
-	}
-	if x.collectionTooLarge(len(scores), n) {
-		return errTooLarge
 	}
 	z := zsetOf(x)
+	if !x.fits(zsetAddGrowth(z, rest, f.xx)) {
+		return x.tooLarge()
+	}
 	added, changed := 0, 0
 	var effect [][]byte
 	var incrResult kv.Reply = kv.NilReply()
@@ -313,8 +311,8 @@ func init() {
 		if math.IsNaN(score) {
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}
-		if _, exists := z.scores[member]; !exists && x.collectionTooLarge(1, len(member)+zsetMemberOverhead) {
-			return errTooLarge
+		if _, exists := z.scores[member]; !exists && !x.fits(1, int64(len(member))+zsetMemberOverhead) {
+			return x.tooLarge()
 		}
 		z.set(member, score)
 		x.changedAs(kv.CmdZAdd, kv.FormatFloat(score), x.cmd.Args[1])

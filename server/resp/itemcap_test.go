@@ -1,0 +1,91 @@
+package resp_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/server"
+)
+
+// Issue 16: --max-item-bytes bounds a whole key, collections included. A
+// command that would grow a key past it gets the error an oversized string
+// gets, and changes nothing. go-redis against a real node with a 1 KiB cap.
+func TestItemCapBoundsEveryDataTypeOverRESP(t *testing.T) {
+	n := startNode(t, func(c *server.Config) { c.MaxItemBytes = 1024 })
+	rdb := newClient(t, n)
+	ctx := ctxT(t)
+	const oom = "OOM value exceeds the maximum item size of 1024 bytes"
+	kb2 := strings.Repeat("v", 2048)
+	b900 := strings.Repeat("v", 900)
+	refused := func(what string, cmd redis.Cmder) {
+		t.Helper()
+		require.EqualError(t, cmd.Err(), oom, what)
+	}
+
+	t.Run("strings", func(t *testing.T) {
+		refused("SET", rdb.Set(ctx, "s", kb2, 0))
+		require.NoError(t, rdb.Set(ctx, "s", b900, 0).Err())
+		refused("APPEND", rdb.Append(ctx, "s", strings.Repeat("v", 200)))
+		refused("SETRANGE", rdb.SetRange(ctx, "s", 1000, "vvvvvvvvvvvvvvvvvvvvvvvvv"))
+		refused("GETSET", rdb.GetSet(ctx, "s", kb2))
+		refused("SETEX", rdb.SetEx(ctx, "s", kb2, 60e9))
+		refused("MSET", rdb.MSet(ctx, "s", kb2))
+		require.Equal(t, b900, rdb.Get(ctx, "s").Val())
+	})
+	t.Run("hash", func(t *testing.T) {
+		refused("HSET of 2 KiB", rdb.HSet(ctx, "h", "f", kb2))
+		refused("HMSET over the cap together", rdb.HMSet(ctx, "h", "a", b900, "b", b900))
+		require.Zero(t, rdb.Exists(ctx, "h").Val(), "a refused HSET created the hash")
+		require.NoError(t, rdb.HSet(ctx, "h", "a", b900).Err())
+		refused("HSETNX", rdb.HSetNX(ctx, "h", "b", strings.Repeat("v", 100)))
+		refused("HSET of a field more", rdb.HSet(ctx, "h", "b", strings.Repeat("v", 100)))
+		// 1 + 900 + 48 accounted bytes: a new field costs 48 + its bytes.
+		refused("HINCRBY creating a field", rdb.HIncrBy(ctx, "h", strings.Repeat("c", 80), 1))
+		refused("HINCRBYFLOAT creating a field", rdb.HIncrByFloat(ctx, "h", strings.Repeat("c", 80), 1.5))
+		require.Equal(t, map[string]string{"a": b900}, rdb.HGetAll(ctx, "h").Val())
+	})
+	t.Run("list", func(t *testing.T) {
+		refused("RPUSH of 2 KiB", rdb.RPush(ctx, "l", kb2))
+		require.NoError(t, rdb.RPush(ctx, "l", b900).Err())
+		for range 49 {
+			refused("RPUSH of 900 B more", rdb.RPush(ctx, "l", b900))
+		}
+		refused("LPUSH", rdb.LPush(ctx, "l", b900))
+		refused("LSET", rdb.LSet(ctx, "l", 0, kb2))
+		require.Equal(t, int64(1), rdb.LLen(ctx, "l").Val())
+	})
+	t.Run("set", func(t *testing.T) {
+		refused("SADD of 2 KiB", rdb.SAdd(ctx, "st", kb2))
+		require.NoError(t, rdb.SAdd(ctx, "st", b900).Err())
+		refused("SADD more", rdb.SAdd(ctx, "st", strings.Repeat("w", 900)))
+		require.Equal(t, int64(1), rdb.SCard(ctx, "st").Val())
+	})
+	t.Run("sorted set", func(t *testing.T) {
+		refused("ZADD of 2 KiB", rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: kb2}))
+		require.NoError(t, rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: b900}).Err())
+		refused("ZADD more", rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: "m"}))
+		refused("ZINCRBY of a new member", rdb.ZIncrBy(ctx, "z", 1, "m"))
+		require.Equal(t, int64(1), rdb.ZCard(ctx, "z").Val())
+	})
+	t.Run("stream", func(t *testing.T) {
+		refused("XADD of 2 KiB", rdb.XAdd(ctx, &redis.XAddArgs{Stream: "x", Values: []string{"f", kb2}}))
+		require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: "x", Values: []string{"f", strings.Repeat("v", 800)}}).Err())
+		refused("XADD more", rdb.XAdd(ctx, &redis.XAddArgs{Stream: "x", Values: []string{"f", strings.Repeat("v", 800)}}))
+		require.Equal(t, int64(1), rdb.XLen(ctx, "x").Val())
+	})
+	t.Run("transaction", func(t *testing.T) {
+		// Inside MULTI the refusal is that command's reply; the block's
+		// other commands apply (Redis semantics for a runtime error).
+		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, "{t}h", "f", kb2)
+			p.Set(ctx, "{t}s", "ok", 0)
+			return nil
+		})
+		require.EqualError(t, err, oom)
+		require.Zero(t, rdb.Exists(ctx, "{t}h").Val())
+		require.Equal(t, "ok", rdb.Get(ctx, "{t}s").Val())
+	})
+}
