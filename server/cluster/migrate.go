@@ -216,6 +216,14 @@ type RebalanceStatus struct {
 	Migrations []MigrationStatus `json:"migrations"`
 	Completed  uint64            `json:"completed_moves"`
 	Aborted    uint64            `json:"aborted_moves"`
+	// SegmentsTotal and SegmentsLeft: the segments the rebalance in
+	// progress changes the group of, and those not there yet (progress).
+	SegmentsTotal int `json:"segments_total"`
+	SegmentsLeft  int `json:"segments_left"`
+	// KeysMoved and BytesMoved: what the completed moves carried (the
+	// source's live keys and accounted bytes at the cut-over).
+	KeysMoved  int64 `json:"keys_moved"`
+	BytesMoved int64 `json:"bytes_moved"`
 	// FencePause is the last cut-over's write pause (fence raised to flip
 	// committed), MaxFencePause the longest this leader saw.
 	FencePause    time.Duration `json:"last_fence_pause_ns"`
@@ -234,7 +242,9 @@ type migrationState struct {
 	reason    string
 	requested bool
 	moves     map[string]*moveState // by partition identity
-	lastSplit time.Time
+	// planned: the segments the plan changes (progress), for plannedFor.
+	planned    []int
+	plannedFor string
 }
 
 type moveState struct {
@@ -243,6 +253,7 @@ type moveState struct {
 	phase     string
 	lag       uint64
 	keys      int64
+	bytes     int64
 	lastAbort string
 	notBefore time.Time
 }
@@ -256,6 +267,8 @@ type migrations struct {
 	aborted    uint64
 	fencePause time.Duration
 	maxPause   time.Duration
+	keysMoved  int64
+	bytesMoved int64
 }
 
 // Migration timings.
@@ -309,6 +322,7 @@ func (c *Cluster) RebalanceStatus() RebalanceStatus {
 	defer c.mig.mu.Unlock()
 	st := c.mig.status
 	st.Completed, st.Aborted, st.FencePause, st.MaxFencePause = c.mig.completed, c.mig.aborted, c.mig.fencePause, c.mig.maxPause
+	st.KeysMoved, st.BytesMoved = c.mig.keysMoved, c.mig.bytesMoved
 	st.Migrations = slices.Clone(st.Migrations)
 	if st.Migrations == nil {
 		st.Migrations = []MigrationStatus{}
@@ -502,6 +516,19 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 	c.publishMigrations(st, c.fsm.Map())
 }
 
+// segmentsToChange lists the segments whose group in m is not the wanted
+// one, or that are moving.
+func segmentsToChange(m *PartitionMap, want []SegmentGroup) []int {
+	var out []int
+	for seg := range m.TotalSegments {
+		p := &m.Partitions[m.SegmentToPartition[seg]]
+		if p.Migrating() || !groupOf(p).equal(want[seg]) {
+			out = append(out, seg)
+		}
+	}
+	return out
+}
+
 // recordTarget commits t (no groups: the rebalance ended) to the log.
 func (c *Cluster) recordTarget(t RebalanceTarget) error {
 	return c.do(context.Background(), func() error {
@@ -579,7 +606,7 @@ func (c *Cluster) driveMove(st *migrationState, m *PartitionMap, p *Partition, a
 		ms.phase = "waiting for the source"
 		return
 	}
-	ms.keys = rep.HeldKeys
+	ms.keys, ms.bytes = rep.HeldKeys, rep.HeldBytes
 	ready := true
 	ms.lag = 0
 	for _, id := range append(slices.Clone(p.Incoming), p.MoveTo) {
@@ -716,6 +743,8 @@ func (c *Cluster) finishMove(st *migrationState, p *Partition, replicas []NodeID
 		"keys", ms.keys, "fence_pause", pause, "took", c.now().Sub(ms.started).Round(time.Millisecond))
 	c.mig.mu.Lock()
 	c.mig.completed++
+	c.mig.keysMoved += ms.keys
+	c.mig.bytesMoved += ms.bytes
 	if pause > 0 {
 		c.mig.fencePause = pause
 		c.mig.maxPause = max(c.mig.maxPause, pause)
@@ -759,6 +788,15 @@ func (c *Cluster) queryAt(m *PartitionMap, id NodeID, p *Partition, at int64) (P
 
 func (c *Cluster) publishMigrations(st *migrationState, m *PartitionMap) {
 	rs := RebalanceStatus{Active: st.want != nil, Reason: st.reason}
+	if m != nil && st.want != nil && len(st.want) == m.TotalSegments {
+		if st.planned == nil || st.plannedFor != st.wantKey {
+			// What the plan changes, measured once against the map it
+			// started from.
+			st.planned, st.plannedFor = segmentsToChange(m, st.want), st.wantKey
+		}
+		rs.SegmentsTotal = len(st.planned)
+		rs.SegmentsLeft = len(segmentsToChange(m, st.want))
+	}
 	if m != nil {
 		for i := range m.Partitions {
 			p := &m.Partitions[i]

@@ -52,9 +52,11 @@ type ReplicaProgress struct {
 // over the partition's segments, each segment's holding, and — when the
 // node ships the partition — its copies' progress.
 type PossessionReport struct {
-	HeldKeys int64             `msgpack:"k"`
-	Segments []SegmentHolding  `msgpack:"h"`
-	Replicas []ReplicaProgress `msgpack:"p"`
+	HeldKeys int64 `msgpack:"k"`
+	// HeldBytes: the accounted bytes of those keys.
+	HeldBytes int64             `msgpack:"b,omitempty"`
+	Segments  []SegmentHolding  `msgpack:"h"`
+	Replicas  []ReplicaProgress `msgpack:"p"`
 }
 
 // SyncedSegments counts the segments whose copy follows owner's lease at

@@ -141,6 +141,7 @@ func (m *Manager) Possession(q cluster.PossessionQuery) cluster.PossessionReport
 	for seg := q.First; seg <= q.Last; seg++ {
 		g := m.st.Segment(uint16(seg))
 		rep.HeldKeys += int64(g.Len())
+		rep.HeldBytes += g.Bytes()
 		h := cluster.SegmentHolding{Segment: seg, Revision: g.Revision()}
 		if q.DigestAt != 0 {
 			d := g.DigestAt(q.DigestAt)

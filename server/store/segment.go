@@ -659,6 +659,13 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	g.log.reset(snap.Revision)
 }
 
+// Bytes is the accounted size of the segment's records.
+func (g *Segment) Bytes() int64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.bytes
+}
+
 // Len is the number of live records (expired-but-unswept included).
 func (g *Segment) Len() int {
 	g.mu.RLock()
