@@ -263,7 +263,7 @@ func TestLiveMigrationFaults(t *testing.T) {
 			n4 := cl.AddNode()
 			// Wait for a move to be in flight, then kill the victim.
 			var moving cluster.Partition
-			cl.Eventually(30*time.Second, "a move in flight", func() bool {
+			cl.Eventually(90*time.Second, "a move in flight", func() bool {
 				m := cl.Map()
 				for _, p := range m.Partitions {
 					if p.Migrating() && slices.Contains(p.Incoming, cluster.NodeID(n4.Config().NodeID)) {

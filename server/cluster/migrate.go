@@ -256,6 +256,7 @@ type moveState struct {
 	bytes     int64
 	lastAbort string
 	notBefore time.Time
+	downSince time.Time // an incoming copy not alive since
 }
 
 // migrations is the published status (read by Status on any goroutine).
@@ -590,11 +591,27 @@ func (c *Cluster) driveMove(st *migrationState, m *PartitionMap, p *Partition, a
 			delete(st.moves, p.Identity)
 		}
 	}
+	// An incoming copy that stops answering ends the move — not at the
+	// first missed probe (a busy node is suspected and cleared again), but
+	// once it has been silent as long as failover waits for an owner.
+	down := false
 	for _, id := range p.Incoming {
 		if !alive(id) {
-			abort("incoming copy " + string(id) + " is not alive")
-			return
+			down = true
+			if ms.downSince.IsZero() {
+				ms.downSince = now
+			}
+			if now.Sub(ms.downSince) >= c.t.SuspectEscalation {
+				abort("incoming copy " + string(id) + " is not alive")
+				return
+			}
 		}
+	}
+	if !down {
+		ms.downSince = time.Time{}
+	} else {
+		ms.phase = "waiting for an incoming copy"
+		return
 	}
 	source := p.ActiveOwner
 	if source == "" || !alive(source) || p.HealthState() == failover.Recovering || p.HealthState() == failover.Unavailable {
