@@ -1,0 +1,95 @@
+package resp_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/clustertest"
+)
+
+// A stock go-redis ClusterClient through a live migration (issue #12 item
+// 5): a node joins and takes its share while writers run, a node is
+// drained; the client follows MOVED (and retries the fence's TRYAGAIN) by
+// itself, no call fails, and every key reads back its last acknowledged
+// value.
+func TestClusterClientThroughALiveMigration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	cl := clustertest.Start(t, 3, clustertest.Options{})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl.Nodes()[0].RESPAddr().String()},
+		DialTimeout: 5 * time.Second, MaxRedirects: 16, MaxRetries: 16,
+		MinRetryBackoff: 2 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = cc.Close() })
+	ctx := context.Background()
+
+	for i := range 1000 {
+		require.NoError(t, cc.Set(ctx, fmt.Sprint("fixed:", i), i, 0).Err())
+	}
+	var mu sync.Mutex
+	acked := map[string]int{}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 1; !stop.Load(); i++ {
+				k := fmt.Sprintf("w%d:%d", w, i%100)
+				if err := cc.Set(ctx, k, i, 0).Err(); err != nil {
+					errs <- fmt.Errorf("set %s: %w", k, err)
+					return
+				}
+				mu.Lock()
+				acked[k] = i
+				mu.Unlock()
+			}
+		})
+	}
+
+	settled := func(what string, cond func(*cluster.PartitionMap) bool) {
+		cl.Eventually(90*time.Second, what, func() bool {
+			m := cl.Map()
+			for _, p := range m.Partitions {
+				if p.Migrating() {
+					return false
+				}
+			}
+			return cond(m)
+		})
+	}
+	n4 := cl.AddNode()
+	settled("the joiner owns segments", func(m *cluster.PartitionMap) bool {
+		return cluster.Holds(m, cluster.NodeID(n4.Config().NodeID))
+	})
+	cl.Decommission(cl.Node("n2"))
+	settled("the drained node is gone from the map", func(m *cluster.PartitionMap) bool {
+		_, in := m.Node("n2")
+		return !in
+	})
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	cc.ReloadState(ctx)
+	for i := range 1000 {
+		v, err := cc.Get(ctx, fmt.Sprint("fixed:", i)).Result()
+		require.NoError(t, err)
+		require.Equal(t, strconv.Itoa(i), v)
+	}
+	for k, want := range acked {
+		v, err := cc.Get(ctx, k).Int()
+		require.NoError(t, err, k)
+		require.Equal(t, want, v, k)
+	}
+}
