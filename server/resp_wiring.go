@@ -1,6 +1,25 @@
 package server
 
-import "github.com/zaris-io/zaris/server/resp"
+import (
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/resp"
+)
+
+// arriving reports whether segment seg is moving to this node: the map it
+// applied names it the partition's MoveTo while another node still owns it.
+func (n *Node) arriving(seg int) bool {
+	c := n.Cluster()
+	if c == nil {
+		return false
+	}
+	m := c.Map()
+	if m == nil || seg < 0 || seg >= len(m.SegmentToPartition) {
+		return false
+	}
+	p := &m.Partitions[m.SegmentToPartition[seg]]
+	self := cluster.NodeID(n.cfg.NodeID)
+	return p.MoveTo == self && p.ActiveOwner != self
+}
 
 // newRESPService builds the Redis-protocol front end of the node (R-RESP).
 // TLS is applied by the Node on the listener, so the service itself runs
@@ -22,6 +41,7 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		Metrics:      n.metrics,
 		Logger:       n.log,
 		Routing:      n.routing,
+		Arriving:     n.arriving,
 		MaxRSSBytes:  n.cfg.MemoryMaxRSS,
 	})
 }

@@ -129,6 +129,9 @@ func redisNodeID(id string) string {
 // Redis Cluster client follows), or CLUSTERDOWN when no node serves it.
 func (c *conn) movedError(key []byte) string {
 	slot := placement.Slot(view(key))
+	if a := c.srv.cfg.Arriving; a != nil && a(int(placement.SegmentOf(view(key), c.srv.segs))) {
+		return "TRYAGAIN slot " + strconv.Itoa(int(slot)) + " is moving to this node"
+	}
 	_, ranges := c.topology()
 	for _, r := range ranges {
 		if slot >= r.first && slot <= r.last {

@@ -58,6 +58,12 @@ type Config struct {
 	// and MOVED redirects point into it. Nil, or no map yet: this node
 	// serves every slot.
 	Routing RoutingSource
+	// Arriving, when set, reports whether segment seg is moving to this
+	// node (a live migration's target that has not applied the flip yet):
+	// a request for it answers TRYAGAIN instead of a MOVED back to the
+	// source, which has already handed it over (a Redis Cluster client
+	// would bounce between the two until it gives up).
+	Arriving func(seg int) bool
 	// Metrics receives per-command operation counts and latencies,
 	// connection counts and authentication failures. Optional.
 	Metrics *metrics.Recorder
