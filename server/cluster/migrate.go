@@ -441,6 +441,9 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 		if target != nil {
 			st.want, st.wantKey, st.reason = WantedGroups(target), key, reason
 			c.log.Info("rebalance planned", "reason", reason, "partitions", len(target.Partitions), "members", key)
+			for _, w := range PlacementWarnings(target, c.cfg.ReplicationFactor) {
+				c.log.Warn("placement (R-CLU-7): " + w)
+			}
 		}
 	}
 	if st.want == nil {

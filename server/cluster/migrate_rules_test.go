@@ -206,18 +206,3 @@ func TestRebalanceTrigger(t *testing.T) {
 		}
 	}
 }
-
-func TestPlanKeepsReplicasInPlace(t *testing.T) {
-	// After a failover the group is owner b, replica c, and a is back
-	// holding nothing. A re-plan must not swap c for a: every change of a
-	// copy is a data move, and a spare that cannot get a role stays one.
-	prev := mapOf(t, []string{"a", "b", "c"}, []string{"0-7", "b", "c"})
-	next := Plan(PlanInput{Members: members("a", "b", "c"), TotalSegments: 8, RF: 2, Previous: prev, Store: "s",
-		NewIdentity: seqIdentity()})
-	if len(next.Partitions) != 1 || next.Partitions[0].ActiveOwner != "b" || fmt.Sprint(next.Partitions[0].ReplicaNodeIDs) != "[c]" {
-		t.Fatalf("the plan moved a copy it did not have to: %s", describe(next))
-	}
-	if step := NextMigrationStep(prev, WantedGroups(next), 2, seqIdentity()); step.Kind != StepDone {
-		t.Fatalf("nothing should move: %d %s", step.Kind, step.Why)
-	}
-}
