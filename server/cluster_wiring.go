@@ -79,7 +79,7 @@ func (c Config) registryInfos() []cluster.NodeInfo {
 // (called by Start under n.mu).
 func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 	c := n.cfg
-	self := cluster.NodeInfo{ID: cluster.NodeID(c.NodeID), Host: c.advertiseHost(), PeerPort: portOf(peer.Addr())}
+	self := cluster.NodeInfo{ID: cluster.NodeID(c.NodeID), Host: c.advertiseHost(), PeerPort: portOf(peer.Addr()), Zone: c.Zone}
 	if ln := n.listeners[EndpointClient]; ln != nil {
 		self.ClientPort = portOf(ln.Addr())
 	}

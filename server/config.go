@@ -216,6 +216,12 @@ type Config struct {
 	// is refused, even for the same store. Default "" (every node must agree
 	// on it, empty included). 0–64 characters of [A-Za-z0-9_-].
 	ClusterID string
+	// Zone is this node's failure domain (--zone): a rack, a room or a
+	// cloud availability zone. The planner keeps a partition's copies in
+	// distinct zones when the members' zones allow it, and warns when they
+	// do not (R-CLU-7). Default "" (no zone). 0–64 characters of
+	// [A-Za-z0-9_-].
+	Zone string
 	// Nodes is the node registry (--nodes; YAML "nodes:" as a list of
 	// {id, host, client-port, peer-port, gossip-port, resp-port, http-port}
 	// or of ID@HOST:CLIENT:PEER:GOSSIP[:RESP[:HTTP]] strings). Default
@@ -242,8 +248,10 @@ type Config struct {
 	// share of the partitions by live migration (R-MIG-1); false leaves it
 	// a spare until an operator's rebalance.
 	AutoRebalance bool
-	// Partitions is the number of partitions of the first map
-	// (--partitions). Default 0 = one per member (R-CLU-7). At most the
+	// Partitions is the least number of partitions of the first map
+	// (--partitions): the planner halves its largest ranges until there are
+	// that many. Default 0 = as many as the placement needs (one per range
+	// of segments with the same owner and replicas, R-CLU-7). At most the
 	// store's segment count (256).
 	Partitions int
 	// Timings are the cluster's clocks. The flags --formation-stable (3s),
@@ -533,6 +541,9 @@ func (c Config) validateCluster(bad func(option, format string, args ...any) err
 	if c.ClusterID != "" && !storeNamePattern.MatchString(c.ClusterID) {
 		return bad("cluster-id", "%q: want 0-64 characters of [A-Za-z0-9_-]", c.ClusterID)
 	}
+	if c.Zone != "" && !storeNamePattern.MatchString(c.Zone) {
+		return bad("zone", "%q: want 0-64 characters of [A-Za-z0-9_-]", c.Zone)
+	}
 	seen := map[string]int{}
 	owner := map[string]string{} // host:port → "node "x" client-port"
 	for i, e := range c.Nodes {
@@ -582,7 +593,7 @@ func (c Config) validateCluster(bad func(option, format string, args ...any) err
 		return bad("expect-nodes", "%d: must be 0 (the registry size, or 1) or more", c.ExpectNodes)
 	}
 	if c.Partitions < 0 || c.Partitions > store.DefaultSegments {
-		return bad("partitions", "%d out of range 0..%d (0 = one per member)", c.Partitions, store.DefaultSegments)
+		return bad("partitions", "%d out of range 0..%d (0 = as the placement needs)", c.Partitions, store.DefaultSegments)
 	}
 	if err := c.Timings.Validate(); err != nil {
 		option, problem, _ := strings.Cut(err.Error(), ": ")
@@ -640,6 +651,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("min_workers", c.MinWorkers),
 		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),
 		slog.String("cluster_id", c.ClusterID),
+		slog.String("zone", c.Zone),
 		slog.Int("registry_nodes", len(c.Nodes)),
 		slog.Int("expect_nodes", c.ExpectNodes),
 		slog.Int("partitions", c.Partitions),

@@ -153,6 +153,9 @@ var options = []option{
 	{name: "cluster-id", arg: "ID", usage: "cluster name; a node of another cluster is refused",
 		set:  func(c *Config, v string) error { c.ClusterID = v; return nil },
 		show: func(c Config) string { return c.ClusterID }},
+	{name: "zone", arg: "ZONE", usage: "this node's failure domain (rack, zone): copies of a partition go to distinct zones",
+		set:  func(c *Config, v string) error { c.Zone = v; return nil },
+		show: func(c Config) string { return c.Zone }},
 	{name: "nodes", arg: "ID@HOST:CLIENT:PEER:GOSSIP[:RESP[:HTTP]],...", list: true,
 		usage: "node registry (YAML: a list of {id, host, client-port, peer-port, gossip-port, resp-port, http-port})",
 		set: func(c *Config, v string) error {
@@ -188,7 +191,7 @@ var options = []option{
 			return nil
 		},
 		show: func(c Config) string { return strconv.FormatBool(c.AutoRebalance) }},
-	intOption("partitions", "partitions of the first map (0 = one per member, one per RF members with replicas)", func(c *Config) *int { return &c.Partitions }),
+	intOption("partitions", "least partitions of the first map (0 = as the placement needs)", func(c *Config) *int { return &c.Partitions }),
 	durationOption("formation-stable", "membership stability before the first map", func(c *Config) *time.Duration { return &c.Timings.FormationStable }),
 	durationOption("formation-timeout", "first map forced after this long", func(c *Config) *time.Duration { return &c.Timings.FormationTimeout }),
 	durationOption("traffic-guard", "open the client ports after this long even unconverged", func(c *Config) *time.Duration { return &c.Timings.TrafficGuard }),

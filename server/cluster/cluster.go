@@ -139,7 +139,8 @@ type Config struct {
 	Join     []string
 	// ExpectNodes is the formation gate's MinMembers; 0 = len(Registry), or 1.
 	ExpectNodes int
-	// Partitions (0 = one per member), ReplicationFactor (≥ 1) and
+	// Partitions (the first map's least partition count, 0 = as the
+	// placement needs), ReplicationFactor (≥ 1) and
 	// TotalSegments (the store's segment count) feed the planner.
 	Partitions, ReplicationFactor, TotalSegments int
 	// DataDir holds raft's log and snapshots; "" = in memory.
@@ -928,6 +929,9 @@ func (c *Cluster) leaderWork(now time.Time) {
 		m.Version, m.TopologyVersion = 1, 1
 		if decision == FormationForced {
 			c.log.Warn("formation forced: planning with the members present", "present", len(live), "expected", c.cfg.expect())
+		}
+		for _, w := range PlacementWarnings(m, c.cfg.ReplicationFactor) {
+			c.log.Warn("placement (R-CLU-7): "+w, "members", len(live))
 		}
 		if err := c.commit(m); err != nil {
 			c.log.Warn("first map not committed", "err", err)

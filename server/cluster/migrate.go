@@ -362,9 +362,12 @@ func liveKey(members []MemberView, draining []NodeID) string {
 // rebalanceTrigger says why the leader should move partitions without an
 // operator's request (pure): a draining node still holds some, or
 // auto-rebalance is on, membership has been stable for stableFor, every
-// member is alive, and some live member holds nothing (a node that joined).
+// member of the map is alive, and some live member holds nothing (a node
+// that joined) or a partition has fewer than rf copies the members could
+// hold (a lost node's copies: copies are spread, so there is no spare to
+// refill them — the plan re-places them, built live).
 func rebalanceTrigger(m *PartitionMap, members []MemberView, draining []NodeID, auto bool, lastChange, now time.Time,
-	stableFor time.Duration) string {
+	stableFor time.Duration, rf int) string {
 	for _, id := range draining {
 		if Holds(m, id) {
 			return "drain " + string(id)
@@ -373,14 +376,24 @@ func rebalanceTrigger(m *PartitionMap, members []MemberView, draining []NodeID, 
 	if !auto || now.Sub(lastChange) < stableFor {
 		return ""
 	}
+	live := 0
 	for _, mv := range members {
-		if mv.State != MemberAlive {
+		_, in := m.Node(mv.Info.ID)
+		if mv.State != MemberAlive && (in || !mv.State.MapAffecting()) {
 			return "" // a member in trouble: failover's business first
+		}
+		if mv.State == MemberAlive && in && !slices.Contains(draining, mv.Info.ID) {
+			live++
 		}
 	}
 	for _, mv := range members {
 		if _, in := m.Node(mv.Info.ID); in && !Holds(m, mv.Info.ID) && !slices.Contains(draining, mv.Info.ID) {
 			return "auto: " + string(mv.Info.ID) + " holds nothing"
+		}
+	}
+	for _, p := range m.Partitions {
+		if p.ActiveOwner != "" && 1+len(p.ReplicaNodeIDs) < min(rf, live) {
+			return fmt.Sprintf("auto: partition %d has %d of %d copies", p.ID, 1+len(p.ReplicaNodeIDs), rf)
 		}
 	}
 	return ""
@@ -462,7 +475,7 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 	// confirm an owner dead: a node that joins just as another dies is not
 	// a reason to move data while the dead one still looks alive.
 	stable := max(c.t.FormationStable, c.t.SuspectEscalation)
-	reason := rebalanceTrigger(m, members, draining, c.cfg.AutoRebalance, lastChange, now, stable)
+	reason := rebalanceTrigger(m, members, draining, c.cfg.AutoRebalance, lastChange, now, stable, c.cfg.ReplicationFactor)
 	if st.requested && reason == "" {
 		reason = "operator request"
 	}
@@ -481,6 +494,9 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 			} else {
 				st.want, st.wantKey, st.reason = t.Groups, key, reason
 				c.log.Info("rebalance planned", "reason", reason, "partitions", len(target.Partitions), "members", key)
+				for _, w := range PlacementWarnings(target, c.cfg.ReplicationFactor) {
+					c.log.Warn("placement (R-CLU-7): " + w)
+				}
 			}
 		}
 	}

@@ -21,6 +21,10 @@ type NodeInfo struct {
 	GossipPort int    `msgpack:"gossip"`
 	RESPPort   int    `msgpack:"resp,omitempty"`
 	HTTPPort   int    `msgpack:"http,omitempty"`
+	// Zone is the failure domain the operator labelled the node with
+	// (--zone, R-CLU-7): the planner keeps a partition's copies in
+	// distinct zones when it can. "" = unlabelled.
+	Zone string `msgpack:"zone,omitempty"`
 }
 
 // Partition is one group of segments with its placement and its runtime

@@ -102,11 +102,15 @@ func groups(m *PartitionMap) string {
 }
 
 func TestEvolveMapReplicas(t *testing.T) {
+	// Two disjoint groups of two (the layout of maps planned before
+	// copies were spread, and of any map EvolveMap must keep serving).
 	ms := []NodeInfo{view("a", MemberAlive).Info, view("b", MemberAlive).Info, view("c", MemberAlive).Info, view("d", MemberAlive).Info}
-	base := Plan(PlanInput{Members: ms, TotalSegments: 12, RF: 2, Store: "s", NewIdentity: seqIdentity()})
-	base.Version, base.TopologyVersion = 5, 2
-	if got := groups(base); got != "[a[c][0-5] b[d][6-11]]" {
-		t.Fatalf("RF 2 over 4 members plans two groups of two: %s", got)
+	base := &PartitionMap{Version: 5, TopologyVersion: 2, TotalSegments: 12, Store: "s", Nodes: ms, Partitions: []Partition{
+		{Identity: "p1", PrimaryNodeID: "a", ActiveOwner: "a", ReplicaNodeIDs: []NodeID{"c"}, FirstSegment: 0, LastSegment: 5},
+		{Identity: "p2", PrimaryNodeID: "b", ActiveOwner: "b", ReplicaNodeIDs: []NodeID{"d"}, FirstSegment: 6, LastSegment: 11}}}
+	renumber(base)
+	if err := base.Validate(); err != nil {
+		t.Fatal(err)
 	}
 	alive := func(ids ...string) []MemberView {
 		var out []MemberView
@@ -164,8 +168,15 @@ func TestRebalanceGivesJoinersPartitions(t *testing.T) {
 	cur := planned("a", "b")
 	joined := EvolveMap(cur, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, 1)
 	next := Rebalance(joined, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, 0, 1, seqIdentity())
-	if next == nil || len(next.Partitions) != 3 || next.Version != joined.Version+1 {
+	if next == nil || next.Version != joined.Version+1 {
 		t.Fatalf("rebalance: %+v", next)
+	}
+	// The joiner takes its third, from the tails of the others' ranges.
+	if got := owners(next); got != "[a[0-3] c[4-5] b[6-9] c[10-11]]" {
+		t.Fatalf("rebalance layout %s", got)
+	}
+	if next.Partitions[0].Identity == next.Partitions[1].Identity || next.Partitions[2].Identity == next.Partitions[3].Identity {
+		t.Fatalf("two partitions share an identity: %+v", next.Partitions)
 	}
 	if err := AcceptMap(joined, next, "s", ""); err != nil {
 		t.Fatal(err)

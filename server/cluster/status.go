@@ -26,10 +26,14 @@ type Status struct {
 	Failover        FailoverStats `json:"failover"` // decisions this node committed as leader
 	// Rebalance is the leader's live-migration status (R-MIG-1; only on
 	// the leader).
-	Rebalance  *RebalanceStatus  `json:"rebalance,omitempty"`
-	Draining   []NodeID          `json:"draining,omitempty"`
-	Nodes      []NodeStatus      `json:"nodes"`
-	Partitions []PartitionStatus `json:"partitions"`
+	Rebalance *RebalanceStatus `json:"rebalance,omitempty"`
+	Draining  []NodeID         `json:"draining,omitempty"`
+	// PlacementWarnings say where the map in force falls short of
+	// R-CLU-7: copies sharing a host or a zone, fewer members than the
+	// replication factor (PlacementWarnings).
+	PlacementWarnings []string          `json:"placementWarnings,omitempty"`
+	Nodes             []NodeStatus      `json:"nodes"`
+	Partitions        []PartitionStatus `json:"partitions"`
 }
 
 // NodeStatus is one member: its addresses, state and roles.
@@ -145,6 +149,7 @@ func (c *Cluster) Status() Status {
 	owned := map[NodeID][]int{}
 	if m != nil {
 		st.MapVersion, st.TopologyVersion, st.TotalSegments = m.Version, m.TopologyVersion, m.TotalSegments
+		st.PlacementWarnings = PlacementWarnings(m, c.cfg.ReplicationFactor)
 		for _, n := range m.Nodes {
 			if _, ok := infos[n.ID]; !ok {
 				infos[n.ID] = n

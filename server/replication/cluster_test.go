@@ -20,9 +20,11 @@ import (
 )
 
 // Tests of replication on real clusters (server/clustertest): 3 nodes with
-// replication factor 2 plan one partition — an owner, one replica — and a
-// spare. Every test reads the replica's copy straight from its store: a
-// replica segment answers Moved to clients.
+// replication factor 2 plan six partitions — every node owns two and
+// replicates two. The tests follow the partition of segment 0 (n1 owns
+// it, n2 replicates it) and write only its keys (in). Every test reads the
+// replica's copy straight from its store: a replica segment answers Moved
+// to clients.
 
 const waitFor = 15 * time.Second
 
@@ -36,12 +38,12 @@ func start(t *testing.T, nodes int, mutate func(*server.Config)) *clustertest.Cl
 	}})
 }
 
-// group returns the owner and replicas of the (only) partition.
+// group returns the owner and replicas of the partition of segment 0.
 func group(t *testing.T, c *clustertest.Cluster) (p cluster.Partition, owner *server.Node, replicas []*server.Node) {
 	t.Helper()
 	m := c.Map()
-	if m == nil || len(m.Partitions) != 1 {
-		t.Fatalf("want one partition: %+v", m)
+	if m == nil || len(m.Partitions) == 0 {
+		t.Fatalf("want a map: %+v", m)
 	}
 	p = m.Partitions[0]
 	for _, r := range p.ReplicaNodeIDs {
@@ -212,6 +214,12 @@ func replication(t *testing.T, owner *server.Node, id cluster.NodeID) cluster.Re
 
 func id(nd *server.Node) cluster.NodeID { return cluster.NodeID(nd.Config().NodeID) }
 
+// in names a key of partition p: the first of name.0, name.1, … that
+// lands in p's segments (the same on every call).
+func in(p cluster.Partition, name string) string {
+	return key(p, store.DefaultSegments, name+".")
+}
+
 func TestOwnerWritesReachTheReplica(t *testing.T) {
 	c := start(t, 3, nil)
 	p, owner, replicas := group(t, c)
@@ -223,23 +231,23 @@ func TestOwnerWritesReachTheReplica(t *testing.T) {
 
 	// Plain writes, TTLs, deletes, and every kind of collection command.
 	for i := range 200 {
-		must(t, "put", cl.put("k"+strconv.Itoa(i), strings.Repeat("v", i), nil).Status)
+		must(t, "put", cl.put(in(p, "k"+strconv.Itoa(i)), strings.Repeat("v", i), nil).Status)
 	}
-	must(t, "put with labels", cl.put("labelled", "x", &kv.PutOptions{ContentType: "text/plain", Labels: map[string]string{"a": "b"}}).Status)
-	must(t, "overwrite", cl.put("k1", "again", nil).Status)
-	must(t, "delete", cl.del("k2").Status)
-	must(t, "expire", cl.expire("k3", time.Hour).Status)
-	must(t, "persist", cl.persist("k3").Status)
-	must(t, "expire", cl.expire("k4", time.Hour).Status)
-	must(t, "short ttl", cl.put("short", "gone soon", &kv.PutOptions{TTL: 150 * time.Millisecond}).Status)
+	must(t, "put with labels", cl.put(in(p, "labelled"), "x", &kv.PutOptions{ContentType: "text/plain", Labels: map[string]string{"a": "b"}}).Status)
+	must(t, "overwrite", cl.put(in(p, "k1"), "again", nil).Status)
+	must(t, "delete", cl.del(in(p, "k2")).Status)
+	must(t, "expire", cl.expire(in(p, "k3"), time.Hour).Status)
+	must(t, "persist", cl.persist(in(p, "k3")).Status)
+	must(t, "expire", cl.expire(in(p, "k4"), time.Hour).Status)
+	must(t, "short ttl", cl.put(in(p, "short"), "gone soon", &kv.PutOptions{TTL: 150 * time.Millisecond}).Status)
 	for _, r := range []kv.Reply{
-		cl.cmd(kv.CmdHSet, "h", "f1", "v1", "f2", "v2"), cl.cmd(kv.CmdHDel, "h", "f1"), cl.cmd(kv.CmdHIncrBy, "h", "n", "5"),
-		cl.cmd(kv.CmdLPush, "l", "a", "b", "c"), cl.cmd(kv.CmdRPop, "l"),
-		cl.cmd(kv.CmdSAdd, "s", "x", "y"), cl.cmd(kv.CmdSRem, "s", "x"),
-		cl.cmd(kv.CmdZAdd, "z", "1", "one", "2", "two"), cl.cmd(kv.CmdZIncrBy, "z", "5", "one"),
-		cl.cmd(kv.CmdIncrBy, "counter", "41"), cl.cmd(kv.CmdIncrBy, "counter", "1"), cl.cmd(kv.CmdAppend, "k5", "-tail"),
-		cl.cmd(kv.CmdXAdd, "stream", "*", "f", "v"), cl.cmd(kv.CmdXAdd, "stream", "*", "f", "w"),
-		cl.cmd(kv.CmdLPush, "emptied", "only"), cl.cmd(kv.CmdLPop, "emptied"),
+		cl.cmd(kv.CmdHSet, in(p, "h"), "f1", "v1", "f2", "v2"), cl.cmd(kv.CmdHDel, in(p, "h"), "f1"), cl.cmd(kv.CmdHIncrBy, in(p, "h"), "n", "5"),
+		cl.cmd(kv.CmdLPush, in(p, "l"), "a", "b", "c"), cl.cmd(kv.CmdRPop, in(p, "l")),
+		cl.cmd(kv.CmdSAdd, in(p, "s"), "x", "y"), cl.cmd(kv.CmdSRem, in(p, "s"), "x"),
+		cl.cmd(kv.CmdZAdd, in(p, "z"), "1", "one", "2", "two"), cl.cmd(kv.CmdZIncrBy, in(p, "z"), "5", "one"),
+		cl.cmd(kv.CmdIncrBy, in(p, "counter"), "41"), cl.cmd(kv.CmdIncrBy, in(p, "counter"), "1"), cl.cmd(kv.CmdAppend, in(p, "k5"), "-tail"),
+		cl.cmd(kv.CmdXAdd, in(p, "stream"), "*", "f", "v"), cl.cmd(kv.CmdXAdd, in(p, "stream"), "*", "f", "w"),
+		cl.cmd(kv.CmdLPush, in(p, "emptied"), "only"), cl.cmd(kv.CmdLPop, in(p, "emptied")),
 	} {
 		must(t, "command", r.Status)
 	}
@@ -247,9 +255,9 @@ func TestOwnerWritesReachTheReplica(t *testing.T) {
 
 	// The owner's sweeper expires the short-lived key; the expiry travels
 	// as an op (the replica never expires anything by itself).
-	c.Eventually(waitFor, "the expiry on the owner", func() bool { return cl.get("short").Status == kv.StatusNotFound })
+	c.Eventually(waitFor, "the expiry on the owner", func() bool { return cl.get(in(p, "short")).Status == kv.StatusNotFound })
 	waitInSync(t, c, p, owner, replica)
-	seg := owner.Store().SegmentFor("short")
+	seg := owner.Store().SegmentFor(in(p, "short"))
 	c.Eventually(waitFor, "the expiry applied on the replica", func() bool {
 		return replica.Store().Segment(seg.ID()).Revision() == seg.Revision()
 	})
@@ -260,7 +268,7 @@ func TestOwnerWritesReachTheReplica(t *testing.T) {
 	if rs.Items != 0 || rs.ReplicaItems != os.Items || os.ReplicaItems != 0 {
 		t.Fatalf("accounting: owner %+v, replica %+v", os, rs)
 	}
-	if st := dial(t, replica).get("k10").Status; st != kv.StatusMoved {
+	if st := dial(t, replica).get(in(p, "k10")).Status; st != kv.StatusMoved {
 		t.Fatalf("a replica answers Moved to clients, got %v", st)
 	}
 
@@ -272,10 +280,11 @@ func TestOwnerWritesReachTheReplica(t *testing.T) {
 			rep.HeldKeys == int64(owner.Store().Stats().Items)
 	})
 
-	// The spare holds nothing.
+	// A node outside the group holds nothing of it (the only keys
+	// written are the partition's).
 	for _, nd := range c.Running() {
 		if nd != owner && nd != replica && nd.Store().Stats().ReplicaItems != 0 {
-			t.Fatalf("spare %s holds data", nd.Config().NodeID)
+			t.Fatalf("%s, outside the group, holds data", nd.Config().NodeID)
 		}
 	}
 
@@ -321,7 +330,7 @@ func TestReplicaCatchesUpAfterARestart(t *testing.T) {
 			replica := replicas[0]
 			cl := dial(t, owner)
 			for i := range 50 {
-				must(t, "put", cl.put("before"+strconv.Itoa(i), "v", nil).Status)
+				must(t, "put", cl.put(in(p, "before"+strconv.Itoa(i)), "v", nil).Status)
 			}
 			waitInSync(t, c, p, owner, replica)
 			before := replication(t, owner, id(replica))
@@ -329,9 +338,9 @@ func TestReplicaCatchesUpAfterARestart(t *testing.T) {
 			replica = c.Restart(replica, func() {
 				// Written while the replica is down: they exist only on the owner.
 				for i := range tc.writes {
-					must(t, "put", cl.put("during"+strconv.Itoa(i), strconv.Itoa(i), nil).Status)
+					must(t, "put", cl.put(in(p, "during"+strconv.Itoa(i)), strconv.Itoa(i), nil).Status)
 				}
-				must(t, "delete", cl.del("before1").Status)
+				must(t, "delete", cl.del(in(p, "before1")).Status)
 			})
 			waitInSync(t, c, p, owner, replica)
 			after := replication(t, owner, id(replica))
@@ -352,23 +361,31 @@ func TestANewReplicaFillsALostReplicasSlot(t *testing.T) {
 	p, owner, replicas := group(t, c)
 	cl := dial(t, owner)
 	for i := range 100 {
-		must(t, "put", cl.put("k"+strconv.Itoa(i), "v", nil).Status)
+		must(t, "put", cl.put(in(p, "k"+strconv.Itoa(i)), "v", nil).Status)
 	}
 	waitInSync(t, c, p, owner, replicas[0])
 	c.Stop(replicas[0])
+	// No node is a spare: once the lost node left the map, the leader
+	// re-plans over the two left and builds the missing copy live
+	// (R-MIG-2) on the other one.
 	var spare *server.Node
-	c.Eventually(waitFor, "the spare in the replica slot", func() bool {
+	var q cluster.Partition
+	c.Eventually(waitFor, "another node in the replica slot", func() bool {
 		m := c.Map()
-		if m == nil || len(m.Partitions[0].ReplicaNodeIDs) != 1 || m.Partitions[0].ReplicaNodeIDs[0] == id(replicas[0]) {
+		if m == nil {
 			return false
 		}
-		spare = c.Node(string(m.Partitions[0].ReplicaNodeIDs[0]))
+		q = m.Partitions[m.SegmentToPartition[0]]
+		if q.ActiveOwner != id(owner) || len(q.ReplicaNodeIDs) != 1 || q.ReplicaNodeIDs[0] == id(replicas[0]) || q.Migrating() {
+			return false
+		}
+		spare = c.Node(string(q.ReplicaNodeIDs[0]))
 		return true
 	})
 	for i := range 50 {
-		must(t, "put", cl.put("after"+strconv.Itoa(i), "v", nil).Status)
+		must(t, "put", cl.put(in(q, "after"+strconv.Itoa(i)), "v", nil).Status)
 	}
-	waitInSync(t, c, p, owner, spare)
+	waitInSync(t, c, q, owner, spare)
 }
 
 // key returns a key of partition p.
@@ -387,7 +404,7 @@ func TestSyncAllAcknowledgesOnlyAppliedWrites(t *testing.T) {
 		cfg.SyncTimeout = 300 * time.Millisecond
 		cfg.Timings.MemberGrace = time.Minute
 	})
-	_, owner, replicas := group(t, c)
+	p, owner, replicas := group(t, c)
 	replica := replicas[0]
 	cl := dial(t, owner)
 	c.Eventually(waitFor, "the session", func() bool { return replication(t, owner, id(replica)).State == "streaming" })
@@ -395,7 +412,7 @@ func TestSyncAllAcknowledgesOnlyAppliedWrites(t *testing.T) {
 	// Every acknowledged write is already applied on the replica: no
 	// waiting, no polling.
 	for i := range 100 {
-		k := "k" + strconv.Itoa(i)
+		k := in(p, "k"+strconv.Itoa(i))
 		res := cl.put(k, "v", nil)
 		must(t, "sync put", res.Status)
 		seg := owner.Store().SegmentFor(k).ID()
@@ -403,14 +420,14 @@ func TestSyncAllAcknowledgesOnlyAppliedWrites(t *testing.T) {
 			t.Fatalf("write %s acknowledged at revision %d, replica at %d", k, res.Revision, got)
 		}
 	}
-	del := cl.del("k1")
+	del := cl.del(in(p, "k1"))
 	must(t, "sync delete", del.Status)
-	if got := replica.Store().Segment(owner.Store().SegmentFor("k1").ID()).Revision(); got < del.Revision {
+	if got := replica.Store().Segment(owner.Store().SegmentFor(in(p, "k1")).ID()).Revision(); got < del.Revision {
 		t.Fatal("delete acknowledged before the replica applied it")
 	}
-	r := cl.cmd(kv.CmdIncrBy, "n", "7")
+	r := cl.cmd(kv.CmdIncrBy, in(p, "n"), "7")
 	must(t, "sync command", r.Status)
-	if got := replica.Store().Segment(owner.Store().SegmentFor("n").ID()).Revision(); got < r.Revision {
+	if got := replica.Store().Segment(owner.Store().SegmentFor(in(p, "n")).ID()).Revision(); got < r.Revision {
 		t.Fatal("command acknowledged before the replica applied it")
 	}
 
@@ -418,17 +435,17 @@ func TestSyncAllAcknowledgesOnlyAppliedWrites(t *testing.T) {
 	// the sync timeout, the write applied on the owner all the same.
 	c.Stop(replica)
 	began := time.Now()
-	res := cl.put("unacked", "v", nil)
+	res := cl.put(in(p, "unacked"), "v", nil)
 	if res.Status != kv.StatusTimeout {
 		t.Fatalf("sync write without its replica: %v", res.Status)
 	}
 	if d := time.Since(began); d < 250*time.Millisecond {
 		t.Fatalf("answered Timeout after %v, before the sync timeout", d)
 	}
-	if got := cl.get("unacked"); got.Status != kv.StatusSuccess {
+	if got := cl.get(in(p, "unacked")); got.Status != kv.StatusSuccess {
 		t.Fatalf("the unacknowledged write is applied on the owner: %v", got.Status)
 	}
-	if got := cl.cmd(kv.CmdIncrBy, "n", "1"); got.Status != kv.StatusTimeout {
+	if got := cl.cmd(kv.CmdIncrBy, in(p, "n"), "1"); got.Status != kv.StatusTimeout {
 		t.Fatalf("sync command without its replica: %v", got.Status)
 	}
 	if st := owner.Replication().SyncStats(); st.Timeouts < 2 {
@@ -440,7 +457,7 @@ func TestSyncQuorums(t *testing.T) {
 	cases := []struct {
 		name   string
 		quorum server.WriteQuorum
-		nodes  int // RF = nodes: one partition, nodes-1 replicas
+		nodes  int // RF = nodes: every node holds every partition, nodes-1 replicas
 		stop   int // replicas stopped
 		want   kv.Status
 	}{
@@ -456,7 +473,7 @@ func TestSyncQuorums(t *testing.T) {
 				cfg.SyncTimeout = 300 * time.Millisecond
 				cfg.Timings.MemberGrace = time.Minute
 			}})
-			_, owner, replicas := group(t, c)
+			p, owner, replicas := group(t, c)
 			if len(replicas) != tc.nodes-1 {
 				t.Fatalf("%d replicas", len(replicas))
 			}
@@ -469,11 +486,11 @@ func TestSyncQuorums(t *testing.T) {
 				}
 				return true
 			})
-			must(t, "sync put with every replica", cl.put("a", "v", nil).Status)
+			must(t, "sync put with every replica", cl.put(in(p, "a"), "v", nil).Status)
 			for _, r := range replicas[:tc.stop] {
 				c.Stop(r)
 			}
-			if got := cl.put("b", "v", nil).Status; got != tc.want {
+			if got := cl.put(in(p, "b"), "v", nil).Status; got != tc.want {
 				t.Fatalf("sync put with %d replica(s) stopped: %v, want %v", tc.stop, got, tc.want)
 			}
 		})
@@ -535,7 +552,7 @@ func TestARestartedOwnerRecoversFromItsReplica(t *testing.T) {
 	cl := dial(t, owner)
 	const n = 300
 	for i := range n {
-		must(t, "put", cl.put("k"+strconv.Itoa(i), "v"+strconv.Itoa(i), nil).Status)
+		must(t, "put", cl.put(in(p, "k"+strconv.Itoa(i)), "v"+strconv.Itoa(i), nil).Status)
 	}
 	waitInSync(t, c, p, owner, replica)
 	held := make(map[int]store.Digest)
@@ -575,7 +592,7 @@ func TestARestartedOwnerRecoversFromItsReplica(t *testing.T) {
 					return
 				default:
 				}
-				k := "k" + strconv.Itoa(i%n)
+				k := in(p, "k"+strconv.Itoa(i%n))
 				f, err := rc.call(wire.OpGet, wire.AppendKeyRequest(nil, k))
 				if err != nil {
 					_ = nc.Close()
@@ -617,7 +634,7 @@ func TestARestartedOwnerRecoversFromItsReplica(t *testing.T) {
 	}
 	cl = dial(t, owner)
 	for i := range n {
-		k := "k" + strconv.Itoa(i)
+		k := in(p, "k"+strconv.Itoa(i))
 		if r := cl.get(k); r.Status != kv.StatusSuccess || string(r.Value) != "v"+strconv.Itoa(i) {
 			t.Fatalf("get %s on the recovered owner: %v %q", k, r.Status, r.Value)
 		}

@@ -12,15 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
 	"github.com/zaris-io/zaris/server/resp"
 )
 
 // syncCluster starts nodes with replication factor rf under sync
-// replication, waits until the owner streams to every replica, and returns
-// the (only) partition's owner and replicas.
-func syncCluster(t *testing.T, nodes, rf int, quorum server.WriteQuorum) (*clustertest.Cluster, *server.Node, []*server.Node) {
+// replication, waits until the owner of the partition of segment 0 streams
+// to every replica, and returns that owner, its replicas and a hash tag
+// whose keys land in that partition (every node owns some partitions: the
+// tests write only keys of this one).
+func syncCluster(t *testing.T, nodes, rf int, quorum server.WriteQuorum) (*clustertest.Cluster, *server.Node, []*server.Node, string) {
 	t.Helper()
 	c := clustertest.Start(t, nodes, clustertest.Options{Mutate: func(cfg *server.Config) {
 		cfg.ReplicationFactor = rf
@@ -30,8 +33,14 @@ func syncCluster(t *testing.T, nodes, rf int, quorum server.WriteQuorum) (*clust
 	}})
 	m := c.Map()
 	require.NotNil(t, m)
-	require.Len(t, m.Partitions, 1)
 	p := m.Partitions[0]
+	tag := ""
+	for i := 0; tag == ""; i++ {
+		cand := "{" + strconv.Itoa(i) + "}"
+		if s := int(placement.SegmentOf(cand, m.TotalSegments)); s >= p.FirstSegment && s <= p.LastSegment {
+			tag = cand
+		}
+	}
 	owner := c.Node(string(p.ActiveOwner))
 	var replicas []*server.Node
 	for _, r := range p.ReplicaNodeIDs {
@@ -50,7 +59,7 @@ func syncCluster(t *testing.T, nodes, rf int, quorum server.WriteQuorum) (*clust
 		}
 		return true
 	})
-	return c, owner, replicas
+	return c, owner, replicas, tag
 }
 
 // replicated reports whether replica has applied everything the owner holds
@@ -68,26 +77,26 @@ func TestRESPSyncWritesWaitForTheReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node cluster")
 	}
-	c, owner, replicas := syncCluster(t, 3, 2, server.WriteQuorumAll)
+	c, owner, replicas, tag := syncCluster(t, 3, 2, server.WriteQuorumAll)
 	replica := replicas[0]
 	rc := newClient(t, owner)
 	ctx := ctxT(t)
 
 	for i := range 50 {
-		k := "k" + strconv.Itoa(i)
+		k := tag + "k" + strconv.Itoa(i)
 		require.NoError(t, rc.Set(ctx, k, "v", 0).Err())
 		require.True(t, replicated(owner, replica, k), "SET %s acknowledged before the replica applied it", k)
 	}
-	require.NoError(t, rc.Incr(ctx, "n").Err())
-	require.True(t, replicated(owner, replica, "n"), "INCR acknowledged before the replica applied it")
-	require.NoError(t, rc.RPush(ctx, "l", "a", "b").Err())
-	require.True(t, replicated(owner, replica, "l"), "RPUSH acknowledged before the replica applied it")
+	require.NoError(t, rc.Incr(ctx, tag+"n").Err())
+	require.True(t, replicated(owner, replica, tag+"n"), "INCR acknowledged before the replica applied it")
+	require.NoError(t, rc.RPush(ctx, tag+"l", "a", "b").Err())
+	require.True(t, replicated(owner, replica, tag+"l"), "RPUSH acknowledged before the replica applied it")
 
 	// A pipeline: every reply held until its segment is replicated.
 	var keys []string
 	_, err := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i := range 300 {
-			k := "p" + strconv.Itoa(i)
+			k := tag + "p" + strconv.Itoa(i)
 			keys = append(keys, k)
 			p.Set(ctx, k, i, 0)
 			p.Get(ctx, k)
@@ -101,32 +110,32 @@ func TestRESPSyncWritesWaitForTheReplica(t *testing.T) {
 
 	// A transaction.
 	_, err = rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, "{t}a", "1", 0)
-		p.Incr(ctx, "{t}b")
+		p.Set(ctx, tag+"{t}a", "1", 0)
+		p.Incr(ctx, tag+"{t}b")
 		return nil
 	})
 	require.NoError(t, err)
-	require.True(t, replicated(owner, replica, "{t}a"), "EXEC acknowledged before the replica applied it")
+	require.True(t, replicated(owner, replica, tag+"{t}a"), "EXEC acknowledged before the replica applied it")
 
 	// Without the replica: -TIMEOUT after the sync timeout, the write applied.
 	c.Stop(replica)
 	began := time.Now()
-	err = rc.Set(ctx, "unacked", "v", 0).Err()
+	err = rc.Set(ctx, tag+"unacked", "v", 0).Err()
 	require.Error(t, err)
 	require.True(t, strings.HasPrefix(err.Error(), "TIMEOUT "), "got %v", err)
 	require.GreaterOrEqual(t, time.Since(began), 250*time.Millisecond)
-	v, err := rc.Get(ctx, "unacked").Result()
+	v, err := rc.Get(ctx, tag+"unacked").Result()
 	require.NoError(t, err, "reads are not held")
 	require.Equal(t, "v", v, "the unacknowledged write stays applied on the owner")
-	require.ErrorContains(t, rc.Incr(ctx, "n").Err(), "TIMEOUT")
-	require.Equal(t, "2", rc.Get(ctx, "n").Val())
+	require.ErrorContains(t, rc.Incr(ctx, tag+"n").Err(), "TIMEOUT")
+	require.Equal(t, "2", rc.Get(ctx, tag+"n").Val())
 
 	// In a pipeline only the writes' replies turn into the error.
 	cmds, _ := rc.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, "q1", "x", 0)
-		p.Get(ctx, "q1")
-		p.Del(ctx, "k1")
-		p.Get(ctx, "k2")
+		p.Set(ctx, tag+"q1", "x", 0)
+		p.Get(ctx, tag+"q1")
+		p.Del(ctx, tag+"k1")
+		p.Get(ctx, tag+"k2")
 		return nil
 	})
 	require.Len(t, cmds, 4)
@@ -137,8 +146,8 @@ func TestRESPSyncWritesWaitForTheReplica(t *testing.T) {
 
 	// In a transaction, the write's element of EXEC's array.
 	cmds, _ = rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Get(ctx, "{t}a")
-		p.Set(ctx, "{t}a", "2", 0)
+		p.Get(ctx, tag+"{t}a")
+		p.Set(ctx, tag+"{t}a", "2", 0)
 		return nil
 	})
 	require.Len(t, cmds, 2)
@@ -157,14 +166,14 @@ func TestRESPSyncBestEffortAcknowledgesWithoutTheReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node cluster")
 	}
-	c, owner, replicas := syncCluster(t, 2, 2, server.WriteQuorumBestEffort)
+	c, owner, replicas, tag := syncCluster(t, 2, 2, server.WriteQuorumBestEffort)
 	rc := newClient(t, owner)
 	ctx := ctxT(t)
-	require.NoError(t, rc.Set(ctx, "a", "v", 0).Err())
-	require.True(t, replicated(owner, replicas[0], "a"))
+	require.NoError(t, rc.Set(ctx, tag+"a", "v", 0).Err())
+	require.True(t, replicated(owner, replicas[0], tag+"a"))
 	c.Stop(replicas[0])
-	require.NoError(t, rc.Set(ctx, "b", "v", 0).Err())
-	require.Equal(t, "v", rc.Get(ctx, "b").Val())
+	require.NoError(t, rc.Set(ctx, tag+"b", "v", 0).Err())
+	require.Equal(t, "v", rc.Get(ctx, tag+"b").Val())
 }
 
 // fakeBarrier records the waits and fails those of the segments in fail.

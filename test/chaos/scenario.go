@@ -267,7 +267,7 @@ type ThroughputRow struct {
 	RF         int
 	Mode       string
 	Quorum     string
-	Partitions int // partitions of the map (RF 1 on 3 nodes plans 3, RF 2 plans 1 and a spare)
+	Partitions int // partitions of the map (on 3 nodes: RF 1 plans 3, RF 2 plans 6, two owned by each node)
 	Ops        int64
 	Errors     int64
 	Elapsed    time.Duration
