@@ -139,6 +139,7 @@ func (c *conn) wait() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer c.guard("(write barrier wait)")
 			s := b.Wait(context.Background(), seg, rev)
 			mu.Lock()
 			c.verdict[seg] = s

@@ -92,6 +92,7 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 		}
 		defer w.Close()
 		go func() {
+			defer c.guard("(blocking-command relay)")
 			for range w.Events() {
 				select {
 				case wake <- struct{}{}:

@@ -196,7 +196,7 @@ func (c *conn) handleBuffered() bool {
 		if len(args) == 0 {
 			continue
 		}
-		c.execute(args)
+		c.executeContained(args)
 		if c.closing {
 			return true
 		}
@@ -382,6 +382,7 @@ func keep(b []byte) []byte {
 // connection closes.
 func (c *conn) writeLoop() {
 	defer close(c.wdone)
+	defer c.guard("(background writer)")
 	c.wmu.Lock()
 	for {
 		for len(c.wq) == 0 && !c.wclosing && c.werr == nil {

@@ -131,7 +131,12 @@ through ` + "`store.Exec`" + `), never a second implementation.
 Malformed RESP (a bad or negative length, a missing ` + "`$`" + `, unbalanced quotes in an
 inline command) is answered with Redis's ` + "`-ERR Protocol error: …`" + ` and the
 connection is closed, since the stream cannot be resynchronised; nothing
-about one connection affects another. Keys and values are binary-safe
+about one connection affects another. A command whose execution panics (a
+bug) is answered ` + "`-ERR internal error`" + `, its connection is closed once that
+reply is written, the commands pipelined after it do not run, and the node
+serves on: the store locks it held are released, the panic is logged with
+the command's name (never its arguments) and the stack, and counted in
+` + "`zaris_panics_total{protocol=\"resp\"}`" + `. Keys and values are binary-safe
 (` + "`\\r\\n`" + ` inside a bulk string is data). The parser has a fuzz target
 (` + "`go test -fuzz FuzzParser ./server/resp`" + `).
 

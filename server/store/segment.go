@@ -164,6 +164,7 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
 		return status(kv.StatusConflict)
 	}
+	s.faultLocked(key)
 	old := g.items[key]
 	if old != nil && !old.liveAt(now) {
 		old = nil // a tombstone or an expired record: the key is absent
