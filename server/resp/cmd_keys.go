@@ -272,13 +272,14 @@ func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
 		ms := n * perUnit
 		now := time.Now()
 		if !absolute {
-			if ms > 0 && ms > math.MaxInt64/int64(time.Millisecond)-now.UnixMilli() {
+			// Redis's bound: the absolute time must fit in int64 milliseconds.
+			if ms > math.MaxInt64-now.UnixMilli() {
 				c.err("ERR invalid expire time in '" + name + "' command")
 				return
 			}
 			ms += now.UnixMilli()
 		}
-		ttl := time.UnixMilli(ms).Sub(now)
+		ttl := ttlOf(ms, true, now)
 		k := view(args[1])
 		g := c.segment(k)
 		cur := g.TimeToLive(k)

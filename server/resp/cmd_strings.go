@@ -140,15 +140,29 @@ func parseExpire(c *conn, name string, unit string, arg []byte, now time.Time) (
 	if seconds {
 		ms = n * 1000
 	}
-	switch unit {
-	case "EX", "PX":
-		if ms > math.MaxInt64/int64(time.Millisecond)-now.UnixMilli() {
+	if unit == "EX" || unit == "PX" {
+		// Redis's bound: the absolute time must fit in int64 milliseconds.
+		if ms > math.MaxInt64-now.UnixMilli() {
 			c.err("ERR invalid expire time in '" + name + "' command")
 			return 0, false
 		}
-		return time.Duration(ms) * time.Millisecond, true
+		return ttlOf(ms, false, now), true
 	}
-	return time.UnixMilli(ms).Sub(now), true
+	return ttlOf(ms, true, now), true
+}
+
+// ttlOf converts an expiry in milliseconds (relative, or absolute Unix ms)
+// to a TTL from now. A TTL beyond the range of time.Duration (292 years)
+// saturates: the store then keeps the key to the last instant it can
+// represent (year 2262) instead of wrapping into the past.
+func ttlOf(ms int64, absolute bool, now time.Time) time.Duration {
+	if absolute {
+		return time.UnixMilli(ms).Sub(now) // Sub saturates
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // parseSetOpts parses SET's options from args[from:] (Redis's

@@ -227,10 +227,15 @@ func (c *conn) fill() bool {
 		c.logger().Warn("closing connection: query buffer limit reached", "bytes", pending, "limit", c.srv.cfg.MaxQueryBuffer)
 		return false
 	}
-	if need := c.parser.Need(); need > len(c.buf) {
-		c.grow(need)
-	} else if c.w == len(c.buf) {
-		c.grow(2 * len(c.buf))
+	if c.w == len(c.buf) {
+		// Grow as the bytes arrive — towards a declared bulk at most
+		// doubling — never to the size a client merely announced: a
+		// "$536870912" header alone must not cost 512 MiB.
+		size := 2 * len(c.buf)
+		if need := c.parser.Need(); need > len(c.buf) {
+			size = min(need, size)
+		}
+		c.grow(size)
 	}
 	if t := c.srv.cfg.IdleTimeout; t > 0 && !c.stopping.Load() {
 		_ = c.nc.SetReadDeadline(time.Now().Add(t))

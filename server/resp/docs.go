@@ -171,6 +171,19 @@ characters); ` + "`INFO server`" + ` shows both.
   keys created or deleted meanwhile may or may not be. COUNT is the number of
   keys examined per call; MATCH and TYPE filter them, so a call may return
   fewer keys (or none) with a non-zero cursor.
+- Integer and float arguments at their limits answer what Redis 7 answers
+  (issue #13's regression table, ` + "`TestHostileArgumentsLikeRedis`" + `, runs each against a
+  real redis-server): offsets past ` + "`proto-max-bulk-len`" + ` (512 MiB) get
+  ` + "`-ERR string exceeds maximum allowed size (proto-max-bulk-len)`" + ` and, below it,
+  past ` + "`--max-item-bytes`" + ` get ` + "`-OOM`" + `; expiry arithmetic that leaves the 64-bit
+  milliseconds gets ` + "`-ERR invalid expire time in '<cmd>' command`" + `; stream ids at
+  2^64-1 get Redis's exhausted-stream and interval errors; INCRBYFLOAT and
+  HINCRBYFLOAT compute in Redis's long double (64-bit mantissa) and print its
+  ` + "`%.17Lf`" + ` form (` + "`INCRBYFLOAT k 1e308`" + ` is 309 digits). One difference: an
+  expiry Redis accepts beyond year 2262 (the last instant a 64-bit nanosecond
+  clock holds) is kept at that instant — the key stays, but TTL reports the
+  capped remainder. A header announcing a large bulk string does not reserve
+  its size: the read buffer grows as the bytes arrive.
 - ` + "`KEYS`" + ` walks the sorted key snapshots (a literal prefix of the pattern
   narrows the walk); it is an administration command, as in Redis.
 - ` + "`RENAME`" + `/` + "`RENAMENX`" + ` copy the value (a string with its TTL; a collection

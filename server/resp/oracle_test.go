@@ -19,9 +19,23 @@ import (
 // skips the test only when redis-server is not installed.
 func startRedisCluster(t *testing.T) string {
 	t.Helper()
+	addr := startRedis(t, true)
+	r := dialRaw(t, addr)
+	require.Equal(t, "+OK\r\n", r.do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"))
+	waitFor(t, 10*time.Second, "cluster_state:ok", func() bool {
+		return strings.Contains(r.do("CLUSTER", "INFO"), "cluster_state:ok")
+	})
+	return addr
+}
+
+// startRedis runs a real redis-server (standalone, or cluster-enabled with
+// no slot yet) on a port the kernel chose and returns its address. It
+// skips the test only when redis-server is not installed.
+func startRedis(t *testing.T, cluster bool) string {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server not installed:", err)
+		t.Skip("redis-server not installed (apt-get install -y redis-server):", err)
 	}
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -30,26 +44,22 @@ func startRedisCluster(t *testing.T) string {
 	require.NoError(t, ln.Close())
 	logf, err := os.Create(filepath.Join(dir, "redis.log"))
 	require.NoError(t, err)
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no"}
+	if cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	var nc net.Conn
-	for i := 0; i < 200; i++ {
-		if nc, err = net.Dial("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	require.NoError(t, err, "redis-server did not start")
-	_ = nc.Close()
-	r := dialRaw(t, addr)
-	require.Equal(t, "+OK\r\n", r.do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"))
-	waitFor(t, 10*time.Second, "cluster_state:ok", func() bool {
-		return strings.Contains(r.do("CLUSTER", "INFO"), "cluster_state:ok")
+	waitFor(t, 10*time.Second, "redis-server accepting on "+addr, func() bool {
+		nc, err = net.Dial("tcp", addr)
+		return err == nil
 	})
+	_ = nc.Close()
 	return addr
 }
 
