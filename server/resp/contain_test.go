@@ -16,7 +16,7 @@ import (
 )
 
 // panicCount reads zaris_panics_total{protocol} from the node's registry.
-func panicCount(t *testing.T, n *server.Node, protocol string) float64 {
+func panicCount(t testing.TB, n *server.Node, protocol string) float64 {
 	t.Helper()
 	mfs, err := n.Metrics().Registry().Gather()
 	require.NoError(t, err)

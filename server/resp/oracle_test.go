@@ -63,8 +63,10 @@ func startRedis(t *testing.T, cluster bool) string {
 	return addr
 }
 
-// oracleScript is run against Redis and Zaris; replies must be
-// byte-identical. Keys share a hash tag where a command names several.
+// oracleScript is run against Redis Cluster and Zaris; replies must be
+// byte-identical. Keys share a hash tag where a command names several
+// (multi-key commands across slots are compared with a standalone
+// redis-server: multiKeyScript).
 // Left out on purpose: what Redis answers from its own internals (encodings,
 // memory, float digits of Redis 7.0's %.17g, hash/set iteration order,
 // millisecond clocks), CONFIG GET databases (Redis Cluster still shows its
@@ -82,8 +84,8 @@ var oracleScript = [][]string{
 	{"SET", "t", "v", "EXAT", "1"}, {"EXISTS", "t"},
 	{"SETNX", "s", "x"}, {"SETNX", "snx", "x"}, {"SETEX", "se", "0", "v"}, {"SETEX", "se", "x", "v"}, {"SETEX", "se", "100", "v"},
 	{"TTL", "se"}, {"PSETEX", "pse", "-1", "v"}, {"GETSET", "s", "new"}, {"GETSET", "gs", "x"},
-	{"MSET", "{m}a", "1", "{m}b", "2"}, {"MSET", "{m}a", "1", "{m}b"}, {"MSET", "{m}a", "1", "{n}b", "2"},
-	{"MGET", "{m}a", "{m}b", "{m}c"}, {"MGET", "{m}a", "{n}b"}, {"MSETNX", "{m}a", "1", "{m}c", "3"}, {"MSETNX", "{m}c", "3", "{m}d", "4"},
+	{"MSET", "{m}a", "1", "{m}b", "2"}, {"MSET", "{m}a", "1", "{m}b"},
+	{"MGET", "{m}a", "{m}b", "{m}c"}, {"MSETNX", "{m}a", "1", "{m}c", "3"}, {"MSETNX", "{m}c", "3", "{m}d", "4"},
 	{"GETDEL", "{m}c"}, {"GETDEL", "{m}c"}, {"GETEX", "{m}d", "EX", "100"}, {"TTL", "{m}d"}, {"GETEX", "{m}d", "PERSIST"}, {"TTL", "{m}d"},
 	{"GETEX", "{m}d", "EX", "1", "PX", "1"}, {"GETEX", "nokey"}, {"GETEX", "{m}d", "KEEPTTL"},
 	{"APPEND", "ap", "hello"}, {"APPEND", "ap", " world"}, {"STRLEN", "ap"}, {"STRLEN", "nokey"},
@@ -92,9 +94,9 @@ var oracleScript = [][]string{
 	{"INCR", "n"}, {"INCRBY", "n", "10"}, {"DECR", "n"}, {"DECRBY", "n", "3"}, {"INCRBY", "n", "x"}, {"INCR", "ap"},
 	{"INCRBY", "n", "9223372036854775807"}, {"DECRBY", "n", "-9223372036854775808"}, {"INCRBYFLOAT", "f", "1.5"}, {"INCRBYFLOAT", "f", "x"},
 	{"INCRBYFLOAT", "f", "2"}, {"GET", "f"},
-	{"DEL", "{m}a", "{m}b", "{m}z"}, {"DEL", "{m}a", "{n}b"}, {"EXISTS", "s", "s", "nokey"}, {"UNLINK", "s"},
-	{"TYPE", "ap"}, {"TYPE", "nokey"}, {"TOUCH", "ap", "nokey"},
-	{"SET", "{r}a", "1"}, {"RENAME", "{r}a", "{r}b"}, {"GET", "{r}b"}, {"RENAME", "{r}a", "{r}b"}, {"RENAME", "{r}b", "{q}c"},
+	{"DEL", "{m}a", "{m}b", "{m}z"}, {"EXISTS", "s", "s"}, {"UNLINK", "s"},
+	{"TYPE", "ap"}, {"TYPE", "nokey"}, {"TOUCH", "ap", "ap"},
+	{"SET", "{r}a", "1"}, {"RENAME", "{r}a", "{r}b"}, {"GET", "{r}b"}, {"RENAME", "{r}a", "{r}b"},
 	{"RENAMENX", "{r}b", "{r}b"}, {"RENAME", "{r}b", "{r}b"}, {"SET", "{r}c", "x"}, {"RENAMENX", "{r}b", "{r}c"}, {"RENAMENX", "{r}b", "{r}d"},
 	{"SET", "e", "v"}, {"EXPIRE", "e", "100"}, {"TTL", "e"}, {"EXPIRE", "e", "200", "NX"}, {"EXPIRE", "e", "200", "XX"}, {"TTL", "e"},
 	{"EXPIRE", "e", "100", "GT"}, {"EXPIRE", "e", "300", "GT"}, {"EXPIRE", "e", "400", "LT"}, {"EXPIRE", "e", "50", "LT"}, {"TTL", "e"},
@@ -114,7 +116,7 @@ var oracleScript = [][]string{
 	{"LRANGE", "l", "0", "-1"}, {"LPOP", "l"}, {"LPOP", "l"}, {"LPOP", "l", "2"}, {"RPUSH", "l", "1", "2", "3"}, {"RPOP", "l", "2"},
 	{"LPOP", "l", "-1"}, {"LPOP", "l", "0"}, {"RPOP", "l"}, {"RPOP", "l"}, {"RPOP", "nokey", "3"},
 	{"SADD", "{s}a", "x", "y"}, {"SADD", "{s}a", "x"}, {"SADD", "{s}b", "y"}, {"SISMEMBER", "{s}a", "x"}, {"SISMEMBER", "{s}a", "q"},
-	{"SCARD", "{s}a"}, {"SINTER", "{s}a", "{s}b"}, {"SINTER", "{s}a", "{s}nokey"}, {"SUNION", "{s}b", "{s}nokey"}, {"SINTER", "{s}a", "{t}b"},
+	{"SCARD", "{s}a"}, {"SINTER", "{s}a", "{s}b"}, {"SINTER", "{s}a", "{s}nokey"}, {"SUNION", "{s}b", "{s}nokey"},
 	{"SREM", "{s}a", "x", "q"}, {"SMEMBERS", "{s}a"}, {"SMEMBERS", "nokey"},
 	{"ZADD", "z", "1", "a", "2", "b", "3", "c"}, {"ZADD", "z", "NX", "9", "a"}, {"ZADD", "z", "XX", "CH", "5", "a"}, {"ZADD", "z", "INCR", "1", "a"},
 	{"ZADD", "z", "INCR", "1", "a", "2", "b"}, {"ZADD", "z", "NX", "XX", "1", "a"}, {"ZADD", "z", "GT", "LT", "1", "a"}, {"ZADD", "z", "1"},
@@ -140,7 +142,7 @@ var oracleScript = [][]string{
 	{"TYPE", "ty:s"}, {"TYPE", "ty:h"}, {"TYPE", "ty:l"}, {"TYPE", "ty:set"}, {"TYPE", "ty:z"},
 	{"LPUSH", "ty:s", "x"}, {"SADD", "ty:h", "x"}, {"ZADD", "ty:l", "1", "x"}, {"HGET", "ty:z", "f"}, {"APPEND", "ty:h", "x"},
 	{"INCR", "ty:l"}, {"STRLEN", "ty:set"}, {"GETDEL", "ty:h"}, {"ZSCORE", "ty:s", "v"}, {"SISMEMBER", "ty:z", "v"},
-	{"MGET", "ty:s", "ty:h"}, {"KEYS", "ty:s"}, {"KEYS", "nomatch*"},
+	{"KEYS", "ty:s"}, {"KEYS", "nomatch*"},
 	{"OBJECT", "ENCODING", "nokey"}, {"OBJECT", "ENCODING", "n"}, {"OBJECT", "NOPE"},
 	{"HELLO", "4"}, {"HELLO", "x"}, {"HELLO", "2", "FOO"}, {"HELLO", "2", "AUTH", "default"}, {"AUTH", "x"}, {"AUTH", "a", "b", "c"},
 	{"SCAN", "x"}, {"SCAN", "0", "COUNT", "0"}, {"SCAN", "0", "COUNT", "x"}, {"SCAN", "0", "FOO", "x"}, {"SCAN", "0", "MATCH"},
