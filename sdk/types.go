@@ -27,6 +27,7 @@ const (
 	StatusBadRequest           = kv.StatusBadRequest
 	StatusTimeout              = kv.StatusTimeout
 	StatusWrongType            = kv.StatusWrongType
+	StatusInternal             = kv.StatusInternal
 )
 
 // Sentinel errors returned by Result.Err, for errors.Is.
@@ -45,6 +46,7 @@ var (
 	ErrBadRequest           = kv.ErrBadRequest
 	ErrTimeout              = kv.ErrTimeout
 	ErrWrongType            = kv.ErrWrongType
+	ErrInternal             = kv.ErrInternal
 )
 
 // Result is the outcome of one key operation: Status, Value, Version

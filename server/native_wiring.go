@@ -52,5 +52,8 @@ func (o nativeObserver) Op(op wire.Opcode, st kv.Status, d time.Duration) {
 	o.rec.Op(m, st, d)
 }
 
+var _ native.PanicObserver = nativeObserver{}
+
 func (o nativeObserver) ConnOpened() { o.conns.Inc() }
+func (o nativeObserver) Panicked()   { o.rec.Panic(metrics.ProtoNative) }
 func (o nativeObserver) ConnClosed() { o.conns.Dec() }

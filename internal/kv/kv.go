@@ -38,6 +38,10 @@ const (
 	// StatusWrongType: an operation against a key holding another kind of
 	// value (R-DS). Appended after the fixed list of API.md.
 	StatusWrongType
+	// StatusInternal: the server failed while serving the request (a bug it
+	// contained: the request's connection is closed, the node keeps
+	// serving). Appended after StatusWrongType.
+	StatusInternal
 
 	statusCount // keep last
 )
@@ -58,6 +62,7 @@ var statusNames = [...]string{
 	StatusBadRequest:           "BadRequest",
 	StatusTimeout:              "Timeout",
 	StatusWrongType:            "WrongType",
+	StatusInternal:             "Internal",
 }
 
 func (s Status) String() string {
@@ -87,6 +92,7 @@ var (
 	ErrBadRequest           = errors.New("zaris: bad request")
 	ErrTimeout              = errors.New("zaris: timeout")
 	ErrWrongType            = errors.New("zaris: operation against a key holding the wrong kind of value")
+	ErrInternal             = errors.New("zaris: internal server error")
 )
 
 var statusErrors = [...]error{
@@ -104,6 +110,7 @@ var statusErrors = [...]error{
 	StatusBadRequest:           ErrBadRequest,
 	StatusTimeout:              ErrTimeout,
 	StatusWrongType:            ErrWrongType,
+	StatusInternal:             ErrInternal,
 }
 
 // Err returns nil for StatusSuccess and the status's sentinel otherwise.

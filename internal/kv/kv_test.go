@@ -19,7 +19,7 @@ func TestStatusNamesAndErrors(t *testing.T) {
 		t.Fatal("unknown status")
 	}
 	// The fixed order of API.md: append only.
-	if StatusTimeout != 13 || StatusWrongType != 14 {
+	if StatusTimeout != 13 || StatusWrongType != 14 || StatusInternal != 15 {
 		t.Fatal("status numbering changed: it is part of the wire protocol")
 	}
 	r := Result{Status: StatusConflict}

@@ -36,13 +36,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/panics"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -160,14 +161,7 @@ func New(opts Options) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.Logger.SetOutput(io.Discard) // echo's own logger is unused; errors go to slog
 	e.HTTPErrorHandler = s.handleError
-	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
-		DisableStackAll: true,
-		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-			s.log.Error("http handler panic", "method", c.Request().Method, "path", c.Request().URL.Path,
-				"err", err, "stack", string(stack))
-			return err
-		},
-	}))
+	e.Use(s.containPanics)
 	e.Use(s.logRequests)
 
 	e.GET("/healthz", s.healthz)
@@ -262,6 +256,8 @@ func HTTPStatus(st kv.Status) int {
 		return http.StatusGatewayTimeout
 	case kv.StatusWrongType:
 		return http.StatusConflict
+	case kv.StatusInternal:
+		return http.StatusInternalServerError
 	}
 	// OwnershipChanging, Migrating, ReplicaSyncPending, ReplicaWriteRejected,
 	// Unavailable: transient, retry later.
@@ -285,7 +281,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	} else {
 		s.log.Error("http handler error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
-	status := "InternalError"
+	status := kv.StatusInternal.String()
 	switch {
 	case code == http.StatusNotFound:
 		status = kv.StatusNotFound.String()
@@ -421,4 +417,32 @@ func (s *Server) evictNode(c echo.Context) error {
 		return fail(c, kv.StatusUnavailable, err.Error())
 	}
 	return c.JSON(http.StatusOK, evictBody{Evicted: node})
+}
+
+// containPanics makes a panic while serving one request cost that request
+// only: the locks it held are released by their defers, it is answered 500
+// (status Internal) with "Connection: close" — or, when its response had
+// begun, its connection is aborted — and the node serves on. The log names
+// the route pattern, never the path (it holds the key), with the stack.
+func (s *Server) containPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler { //nolint:errorlint // net/http's sentinel, compared as net/http does
+				panic(v)
+			}
+			s.rec.Panic(metrics.ProtoHTTP)
+			s.log.Error("panic while serving a request; its connection is closed, the node serves on",
+				"method", c.Request().Method, "route", c.Path(), "panic", panics.Describe(v), "stack", string(debug.Stack()))
+			if c.Response().Committed {
+				panic(http.ErrAbortHandler) // the status is sent: only closing tells the client
+			}
+			c.Response().Header().Set(echo.HeaderConnection, "close")
+			err = fail(c, kv.StatusInternal, "internal error")
+		}()
+		return next(c)
+	}
 }

@@ -27,6 +27,7 @@ type fixture struct {
 	clock *store.ManualClock
 	ready atomic.Bool
 	token string
+	rec   *metrics.Recorder
 }
 
 type fixtureOption func(*store.Config, *Options)
@@ -50,6 +51,7 @@ func newFixture(t *testing.T, opts ...fixtureOption) *fixture {
 	f.token = o.Token
 	o.Store = st
 	o.Metrics = metrics.New(metrics.Options{Stats: st.Stats, NoRuntimeMetrics: true})
+	f.rec = o.Metrics
 	o.Ready = f.ready.Load
 	o.Info = func() any { return map[string]string{"node_id": "n1"} }
 	srv, err := New(o)
@@ -80,6 +82,7 @@ type response struct {
 	code   int
 	header http.Header
 	body   []byte
+	close  bool // the server said Connection: close
 }
 
 func (r response) errStatus(t *testing.T) string {
@@ -108,7 +111,7 @@ func (f *fixture) do(method, path string, body io.Reader, headers ...string) res
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(f.t, err)
-	return response{code: resp.StatusCode, header: resp.Header, body: b}
+	return response{code: resp.StatusCode, header: resp.Header, body: b, close: resp.Close}
 }
 
 func key(k string) string { return keysPrefix + url.PathEscape(k) }

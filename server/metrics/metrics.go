@@ -100,6 +100,7 @@ type Recorder struct {
 	latency  [numOps]prometheus.Observer
 	conns    [numProtos]ConnGauge
 	authFail [numProtos]prometheus.Counter
+	panics   [numProtos]prometheus.Counter
 }
 
 // Metric names, for dashboards and tests.
@@ -109,6 +110,7 @@ const (
 	MetricConnections      = "zaris_connections"
 	MetricConnectionsTotal = "zaris_connections_accepted_total"
 	MetricAuthFailures     = "zaris_auth_failures_total"
+	MetricPanics           = "zaris_panics_total"
 	MetricNodeInfo         = "zaris_node_info"
 	MetricItems            = "zaris_store_items"
 	MetricReplicaItems     = "zaris_store_replica_items"
@@ -147,6 +149,10 @@ func New(opts Options) *Recorder {
 		Name: MetricAuthFailures,
 		Help: "Requests or connections refused for a missing or wrong token, by protocol.",
 	}, []string{"protocol"})
+	panics := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricPanics,
+		Help: "Requests whose serving panicked (contained: the request's connection was closed, the node kept serving), by protocol.",
+	}, []string{"protocol"})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        MetricNodeInfo,
 		Help:        "Always 1; labels identify the node, its store and its version.",
@@ -163,9 +169,10 @@ func New(opts Options) *Recorder {
 	for p := Protocol(0); p < numProtos; p++ {
 		r.conns[p] = ConnGauge{open: conns.WithLabelValues(p.String()), accepted: accepted.WithLabelValues(p.String())}
 		r.authFail[p] = authFail.WithLabelValues(p.String())
+		r.panics[p] = panics.WithLabelValues(p.String())
 	}
 
-	r.reg.MustRegister(ops, latency, conns, accepted, authFail, info)
+	r.reg.MustRegister(ops, latency, conns, accepted, authFail, panics, info)
 	if opts.Stats != nil {
 		r.reg.MustRegister(newStoreCollector(opts.Stats))
 	}
@@ -209,6 +216,14 @@ func (r *Recorder) AuthFailure(p Protocol) {
 		return
 	}
 	r.authFail[p].Inc()
+}
+
+// Panic counts a request whose serving panicked and was contained.
+func (r *Recorder) Panic(p Protocol) {
+	if r == nil || p >= numProtos {
+		return
+	}
+	r.panics[p].Inc()
 }
 
 // Registry is the node's registry, for tests and for registering the

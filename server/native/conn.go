@@ -47,6 +47,8 @@ type conn struct {
 	// written, so a pipelined batch of sync writes waits once per segment,
 	// not once per write.
 	acks []pendingAck
+
+	curCmd kv.CmdOp // the command being dispatched, for a contained panic's log (reader-owned)
 }
 
 // pendingAck is a write answered Success in out, pending the barrier: the
@@ -166,7 +168,10 @@ func (c *conn) serve() {
 			freezeCheck(time.Now()) // once per read batch, never per request
 		}
 		c.newBatch = false
-		c.dispatch(f)
+		if !c.dispatchContained(f) {
+			c.flush()
+			return
+		}
 		if !c.afterFrame() {
 			return
 		}
@@ -444,6 +449,7 @@ func (c *conn) dispatch(f wire.Frame) {
 			c.badBody(f, err)
 			return
 		}
+		c.curCmd = cmd.Op
 		reply := c.srv.cfg.Store.Exec(cmd)
 		if c.srv.cfg.WriteBarrier != nil && reply.Status == kv.StatusSuccess && store.CommandWrites(cmd.Op) {
 			if st := c.commandBarrier(cmd); st != kv.StatusSuccess {
@@ -564,6 +570,7 @@ func (c *conn) batch(f wire.Frame) {
 	c.pending.Add(1)
 	c.srv.pool.submit(func() {
 		defer c.pending.Done()
+		defer c.guardRequest(id, wire.OpBatch, "Batch (worker pool)")
 		items, _ := wire.DecodeBatchRequest(body, nil) // decoded once already: cannot fail
 		c.write(c.appendBatch(nil, id, items))
 	})

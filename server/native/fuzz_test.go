@@ -15,7 +15,8 @@ import (
 
 // FuzzServerConn feeds arbitrary bytes to a real server over loopback after
 // a valid handshake, then ends the stream. The server must not panic (a
-// panic in its goroutines kills the fuzz process), must send only
+// panic is contained to the connection and counted: the count must stay
+// 0), must send only
 // well-formed response frames, must close the connection once the input is
 // used up, and must still serve a fresh client.
 func FuzzServerConn(f *testing.F) {
@@ -67,6 +68,12 @@ func FuzzServerConn(f *testing.F) {
 		}
 		if err := <-wrote; err != nil && !closedByPeer(err) {
 			t.Fatalf("client write: %v", err)
+		}
+
+		// The server contains a panic to its connection (it would go
+		// unnoticed otherwise): none may have happened.
+		if n := h.obs.panics.Load(); n != 0 {
+			t.Fatalf("%d contained panic(s) while serving the input", n)
 		}
 
 		// A fresh client is served.

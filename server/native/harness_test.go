@@ -185,6 +185,7 @@ type countingObserver struct {
 	mu     sync.Mutex
 	counts map[wire.Opcode]map[kv.Status]int
 	hold   atomic.Pointer[holdPoint]
+	panics atomic.Int64 // contained panics (native.PanicObserver)
 	t      testing.TB
 }
 
@@ -228,6 +229,7 @@ func (o *countingObserver) Op(op wire.Opcode, st kv.Status, _ time.Duration) {
 }
 
 func (o *countingObserver) ConnOpened() {}
+func (o *countingObserver) Panicked()   { o.panics.Add(1) }
 func (o *countingObserver) ConnClosed() {}
 
 func (o *countingObserver) count(op wire.Opcode, st kv.Status) int {

@@ -77,6 +77,7 @@ func (c *conn) routingMap(f wire.Frame) {
 	}
 	go func() {
 		defer c.streams.finished(id)
+		defer c.guard("RoutingMap pusher")
 		var sent uint64
 		for {
 			changed := src.Changed()

@@ -125,6 +125,7 @@ func (c *conn) watch(f wire.Frame) {
 	c.flush()
 	go func() {
 		defer c.streams.finished(id)
+		defer c.guard("Watch pusher")
 		var buf []byte
 		for ev := range w.Events() {
 			buf = buf[:0]
@@ -180,6 +181,7 @@ func (c *conn) subscribe(f wire.Frame) {
 	c.flush()
 	go func() {
 		defer c.streams.finished(id)
+		defer c.guard("Subscribe pusher")
 		var buf []byte
 		for m := range sub.Messages() {
 			buf = buf[:0]

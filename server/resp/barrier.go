@@ -51,7 +51,7 @@ func (c *conn) hold(mark int, flushes uint64) {
 		return // no reply (CLIENT REPLY OFF/SKIP): nobody to hold it from
 	}
 	h := heldReply{start: start, end: end, seg: allSegments}
-	if c.curKey != nil {
+	if c.curKey != nil && !c.multiSeg { // keys of several segments: wait on every owned segment
 		h.seg = placement.SegmentOf(view(c.curKey), c.srv.segs)
 		if c.tx == nil {
 			h.rev = c.srv.store.Segment(h.seg).Revision()
@@ -139,6 +139,7 @@ func (c *conn) wait() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer c.guard("(write barrier wait)")
 			s := b.Wait(context.Background(), seg, rev)
 			mu.Lock()
 			c.verdict[seg] = s

@@ -35,16 +35,10 @@ func init() {
 
 func cmdBPop(op kv.CmdOp) func(c *conn, args [][]byte) {
 	return func(c *conn, args [][]byte) {
-		secs, ok := parseFloat(args[len(args)-1])
-		if !ok || math.IsInf(secs, 0) {
-			c.err("ERR timeout is not a float or out of range")
+		timeout, ok := parseBlockTimeout(c, args[len(args)-1])
+		if !ok {
 			return
 		}
-		if secs < 0 {
-			c.err("ERR timeout is negative")
-			return
-		}
-		timeout := time.Duration(min(secs*float64(time.Second), float64(math.MaxInt64)))
 		keys := args[1 : len(args)-1]
 		c.blockOn(keys, true, timeout, func() bool {
 			for _, k := range keys {
@@ -92,6 +86,7 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 		}
 		defer w.Close()
 		go func() {
+			defer c.guard("(blocking-command relay)")
 			for range w.Events() {
 				select {
 				case wake <- struct{}{}:
@@ -130,4 +125,32 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 			return
 		}
 	}
+}
+
+// parseBlockTimeout parses a blocking command's timeout in seconds (0 =
+// forever) as Redis 7.0 does: a float (inf accepted, NaN not) converted to
+// whole milliseconds rounded up; milliseconds past the 64-bit range —
+// ±inf included — are refused as negative, as Redis's conversion makes
+// them.
+func parseBlockTimeout(c *conn, arg []byte) (time.Duration, bool) {
+	if n, ok := parseInt(arg); ok {
+		// Whole seconds are exact (Redis's long double holds them; a
+		// float64 does not past 2^53).
+		if n < 0 || n > math.MaxInt64/1000 {
+			c.err("ERR timeout is negative")
+			return 0, false
+		}
+		return time.Duration(min(n*1000, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
+	}
+	secs, ok := parseFloat(arg)
+	if !ok {
+		c.err("ERR timeout is not a float or out of range")
+		return 0, false
+	}
+	ms := math.Ceil(secs * 1000)
+	if ms < 0 || ms >= math.MaxInt64 || math.IsInf(ms, 0) {
+		c.err("ERR timeout is negative")
+		return 0, false
+	}
+	return time.Duration(min(int64(ms), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
 }

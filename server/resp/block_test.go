@@ -48,7 +48,9 @@ func TestBlockingListPops(t *testing.T) {
 	require.EqualError(t, rdb.BLPop(ctx, 0, "{b}str").Err(), "WRONGTYPE Operation against a key holding the wrong kind of value")
 	require.EqualError(t, rdb.Do(ctx, "BLPOP", "{b}1", "-1").Err(), "ERR timeout is negative")
 	require.EqualError(t, rdb.Do(ctx, "BLPOP", "{b}1", "x").Err(), "ERR timeout is not a float or out of range")
-	require.EqualError(t, rdb.Do(ctx, "BLPOP", "{a}1", "{b}1", "0").Err(), "CROSSSLOT Keys in request don't hash to the same slot")
+	// Keys of several slots, all on this node: served (issue #13 item 4).
+	require.NoError(t, rdb.RPush(ctx, "{y}cross", "x").Err())
+	require.Equal(t, []string{"{y}cross", "x"}, rdb.BLPop(ctx, 0, "{x}cross", "{y}cross").Val())
 }
 
 func TestBlockingStreamReads(t *testing.T) {
@@ -95,7 +97,7 @@ func TestBlockingStreamReads(t *testing.T) {
 	require.Equal(t, "-ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.\r\n", r.do("XREAD", "STREAMS", "s", "t", "0"))
 	require.Equal(t, "-ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.\r\n", r.do("XREAD", "STREAMS", "s", ">"))
 	require.Equal(t, "-ERR Missing GROUP option for XREADGROUP\r\n", r.do("XREADGROUP", "COUNT", "1", "NOACK", "STREAMS", "s", ">"))
-	require.Equal(t, "-CROSSSLOT Keys in request don't hash to the same slot\r\n", r.do("XREAD", "STREAMS", "{a}s", "{b}s", "0", "0"))
+	require.Equal(t, "*-1\r\n", r.do("XREAD", "STREAMS", "{a}s", "{b}s", "0", "0"), "keys of several slots on this node are served")
 }
 
 // A blocked client that disconnects, or a node that stops, ends the wait.

@@ -19,19 +19,19 @@ func init() {
 	g := func(c *command) *command { c.group = "generic"; return c }
 	register(
 		g(&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, step: 1, since: "1.0.0",
-			summary: "Deletes one or more keys (one slot).", metric: metrics.OpDelete, run: cmdDel}),
+			summary: "Deletes one or more keys.", metric: metrics.OpDelete, run: cmdDel}),
 		g(&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, step: 1, since: "4.0.0",
-			summary: "Deletes one or more keys (one slot); the same as DEL.", metric: metrics.OpDelete, run: cmdDel}),
+			summary: "Deletes one or more keys; the same as DEL.", metric: metrics.OpDelete, run: cmdDel}),
 		g(&command{name: "exists", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "1.0.0",
-			summary: "Determines whether one or more keys exist (one slot); counts repeated keys again.", run: cmdExists}),
+			summary: "Determines whether one or more keys exist; counts repeated keys again.", run: cmdExists}),
 		g(&command{name: "type", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
 			summary: "Determines the type of value stored at a key.", run: cmdType}),
 		g(&command{name: "touch", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "3.2.1",
-			summary: "Updates the last access time of one or more keys (one slot); returns how many exist.", run: cmdTouch}),
+			summary: "Updates the last access time of one or more keys; returns how many exist.", run: cmdTouch}),
 		g(&command{name: "rename", arity: 3, flags: flagWrite, first: 1, last: 2, step: 1, since: "1.0.0",
-			summary: "Renames a key and overwrites the destination (same slot).", run: cmdRename}),
+			summary: "Renames a key and overwrites the destination.", run: cmdRename}),
 		g(&command{name: "renamenx", arity: 3, flags: flagWrite | flagFast, first: 1, last: 2, step: 1, since: "1.0.0",
-			summary: "Renames a key only when the target key name doesn't exist (same slot).", run: cmdRename}),
+			summary: "Renames a key only when the target key name doesn't exist.", run: cmdRename}),
 		g(&command{name: "expire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
 			summary: "Sets the expiration time of a key in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Second, false)}),
 		g(&command{name: "pexpire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
@@ -272,13 +272,14 @@ func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
 		ms := n * perUnit
 		now := time.Now()
 		if !absolute {
-			if ms > 0 && ms > math.MaxInt64/int64(time.Millisecond)-now.UnixMilli() {
+			// Redis's bound: the absolute time must fit in int64 milliseconds.
+			if ms > math.MaxInt64-now.UnixMilli() {
 				c.err("ERR invalid expire time in '" + name + "' command")
 				return
 			}
 			ms += now.UnixMilli()
 		}
-		ttl := time.UnixMilli(ms).Sub(now)
+		ttl := ttlOf(ms, true, now)
 		k := view(args[1])
 		g := c.segment(k)
 		cur := g.TimeToLive(k)

@@ -50,11 +50,11 @@ func init() {
 		s(&command{name: "psetex", arity: 4, flags: writeFlags, first: 1, last: 1, step: 1, since: "2.6.0",
 			summary: "Sets the string value and expiration time (milliseconds) of a key.", metric: metrics.OpPut, run: cmdSetEX}),
 		s(&command{name: "mget", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "1.0.0",
-			summary: "Atomically returns the string values of one or more keys (one slot).", metric: metrics.OpGet, run: cmdMGet}),
+			summary: "Atomically returns the string values of one or more keys.", metric: metrics.OpGet, run: cmdMGet}),
 		s(&command{name: "mset", arity: -3, flags: writeFlags, first: 1, last: -1, step: 2, since: "1.0.1",
-			summary: "Sets the string values of one or more keys (one slot).", metric: metrics.OpPut, run: cmdMSet}),
+			summary: "Sets the string values of one or more keys.", metric: metrics.OpPut, run: cmdMSet}),
 		s(&command{name: "msetnx", arity: -3, flags: writeFlags, first: 1, last: -1, step: 2, since: "1.0.1",
-			summary: "Sets the string values of one or more keys (one slot) only when none of them exists.", metric: metrics.OpPut, run: cmdMSetNX}),
+			summary: "Sets the string values of one or more keys only when none of them exists.", metric: metrics.OpPut, run: cmdMSetNX}),
 		s(&command{name: "getdel", arity: 2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "6.2.0",
 			summary: "Returns the string value of a key after deleting the key.", metric: metrics.OpDelete, run: cmdGetDel}),
 		s(&command{name: "getex", arity: -2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "6.2.0",
@@ -140,15 +140,29 @@ func parseExpire(c *conn, name string, unit string, arg []byte, now time.Time) (
 	if seconds {
 		ms = n * 1000
 	}
-	switch unit {
-	case "EX", "PX":
-		if ms > math.MaxInt64/int64(time.Millisecond)-now.UnixMilli() {
+	if unit == "EX" || unit == "PX" {
+		// Redis's bound: the absolute time must fit in int64 milliseconds.
+		if ms > math.MaxInt64-now.UnixMilli() {
 			c.err("ERR invalid expire time in '" + name + "' command")
 			return 0, false
 		}
-		return time.Duration(ms) * time.Millisecond, true
+		return ttlOf(ms, false, now), true
 	}
-	return time.UnixMilli(ms).Sub(now), true
+	return ttlOf(ms, true, now), true
+}
+
+// ttlOf converts an expiry in milliseconds (relative, or absolute Unix ms)
+// to a TTL from now. A TTL beyond the range of time.Duration (292 years)
+// saturates: the store then keeps the key to the last instant it can
+// represent (year 2262) instead of wrapping into the past.
+func ttlOf(ms int64, absolute bool, now time.Time) time.Duration {
+	if absolute {
+		return time.UnixMilli(ms).Sub(now) // Sub saturates
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // parseSetOpts parses SET's options from args[from:] (Redis's

@@ -197,9 +197,16 @@ func (c *conn) execute(args [][]byte) {
 		c.refuse(subscribedModeError(cmd.name))
 		return
 	}
-	if cmd.multiKey() && len(args) > cmd.first+1 && !sameSlot(cmd, args) {
-		c.refuse(msgCrossSlot)
-		return
+	var lockSegs []uint16 // keys of several slots, all served here: run under their locks
+	// Inside EXEC (c.tx set) the queue was checked when queued and the
+	// transaction's locks are held: no check (it would take them again).
+	if cmd.multiKey() && len(args) > cmd.first+1 && c.tx == nil {
+		var plan keysPlan
+		switch plan, lockSegs = c.keysPlanOf(cmd, args); plan {
+		case planCrossSlot:
+			c.refuse(msgCrossSlot)
+			return
+		}
 	}
 	if c.txn.multi && !txControl[baseName(cmd)] {
 		c.txQueue(cmd, args)
@@ -217,7 +224,12 @@ func (c *conn) execute(args [][]byte) {
 	c.status = kv.StatusSuccess
 	began := c.clock // when the previous command of the batch ended, or the read returned
 	mark, flushes := len(c.out.B), c.flushes
-	cmd.run(c, args)
+	c.multiSeg = lockSegs != nil
+	if lockSegs != nil {
+		c.runLocked(cmd, args, lockSegs)
+	} else {
+		cmd.run(c, args)
+	}
 	switch c.reply {
 	case replyOff:
 		c.out.B = c.out.B[:min(mark, len(c.out.B))] // a reply already flushed (blocking, pub/sub) stays sent
@@ -254,20 +266,6 @@ func baseName(cmd *command) string {
 		return cmd.parent.name
 	}
 	return cmd.name
-}
-
-func sameSlot(cmd *command, args [][]byte) bool {
-	idx := cmd.keyIndexes(args)
-	if len(idx) < 2 {
-		return true
-	}
-	slot := placement.Slot(view(args[idx[0]]))
-	for _, i := range idx[1:] {
-		if placement.Slot(view(args[i])) != slot {
-			return false
-		}
-	}
-	return true
 }
 
 // unknownCommandError is Redis's text, byte for byte: the name cut to 128

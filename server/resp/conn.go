@@ -51,26 +51,27 @@ type conn struct {
 	id  int64
 
 	// reader-owned
-	buf     []byte
-	r, w    int // unconsumed input is buf[r:w]
-	parser  Parser
-	lim     Limits
-	out     Writer
-	authed  bool
-	reply   uint8               // CLIENT REPLY mode
-	curKey  []byte              // the first key of the command being executed (MOVED)
-	sub     *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
-	closing bool                // close once the replies so far are written (QUIT, protocol error)
-	status  kv.Status           // outcome of the command being executed, for metrics
-	readErr error               // a read error that came with data, reported after it is handled
-	clock   time.Time           // when the last command ended or the last read returned
-	rw      rawWriteState
-	txn     txState       // MULTI/WATCH state
-	tx      *store.Atomic // while EXEC runs: the view every queued command uses
-	held    []heldReply   // write replies in out waiting for the write barrier (sync replication)
-	flushes uint64        // flushes so far: tells hold whether a command flushed mid-way
-	high    map[uint16]uint64
-	verdict map[uint16]kv.Status
+	buf      []byte
+	r, w     int // unconsumed input is buf[r:w]
+	parser   Parser
+	lim      Limits
+	out      Writer
+	authed   bool
+	reply    uint8               // CLIENT REPLY mode
+	curKey   []byte              // the first key of the command being executed (MOVED)
+	multiSeg bool                // the command being executed writes keys of several segments
+	sub      *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
+	closing  bool                // close once the replies so far are written (QUIT, protocol error)
+	status   kv.Status           // outcome of the command being executed, for metrics
+	readErr  error               // a read error that came with data, reported after it is handled
+	clock    time.Time           // when the last command ended or the last read returned
+	rw       rawWriteState
+	txn      txState       // MULTI/WATCH state
+	tx       *store.Atomic // while EXEC runs: the view every queued command uses
+	held     []heldReply   // write replies in out waiting for the write barrier (sync replication)
+	flushes  uint64        // flushes so far: tells hold whether a command flushed mid-way
+	high     map[uint16]uint64
+	verdict  map[uint16]kv.Status
 
 	// read by CLIENT LIST / INFO from other goroutines
 	created    time.Time
@@ -196,7 +197,7 @@ func (c *conn) handleBuffered() bool {
 		if len(args) == 0 {
 			continue
 		}
-		c.execute(args)
+		c.executeContained(args)
 		if c.closing {
 			return true
 		}
@@ -227,10 +228,15 @@ func (c *conn) fill() bool {
 		c.logger().Warn("closing connection: query buffer limit reached", "bytes", pending, "limit", c.srv.cfg.MaxQueryBuffer)
 		return false
 	}
-	if need := c.parser.Need(); need > len(c.buf) {
-		c.grow(need)
-	} else if c.w == len(c.buf) {
-		c.grow(2 * len(c.buf))
+	if c.w == len(c.buf) {
+		// Grow as the bytes arrive — towards a declared bulk at most
+		// doubling — never to the size a client merely announced: a
+		// "$536870912" header alone must not cost 512 MiB.
+		size := 2 * len(c.buf)
+		if need := c.parser.Need(); need > len(c.buf) {
+			size = min(need, size)
+		}
+		c.grow(size)
 	}
 	if t := c.srv.cfg.IdleTimeout; t > 0 && !c.stopping.Load() {
 		_ = c.nc.SetReadDeadline(time.Now().Add(t))
@@ -382,6 +388,7 @@ func keep(b []byte) []byte {
 // connection closes.
 func (c *conn) writeLoop() {
 	defer close(c.wdone)
+	defer c.guard("(background writer)")
 	c.wmu.Lock()
 	for {
 		for len(c.wq) == 0 && !c.wclosing && c.werr == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/clustertest"
 )
@@ -92,4 +93,35 @@ func TestClusterClientThroughALiveMigration(t *testing.T) {
 		require.NoError(t, err, k)
 		require.Equal(t, want, v, k)
 	}
+}
+
+// A multi-key write or a MULTI/EXEC block over keys of several segments
+// (one node) meets a live migration's write fence on one of them: it is
+// refused whole with TRYAGAIN — never applied to the keys of the other
+// segments only (issue #12 item 5).
+func TestFencedSegmentRefusesMultiKeyWritesWhole(t *testing.T) {
+	nd := startNode(t)
+	c := newClient(t, nd)
+	ctx := ctxT(t)
+	a, b := "fence-a", "fence-b"
+	segA, segB := placement.SegmentOf(a, nd.Store().Segments()), placement.SegmentOf(b, nd.Store().Segments())
+	require.NotEqual(t, segA, segB)
+	nd.Store().Segment(segB).SetWriteFence(true)
+	defer nd.Store().Segment(segB).SetWriteFence(false)
+
+	err := c.MSet(ctx, a, "1", b, "2").Err()
+	require.ErrorContains(t, err, "TRYAGAIN")
+	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, a, "1", 0)
+		p.Set(ctx, b, "2", 0)
+		return nil
+	})
+	require.ErrorContains(t, err, "TRYAGAIN")
+	for _, k := range []string{a, b} {
+		require.ErrorIs(t, c.Get(ctx, k).Err(), redis.Nil, "%s must not be written by a refused command", k)
+	}
+	// Reads go on under the fence, and a write to the free segment alone works.
+	require.NoError(t, c.Set(ctx, a, "solo", 0).Err())
+	require.Equal(t, "solo", c.Get(ctx, a).Val())
+	require.ErrorContains(t, c.Set(ctx, b, "x", 0).Err(), "TRYAGAIN")
 }

@@ -2,10 +2,13 @@ package resp
 
 import (
 	"errors"
+	"runtime/debug"
 	"strings"
 	"sync"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/panics"
+	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -94,6 +97,13 @@ func anyClass(set [256]bool) bool {
 
 func (s *Server) publishEvents(w *store.Watch, classes [256]bool, stop, done chan struct{}) {
 	defer close(done)
+	defer func() {
+		if v := recover(); v != nil {
+			s.cfg.Metrics.Panic(metrics.ProtoRESP)
+			s.log.Error("panic in the keyspace-notification publisher; notifications stop until CONFIG SET notify-keyspace-events",
+				"panic", panics.Describe(v), "stack", string(debug.Stack()))
+		}
+	}()
 	broker := s.store.PubSub()
 	for {
 		for ended := false; !ended; {

@@ -19,32 +19,7 @@ import (
 // skips the test only when redis-server is not installed.
 func startRedisCluster(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed:", err)
-	}
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var nc net.Conn
-	for i := 0; i < 200; i++ {
-		if nc, err = net.Dial("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	require.NoError(t, err, "redis-server did not start")
-	_ = nc.Close()
+	addr := startRedis(t, true)
 	r := dialRaw(t, addr)
 	require.Equal(t, "+OK\r\n", r.do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"))
 	waitFor(t, 10*time.Second, "cluster_state:ok", func() bool {
@@ -53,8 +28,45 @@ func startRedisCluster(t *testing.T) string {
 	return addr
 }
 
-// oracleScript is run against Redis and Zaris; replies must be
-// byte-identical. Keys share a hash tag where a command names several.
+// startRedis runs a real redis-server (standalone, or cluster-enabled with
+// no slot yet) on a port the kernel chose and returns its address. It
+// skips the test only when redis-server is not installed.
+func startRedis(t *testing.T, cluster bool) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed (apt-get install -y redis-server):", err)
+	}
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	logf, err := os.Create(filepath.Join(dir, "redis.log"))
+	require.NoError(t, err)
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no"}
+	if cluster {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	var nc net.Conn
+	waitFor(t, 10*time.Second, "redis-server accepting on "+addr, func() bool {
+		nc, err = net.Dial("tcp", addr)
+		return err == nil
+	})
+	_ = nc.Close()
+	return addr
+}
+
+// oracleScript is run against Redis Cluster and Zaris; replies must be
+// byte-identical. Keys share a hash tag where a command names several
+// (multi-key commands across slots are compared with a standalone
+// redis-server: multiKeyScript).
 // Left out on purpose: what Redis answers from its own internals (encodings,
 // memory, float digits of Redis 7.0's %.17g, hash/set iteration order,
 // millisecond clocks), CONFIG GET databases (Redis Cluster still shows its
@@ -72,8 +84,8 @@ var oracleScript = [][]string{
 	{"SET", "t", "v", "EXAT", "1"}, {"EXISTS", "t"},
 	{"SETNX", "s", "x"}, {"SETNX", "snx", "x"}, {"SETEX", "se", "0", "v"}, {"SETEX", "se", "x", "v"}, {"SETEX", "se", "100", "v"},
 	{"TTL", "se"}, {"PSETEX", "pse", "-1", "v"}, {"GETSET", "s", "new"}, {"GETSET", "gs", "x"},
-	{"MSET", "{m}a", "1", "{m}b", "2"}, {"MSET", "{m}a", "1", "{m}b"}, {"MSET", "{m}a", "1", "{n}b", "2"},
-	{"MGET", "{m}a", "{m}b", "{m}c"}, {"MGET", "{m}a", "{n}b"}, {"MSETNX", "{m}a", "1", "{m}c", "3"}, {"MSETNX", "{m}c", "3", "{m}d", "4"},
+	{"MSET", "{m}a", "1", "{m}b", "2"}, {"MSET", "{m}a", "1", "{m}b"},
+	{"MGET", "{m}a", "{m}b", "{m}c"}, {"MSETNX", "{m}a", "1", "{m}c", "3"}, {"MSETNX", "{m}c", "3", "{m}d", "4"},
 	{"GETDEL", "{m}c"}, {"GETDEL", "{m}c"}, {"GETEX", "{m}d", "EX", "100"}, {"TTL", "{m}d"}, {"GETEX", "{m}d", "PERSIST"}, {"TTL", "{m}d"},
 	{"GETEX", "{m}d", "EX", "1", "PX", "1"}, {"GETEX", "nokey"}, {"GETEX", "{m}d", "KEEPTTL"},
 	{"APPEND", "ap", "hello"}, {"APPEND", "ap", " world"}, {"STRLEN", "ap"}, {"STRLEN", "nokey"},
@@ -82,9 +94,9 @@ var oracleScript = [][]string{
 	{"INCR", "n"}, {"INCRBY", "n", "10"}, {"DECR", "n"}, {"DECRBY", "n", "3"}, {"INCRBY", "n", "x"}, {"INCR", "ap"},
 	{"INCRBY", "n", "9223372036854775807"}, {"DECRBY", "n", "-9223372036854775808"}, {"INCRBYFLOAT", "f", "1.5"}, {"INCRBYFLOAT", "f", "x"},
 	{"INCRBYFLOAT", "f", "2"}, {"GET", "f"},
-	{"DEL", "{m}a", "{m}b", "{m}z"}, {"DEL", "{m}a", "{n}b"}, {"EXISTS", "s", "s", "nokey"}, {"UNLINK", "s"},
-	{"TYPE", "ap"}, {"TYPE", "nokey"}, {"TOUCH", "ap", "nokey"},
-	{"SET", "{r}a", "1"}, {"RENAME", "{r}a", "{r}b"}, {"GET", "{r}b"}, {"RENAME", "{r}a", "{r}b"}, {"RENAME", "{r}b", "{q}c"},
+	{"DEL", "{m}a", "{m}b", "{m}z"}, {"EXISTS", "s", "s"}, {"UNLINK", "s"},
+	{"TYPE", "ap"}, {"TYPE", "nokey"}, {"TOUCH", "ap", "ap"},
+	{"SET", "{r}a", "1"}, {"RENAME", "{r}a", "{r}b"}, {"GET", "{r}b"}, {"RENAME", "{r}a", "{r}b"},
 	{"RENAMENX", "{r}b", "{r}b"}, {"RENAME", "{r}b", "{r}b"}, {"SET", "{r}c", "x"}, {"RENAMENX", "{r}b", "{r}c"}, {"RENAMENX", "{r}b", "{r}d"},
 	{"SET", "e", "v"}, {"EXPIRE", "e", "100"}, {"TTL", "e"}, {"EXPIRE", "e", "200", "NX"}, {"EXPIRE", "e", "200", "XX"}, {"TTL", "e"},
 	{"EXPIRE", "e", "100", "GT"}, {"EXPIRE", "e", "300", "GT"}, {"EXPIRE", "e", "400", "LT"}, {"EXPIRE", "e", "50", "LT"}, {"TTL", "e"},
@@ -104,7 +116,7 @@ var oracleScript = [][]string{
 	{"LRANGE", "l", "0", "-1"}, {"LPOP", "l"}, {"LPOP", "l"}, {"LPOP", "l", "2"}, {"RPUSH", "l", "1", "2", "3"}, {"RPOP", "l", "2"},
 	{"LPOP", "l", "-1"}, {"LPOP", "l", "0"}, {"RPOP", "l"}, {"RPOP", "l"}, {"RPOP", "nokey", "3"},
 	{"SADD", "{s}a", "x", "y"}, {"SADD", "{s}a", "x"}, {"SADD", "{s}b", "y"}, {"SISMEMBER", "{s}a", "x"}, {"SISMEMBER", "{s}a", "q"},
-	{"SCARD", "{s}a"}, {"SINTER", "{s}a", "{s}b"}, {"SINTER", "{s}a", "{s}nokey"}, {"SUNION", "{s}b", "{s}nokey"}, {"SINTER", "{s}a", "{t}b"},
+	{"SCARD", "{s}a"}, {"SINTER", "{s}a", "{s}b"}, {"SINTER", "{s}a", "{s}nokey"}, {"SUNION", "{s}b", "{s}nokey"},
 	{"SREM", "{s}a", "x", "q"}, {"SMEMBERS", "{s}a"}, {"SMEMBERS", "nokey"},
 	{"ZADD", "z", "1", "a", "2", "b", "3", "c"}, {"ZADD", "z", "NX", "9", "a"}, {"ZADD", "z", "XX", "CH", "5", "a"}, {"ZADD", "z", "INCR", "1", "a"},
 	{"ZADD", "z", "INCR", "1", "a", "2", "b"}, {"ZADD", "z", "NX", "XX", "1", "a"}, {"ZADD", "z", "GT", "LT", "1", "a"}, {"ZADD", "z", "1"},
@@ -130,7 +142,7 @@ var oracleScript = [][]string{
 	{"TYPE", "ty:s"}, {"TYPE", "ty:h"}, {"TYPE", "ty:l"}, {"TYPE", "ty:set"}, {"TYPE", "ty:z"},
 	{"LPUSH", "ty:s", "x"}, {"SADD", "ty:h", "x"}, {"ZADD", "ty:l", "1", "x"}, {"HGET", "ty:z", "f"}, {"APPEND", "ty:h", "x"},
 	{"INCR", "ty:l"}, {"STRLEN", "ty:set"}, {"GETDEL", "ty:h"}, {"ZSCORE", "ty:s", "v"}, {"SISMEMBER", "ty:z", "v"},
-	{"MGET", "ty:s", "ty:h"}, {"KEYS", "ty:s"}, {"KEYS", "nomatch*"},
+	{"KEYS", "ty:s"}, {"KEYS", "nomatch*"},
 	{"OBJECT", "ENCODING", "nokey"}, {"OBJECT", "ENCODING", "n"}, {"OBJECT", "NOPE"},
 	{"HELLO", "4"}, {"HELLO", "x"}, {"HELLO", "2", "FOO"}, {"HELLO", "2", "AUTH", "default"}, {"AUTH", "x"}, {"AUTH", "a", "b", "c"},
 	{"SCAN", "x"}, {"SCAN", "0", "COUNT", "0"}, {"SCAN", "0", "COUNT", "x"}, {"SCAN", "0", "FOO", "x"}, {"SCAN", "0", "MATCH"},

@@ -68,25 +68,10 @@ func (c *conn) subscription() *store.Subscription {
 // forward writes the subscription's messages to the client until the
 // subscription ends. A subscriber that fell behind is disconnected.
 func (c *conn) forward(sub *store.Subscription) {
+	defer c.guard("(pub/sub forwarder)")
 	var w Writer
 	for m := range sub.Messages() {
-		c.pmu.Lock()
-		w.Proto = int(c.proto.Load())
-		w.B = appendMessage(&w, m)
-	drain: // batch what is already waiting into one write
-		for len(w.B) < flushThreshold {
-			select {
-			case m, ok := <-sub.Messages():
-				if !ok {
-					break drain
-				}
-				w.B = appendMessage(&w, m)
-			default:
-				break drain
-			}
-		}
-		ok := c.send(w.B)
-		c.pmu.Unlock()
+		ok := c.forwardBatch(&w, sub, m)
 		w.B = keep(w.B)
 		if !ok {
 			return
@@ -96,6 +81,28 @@ func (c *conn) forward(sub *store.Subscription) {
 		c.logger().Warn("closing connection: the subscriber fell behind its messages", "buffer", subscriberBuffer)
 		_ = c.nc.Close()
 	}
+}
+
+// forwardBatch queues m and the messages already waiting behind it in one
+// write, under pmu (released by defer: a panic must not leave it held).
+func (c *conn) forwardBatch(w *Writer, sub *store.Subscription, m store.Message) bool {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	w.Proto = int(c.proto.Load())
+	w.B = appendMessage(w, m)
+drain: // batch what is already waiting into one write
+	for len(w.B) < flushThreshold {
+		select {
+		case m, ok := <-sub.Messages():
+			if !ok {
+				break drain
+			}
+			w.B = appendMessage(w, m)
+		default:
+			break drain
+		}
+	}
+	return c.send(w.B)
 }
 
 func appendMessage(w *Writer, m store.Message) []byte {

@@ -1,6 +1,8 @@
 package resp
 
 import (
+	"slices"
+
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/server/metrics"
@@ -11,18 +13,20 @@ import (
 //
 // MULTI starts queuing: each command is checked (name, arity, cluster rules)
 // and answered +QUEUED, or answered with its error, which makes EXEC fail
-// with EXECABORT. EXEC runs the queue inside one store.Segment.Atomically
-// block — the segment's write lock, so no other client's operation on the
-// transaction's keys runs in between — by running each queued command's
+// with EXECABORT. EXEC runs the queue inside one store.AtomicallyMany
+// block — the write locks of the transaction's segments, so no other
+// client's operation on the transaction's keys runs in between — by running each queued command's
 // ordinary handler against the block's *store.Atomic view (conn.segment
 // returns it while c.tx is set). As in Redis there is no rollback: a
 // command that fails at run time (WRONGTYPE, …) is an error element of
 // EXEC's array and the others still run.
 //
-// One slot per transaction (Redis Cluster's rule, and what makes one lock
-// enough): the first key watched or queued fixes the slot; a WATCH or a
-// queued command naming a key of another slot is refused with CROSSSLOT
-// (a queued one also aborts the transaction).
+// The keys of a transaction, queued and watched, follow the multi-key rule
+// (multikey.go): the first key must be this node's (else MOVED); a key of
+// another slot is accepted when its segment is served here too, and EXEC
+// then holds the write locks of every segment named (ascending order,
+// store.AtomicallyMany); a key of another node is refused with CROSSSLOT
+// (a queued one also aborts the transaction), as in Redis Cluster.
 //
 // WATCH records each key's (version, revision) — (0, 0) when the key does
 // not exist — and EXEC, under the lock, compares them before running
@@ -64,9 +68,8 @@ type txState struct {
 	dirty   bool // a command was refused while queuing: EXEC aborts
 	queue   [][][]byte
 	watched []watchedKey
-	hasSlot bool
-	slot    uint16
-	key     string // a key of the slot, to find its segment
+	segs    []uint16 // the segments of the keys watched or queued (distinct)
+	writes  bool     // a queued command writes
 }
 
 type watchedKey struct {
@@ -79,13 +82,13 @@ func init() {
 	txFlags := flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy
 	register(
 		t(&command{name: "multi", arity: 1, flags: txFlags, since: "1.2.0",
-			summary: "Starts a transaction: the following commands are queued (+QUEUED) until EXEC or DISCARD. All their keys must be in one slot.", run: cmdMulti}),
+			summary: "Starts a transaction: the following commands are queued (+QUEUED) until EXEC or DISCARD. All their keys must be on this node.", run: cmdMulti}),
 		t(&command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, since: "1.2.0", metric: metrics.OpBatch,
-			summary: "Executes the queued commands atomically (one segment lock); a null array when a watched key changed, EXECABORT after a queuing error.", run: cmdExec}),
+			summary: "Executes the queued commands atomically (the locks of their keys' segments); a null array when a watched key changed, EXECABORT after a queuing error.", run: cmdExec}),
 		t(&command{name: "discard", arity: 1, flags: txFlags, since: "2.0.0",
 			summary: "Discards the queued commands and forgets the watched keys.", run: cmdDiscard}),
 		t(&command{name: "watch", arity: -2, flags: txFlags, first: 1, last: -1, step: 1, since: "2.2.0",
-			summary: "Monitors keys (one slot) so that EXEC runs nothing if any of them changes, expires or is deleted first.", run: cmdWatch}),
+			summary: "Monitors keys (on this node) so that EXEC runs nothing if any of them changes, expires or is deleted first.", run: cmdWatch}),
 		t(&command{name: "unwatch", arity: 1, flags: txFlags, since: "2.2.0",
 			summary: "Forgets the watched keys.", run: cmdUnwatch}),
 	)
@@ -116,6 +119,9 @@ func (c *conn) txQueue(cmd *command, args [][]byte) {
 		cp[i] = buf[len(buf)-len(a):]
 	}
 	c.txn.queue = append(c.txn.queue, cp)
+	if cmd.flags&flagWrite != 0 {
+		c.txn.writes = true
+	}
 	c.out.Simple("QUEUED")
 }
 
@@ -127,21 +133,21 @@ func txAllowed(cmd *command) bool {
 	return cmd.keys != nil || cmd.step > 0 && cmd.first > 0
 }
 
-// txClaimSlot checks that key belongs to the transaction's slot (fixing it
-// with the first key) and to this node; it returns the error otherwise.
+// txClaimSlot checks that key may join the transaction — the first key
+// must be this node's, a later one of another segment must be served here
+// too — and records its segment; it returns the error otherwise.
 func (c *conn) txClaimSlot(key []byte) string {
-	k := view(key)
-	slot := placement.Slot(k)
-	if c.txn.hasSlot {
-		if slot != c.txn.slot {
-			return msgCrossSlot
-		}
+	seg := placement.SegmentOf(view(key), c.srv.segs)
+	if slices.Contains(c.txn.segs, seg) {
 		return ""
 	}
-	if !c.srv.store.Segment(placement.SegmentOf(k, c.srv.segs)).Owned() {
-		return c.movedError(key)
+	if !c.served(seg) {
+		if len(c.txn.segs) == 0 {
+			return c.movedError(key)
+		}
+		return msgCrossSlot
 	}
-	c.txn.hasSlot, c.txn.slot, c.txn.key = true, slot, string(key)
+	c.txn.segs = append(c.txn.segs, seg)
 	return ""
 }
 
@@ -185,14 +191,15 @@ func cmdWatch(c *conn, args [][]byte) {
 		c.err(msgWatchInMulti)
 		return
 	}
-	// execute checked that the keys share a slot; it must be the
-	// transaction's.
-	if msg := c.txClaimSlot(args[1]); msg != "" {
-		c.err(msg)
-		return
+	// execute checked the keys against the multi-key rule; each must
+	// also fit the transaction's.
+	for _, kb := range args[1:] {
+		if msg := c.txClaimSlot(kb); msg != "" {
+			c.err(msg)
+			return
+		}
 	}
-	g := c.srv.store.Segment(placement.SegmentOf(c.txn.key, c.srv.segs))
-	g.Atomically(func(a *store.Atomic) {
+	c.srv.store.AtomicallyMany(c.txn.segs, func(a *store.Atomic) {
 		for _, kb := range args[1:] {
 			v, r := a.Version(view(kb))
 			c.txn.watched = append(c.txn.watched, watchedKey{key: string(kb), version: v, revision: r})
@@ -223,14 +230,19 @@ func cmdExec(c *conn, _ [][]byte) {
 			c.execute(args)
 		}
 	}
-	if !t.hasSlot { // keyless commands only: nothing to lock
+	if len(t.segs) == 0 { // keyless commands only: nothing to lock
 		run()
 		c.status = kv.StatusSuccess
 		return
 	}
-	aborted := false
-	g := c.srv.store.Segment(placement.SegmentOf(t.key, c.srv.segs))
-	g.Atomically(func(a *store.Atomic) {
+	aborted, moving := false, false
+	c.srv.store.AtomicallyMany(t.segs, func(a *store.Atomic) {
+		if a.Fenced() && t.writes {
+			// A live migration's write fence on one of the segments: the
+			// block runs whole or not at all, so not now.
+			moving = true
+			return
+		}
 		for _, w := range t.watched {
 			if v, r := a.Version(w.key); v != w.version || r != w.revision {
 				aborted = true
@@ -241,7 +253,10 @@ func cmdExec(c *conn, _ [][]byte) {
 		defer func() { c.tx = nil }()
 		run()
 	})
-	if aborted {
+	switch {
+	case moving:
+		c.out.Error("TRYAGAIN a key's slot is moving to another node; the transaction was not run")
+	case aborted:
 		c.out.NullArray()
 	}
 	c.status = kv.StatusSuccess

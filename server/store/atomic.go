@@ -1,20 +1,25 @@
 package store
 
 import (
+	"slices"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
-// Atomic is a view of one segment under its write lock: every operation made
-// through it runs with no other operation of the segment in between. Keys
-// that share a hash tag always share a segment, which is what makes Redis's
-// MULTI/EXEC (one slot per transaction in a cluster) atomic here.
+// Atomic is a view of one or more segments under their write locks: every
+// operation made through it runs with no other operation of those segments
+// in between. Keys that share a hash tag always share a segment, which is
+// what makes Redis's MULTI/EXEC (one slot per transaction in a cluster)
+// atomic with one lock; a command or transaction over keys of several
+// segments of this node locks them all (AtomicallyMany).
 //
-// An Atomic is valid only inside the function given to Segment.Atomically.
+// An Atomic is valid only inside the function given to Segment.Atomically
+// or Store.AtomicallyMany.
 type Atomic struct {
-	g   *Segment
-	now int64
+	g    *Segment   // the first (or only) locked segment
+	many []*Segment // every locked segment, ascending; nil for one
+	now  int64
 }
 
 // Atomically runs fn with the segment's write lock held. fn must not call
@@ -27,84 +32,149 @@ func (g *Segment) Atomically(fn func(a *Atomic)) {
 	fn(&Atomic{g: g, now: now})
 }
 
-// Segment is the segment the view holds.
+// AtomicallyMany runs fn with the write locks of the segments ids held,
+// taken in ascending segment order — the store's lock order (transactions
+// take theirs so too), so two such calls never deadlock. Through the view,
+// a key of any of those segments can be read and written; a key of another
+// segment is refused. The same rules as Atomically apply to fn. ids must
+// not be empty.
+func (s *Store) AtomicallyMany(ids []uint16, fn func(a *Atomic)) {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	segs := make([]*Segment, len(ids))
+	for i, id := range ids {
+		segs[i] = s.segments[id]
+	}
+	now := s.writeNow()
+	for _, g := range segs {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+	}
+	a := &Atomic{g: segs[0], now: now}
+	if len(segs) > 1 {
+		a.many = segs
+	}
+	fn(a)
+}
+
+// Fenced reports whether a segment the view holds is under a live
+// migration's write fence: a multi-key write must then be refused whole
+// (retry), never applied to the keys of the other segments only.
+func (a *Atomic) Fenced() bool {
+	if a.g.fenced {
+		return true
+	}
+	for _, g := range a.many {
+		if g.fenced {
+			return true
+		}
+	}
+	return false
+}
+
+// Segment is the (first) segment the view holds.
 func (a *Atomic) Segment() *Segment { return a.g }
 
-func (a *Atomic) owns(key string) bool { return a.g.store.SegmentFor(key) == a.g }
+// segFor returns the locked segment of key, or nil when key's segment is
+// not held by this view.
+func (a *Atomic) segFor(key string) *Segment {
+	g := a.g.store.SegmentFor(key)
+	if g == a.g {
+		return g
+	}
+	for _, m := range a.many {
+		if m == g {
+			return g
+		}
+	}
+	return nil
+}
 
 var crossSegment = kv.Result{Status: kv.StatusBadRequest}
 
 // Get reads key.
 func (a *Atomic) Get(key string) kv.Result {
-	if !a.owns(key) {
+	g := a.segFor(key)
+	if g == nil {
 		return crossSegment
 	}
-	return a.g.getLocked(key, a.now)
+	return g.getLocked(key, a.now)
 }
 
 // Put writes key (the store keeps value).
 func (a *Atomic) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
-	if !a.owns(key) {
+	g := a.segFor(key)
+	if g == nil {
 		return crossSegment
 	}
-	rec, o, _, res := a.g.preparePut(key, value, opts)
+	rec, o, _, res := g.preparePut(key, value, opts)
 	if rec == nil {
 		return res
 	}
-	return a.g.putLocked(rec, o, a.now)
+	return g.putLocked(rec, o, a.now)
 }
 
 // Delete removes key.
 func (a *Atomic) Delete(key string) kv.Result {
-	if !a.owns(key) || a.g.store.checkKey(key) != kv.StatusSuccess {
+	g := a.segFor(key)
+	if g == nil || g.store.checkKey(key) != kv.StatusSuccess {
 		return crossSegment
 	}
-	return a.g.removeLocked(key, OpDelete, 0, a.now)
+	return g.removeLocked(key, OpDelete, 0, a.now)
 }
 
 // Expire sets a positive TTL on an existing key.
 func (a *Atomic) Expire(key string, ttl time.Duration) kv.Result {
-	if !a.owns(key) || ttl <= 0 || a.g.store.checkKey(key) != kv.StatusSuccess {
+	g := a.segFor(key)
+	if g == nil || ttl <= 0 || g.store.checkKey(key) != kv.StatusSuccess {
 		return crossSegment
 	}
-	return a.g.retimeLocked(key, OpExpire, ttl, a.now)
+	return g.retimeLocked(key, OpExpire, ttl, a.now)
 }
 
 // Persist removes the TTL of an existing key.
 func (a *Atomic) Persist(key string) kv.Result {
-	if !a.owns(key) || a.g.store.checkKey(key) != kv.StatusSuccess {
+	g := a.segFor(key)
+	if g == nil || g.store.checkKey(key) != kv.StatusSuccess {
 		return crossSegment
 	}
-	return a.g.retimeLocked(key, OpPersist, 0, a.now)
+	return g.retimeLocked(key, OpPersist, 0, a.now)
 }
 
 // TimeToLive reports the remaining TTL.
 func (a *Atomic) TimeToLive(key string) kv.Result {
-	if !a.owns(key) {
+	g := a.segFor(key)
+	if g == nil {
 		return crossSegment
 	}
-	return a.g.ttlLocked(key, a.now)
+	return g.ttlLocked(key, a.now)
 }
 
-// Exec runs a data-structure command on a key of this segment.
+// Exec runs a data-structure command on a key of a locked segment.
 func (a *Atomic) Exec(cmd kv.Cmd) kv.Reply {
-	if !a.owns(cmd.Key) {
+	g := a.segFor(cmd.Key)
+	if g == nil {
 		return kv.BadRequest("CROSSSLOT: key not in this transaction's segment")
 	}
 	if cmd.Op.NodeLevel() {
 		return kv.BadRequest("node-level command inside an atomic block")
 	}
-	h, bad := lookupHandler(a.g.store, &cmd)
+	h, bad := lookupHandler(g.store, &cmd)
 	if h == nil {
 		return bad
 	}
-	return a.g.execLocked(h, &cmd, a.now)
+	return g.execLocked(h, &cmd, a.now)
 }
 
 // Version reports the current version of key (0 when absent): WATCH compares
 // it at EXEC time.
 func (a *Atomic) Version(key string) (version, revision uint64) {
-	r := a.g.liveLocked(key, a.now)
+	g := a.segFor(key)
+	if g == nil {
+		return 0, 0
+	}
+	r := g.liveLocked(key, a.now)
 	if r == nil {
 		return 0, 0
 	}

@@ -179,6 +179,7 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	if x.coll != nil {
 		before = x.coll.size()
 	}
+	g.store.faultLocked(x.cmd.Key)
 	r := h.run(x)
 	if r.Status != kv.StatusSuccess {
 		return r

@@ -9,21 +9,27 @@ import "github.com/zaris-io/zaris/internal/kv"
 func (s *Store) Flush() int {
 	n := 0
 	for _, g := range s.segments {
-		now := s.clock.NowNano()
-		g.mu.Lock()
-		if !g.owned || g.fenced {
-			// A fenced segment is its cut-over's: its keys are flushed
-			// on the new owner by the next flush, not here behind the proof.
-			g.mu.Unlock()
-			continue
+		n += g.flush(s.clock.NowNano())
+	}
+	return n
+}
+
+// flush tombstones the segment's live keys when it is owned (its lock
+// released by defer: a panic must not leave it held).
+func (g *Segment) flush(now int64) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.owned || g.fenced {
+		// A fenced segment is its cut-over's: its keys are flushed on the
+		// new owner by the next flush, not here behind the proof.
+		return 0
+	}
+	n := 0
+	for _, r := range g.items {
+		if !r.Deleted {
+			g.tombstoneLocked(r, OpDelete, now)
+			n++
 		}
-		for _, r := range g.items {
-			if !r.Deleted {
-				g.tombstoneLocked(r, OpDelete, now)
-				n++
-			}
-		}
-		g.mu.Unlock()
 	}
 	return n
 }

@@ -232,22 +232,17 @@ func init() {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
-		delta, ok := argFloat(x.cmd.Args[1])
-		if !ok {
+		if d, ok := parseLongDouble(x.cmd.Args[1]); !ok {
 			return errNotFloat
+		} else if d.IsInf() {
+			return kv.BadRequest("value is NaN or Infinity") // Redis refuses the increment itself
 		}
 		h := hashOf(x)
-		var cur float64
-		if v, exists := h.m[string(x.cmd.Args[0])]; exists {
-			if cur, ok = argFloat(v); !ok {
-				return kv.BadRequest("hash value is not a float")
-			}
+		cur, exists := h.m[string(x.cmd.Args[0])]
+		nv, bad, ok := incrLongDouble(cur, exists, x.cmd.Args[1], kv.BadRequest("hash value is not a float"))
+		if !ok {
+			return bad
 		}
-		next := cur + delta
-		if isInfOrNaN(next) {
-			return kv.BadRequest("increment would produce NaN or Infinity")
-		}
-		nv := kv.FormatFloat(next)
 		if !x.fits(hashSetGrowth(h, [][]byte{x.cmd.Args[0], nv})) {
 			return x.tooLarge()
 		}

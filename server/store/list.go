@@ -267,8 +267,9 @@ func init() {
 				keep = append(keep, it)
 			}
 		} else {
+			most := -(count + 1) // removed < -count, without negating MinInt64
 			for i := len(items) - 1; i >= 0; i-- {
-				if bytes.Equal(items[i], target) && removed < -count {
+				if bytes.Equal(items[i], target) && removed <= most {
 					removed++
 					continue
 				}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -153,7 +154,7 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 	now := s.writeNow()
 	rec := &Record{Key: key, Value: value, CreatedAt: now, Meta: newMetadata(o.ContentType, o.Labels)}
 	if o.TTL > 0 {
-		rec.ExpiresAt = now + int64(o.TTL)
+		rec.ExpiresAt = expiryAt(now, o.TTL)
 	}
 	rec.access = s.stamp(now)
 	return rec, o, now, kv.Result{}
@@ -169,6 +170,7 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
 		return status(kv.StatusConflict)
 	}
+	s.faultLocked(key)
 	old := g.items[key]
 	if old != nil && !old.liveAt(now) {
 		old = nil // a tombstone or an expired record: the key is absent
@@ -287,7 +289,7 @@ func (g *Segment) retimeLocked(key string, kind OpKind, ttl time.Duration, now i
 	rec := old.clone()
 	rec.ExpiresAt = 0
 	if kind == OpExpire {
-		rec.ExpiresAt = now + int64(ttl)
+		rec.ExpiresAt = expiryAt(now, ttl)
 	}
 	g.revision++
 	rec.Revision = g.revision
@@ -671,4 +673,15 @@ func (g *Segment) Len() int {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.live
+}
+
+// expiryAt is the instant (Unix ns) a TTL set at now ends. A TTL reaching
+// past the last representable instant (year 2262) ends there instead of
+// wrapping into the past: Redis accepts TTLs of millions of years, which
+// would otherwise expire the key at once.
+func expiryAt(now int64, ttl time.Duration) int64 {
+	if int64(ttl) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(ttl)
 }

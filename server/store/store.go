@@ -45,6 +45,8 @@ type Store struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+
+	fault atomic.Pointer[func(key string)] // test support: InjectFault
 }
 
 // New creates a store and starts its background loops. Close stops them.

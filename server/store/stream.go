@@ -118,12 +118,12 @@ func parseStreamID(b []byte, missingSeq uint64) (streamID, bool) {
 
 // parseRangeBound parses an interval bound: "-", "+", an id (a bare ms is
 // ms-0 as a start, ms-max as an end), or "(" id, exclusive.
-func parseRangeBound(b []byte, start bool) (streamID, bool) {
+func parseRangeBound(b []byte, start bool) (id streamID, ok, inInterval bool) {
 	switch string(b) {
 	case "-":
-		return streamID{}, true
+		return streamID{}, true, true
 	case "+":
-		return maxStreamID, true
+		return maxStreamID, true, true
 	}
 	exclusive := len(b) > 0 && b[0] == '('
 	if exclusive {
@@ -133,14 +133,37 @@ func parseRangeBound(b []byte, start bool) (streamID, bool) {
 	if !start {
 		missing = math.MaxUint64
 	}
-	id, ok := parseStreamID(b, missing)
+	id, ok = parseStreamID(b, missing)
 	switch {
 	case !ok || !exclusive:
-		return id, ok
+		return id, ok, true
 	case start:
-		return id.incr()
+		id, inInterval = id.incr()
+	default:
+		id, inInterval = id.decr()
 	}
-	return id.decr()
+	return id, true, inInterval
+}
+
+// rangeBounds parses an interval's start and end bounds in Redis's order
+// and with its errors: a malformed id, or an exclusive bound past the last
+// possible id ("(" max-max as a start, "(" 0-0 as an end).
+func rangeBounds(a, b []byte) (start, end streamID, r kv.Reply, ok bool) {
+	start, ok, in := parseRangeBound(a, true)
+	switch {
+	case !ok:
+		return start, end, errStreamID, false
+	case !in:
+		return start, end, kv.BadRequest("invalid start ID for the interval"), false
+	}
+	end, ok, in = parseRangeBound(b, false)
+	switch {
+	case !ok:
+		return start, end, errStreamID, false
+	case !in:
+		return start, end, kv.BadRequest("invalid end ID for the interval"), false
+	}
+	return start, end, kv.Reply{}, true
 }
 
 // isWord reports whether b is the ASCII keyword w (upper case), ignoring case.
@@ -529,6 +552,9 @@ var (
 	errXAddTooSmall = kv.BadRequest("The ID specified in XADD is equal or smaller than the target stream top item")
 	errXAddZero     = kv.BadRequest("The ID specified in XADD must be greater than 0-0")
 	errStreamFull   = kv.BadRequest("The stream has exhausted the last possible ID, unable to add more items")
+	// errSeqExhausted: "ms-*" when the top item is ms-(2^64-1) (Redis's
+	// reply for that case).
+	errSeqExhausted = kv.BadRequest("Elements are too large to be stored")
 	errNoKey        = kv.Reply{Status: kv.StatusNotFound, Message: "The XGROUP subcommand requires the key to exist. " +
 		"Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically."}
 )
@@ -724,6 +750,9 @@ func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraBytes int64) (n
 
 // nextID resolves an XADD id argument: "*", "ms-*" or an explicit id.
 func (s *streamColl) nextID(arg []byte, nowMs int64) (streamID, kv.Reply, bool) {
+	// Redis's order: a malformed id first, then 0-0, then an exhausted
+	// stream (whatever the id), then the id against the top item.
+	exhausted := s.last == maxStreamID
 	if string(arg) == "*" {
 		ms := uint64(max(nowMs, 0))
 		if s.last.ms < ms {
@@ -740,8 +769,12 @@ func (s *streamColl) nextID(arg []byte, nowMs int64) (streamID, kv.Reply, bool) 
 		switch {
 		case !ok:
 			return streamID{}, errStreamID, false
-		case ms < s.last.ms, ms == s.last.ms && s.last.seq == math.MaxUint64:
+		case exhausted:
+			return streamID{}, errStreamFull, false
+		case ms < s.last.ms:
 			return streamID{}, errXAddTooSmall, false
+		case ms == s.last.ms && s.last.seq == math.MaxUint64:
+			return streamID{}, errSeqExhausted, false
 		case ms == s.last.ms:
 			return streamID{ms, s.last.seq + 1}, kv.Reply{}, true
 		}
@@ -753,6 +786,8 @@ func (s *streamColl) nextID(arg []byte, nowMs int64) (streamID, kv.Reply, bool) 
 		return id, errStreamID, false
 	case id == streamID{}:
 		return id, errXAddZero, false
+	case exhausted:
+		return id, errStreamFull, false
 	case !s.last.less(id):
 		return id, errXAddTooSmall, false
 	}
@@ -845,7 +880,7 @@ func parseCount(args [][]byte) (count int64, r kv.Reply, ok bool) {
 		if !ok {
 			return 0, errNotInteger, false
 		}
-		return n, kv.Reply{}, true
+		return max(n, 0), kv.Reply{}, true // Redis: a negative COUNT is 0
 	}
 	return 0, errSyntax, false
 }
@@ -859,17 +894,21 @@ func xrange(rev bool) func(x *execCtx) kv.Reply {
 		if rev {
 			a, b = b, a // XREVRANGE key end start
 		}
-		start, ok1 := parseRangeBound(a, true)
-		end, ok2 := parseRangeBound(b, false)
-		if !ok1 || !ok2 {
-			return errStreamID
+		start, end, r, ok := rangeBounds(a, b)
+		if !ok {
+			return r
 		}
 		count, r, ok := parseCount(x.cmd.Args[2:])
 		if !ok {
 			return r
 		}
 		s := streamOf(x)
-		if s == nil || count == 0 || end.less(start) {
+		switch {
+		case s == nil:
+			return kv.ArrayReply([]kv.Reply{})
+		case count == 0:
+			return kv.NilReply() // Redis's null array for COUNT 0 on a stream
+		case end.less(start):
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		limit := int(min(count, math.MaxInt32))
@@ -1272,11 +1311,10 @@ func xpending(x *execCtx) kv.Reply {
 		if len(ext) < 3 || len(ext) > 4 {
 			return errSyntax
 		}
-		var ok1, ok2, ok3 bool
-		start, ok1 = parseRangeBound(ext[0], true)
-		end, ok2 = parseRangeBound(ext[1], false)
-		if !ok1 || !ok2 {
-			return errStreamID
+		var r kv.Reply
+		var ok, ok3 bool
+		if start, end, r, ok = rangeBounds(ext[0], ext[1]); !ok {
+			return r
 		}
 		if count, ok3 = argInt(ext[2]); !ok3 {
 			return errNotInteger
@@ -1342,9 +1380,11 @@ func isClaimOption(b []byte) bool {
 	return false
 }
 
-func bumpDeliveries(pe *pendingEntry, retry int64, justID bool) {
+// bumpDeliveries applies XCLAIM's RETRYCOUNT (any int64: Redis stores a
+// negative count as its unsigned wrap) or the implicit increment.
+func bumpDeliveries(pe *pendingEntry, retry int64, hasRetry, justID bool) {
 	switch {
-	case retry >= 0:
+	case hasRetry:
 		pe.deliveries = uint64(retry)
 	case !justID:
 		pe.deliveries++
@@ -1376,7 +1416,7 @@ func xclaim(x *execCtx) kv.Reply {
 		}
 	}
 	now := nowMs(x)
-	delivery, retry := now, int64(-1)
+	delivery, retry, hasRetry := now, int64(0), false
 	force, justID := false, false
 	var lastID []byte
 	for ; i < len(args); i++ {
@@ -1412,10 +1452,8 @@ func xclaim(x *execCtx) kv.Reply {
 			delivery = now - n
 		case isWord(word, "TIME"):
 			delivery = n
-		case n < 0:
-			return kv.BadRequest("Invalid RETRYCOUNT option argument for XCLAIM")
 		default:
-			retry = n
+			retry, hasRetry = n, true
 		}
 	}
 	if !x.apply && (delivery < 0 || delivery > now) {
@@ -1468,11 +1506,11 @@ func xclaim(x *execCtx) kv.Reply {
 			s.ack(g, id)
 		case create:
 			s.setPending(g, id, c, delivery, 1)
-			bumpDeliveries(g.pel.get(id), retry, justID)
+			bumpDeliveries(g.pel.get(id), retry, hasRetry, justID)
 		case claim:
 			pe := g.pel.get(id)
 			s.setPending(g, id, c, delivery, pe.deliveries)
-			bumpDeliveries(g.pel.get(id), retry, justID)
+			bumpDeliveries(g.pel.get(id), retry, hasRetry, justID)
 		}
 		done = append(done, id)
 		if steps[k] == clean {
@@ -1493,7 +1531,7 @@ func xclaim(x *execCtx) kv.Reply {
 	}
 	if changed || len(done) > 0 {
 		tail := [][]byte{[]byte("TIME"), msArg(delivery)}
-		if retry >= 0 {
+		if hasRetry {
 			tail = append(tail, []byte("RETRYCOUNT"), msArg(retry))
 		}
 		if force {
@@ -1521,9 +1559,12 @@ func xautoclaim(x *execCtx) kv.Reply {
 		return kv.BadRequest("Invalid min-idle-time argument for XAUTOCLAIM")
 	}
 	minIdle = max(minIdle, 0)
-	start, ok := parseRangeBound(args[3], true)
-	if !ok {
+	start, ok, in := parseRangeBound(args[3], true)
+	switch {
+	case !ok:
 		return errStreamID
+	case !in:
+		return kv.BadRequest("invalid start ID for the interval")
 	}
 	count, justID := int64(100), false
 	for i := 4; i < len(args); i++ {
@@ -1583,7 +1624,7 @@ func xautoclaim(x *execCtx) kv.Reply {
 	for _, id := range claimIDs {
 		pe := g.pel.get(id)
 		s.setPending(g, id, c, now, pe.deliveries)
-		bumpDeliveries(g.pel.get(id), -1, justID)
+		bumpDeliveries(g.pel.get(id), 0, false, justID)
 		if justID {
 			claimed.bulkID(id)
 		} else {

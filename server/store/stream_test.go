@@ -63,7 +63,9 @@ func TestStreamLogCommands(t *testing.T) {
 		{kv.CmdXLen, "s", nil, "5"},
 		{kv.CmdXRange, "s", []string{"-", "+"}, "[[1-1 [a 1]] [1-2 [b 2]] [2-0 [c 3 c2 33]] [" + T + "-0 [d 4]] [" + T + "-1 [e ]]]"},
 		{kv.CmdXRange, "s", []string{"-", "+", "COUNT", "2"}, "[[1-1 [a 1]] [1-2 [b 2]]]"},
-		{kv.CmdXRange, "s", []string{"-", "+", "count", "0"}, "[]"},
+		{kv.CmdXRange, "s", []string{"-", "+", "count", "0"}, "nil"}, // Redis: a null array
+		{kv.CmdXRange, "s", []string{"-", "+", "count", "-5"}, "nil"},
+		{kv.CmdXRange, "nos", []string{"-", "+", "count", "0"}, "[]"},
 		{kv.CmdXRange, "s", []string{"(1-1", "2"}, "[[1-2 [b 2]] [2-0 [c 3 c2 33]]]"},
 		{kv.CmdXRange, "s", []string{"1", "1"}, "[[1-1 [a 1]] [1-2 [b 2]]]"},
 		{kv.CmdXRange, "s", []string{"1-1", "(1-2"}, "[[1-1 [a 1]]]"},
@@ -214,7 +216,9 @@ func TestStreamGroupCommands(t *testing.T) {
 		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "8-0", "FORCE"}, "[]"}, // FORCE needs the entry
 		{kv.CmdXClaim, "s", []string{"g", "frank", "x", "1-0"}, "!BadRequest: min-idle-time"},
 		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT"}, "!BadRequest: syntax"},
-		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT", "-1"}, "!BadRequest"},
+		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT", "-1"}, "[[1-0 [n 1]]]"}, // Redis stores the unsigned wrap
+		{kv.CmdXPending, "s", []string{"g", "1-0", "1-0", "1"}, "[[1-0 frank 0 -1]]"},
+		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT", "2", "JUSTID"}, "[1-0]"},
 		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "BOGUS"}, "!BadRequest"},
 		{kv.CmdXClaim, "s", []string{"nogroup", "frank", "0", "1-0"}, "!NotFound: NOGROUP"},
 		// A claimed entry that no longer exists leaves the PEL.
@@ -419,9 +423,8 @@ func TestStreamLogAgainstModel(t *testing.T) {
 			model = model[cut:]
 		default:
 			a, b := idArg(), idArg()
-			lo, okA := parseRangeBound([]byte(a), true)
-			hi, okB := parseRangeBound([]byte(b), false)
-			if !okA || !okB {
+			lo, hi, _, ok := rangeBounds([]byte(a), []byte(b))
+			if !ok {
 				continue
 			}
 			var want []string

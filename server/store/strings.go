@@ -17,6 +17,38 @@ func addInt(a, b int64) (int64, bool) {
 	return s, overflow
 }
 
+// MaxStringBytes is Redis's proto-max-bulk-len, the longest string a
+// command may build (SETRANGE, APPEND): past it Redis answers
+// errStringTooLong whatever the item cap; the item cap (MaxItemBytes, at
+// most this) then applies.
+const MaxStringBytes = 512 << 20
+
+var errStringTooLong = kv.BadRequest("string exceeds maximum allowed size (proto-max-bulk-len)")
+
+// stringRange is GETRANGE's clamping of [start, end] to a string of n
+// bytes, as Redis's getrangeCommand does it (unlike LRANGE, an end before
+// the start of the string clamps to 0 instead of emptying the range).
+func stringRange(start, end int64, n int) (lo, hi int) {
+	if start < 0 && end < 0 && start > end {
+		return 0, 0
+	}
+	ln := int64(n)
+	if start < 0 {
+		start += ln
+	}
+	if end < 0 {
+		end += ln
+	}
+	start, end = max(start, 0), max(end, 0)
+	if end >= ln {
+		end = ln - 1
+	}
+	if start > end || n == 0 {
+		return 0, 0
+	}
+	return int(start), int(end) + 1
+}
+
 func isInfOrNaN(f float64) bool { return math.IsInf(f, 0) || math.IsNaN(f) }
 
 func valueOf(x *execCtx) []byte {
@@ -59,21 +91,10 @@ func init() {
 		if r, ok := arity(x, 1, 1); !ok {
 			return r
 		}
-		delta, ok := argFloat(x.cmd.Args[0])
+		v, bad, ok := incrLongDouble(valueOf(x), x.rec != nil, x.cmd.Args[0], errNotFloat)
 		if !ok {
-			return errNotFloat
+			return bad
 		}
-		var cur float64
-		if x.rec != nil {
-			if cur, ok = argFloat(x.rec.Value); !ok {
-				return errNotFloat
-			}
-		}
-		next := cur + delta
-		if isInfOrNaN(next) {
-			return kv.BadRequest("increment would produce NaN or Infinity")
-		}
-		v := kv.FormatFloat(next)
 		x.setStringValue(v)
 		return kv.BulkReply(v)
 	}})
@@ -82,6 +103,9 @@ func init() {
 			return r
 		}
 		cur := valueOf(x)
+		if int64(len(cur))+int64(len(x.cmd.Args[0])) > MaxStringBytes {
+			return errStringTooLong
+		}
 		if len(cur)+len(x.cmd.Args[0]) > x.seg.store.cfg.MaxItemBytes {
 			return kv.StatusReply(kv.StatusItemTooLarge)
 		}
@@ -103,7 +127,7 @@ func init() {
 			return errNotInteger
 		}
 		v := valueOf(x)
-		lo, hi := normalizeRange(start, end, len(v))
+		lo, hi := stringRange(start, end, len(v))
 		return kv.BulkReply(append([]byte{}, v[lo:hi]...))
 	}})
 	register(kv.CmdSetRange, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
@@ -111,14 +135,21 @@ func init() {
 			return r
 		}
 		off, ok := argInt(x.cmd.Args[0])
-		if !ok || off < 0 {
+		if !ok {
+			return errNotInteger
+		}
+		if off < 0 {
 			return kv.BadRequest("offset is out of range")
 		}
 		cur, patch := valueOf(x), x.cmd.Args[1]
 		if len(patch) == 0 {
 			return kv.IntReply(int64(len(cur)))
 		}
-		if off+int64(len(patch)) > int64(x.seg.store.cfg.MaxItemBytes) {
+		// Compared without computing off+len: off may be near MaxInt64.
+		if off > MaxStringBytes-int64(len(patch)) {
+			return errStringTooLong
+		}
+		if off > int64(x.seg.store.cfg.MaxItemBytes)-int64(len(patch)) {
 			return kv.StatusReply(kv.StatusItemTooLarge)
 		}
 		v := make([]byte, max(len(cur), int(off)+len(patch)))

@@ -508,13 +508,15 @@ func (s *Store) txUnlockSegments(segs []uint16) {
 func (s *Store) releaseReservations(id string, e *txEntry) {
 	for _, si := range e.segs {
 		g := s.segments[si]
-		g.mu.Lock()
-		for i, k := range e.keys {
-			if e.keySegs[i] == si {
-				g.txReleaseLocked(k, id)
+		func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			for i, k := range e.keys {
+				if e.keySegs[i] == si {
+					g.txReleaseLocked(k, id)
+				}
 			}
-		}
-		g.mu.Unlock()
+		}()
 	}
 }
 
@@ -705,9 +707,11 @@ func (s *Store) TxPrepare(id string, req TxPrepareRequest) kv.Reply {
 
 	now := s.writeNow()
 	expires := now + int64(req.Timeout)
-	s.txLockSegments(e.segs)
-	st, why := s.prepareTxLocked(id, &req, e, now, expires)
-	s.txUnlockSegments(e.segs)
+	st, why := func() (kv.Status, string) {
+		s.txLockSegments(e.segs)
+		defer s.txUnlockSegments(e.segs) // a panic must not leave the segments locked
+		return s.prepareTxLocked(id, &req, e, now, expires)
+	}()
 
 	t.mu.Lock()
 	if st == kv.StatusSuccess {
@@ -750,9 +754,11 @@ func (s *Store) TxCommit(id string) kv.Reply {
 	t.mu.Unlock()
 
 	now := s.clock.NowNano()
-	s.txLockSegments(e.segs)
-	applied, ok := s.commitTxLocked(id, e, now)
-	s.txUnlockSegments(e.segs)
+	applied, ok := func() ([]txApplied, bool) {
+		s.txLockSegments(e.segs)
+		defer s.txUnlockSegments(e.segs) // a panic must not leave the segments locked
+		return s.commitTxLocked(id, e, now)
+	}()
 
 	t.mu.Lock()
 	delete(t.live, id)
