@@ -152,13 +152,11 @@ func TestRealClusterJoinAndRebalanceUnderLoad(t *testing.T) {
 	if rs := c.Routing(); len(rs.Nodes) != 4 || rs.Nodes[3].Segments != 0 {
 		t.Fatalf("after the join: %+v", rs)
 	}
-	v2, err := cl.Leader().Rebalance(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v2 := cl.Rebalance()
 	cl.WaitVersion(v2, 10*time.Second)
 	waitFor(t, 10*time.Second, "the rebalanced map", func() bool { return c.Routing().MapVersion >= v2 })
-	time.Sleep(100 * time.Millisecond) // traffic on the new map
+	onNewMap := ops.Load()
+	waitFor(t, 10*time.Second, "traffic on the new map", func() bool { return ops.Load() >= onNewMap+100 || len(errs) > 0 })
 	stop.Store(true)
 	wg.Wait()
 	close(errs)
@@ -192,7 +190,7 @@ func TestRealClusterOwnerLoss(t *testing.T) {
 	ctx := context.Background()
 	cl := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true})
 	c := realConnect(t, cl.ConnString(), sdk.WithMapPollInterval(50*time.Millisecond))
-	dead := cl.Leader()
+	dead := cl.WaitLeader()
 	deadID := dead.Config().NodeID
 	var live string
 	for _, nd := range cl.Running() {

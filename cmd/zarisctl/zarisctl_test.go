@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
 )
@@ -40,13 +41,7 @@ func (c ctl) must(want int, args ...string) string {
 // poll retries cond until it holds or the deadline passes.
 func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testscale.Eventually(t, timeout, 50*time.Millisecond, what, cond)
 }
 
 func nodeState(nd *server.Node, id string) (state string, inMap bool) {
@@ -62,7 +57,7 @@ func nodeState(nd *server.Node, id string) (state string, inMap bool) {
 // node's HTTP address (the others are discovered).
 func TestCommandsAgainstACluster(t *testing.T) {
 	c := clustertest.Start(t, 3, clustertest.Options{Token: "tok", NoRESP: true})
-	leader := c.Leader()
+	leader := c.WaitLeader()
 	if leader == nil {
 		t.Fatal("no leader")
 	}

@@ -628,14 +628,20 @@ func (c *Cluster) Term() uint64 {
 
 // Rebalance asks the leader's control loop to re-plan over every live
 // member (see the package function Rebalance: moved segments start empty).
-// It returns the committed map version, ErrNotLeader on a follower.
+// It returns the committed map version, ErrNotLeader on a follower,
+// ErrOwnerAway while a partition's only copy is on an owner that is away
+// (HeldPartitions: moving it now would restart it empty).
 func (c *Cluster) Rebalance(ctx context.Context) (uint64, error) {
 	var version uint64
 	err := c.do(ctx, func() error {
 		if !c.IsLeader() {
 			return fmt.Errorf("%w (leader: %q)", ErrNotLeader, c.Leader())
 		}
-		next := Rebalance(c.fsm.Map(), c.tracker.Members(), c.cfg.Partitions, c.cfg.ReplicationFactor, nil)
+		members := c.tracker.Members()
+		if err := HeldPartitions(c.fsm.Map(), members); err != nil {
+			return err
+		}
+		next := Rebalance(c.fsm.Map(), members, c.cfg.Partitions, c.cfg.ReplicationFactor, nil)
 		if next == nil {
 			version = c.fsm.Map().Version
 			return nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/testscale"
 )
 
 // testNode is one Cluster on loopback with an in-memory raft store.
@@ -59,13 +61,7 @@ func (n *testNode) gossipAddr() string {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testscale.Eventually(t, timeout, 10*time.Millisecond, what, cond)
 }
 
 func startTestCluster(t *testing.T, n int) []*testNode {

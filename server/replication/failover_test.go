@@ -231,7 +231,7 @@ func TestPartitionWithoutSurvivorIsUnavailableThenHeals(t *testing.T) {
 	var victim *server.Node
 	var part int
 	for i, p := range m.Partitions { // RF 1: three partitions, no copy
-		if nd := c.Node(string(p.ActiveOwner)); nd != c.Leader() {
+		if nd := c.Node(string(p.ActiveOwner)); nd != c.WaitLeader() {
 			victim, part = nd, i
 			break
 		}
@@ -271,7 +271,7 @@ func TestRecoveringOwnerSyncsFromTheMoreCompleteCopyFirst(t *testing.T) {
 	if ok, err := g.ApplyRecord(store.Record{Key: extra, Value: []byte("only here"), Version: 1, Revision: g.Revision() + 1000}, store.OpPut); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	leader := c.Leader()
+	leader := c.WaitLeader()
 	if err := leader.Cluster().CommitOwnership(t.Context(), cluster.OwnershipChange{Partition: p.ID, Owner: id(promoted),
 		Generation: p.OwnershipGeneration + 1, Epoch: p.Epoch + 1, Health: failover.Recovering, Source: id(source),
 		Demoted: []cluster.NodeID{id(owner)}}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -89,13 +90,7 @@ func pairMap(version uint64, owner, replica *peer, ownerID, replicaID cluster.No
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testscale.Eventually(t, 10*time.Second, 5*time.Millisecond, what, cond)
 }
 
 func TestShipAndSyncBarrierInMemory(t *testing.T) {
