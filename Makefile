@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: run test test-short bench lint fuzz build tools cluster cluster-stop
+.PHONY: run test test-short test-stress bench lint fuzz build tools cluster cluster-stop
 
 ## run: start a single-node server with the embedded default configuration
 run:
@@ -25,6 +25,17 @@ build:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+## test-stress: the whole suite while a CPU hog (internal/hog/cmd/hog) runs 2 × the CPU count of spinners; the hog stops when the suite ends, pass or fail. STRESS_SCALE sets ZARIS_TEST_TIME_SCALE (test deadlines and test-cluster timings)
+STRESS_SCALE ?= 2
+test-stress:
+	$(GO) vet $(PKGS)
+	$(GO) build -o bin/hog ./internal/hog/cmd/hog
+	@bin/hog & hog=$$!; trap 'kill $$hog 2>/dev/null; wait $$hog 2>/dev/null' EXIT INT TERM; \
+	start=$$(date +%s); \
+	ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE) $(GO) test -race -count=1 -timeout 60m $(PKGS); rc=$$?; \
+	echo "test-stress: exit $$rc after $$(( $$(date +%s) - start )) s (hog: 2 x $$(nproc) spinners, ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE))"; \
+	exit $$rc
 
 ## test-short: the quick suite (skips multi-process end-to-end tests)
 test-short:

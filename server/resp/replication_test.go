@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
 	"github.com/zaris-io/zaris/server/resp"
@@ -25,7 +26,7 @@ func syncCluster(t *testing.T, nodes, rf int, quorum server.WriteQuorum) (*clust
 	c := clustertest.Start(t, nodes, clustertest.Options{Mutate: func(cfg *server.Config) {
 		cfg.ReplicationFactor = rf
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, quorum
-		cfg.SyncTimeout = 300 * time.Millisecond
+		cfg.SyncTimeout = testscale.D(300 * time.Millisecond)
 		cfg.Timings.MemberGrace = time.Minute
 	}})
 	m := c.Map()
