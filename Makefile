@@ -50,12 +50,16 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSlot -fuzztime $(FUZZTIME) ./internal/placement/
 
-## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput too)
+## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput|slow too; slow: RF 1, default timings, CPU hog + short SIGSTOPs, prints promotions/unavailable)
 DURATION ?= 60s
+SCENARIO ?= chaos
+ifeq ($(SCENARIO),slow)
+RF ?= 1
+MODE ?= async
+endif
 RF ?= 3
 MODE ?= sync
 QUORUM ?= majority
-SCENARIO ?= chaos
 .PHONY: chaos
 chaos:
 	$(GO) run ./test/chaos/cmd/chaos -duration $(DURATION) -rf $(RF) -mode $(MODE) -quorum $(QUORUM) -scenario $(SCENARIO)
