@@ -51,7 +51,7 @@ func TestSDKRidesThroughAnOwnerRestart(t *testing.T) {
 		cfg.ReplicationFactor = 2
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
 		cfg.Timings.MemberGrace = time.Minute // no failover: the owner returns under its lease
-		cfg.Timings.GossipSuspicionMult = 20 // nor a dead verdict while a loaded machine restarts it
+		cfg.Timings.GossipSuspicionMult = 20  // nor a dead verdict while a loaded machine restarts it
 	}})
 	ride(t, c, func() {
 		m := c.Map()

@@ -529,7 +529,7 @@ func TestTombstonesArePrunedOnlyOnceEveryReplicaApplied(t *testing.T) {
 func TestARestartedOwnerRecoversFromItsReplica(t *testing.T) {
 	c := start(t, 3, func(cfg *server.Config) {
 		cfg.Timings.MemberGrace = time.Minute // no failover: the owner returns under its lease
-		cfg.Timings.GossipSuspicionMult = 20 // nor a dead verdict while a loaded machine restarts it
+		cfg.Timings.GossipSuspicionMult = 20  // nor a dead verdict while a loaded machine restarts it
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
 	})
 	p, owner, replicas := group(t, c)
