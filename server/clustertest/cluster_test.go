@@ -433,7 +433,9 @@ func TestTrafficGateHoldsUntilFormation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Stop(context.Background()) })
-	time.Sleep(300 * time.Millisecond) // past the formation window: still only one member
+	// An observation window, not a synchronisation: past the (scaled)
+	// formation-stable window, with still only one member, nothing opens.
+	time.Sleep(2 * cfg.Timings.FormationStable)
 	if a.Ready() {
 		t.Fatal("ready before formation")
 	}
