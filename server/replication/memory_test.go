@@ -36,8 +36,8 @@ func newPeer(t *testing.T, id cluster.NodeID, mode Mode, dial func(ctx context.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Store: st, Self: id, StoreName: "s", Mode: mode, SyncTimeout: 300 * time.Millisecond, Dial: dial,
-		Heartbeat: 50 * time.Millisecond, PeerTimeout: time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+	m, err := New(Config{Store: st, Self: id, StoreName: "s", Mode: mode, SyncTimeout: testscale.D(time.Second), Dial: dial,
+		Heartbeat: 50 * time.Millisecond, PeerTimeout: testscale.D(time.Second), RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
 		MaintainEvery: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
