@@ -168,20 +168,39 @@ func TestFormation(t *testing.T) {
 					t.Fatalf("%s /readyz %d", nd.Config().NodeID, code)
 				}
 				st := clusterStatus(t, nd)
-				if st.MapVersion != v || st.Leader != cluster.NodeID(leader.Config().NodeID) || st.Term == 0 ||
-					len(st.Nodes) != n || len(st.Partitions) != n || st.TrafficGate != "open" {
+				if st.MapVersion < v || st.Term == 0 || len(st.Nodes) != n || len(st.Partitions) != n || st.TrafficGate != "open" {
 					t.Fatalf("%s: /v1/cluster %+v", nd.Config().NodeID, st)
 				}
 				for _, p := range st.Partitions {
-					if p.ActiveOwner == "" || p.Health != "healthy" || p.LastSegment < p.FirstSegment || p.LastSlot < p.FirstSlot {
+					if p.ActiveOwner == "" || p.LastSegment < p.FirstSegment || p.LastSlot < p.FirstSlot {
 						t.Fatalf("partition %+v", p)
 					}
 				}
 				for _, ns := range st.Nodes {
-					if ns.State != "alive" || ns.ClientAddr == "" || ns.PeerAddr == "" || ns.GossipAddr == "" || !ns.InMap {
+					if ns.ClientAddr == "" || ns.PeerAddr == "" || ns.GossipAddr == "" || !ns.InMap {
 						t.Fatalf("node %+v", ns)
 					}
 				}
+				// Leadership, health and liveness are runtime views: on a
+				// loaded machine a member can be suspected, or a leader lose
+				// its lease, for a moment; they settle.
+				c.Eventually(10*time.Second, nd.Config().NodeID+" follows the leader, every member alive, every partition healthy", func() bool {
+					st := clusterStatus(t, nd)
+					if st.Leader != cluster.NodeID(c.WaitLeader().Config().NodeID) || st.MapVersion != c.WaitConverged(10*time.Second) {
+						return false
+					}
+					for _, p := range st.Partitions {
+						if p.Health != "healthy" {
+							return false
+						}
+					}
+					for _, ns := range st.Nodes {
+						if ns.State != "alive" {
+							return false
+						}
+					}
+					return true
+				})
 			}
 			// Voters: every node up to five.
 			c.Eventually(10*time.Second, "all voters", func() bool {

@@ -1,7 +1,7 @@
 // Package clustertest runs real Zaris clusters inside one test process:
 // N server.Nodes on 127.0.0.1 with ports the kernel chooses (client, RESP,
 // HTTP, peer and gossip), in-memory raft stores and short cluster timings
-// (Timings: formation in 200 ms, a 3 s grace window). It is test support for
+// (Timings: formation in 200 ms, a 5 s grace window). It is test support for
 // the server's own tests and for the SDK's: a test imports it, calls Start
 // and gets running, converged nodes.
 //
@@ -70,27 +70,11 @@ type Cluster struct {
 	next    int
 }
 
-// Timings are the cluster timings of test nodes: cluster.TestTimings made
-// tolerant of a loaded two-CPU machine running -race (a probe answered in
-// 200 ms, a node dead after about a second of silence, a 3 s grace window
-// before an RF 1 partition may move away from its owner, a raft lease that
-// survives a scheduling hiccup) and scaled by ZARIS_TEST_TIME_SCALE. A test
-// that needs a timing longer or shorter sets it in Options.Mutate.
-func Timings() cluster.Timings {
-	t := cluster.TestTimings()
-	t.FormationTimeout = 20 * time.Second // a forced formation with part of the members is a split test cluster
-	t.MemberGrace = 3 * time.Second
-	t.RaftHeartbeat, t.RaftElection, t.RaftLeaderLease = 600*time.Millisecond, 600*time.Millisecond, 300*time.Millisecond
-	t.GossipProbeInterval, t.GossipProbeTimeout, t.GossipSuspicionMult = 250*time.Millisecond, 200*time.Millisecond, 3
-	t.SuspectEscalation = 2 * time.Second
-	for _, d := range []*time.Duration{&t.FormationStable, &t.FormationTimeout, &t.TrafficGuard, &t.MemberGrace,
-		&t.DigestInterval, &t.Tick, &t.RaftHeartbeat, &t.RaftElection, &t.RaftLeaderLease, &t.RaftCommit,
-		&t.GossipProbeInterval, &t.GossipProbeTimeout, &t.GossipInterval, &t.JoinRetry, &t.SuspectEscalation,
-		&t.HealthDebounce} {
-		*d = testscale.D(*d)
-	}
-	return t
-}
+// Timings are the cluster timings of test nodes: cluster.TestTimings
+// (tolerant of a loaded two-CPU machine running -race) scaled by
+// ZARIS_TEST_TIME_SCALE. A test that needs a timing longer or shorter sets
+// it in Options.Mutate.
+func Timings() cluster.Timings { return cluster.TestTimings().Scaled(testscale.Factor()) }
 
 // NodeConfig is the configuration of test node id: 127.0.0.1, every port
 // chosen by the kernel when the node binds (server.EphemeralPort), test
