@@ -184,7 +184,7 @@ func TestFormation(t *testing.T) {
 				// Leadership, health and liveness are runtime views: on a
 				// loaded machine a member can be suspected, or a leader lose
 				// its lease, for a moment; they settle.
-				c.Eventually(10*time.Second, nd.Config().NodeID+" follows the leader, every member alive, every partition healthy", func() bool {
+				c.Eventually(30*time.Second, nd.Config().NodeID+" follows the leader, every member alive, every partition healthy", func() bool {
 					st := clusterStatus(t, nd)
 					if st.Leader != cluster.NodeID(c.WaitLeader().Config().NodeID) || st.MapVersion != c.WaitConverged(10*time.Second) {
 						return false
