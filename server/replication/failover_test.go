@@ -229,13 +229,17 @@ func TestPartitionWithoutSurvivorIsUnavailableThenHeals(t *testing.T) {
 		cfg.Timings.MemberGrace = time.Minute
 	}})
 	m := c.Map()
+	leader := c.WaitLeader()
 	var victim *server.Node
 	var part int
 	for i, p := range m.Partitions { // RF 1: three partitions, no copy
-		if nd := c.Node(string(p.ActiveOwner)); nd != c.WaitLeader() {
+		if nd := c.Node(string(p.ActiveOwner)); nd != nil && nd != leader {
 			victim, part = nd, i
 			break
 		}
+	}
+	if victim == nil {
+		t.Fatalf("no partition owned by a node other than the leader %s: %+v", leader.Config().NodeID, m.Partitions)
 	}
 	victim = c.Restart(victim, func() {
 		c.Eventually(waitFor, "the partition declared unavailable", func() bool {
