@@ -385,7 +385,7 @@ func key(p cluster.Partition, segments int, prefix string) string {
 func TestSyncAllAcknowledgesOnlyAppliedWrites(t *testing.T) {
 	c := start(t, 3, func(cfg *server.Config) {
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
-		cfg.SyncTimeout = testscale.D(300 * time.Millisecond)
+		cfg.SyncTimeout = testscale.D(time.Second)
 		cfg.Timings.MemberGrace = time.Minute
 	})
 	_, owner, replicas := group(t, c)
@@ -454,7 +454,7 @@ func TestSyncQuorums(t *testing.T) {
 			c := clustertest.Start(t, tc.nodes, clustertest.Options{NoRESP: true, Mutate: func(cfg *server.Config) {
 				cfg.ReplicationFactor = tc.nodes
 				cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, tc.quorum
-				cfg.SyncTimeout = testscale.D(300 * time.Millisecond)
+				cfg.SyncTimeout = testscale.D(time.Second)
 				cfg.Timings.MemberGrace = time.Minute
 			}})
 			_, owner, replicas := group(t, c)

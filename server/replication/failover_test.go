@@ -127,7 +127,7 @@ func partition0(c *clustertest.Cluster) cluster.Partition {
 func TestFailoverKeepsEveryAcknowledgedSyncWrite(t *testing.T) {
 	c := start(t, 3, func(cfg *server.Config) {
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
-		cfg.SyncTimeout = testscale.D(500 * time.Millisecond)
+		cfg.SyncTimeout = testscale.D(time.Second)
 		cfg.Timings.MemberGrace = time.Minute // failover, not a map change, moves the owner
 	})
 	before, owner, replicas := group(t, c)

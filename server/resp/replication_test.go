@@ -26,7 +26,7 @@ func syncCluster(t *testing.T, nodes, rf int, quorum server.WriteQuorum) (*clust
 	c := clustertest.Start(t, nodes, clustertest.Options{Mutate: func(cfg *server.Config) {
 		cfg.ReplicationFactor = rf
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, quorum
-		cfg.SyncTimeout = testscale.D(300 * time.Millisecond)
+		cfg.SyncTimeout = testscale.D(time.Second)
 		cfg.Timings.MemberGrace = time.Minute
 	}})
 	m := c.Map()
