@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: run test test-short bench lint fuzz build tools cluster cluster-stop storm mem-per-key
+.PHONY: run test test-short test-stress bench lint fuzz build tools cluster cluster-stop storm mem-per-key
 
 ## run: start a single-node server with the embedded default configuration
 run:
@@ -26,6 +26,17 @@ test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
+## test-stress: the whole suite while a CPU hog (internal/hog/cmd/hog) runs 2 × the CPU count of spinners; the hog stops when the suite ends, pass or fail. STRESS_SCALE sets ZARIS_TEST_TIME_SCALE (test deadlines and test-cluster timings)
+STRESS_SCALE ?= 2
+test-stress:
+	$(GO) vet $(PKGS)
+	$(GO) build -o bin/hog ./internal/hog/cmd/hog
+	@bin/hog & hog=$$!; trap 'kill $$hog 2>/dev/null; wait $$hog 2>/dev/null' EXIT INT TERM; \
+	start=$$(date +%s); \
+	ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE) $(GO) test -race -count=1 -timeout 60m $(PKGS); rc=$$?; \
+	echo "test-stress: exit $$rc after $$(( $$(date +%s) - start )) s (hog: 2 x $$(nproc) spinners, ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE))"; \
+	exit $$rc
+
 ## test-short: the quick suite (skips multi-process end-to-end tests)
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -39,12 +50,16 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSlot -fuzztime $(FUZZTIME) ./internal/placement/
 
-## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput too)
+## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput|slow too; slow: RF 1, default timings, CPU hog + short SIGSTOPs, prints promotions/unavailable)
 DURATION ?= 60s
+SCENARIO ?= chaos
+ifeq ($(SCENARIO),slow)
+RF ?= 1
+MODE ?= async
+endif
 RF ?= 3
 MODE ?= sync
 QUORUM ?= majority
-SCENARIO ?= chaos
 .PHONY: chaos
 chaos:
 	$(GO) run ./test/chaos/cmd/chaos -duration $(DURATION) -rf $(RF) -mode $(MODE) -quorum $(QUORUM) -scenario $(SCENARIO)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/hybrid"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -112,15 +113,7 @@ func get(t testing.TB, h *hybrid.Cache, key string, c *counter, opts *hybrid.Ent
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		<-tick.C
-	}
+	testscale.Eventually(t, 10*time.Second, time.Millisecond, what, cond)
 }
 
 func l1KeyOf(inst *instance, key string) string {

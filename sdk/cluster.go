@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,10 @@ type clusterBackend struct {
 	poll        time.Duration // < 0: no polling
 	maxAttempts int
 	log         *slog.Logger
+	// rf is the cluster's replication factor as the seed reported it at
+	// connect (0 = not reported): whether a copy can take over the
+	// partitions of an owner that refuses connections (onRefused).
+	rf int
 
 	// table is the current routing table; readers Load it and never lock.
 	table atomic.Pointer[routingTable]
@@ -196,6 +201,24 @@ func fetchMap(ctx context.Context, c *rconn) (*wire.RoutingMap, error) {
 	return m, nil
 }
 
+// fetchReplicationFactor asks c's node for the cluster's replication
+// factor (OpInfo "replication_factor"); 0 when it does not say.
+func fetchReplicationFactor(ctx context.Context, c *rconn) int {
+	resp, err := c.roundTrip(ctx, wire.OpInfo, emptyBody)
+	if err != nil || resp.flags.Has(wire.FlagError) {
+		return 0
+	}
+	var info wire.InfoResponse
+	if wire.DecodeInfoResponse(resp.body, &info) != nil {
+		return 0
+	}
+	rf, err := strconv.Atoi(info.Fields["replication_factor"])
+	if err != nil || rf < 1 {
+		return 0
+	}
+	return rf
+}
+
 // newCluster builds the first table from m, hands the seed's connection c to
 // the node it reached, dials the others and starts push and poll.
 func newCluster(ctx context.Context, seed *remoteBackend, c *rconn, m *wire.RoutingMap, o clientOptions) (*clusterBackend, error) {
@@ -215,6 +238,9 @@ func newCluster(ctx context.Context, seed *remoteBackend, c *rconn, m *wire.Rout
 	if err != nil {
 		return nil, err
 	}
+	ictx, cancel := context.WithTimeout(ctx, b.dialTO)
+	b.rf = fetchReplicationFactor(ictx, c)
+	cancel()
 	if n := t.byID[c.nodeID]; n != nil {
 		n.be.adopt(c) // the seed reached a member: keep that connection
 	} else {

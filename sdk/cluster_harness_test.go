@@ -11,6 +11,7 @@ import (
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server/native"
@@ -225,13 +226,7 @@ func (tc *testCluster) keysOn(i int, prefix string, n int) []string {
 // eventually polls cond until it holds or the time is up.
 func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testscale.Eventually(t, within, 5*time.Millisecond, what, cond)
 }
 
 // opCounter is a native.Observer counting requests by opcode and status.

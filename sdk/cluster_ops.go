@@ -39,6 +39,9 @@ func (b *clusterBackend) withDeadline(ctx context.Context) (context.Context, con
 // knows of a change not published yet, and the retry backs off like a
 // transient failure.
 func (b *clusterBackend) again(ctx context.Context, rs *retryState, seen uint64, act retryAction) bool {
+	if act == retryRefused {
+		act = b.onRefused()
+	}
 	if act == retryNo {
 		return false
 	}
@@ -47,6 +50,16 @@ func (b *clusterBackend) again(ctx context.Context, rs *retryState, seen uint64,
 		return false
 	}
 	b.stats.retries.Add(1)
+	if act == retryRefused {
+		// No copy can take the partition over: only a map that already
+		// names another owner is worth a retry. One refresh, then the
+		// call ends Unavailable now rather than at its deadline.
+		if err := b.refresh(ctx, seen); err == nil && b.table.Load().version > seen {
+			b.stats.redirects.Add(1)
+			return true
+		}
+		return false
+	}
 	if act == retryRedirect {
 		b.stats.redirects.Add(1)
 		if err := b.refresh(ctx, seen); err == nil && b.table.Load().version > seen {
@@ -54,6 +67,18 @@ func (b *clusterBackend) again(ctx context.Context, rs *retryState, seen uint64,
 		}
 	}
 	return sleep(ctx, rs.nextDelay(jitter))
+}
+
+// onRefused is what a call does when every address of its owner refused
+// the connection: where a copy can take the partitions over (replication
+// factor above 1, or unknown: a server that does not say) it rides through
+// the failover like any transient failure; at replication factor 1 nothing
+// serves those keys until the owner is back, and retryRefused stays.
+func (b *clusterBackend) onRefused() retryAction {
+	if b.rf != 1 {
+		return retryTransient
+	}
+	return retryRefused
 }
 
 // suspectMap starts a map refresh in the background (without waiting for
@@ -123,6 +148,9 @@ func (b *clusterBackend) keyOp(ctx context.Context, op wire.Opcode, key string, 
 		}
 		if !b.again(ctx, &rs, t.version, retryDecision(r.Status, err, idempotent)) {
 			b.suspectMap(r.Status, err, t.version)
+			if errors.Is(err, errRefused) {
+				r.Status = StatusUnavailable
+			}
 			return r, err
 		}
 	}
@@ -220,6 +248,11 @@ func (b *clusterBackend) batch(ctx context.Context, items []BatchItem) ([]ItemRe
 			}
 			if err := errs[g]; err != nil {
 				act := retryDecision(0, err, allGets(items, grp.idx))
+				if act == retryRefused && b.onRefused() == retryRefused {
+					act = retryNo // the owner is down and nothing takes over: Unavailable now
+				} else if act == retryRefused {
+					act = retryTransient
+				}
 				if act == retryNo && !errors.Is(err, ErrUnreachable) {
 					return nil, err // the context ended, the client closed, a refusal
 				}

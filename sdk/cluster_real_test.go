@@ -2,12 +2,14 @@ package sdk_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
@@ -156,16 +158,7 @@ func TestRealClusterJoinAndRebalanceUnderLoad(t *testing.T) {
 	if rs := c.Routing(); len(rs.Nodes) != 4 || rs.Nodes[3].Segments != 0 {
 		t.Fatalf("after the join: %+v", rs)
 	}
-	var v2 uint64
-	waitFor(t, 20*time.Second, "the leader takes the rebalance", func() bool {
-		leader := cl.Leader()
-		if leader == nil {
-			return false
-		}
-		v, err := leader.Rebalance(ctx)
-		v2 = v
-		return err == nil
-	})
+	v2 := cl.Rebalance()
 	waitFor(t, 30*time.Second, "the new node owns segments in the client's map", func() bool {
 		for _, n := range c.Routing().Nodes {
 			if n.ID == n4.Config().NodeID && n.Segments > 0 {
@@ -174,7 +167,8 @@ func TestRealClusterJoinAndRebalanceUnderLoad(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 10*time.Second, "more traffic on the new map", func() bool { return ops.Load() > 100 })
+	onNewMap := ops.Load()
+	waitFor(t, 10*time.Second, "traffic on the new map", func() bool { return ops.Load() >= onNewMap+100 || len(errs) > 0 })
 	stop.Store(true)
 	wg.Wait()
 	close(errs)
@@ -202,7 +196,7 @@ func TestRealClusterOwnerLoss(t *testing.T) {
 	ctx := context.Background()
 	cl := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true})
 	c := realConnect(t, cl.ConnString(), sdk.WithMapPollInterval(50*time.Millisecond))
-	dead := cl.Leader()
+	dead := cl.WaitLeader()
 	deadID := dead.Config().NodeID
 	var live string
 	for _, nd := range cl.Running() {
@@ -230,5 +224,60 @@ func TestRealClusterOwnerLoss(t *testing.T) {
 	res, err := c.GetMany(ctx, []string{kLive, kDead})
 	if err != nil || !res[0].OK() || res[1].OK() {
 		t.Fatalf("GetMany across a live and a dead owner: %+v %v", res, err)
+	}
+}
+
+// Every address of an owner refuses the connection (its server is stopped)
+// at replication factor 1: nothing can serve its keys until it is back, so
+// calls end Unavailable at once — not after the 10 s default deadline —
+// while the other owners' keys keep working (issue #16 item 6).
+func TestRealClusterStoppedOwnerFailsFastAtRF1(t *testing.T) {
+	ctx := context.Background() // the default call deadline: 10 s
+	cl := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(cfg *server.Config) {
+		cfg.Timings.MemberGrace = time.Hour // the owner stays in the map: only the refusal is under test
+	}})
+	c := realConnect(t, cl.ConnString(), sdk.WithMapPollInterval(-1))
+	leader := cl.WaitLeader()
+	var dead, live *server.Node
+	for _, nd := range cl.Running() {
+		switch {
+		case nd == leader:
+		case dead == nil:
+			dead = nd
+		default:
+			live = nd
+		}
+	}
+	kDead, kLive := cl.KeyOwnedBy(dead.Config().NodeID, "dead:"), cl.KeyOwnedBy(live.Config().NodeID, "live:")
+	if r, err := c.Put(ctx, kDead, []byte("v"), nil); err != nil || !r.OK() {
+		t.Fatalf("put before the stop: %+v %v", r, err)
+	}
+	cl.Stop(dead)
+	fast := testscale.D(2 * time.Second)
+	for _, call := range []struct {
+		name string
+		do   func() (sdk.Result, error)
+	}{
+		{"get", func() (sdk.Result, error) { return c.Get(ctx, kDead) }},
+		{"put", func() (sdk.Result, error) { return c.Put(ctx, kDead, []byte("x"), nil) }},
+		{"get again", func() (sdk.Result, error) { return c.Get(ctx, kDead) }},
+	} {
+		start := time.Now()
+		r, err := call.do()
+		took := time.Since(start)
+		if !errors.Is(err, sdk.ErrUnavailable) || r.Status != sdk.StatusUnavailable {
+			t.Fatalf("%s on the stopped owner: %+v %v, want Unavailable", call.name, r, err)
+		}
+		if took > fast {
+			t.Fatalf("%s on the stopped owner took %v (want at once, < %v)", call.name, took, fast)
+		}
+	}
+	start := time.Now()
+	res, err := c.GetMany(ctx, []string{kLive, kDead})
+	if err != nil || res[1].Status != sdk.StatusUnavailable || time.Since(start) > fast {
+		t.Fatalf("GetMany across a live and a stopped owner: %+v %v after %v", res, err, time.Since(start))
+	}
+	if r, err := c.Put(ctx, kLive, []byte("x"), nil); err != nil || !r.OK() {
+		t.Fatalf("a live owner's key after the stop: %+v %v", r, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/store"
@@ -139,13 +140,7 @@ func keyType(t *testing.T, c *sdk.Client, key string) string {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testscale.Eventually(t, within, time.Millisecond, what, cond)
 }
 
 // runDSSuite is the behaviour of the typed data-structure surfaces, written

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -43,6 +44,11 @@ func (e *HandshakeError) Unwrap() error { return e.Status.Err() }
 
 // ErrUnreachable wraps every failure to reach a server.
 var ErrUnreachable = errors.New("zaris: server unreachable")
+
+// errRefused marks an ErrUnreachable where every address of the server
+// refused the connection (no process listens: the node is down, not slow).
+// It wraps ErrUnavailable: a call that ends on it ends Unavailable.
+var errRefused = fmt.Errorf("%w: every address refused the connection", ErrUnavailable)
 
 // remoteBackend talks the native protocol to a server over one multiplexed
 // connection, re-dialled with backoff when it breaks.
@@ -134,6 +140,7 @@ func (b *remoteBackend) conn(ctx context.Context) (*rconn, error) {
 		return nil, b.lastErr
 	}
 	var errs []error
+	refused := true
 	for _, ep := range b.cs.Endpoints {
 		c, err := b.dial(ctx, ep)
 		if err == nil {
@@ -145,11 +152,18 @@ func (b *remoteBackend) conn(ctx context.Context) (*rconn, error) {
 		if errors.As(err, &he) {
 			return nil, err // a refusal is configuration, not reachability: no retry
 		}
+		refused = refused && errors.Is(err, syscall.ECONNREFUSED)
 		errs = append(errs, err)
 	}
 	b.backoff = min(max(2*b.backoff, minBackoff), maxBackoff)
 	b.retryAt = time.Now().Add(b.backoff)
-	b.lastErr = fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(errs...))
+	if refused && len(errs) > 0 {
+		// Every address answered "nobody listens here": the server is not
+		// slow, it is not running. The call can end now.
+		b.lastErr = fmt.Errorf("%w: %w: %w", ErrUnreachable, errRefused, errors.Join(errs...))
+	} else {
+		b.lastErr = fmt.Errorf("%w: %w", ErrUnreachable, errors.Join(errs...))
+	}
 	return nil, b.lastErr
 }
 

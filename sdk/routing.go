@@ -150,6 +150,10 @@ const (
 	retryNo        retryAction = iota // the answer is final
 	retryRedirect                     // the map is wrong: refresh it and retry at once
 	retryTransient                    // transport trouble: back off, then retry
+	// retryRefused: every address of the owner refused the connection — it
+	// is down, not slow. Worth a retry only where something can take its
+	// partitions over (clusterBackend.again decides).
+	retryRefused
 )
 
 // retryDecision is the one function that decides what is retryable (STYLE 7,
@@ -157,7 +161,8 @@ const (
 // ReplicaSyncPending, ReplicaWriteRejected, Unavailable: kv.Status.Redirect)
 // means the owner refused the operation because the client's map is wrong:
 // nothing was applied, so any operation retries after a refresh. A transport
-// failure before the request left this process retries after a backoff; one
+// failure before the request left this process retries after a backoff
+// (unless every address of the owner refused the connection: retryRefused); one
 // after it may have reached the server retries only an idempotent operation
 // (a read), never a write that could apply twice. Context ends, a closed
 // client and a refused handshake are final.
@@ -175,6 +180,8 @@ func retryDecision(status kv.Status, err error, idempotent bool) retryAction {
 		return retryNo
 	case errors.Is(err, errNoOwner):
 		return retryRedirect
+	case errors.Is(err, errRefused):
+		return retryRefused // never sent: a connection was never made
 	case wasNotSent(err):
 		return retryTransient
 	case idempotent && errors.Is(err, ErrUnreachable):

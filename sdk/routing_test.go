@@ -33,6 +33,8 @@ func TestRetryDecision(t *testing.T) {
 		{"Unavailable: no owner now, the map will say", kv.StatusUnavailable, nil, false, retryRedirect},
 		{"an unowned segment in the client's map is a stale map", 0, errNoOwner, false, retryRedirect},
 		{"a request never sent cannot apply twice", 0, notSent(lost), false, retryTransient},
+		{"every address refused: the owner is down, not slow; waiting out the deadline for it helps nobody (the backend decides whether a copy takes over)",
+			0, notSent(fmt.Errorf("%w: %w", ErrUnreachable, errRefused)), false, retryRefused},
 		{"a read lost in flight is safe to repeat", 0, lost, true, retryTransient},
 		{"a write lost in flight may have applied: never twice", 0, lost, false, retryNo},
 		{"the caller's deadline is final", 0, context.DeadlineExceeded, true, retryNo},

@@ -22,13 +22,16 @@ func (n *Node) newNativeService() (*native.Server, error) {
 		Store:        n.store,
 		StoreName:    n.cfg.Store,
 		NodeID:       n.cfg.NodeID,
-		Version:      Version(),
-		Token:        n.cfg.Token,
-		MinWorkers:   n.cfg.MinWorkers,
-		MaxWorkers:   n.cfg.MaxWorkers,
-		Routing:      n.routing,
-		Logger:       n.log,
-		Observer:     nativeObserver{rec: n.metrics, conns: n.metrics.Conns(metrics.ProtoNative)},
+		// Clients learn from it whether a copy can take over the partitions
+		// of an owner that refuses connections.
+		ReplicationFactor: n.cfg.ReplicationFactor,
+		Version:           Version(),
+		Token:             n.cfg.Token,
+		MinWorkers:        n.cfg.MinWorkers,
+		MaxWorkers:        n.cfg.MaxWorkers,
+		Routing:           n.routing,
+		Logger:            n.log,
+		Observer:          nativeObserver{rec: n.metrics, conns: n.metrics.Conns(metrics.ProtoNative)},
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/cluster/failover"
 	"github.com/zaris-io/zaris/server/replication"
 )
 
@@ -69,6 +70,8 @@ var (
 		"Partitions this node, as leader, declared unavailable (no copy survived).", nil, nil)
 	descHealth = prometheus.NewDesc("zaris_failover_health_changes_total",
 		"Partition health changes (degraded, healthy, caught up) this node committed as leader.", nil, nil)
+	descUnavailableNow = prometheus.NewDesc("zaris_partitions_unavailable",
+		"Partitions the applied map marks unavailable now: no live copy; an owner that is only away keeps them (and their data) until it is back or lost.", nil, nil)
 	descRecoveries = prometheus.NewDesc("zaris_failover_restart_recoveries_total",
 		"Restart recoveries this node, as leader, started (a restarted owner syncs from the replica that kept its writes).", nil, nil)
 )
@@ -78,13 +81,23 @@ func (f failoverCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descUnavailable
 	ch <- descHealth
 	ch <- descRecoveries
+	ch <- descUnavailableNow
 }
 
 func (f failoverCollector) Collect(ch chan<- prometheus.Metric) {
 	var st cluster.FailoverStats
+	unavailable := 0
 	if c := f.n.Cluster(); c != nil {
 		st = c.FailoverStats()
+		if m := c.Map(); m != nil {
+			for i := range m.Partitions {
+				if m.Partitions[i].HealthState() == failover.Unavailable {
+					unavailable++
+				}
+			}
+		}
 	}
+	ch <- prometheus.MustNewConstMetric(descUnavailableNow, prometheus.GaugeValue, float64(unavailable))
 	ch <- prometheus.MustNewConstMetric(descPromotions, prometheus.CounterValue, float64(st.Promotions))
 	ch <- prometheus.MustNewConstMetric(descUnavailable, prometheus.CounterValue, float64(st.Unavailable))
 	ch <- prometheus.MustNewConstMetric(descHealth, prometheus.CounterValue, float64(st.HealthChanges))

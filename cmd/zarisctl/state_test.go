@@ -120,3 +120,26 @@ func TestMetricNames(t *testing.T) {
 		}
 	}
 }
+
+// Each row names the failure the rule prevents.
+func TestNodesExit(t *testing.T) {
+	alive := nodeRow{ID: "n1", State: "alive"}
+	cases := []struct {
+		name string
+		rows []nodeRow
+		want int
+	}{
+		{"every node alive and answering", []nodeRow{alive, {ID: "n2", State: "alive"}}, exitOK},
+		{"a script would miss a dead node behind exit 0: membership says unreachable", []nodeRow{alive, {ID: "n2", State: "unreachable"}}, exitError},
+		{"a lost member is a dead node too", []nodeRow{alive, {ID: "n2", State: "lost"}}, exitError},
+		{"its HTTP API does not answer although the membership has not noticed yet", []nodeRow{alive, {ID: "n2", State: "alive", noAnswer: true}}, exitError},
+		{"a drained node is gone by design: not an alarm", []nodeRow{alive, {ID: "n2", State: "decommissioned", noAnswer: true}}, exitOK},
+		{"an evicted node is gone by design: not an alarm", []nodeRow{alive, {ID: "n2", State: "evicted", noAnswer: true}}, exitOK},
+		{"a suspected node still answers: a rumour, not a dead node", []nodeRow{alive, {ID: "n2", State: "suspected"}}, exitOK},
+	}
+	for _, c := range cases {
+		if got := nodesExit(c.rows); got != c.want {
+			t.Errorf("%s: exit %d, want %d", c.name, got, c.want)
+		}
+	}
+}

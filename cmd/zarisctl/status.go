@@ -154,6 +154,28 @@ type nodeRow struct {
 	MemoryMax     int64   `json:"memoryMaxBytes"`
 	Items         int64   `json:"items"`
 	Error         string  `json:"error,omitempty"`
+	// noAnswer: its HTTP API did not answer at all (unreachableError).
+	noAnswer bool
+}
+
+// nodesExit is the exit code of `zarisctl nodes`: exitError when a node is
+// unreachable — the membership says so (unreachable, lost), or its HTTP API
+// did not answer although it did not leave on purpose (decommissioned,
+// evicted: those are gone by design) — else exitOK. A script running
+// `zarisctl nodes` learns of a dead node from the code, not by parsing rows.
+func nodesExit(rows []nodeRow) int {
+	for _, r := range rows {
+		switch r.State {
+		case "decommissioned", "evicted":
+			continue
+		case "unreachable", "lost":
+			return exitError
+		}
+		if r.noAnswer {
+			return exitError
+		}
+	}
+	return exitOK
 }
 
 func cmdNodes(ctx context.Context, g *globals, args []string, stdout io.Writer) (int, error) {
@@ -185,13 +207,15 @@ func cmdNodes(ctx context.Context, g *globals, args []string, stdout io.Writer) 
 		}
 		if v.Err != nil {
 			r.Error = v.Err.Error()
+			var ue *unreachableError
+			r.noAnswer = errors.As(v.Err, &ue)
 		}
 		rows = append(rows, r)
 	}
 	if g.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return exitOK, enc.Encode(rows)
+		return nodesExit(rows), enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tRAFT\tIN MAP\tPARTITIONS\tMAP VERSION\tUPTIME\tMEMORY\tITEMS")
@@ -220,7 +244,7 @@ func cmdNodes(ctx context.Context, g *globals, args []string, stdout io.Writer) 
 			fmt.Fprintf(stdout, "%s: %s\n", r.ID, r.Error)
 		}
 	}
-	return exitOK, nil
+	return nodesExit(rows), nil
 }
 
 func orDash(s string) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
 )
@@ -23,7 +24,7 @@ type ctl struct {
 func (c ctl) run(args ...string) (code int, stdout, stderr string) {
 	c.t.Helper()
 	var out, errOut bytes.Buffer
-	full := append([]string{"--http", c.seed, "--token", "tok", "--timeout", "5s"}, args...)
+	full := append([]string{"--http", c.seed, "--token", "tok", "--timeout", testscale.D(5 * time.Second).String()}, args...)
 	code = run(full, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
@@ -37,16 +38,28 @@ func (c ctl) must(want int, args ...string) string {
 	return out
 }
 
+// mustLeader is must for a command the control-plane leader answers: while
+// the cluster elects one (a busy machine can cost a leader its lease), or
+// while a rebalance waits for an owner that is away for a moment, the
+// command exits 2 saying so, and is run again until a deadline.
+func (c ctl) mustLeader(want int, args ...string) string {
+	c.t.Helper()
+	var code int
+	var out, errOut string
+	poll(c.t, 20*time.Second, "a control-plane leader for zarisctl "+strings.Join(args, " "), func() bool {
+		code, out, errOut = c.run(args...)
+		return !strings.Contains(errOut, "no control-plane leader") && !strings.Contains(errOut, "owner is away")
+	})
+	if code != want {
+		c.t.Fatalf("zarisctl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out
+}
+
 // poll retries cond until it holds or the deadline passes.
 func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testscale.Eventually(t, timeout, 50*time.Millisecond, what, cond)
 }
 
 func nodeState(nd *server.Node, id string) (state string, inMap bool) {
@@ -62,7 +75,7 @@ func nodeState(nd *server.Node, id string) (state string, inMap bool) {
 // node's HTTP address (the others are discovered).
 func TestCommandsAgainstACluster(t *testing.T) {
 	c := clustertest.Start(t, 3, clustertest.Options{Token: "tok", NoRESP: true})
-	leader := c.Leader()
+	leader := c.WaitLeader()
 	if leader == nil {
 		t.Fatal("no leader")
 	}
@@ -164,7 +177,7 @@ func TestCommandsAgainstACluster(t *testing.T) {
 			_, in := nodeState(leader, id)
 			return in
 		})
-		if out := cli.must(0, "rebalance"); !strings.Contains(out, "map version") {
+		if out := cli.mustLeader(0, "rebalance"); !strings.Contains(out, "map version") {
 			t.Errorf("rebalance: %q", out)
 		}
 		poll(t, 20*time.Second, id+" owns a partition after the rebalance", func() bool {
@@ -175,7 +188,7 @@ func TestCommandsAgainstACluster(t *testing.T) {
 			}
 			return false
 		})
-		if out := cli.must(0, "evict", id); !strings.Contains(out, id+" evicted") {
+		if out := cli.mustLeader(0, "evict", id); !strings.Contains(out, id+" evicted") {
 			t.Errorf("evict: %q", out)
 		}
 		poll(t, 20*time.Second, id+" evicted and out of the map", func() bool {
@@ -186,7 +199,7 @@ func TestCommandsAgainstACluster(t *testing.T) {
 		if code != exitError || !strings.Contains(errOut, "unknown node") {
 			t.Errorf("evict unknown: exit %d, %q", code, errOut)
 		}
-		cli.must(0, "rebalance") // the evicted node's segments to live members
+		cli.mustLeader(0, "rebalance") // the evicted node's segments to live members
 		poll(t, 20*time.Second, "Running again", func() bool {
 			code, _, _ := cli.run("status")
 			return code == exitOK
@@ -244,5 +257,14 @@ func TestCommandsAgainstACluster(t *testing.T) {
 			code, _, _ := cli.run("status")
 			return code == exitPartial
 		})
+		// nodes prints the stopped node unreachable and says so in its
+		// exit code (issue #16 item 6).
+		code, out, _ := cli.run("nodes")
+		if code != exitError || !strings.Contains(out, "unreachable") {
+			t.Errorf("nodes with a stopped node: exit %d, want %d:\n%s", code, exitError, out)
+		}
+		if code, _, _ := cli.run("nodes", "--json"); code != exitError {
+			t.Errorf("nodes --json with a stopped node: exit %d, want %d", code, exitError)
+		}
 	})
 }

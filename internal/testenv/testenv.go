@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/store"
@@ -89,14 +90,13 @@ func Serve(t testing.TB, st *store.Store, storeName string, mutate ...func(*nati
 }
 
 // Eventually polls cond until it holds, failing t with what when within
-// passes first (a poll with a deadline, never a sleep as synchronisation).
+// (scaled by ZARIS_TEST_TIME_SCALE) passes first: a poll with a deadline,
+// never a sleep as synchronisation.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(time.Millisecond) // poll interval
-	}
+	testscale.Eventually(t, within, time.Millisecond, what, cond)
 }
+
+// Scaled is d scaled by ZARIS_TEST_TIME_SCALE: every test deadline goes
+// through it (internal/testscale).
+func Scaled(d time.Duration) time.Duration { return testscale.D(d) }

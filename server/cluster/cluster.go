@@ -81,17 +81,37 @@ func DefaultTimings() Timings {
 }
 
 // TestTimings are short timings for clusters inside one test process on
-// loopback: formation in 200 ms, failure detection in about a second, a
-// 1 s grace window. They stay loose enough for -race on two CPUs.
+// loopback, tolerant of a loaded two-CPU machine running -race, where every
+// node of the process starves at once: formation in 200 ms (forced only
+// after 20 s — a test cluster formed with part of its members is a split
+// cluster), a probe answered within 200 ms, a node dead after about a
+// second of silence, a 5 s grace window before an RF 1 partition may move
+// away from its owner, a raft lease that survives a scheduling hiccup.
+// Tests scale them with ZARIS_TEST_TIME_SCALE (server/clustertest).
 func TestTimings() Timings {
 	return Timings{
-		FormationStable: 200 * time.Millisecond, FormationTimeout: 5 * time.Second, TrafficGuard: 20 * time.Second,
-		MemberGrace: time.Second, DigestInterval: 100 * time.Millisecond, Tick: 25 * time.Millisecond,
-		RaftHeartbeat: 400 * time.Millisecond, RaftElection: 400 * time.Millisecond, RaftLeaderLease: 200 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
-		GossipProbeInterval: 200 * time.Millisecond, GossipProbeTimeout: 100 * time.Millisecond, GossipInterval: 50 * time.Millisecond,
-		GossipSuspicionMult: 2, JoinRetry: 100 * time.Millisecond,
-		SuspectEscalation: time.Second, HealthDebounce: 500 * time.Millisecond,
+		FormationStable: 200 * time.Millisecond, FormationTimeout: 20 * time.Second, TrafficGuard: 20 * time.Second,
+		MemberGrace: 5 * time.Second, DigestInterval: 100 * time.Millisecond, Tick: 25 * time.Millisecond,
+		RaftHeartbeat: 800 * time.Millisecond, RaftElection: 800 * time.Millisecond, RaftLeaderLease: 400 * time.Millisecond, RaftCommit: 10 * time.Millisecond,
+		GossipProbeInterval: 250 * time.Millisecond, GossipProbeTimeout: 200 * time.Millisecond, GossipInterval: 50 * time.Millisecond,
+		GossipSuspicionMult: 4, JoinRetry: 100 * time.Millisecond,
+		SuspectEscalation: 2 * time.Second, HealthDebounce: 500 * time.Millisecond,
 	}
+}
+
+// Scaled returns t with every duration multiplied by f (f ≤ 0 = t): one
+// knob that stretches test timings on a slow or busy machine.
+func (t Timings) Scaled(f float64) Timings {
+	if f <= 0 {
+		return t
+	}
+	for _, d := range []*time.Duration{&t.FormationStable, &t.FormationTimeout, &t.TrafficGuard, &t.MemberGrace,
+		&t.DigestInterval, &t.Tick, &t.RaftHeartbeat, &t.RaftElection, &t.RaftLeaderLease, &t.RaftCommit,
+		&t.GossipProbeInterval, &t.GossipProbeTimeout, &t.GossipInterval, &t.JoinRetry, &t.SuspectEscalation,
+		&t.HealthDebounce} {
+		*d = time.Duration(float64(*d) * f)
+	}
+	return t
 }
 
 // Validate checks the timings against each other.

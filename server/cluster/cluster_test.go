@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/testscale"
 )
 
 // testNode is one Cluster on loopback with an in-memory raft store.
@@ -30,7 +32,7 @@ func startTestNode(t *testing.T, id string, mutate func(*Config)) *testNode {
 	cfg := Config{
 		Self:  NodeInfo{ID: NodeID(id), Host: "127.0.0.1", ClientPort: 1, PeerPort: ln.Addr().(*net.TCPAddr).Port},
 		Store: "s", ClusterID: "c", GossipBind: "127.0.0.1", TotalSegments: 64, ReplicationFactor: 1,
-		PeerListener: ln, Timings: TestTimings(),
+		PeerListener: ln, Timings: TestTimings().Scaled(testscale.Factor()),
 		OnMap: func(m *PartitionMap) {
 			tn.mu.Lock()
 			tn.maps = append(tn.maps, m.Version)
@@ -59,13 +61,7 @@ func (n *testNode) gossipAddr() string {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testscale.Eventually(t, timeout, 10*time.Millisecond, what, cond)
 }
 
 func startTestCluster(t *testing.T, n int) []*testNode {
@@ -125,13 +121,29 @@ func TestClusterFormsAndConverges(t *testing.T) {
 	})
 }
 
-func leaderOf(nodes []*testNode) *testNode {
-	for _, n := range nodes {
-		if n.c.IsLeader() {
-			return n
+// leaderOf waits until one of nodes leads and every other follows it, and
+// returns it (never nil: the test fails at the deadline).
+func leaderOf(t *testing.T, nodes []*testNode) *testNode {
+	t.Helper()
+	var leader *testNode
+	eventually(t, 10*time.Second, "a leader every node follows", func() bool {
+		leader = nil
+		for _, n := range nodes {
+			if n.c.IsLeader() {
+				leader = n
+			}
 		}
-	}
-	return nil
+		if leader == nil {
+			return false
+		}
+		for _, n := range nodes {
+			if n.c.Leader() != leader.c.cfg.Self.ID {
+				return false
+			}
+		}
+		return true
+	})
+	return leader
 }
 
 func TestClusterRefusesStaleAndForeignMaps(t *testing.T) {
@@ -193,7 +205,7 @@ func TestClusterRefusesForeignNodes(t *testing.T) {
 
 func TestDriftIsRepairedFromTheLeader(t *testing.T) {
 	nodes := startTestCluster(t, 3)
-	leader := leaderOf(nodes)
+	leader := leaderOf(t, nodes)
 	if leader == nil {
 		t.Fatal("no leader")
 	}

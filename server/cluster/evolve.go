@@ -1,6 +1,12 @@
 package cluster
 
-import "slices"
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/zaris-io/zaris/server/cluster/failover"
+)
 
 // EvolveMap is the leader's rule for a map that already exists (R-CLU-2/4),
 // pure: given the committed map and the tracked members it returns the next
@@ -19,7 +25,10 @@ import "slices"
 //     request.
 //   - a member whose addresses changed gets its new addresses.
 //   - a partition whose owner departed goes first to one of its live
-//     replicas (it holds the data, R-REP-1), and only then to a spare.
+//     replicas (it holds the data, R-REP-1), and only then to a spare
+//     (failover.AbsentOwner: PromoteCopy, else Reassign). An owner that is
+//     only away (suspected, unreachable: inside the member grace) keeps
+//     its partition whatever (HoldUnavailable).
 //   - a partition with fewer than rf-1 replicas takes spares as replicas
 //     (a replica starts empty and catches up from the owner's op-log or a
 //     snapshot); a promoted replica's slot is refilled the same way.
@@ -96,6 +105,8 @@ func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 	for i := range next.Partitions {
 		p := &next.Partitions[i]
 		if !departed(p.ActiveOwner) {
+			// Alive, or only away: a map change never moves the partition
+			// (failover moves a live copy in at runtime, not the map).
 			if departed(p.PrimaryNodeID) {
 				p.PrimaryNodeID = p.ActiveOwner // the serving owner stays where it is
 				owner := p.ActiveOwner
@@ -103,14 +114,18 @@ func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 			}
 			continue
 		}
-		if r := firstLiveReplica(p, byID); r != "" {
+		r := firstLiveReplica(p, byID)
+		switch failover.AbsentOwner(failover.OwnerGone, r != "") {
+		case failover.PromoteCopy:
 			p.PrimaryNodeID, p.ActiveOwner = r, r
 			p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, func(id NodeID) bool { return id == r })
-		} else if spare := firstSpare(next, byID); spare != "" {
-			p.PrimaryNodeID, p.ActiveOwner = spare, spare
-			p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, func(id NodeID) bool { return id == spare })
-		} else {
-			p.PrimaryNodeID, p.ActiveOwner = "", ""
+		default: // Reassign: to a spare, else merged into a neighbour
+			if spare := firstSpare(next, byID); spare != "" {
+				p.PrimaryNodeID, p.ActiveOwner = spare, spare
+				p.ReplicaNodeIDs = slices.DeleteFunc(p.ReplicaNodeIDs, func(id NodeID) bool { return id == spare })
+			} else {
+				p.PrimaryNodeID, p.ActiveOwner = "", ""
+			}
 		}
 	}
 	next.Partitions = mergeOrphans(next.Partitions)
@@ -205,6 +220,60 @@ func mergeOrphans(ps []Partition) []Partition {
 		}
 	}
 	return out
+}
+
+// ErrOwnerAway: a rebalance is refused while a partition's only copy is on
+// an owner that is away (suspected or unreachable, inside the member
+// grace): the plan would move the partition to a live member, empty, while
+// its data may come back a moment later (failover.AbsentOwner).
+var ErrOwnerAway = errors.New("cluster: a partition's owner is away and holds its only copy")
+
+// Presence is what the tracked members say of node id (failover.OwnerPresence):
+// alive, gone (lost, evicted, decommissioned), else away — a member the
+// tracker does not know is never guessed gone.
+func Presence(id NodeID, byID map[NodeID]MemberView) failover.OwnerPresence {
+	m, ok := byID[id]
+	if !ok {
+		return failover.OwnerAway
+	}
+	return StatePresence(m.State)
+}
+
+// StatePresence maps a member state onto failover.OwnerPresence.
+func StatePresence(s MemberState) failover.OwnerPresence {
+	switch {
+	case s == MemberAlive:
+		return failover.OwnerAlive
+	case s.MapAffecting():
+		return failover.OwnerGone
+	}
+	return failover.OwnerAway
+}
+
+// HeldPartitions checks cur against the members with failover.AbsentOwner:
+// an error wrapping ErrOwnerAway names every partition that must stay with
+// an away owner (no live copy), nil when none must.
+func HeldPartitions(cur *PartitionMap, members []MemberView) error {
+	if cur == nil {
+		return nil
+	}
+	byID := make(map[NodeID]MemberView, len(members))
+	for _, m := range members {
+		byID[m.Info.ID] = m
+	}
+	var held []string
+	for _, p := range cur.Partitions {
+		if p.ActiveOwner == "" {
+			continue
+		}
+		if failover.AbsentOwner(Presence(p.ActiveOwner, byID), firstLiveReplica(&p, byID) != "") == failover.HoldUnavailable {
+			held = append(held, fmt.Sprintf("partition %d on %s (%s)", p.ID, p.ActiveOwner, byID[p.ActiveOwner].State))
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %v; retry once it is back, or once it is lost (member grace) or evicted", ErrOwnerAway, held)
 }
 
 // Rebalance re-plans the map over every live member with the planner

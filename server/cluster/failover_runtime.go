@@ -175,10 +175,16 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 	}
 	best, ok := failover.ChooseCandidate(cands)
 	if !ok {
+		// No live copy. An owner that is only away keeps the partition
+		// (HoldUnavailable: its data comes back with it); one gone for good
+		// is moved by the map change (Reassign). Unavailable either way
+		// until then: a clear error, never an empty answer.
+		action := failover.AbsentOwner(StatePresence(ownerState), false)
 		if p.HealthState() != failover.Unavailable {
 			c.log.Error("failover: partition UNAVAILABLE — its owner is down and no copy survives; "+
 				"reads and writes of its keys fail until a copy comes back",
-				"partition", p.ID, "owner", owner, "copies", p.Established())
+				"partition", p.ID, "owner", owner, "owner_state", ownerState.String(), "action", action.String(),
+				"copies", p.Established())
 			if c.commitChange(OwnershipChange{Partition: p.ID, Owner: owner, Generation: p.OwnershipGeneration, Epoch: epoch,
 				Health: failover.Unavailable, Demoted: p.Demoted}) {
 				c.unavailables.Add(1)

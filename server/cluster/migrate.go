@@ -304,6 +304,9 @@ func (c *Cluster) RequestRebalance(ctx context.Context) (*PartitionMap, error) {
 		if cur == nil {
 			return errors.New("cluster: no map committed yet")
 		}
+		if err := HeldPartitions(cur, c.tracker.Members()); err != nil {
+			return err // a partition's only copy is on an owner that is away: it cannot be a move's source now
+		}
 		plan = c.targetLayout(cur, c.tracker.Members())
 		if plan == nil {
 			return ErrCannotDrain

@@ -629,3 +629,40 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func contextTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
+
+// HeldPartitions is failover.AbsentOwner applied to a rebalance: each row
+// names the loss it prevents.
+func TestHeldPartitionsRefuseARebalanceThatWouldEmptyAPartition(t *testing.T) {
+	rf1 := planned("a", "b", "c")
+	rf2 := planned("a", "b", "c")
+	for i := range rf2.Partitions {
+		p := &rf2.Partitions[i]
+		p.ReplicaNodeIDs = []NodeID{rf2.Partitions[(i+1)%len(rf2.Partitions)].ActiveOwner} // the next owner
+	}
+	cases := []struct {
+		name    string
+		m       *PartitionMap
+		members []MemberView
+		held    bool
+	}{
+		{"every owner alive: nothing held", rf1, []MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberAlive)}, false},
+		{"RF 1, an owner suspected for a moment (a busy host): its partition would restart empty elsewhere", rf1,
+			[]MemberView{view("a", MemberAlive), view("b", MemberSuspected), view("c", MemberAlive)}, true},
+		{"RF 1, an owner unreachable inside member grace (SIGSTOP, GC pause): held", rf1,
+			[]MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberUnreachable)}, true},
+		{"RF 1, an owner the tracker does not know: never guessed gone", rf1,
+			[]MemberView{view("a", MemberAlive), view("b", MemberAlive)}, true},
+		{"RF 1, an owner lost (grace out): it may move, empty", rf1,
+			[]MemberView{view("a", MemberAlive), view("b", MemberAlive), view("c", MemberLost)}, false},
+		{"RF 1, an owner evicted by an operator: it may move", rf1,
+			[]MemberView{view("a", MemberAlive), view("b", MemberEvicted), view("c", MemberAlive)}, false},
+		{"RF 2, an owner away with a live replica: the replica holds the data", rf2,
+			[]MemberView{view("a", MemberAlive), view("b", MemberUnreachable), view("c", MemberAlive)}, false},
+	}
+	for _, c := range cases {
+		err := HeldPartitions(c.m, c.members)
+		if held := errors.Is(err, ErrOwnerAway); held != c.held {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}

@@ -159,7 +159,7 @@ func TestFormation(t *testing.T) {
 			if len(m.Partitions) != n || len(m.Nodes) != n {
 				t.Fatalf("one partition per node expected: %d partitions, %d nodes", len(m.Partitions), len(m.Nodes))
 			}
-			leader := c.Leader()
+			leader := c.WaitLeader()
 			if leader == nil {
 				t.Fatal("no leader")
 			}
@@ -168,20 +168,40 @@ func TestFormation(t *testing.T) {
 					t.Fatalf("%s /readyz %d", nd.Config().NodeID, code)
 				}
 				st := clusterStatus(t, nd)
-				if st.MapVersion != v || st.Leader != cluster.NodeID(leader.Config().NodeID) || st.Term == 0 ||
-					len(st.Nodes) != n || len(st.Partitions) != n || st.TrafficGate != "open" {
+				if st.MapVersion < v || st.Term == 0 || len(st.Nodes) != n || len(st.Partitions) != n || st.TrafficGate != "open" {
 					t.Fatalf("%s: /v1/cluster %+v", nd.Config().NodeID, st)
 				}
 				for _, p := range st.Partitions {
-					if p.ActiveOwner == "" || p.Health != "healthy" || p.LastSegment < p.FirstSegment || p.LastSlot < p.FirstSlot {
+					if p.ActiveOwner == "" || p.LastSegment < p.FirstSegment || p.LastSlot < p.FirstSlot {
 						t.Fatalf("partition %+v", p)
 					}
 				}
 				for _, ns := range st.Nodes {
-					if ns.State != "alive" || ns.ClientAddr == "" || ns.PeerAddr == "" || ns.GossipAddr == "" || !ns.InMap {
+					if ns.ClientAddr == "" || ns.PeerAddr == "" || ns.GossipAddr == "" || !ns.InMap {
 						t.Fatalf("node %+v", ns)
 					}
 				}
+				// Leadership, health and liveness are runtime views: on a
+				// loaded machine a member can be suspected, or a leader lose
+				// its lease, for a moment; each is waited for on its own
+				// (under a flapping load they rarely all hold in one read).
+				c.Eventually(30*time.Second, nd.Config().NodeID+" follows the agreed leader", func() bool {
+					return clusterStatus(t, nd).Leader == cluster.NodeID(c.WaitLeader().Config().NodeID)
+				})
+				c.Eventually(30*time.Second, nd.Config().NodeID+" sees every member alive and every partition healthy", func() bool {
+					st := clusterStatus(t, nd)
+					for _, p := range st.Partitions {
+						if p.Health != "healthy" {
+							return false
+						}
+					}
+					for _, ns := range st.Nodes {
+						if ns.State != "alive" {
+							return false
+						}
+					}
+					return true
+				})
 			}
 			// Voters: every node up to five.
 			c.Eventually(10*time.Second, "all voters", func() bool {
@@ -313,7 +333,7 @@ func TestJoinGetsANewMapVersionAndRebalance(t *testing.T) {
 
 	// Rebalance (an operator's call, on the leader): the spare gets a
 	// partition through a new map version.
-	leader := c.Leader()
+	leader := c.WaitLeader()
 	follower := c.NonOwner("zz")
 	if follower == leader {
 		follower = c.Node("n4")
@@ -327,10 +347,15 @@ func TestJoinGetsANewMapVersionAndRebalance(t *testing.T) {
 	if code, _ := post(t, follower, "/v1/cluster/rebalance"); code != http.StatusConflict {
 		t.Fatalf("a rebalance on a follower: %d, want 409", code)
 	}
-	code, body := post(t, leader, "/v1/cluster/rebalance")
-	if code != http.StatusAccepted {
-		t.Fatalf("rebalance: %d %s", code, body)
-	}
+	// 503 while a member is suspected for a moment (a partition's only copy
+	// is away: cluster.ErrOwnerAway); anything else fails.
+	c.Eventually(10*time.Second, "a rebalance accepted", func() bool {
+		code, body := post(t, c.WaitLeader(), "/v1/cluster/rebalance")
+		if code != http.StatusAccepted && code != http.StatusServiceUnavailable {
+			t.Fatalf("rebalance: %d %s", code, body)
+		}
+		return code == http.StatusAccepted
+	})
 	// The moves run live: every node ends up owning segments, nothing in
 	// flight, and the key written before is still there on its owner.
 	c.Eventually(30*time.Second, "every node owns segments and no move is in flight", func() bool {
@@ -364,7 +389,7 @@ func post(t *testing.T, nd *server.Node, path string) (int, []byte) {
 func TestLeaderLossElectsANewLeaderAndTheMapSurvives(t *testing.T) {
 	c := Start(t, 3, Options{})
 	v0 := c.WaitConverged(10 * time.Second)
-	old := c.Leader()
+	old := c.WaitLeader()
 	oldID := old.Config().NodeID
 	// A key on a surviving owner keeps its data through the leader change.
 	var survivor string
@@ -431,7 +456,9 @@ func TestTrafficGateHoldsUntilFormation(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Stop(context.Background()) })
-	time.Sleep(300 * time.Millisecond) // past the formation window: still only one member
+	// An observation window, not a synchronisation: past the (scaled)
+	// formation-stable window, with still only one member, nothing opens.
+	time.Sleep(2 * cfg.Timings.FormationStable)
 	if a.Ready() {
 		t.Fatal("ready before formation")
 	}
@@ -505,7 +532,7 @@ func TestForeignNodesAreRefused(t *testing.T) {
 
 func TestStaleMapIsRejected(t *testing.T) {
 	c := Start(t, 2, Options{})
-	leader := c.Leader().Cluster()
+	leader := c.WaitLeader().Cluster()
 	cur := leader.Map()
 	older := cur.Clone()
 	older.Version = cur.Version - 1

@@ -1,9 +1,12 @@
 // Package clustertest runs real Zaris clusters inside one test process:
-// N server.Nodes on 127.0.0.1 with ephemeral ports (client, RESP, HTTP,
-// peer and gossip), in-memory raft stores and short cluster timings
-// (cluster.TestTimings: formation in 200 ms, a 1 s grace window). It is
-// test support for the server's own tests and for the SDK's: a test
-// imports it, calls Start and gets running, converged nodes.
+// N server.Nodes on 127.0.0.1 with ports the kernel chooses (client, RESP,
+// HTTP, peer and gossip), in-memory raft stores and short cluster timings
+// (Timings: formation in 200 ms, a 5 s grace window). It is test support for
+// the server's own tests and for the SDK's: a test imports it, calls Start
+// and gets running, converged nodes.
+//
+// Every timing and every deadline here is scaled by ZARIS_TEST_TIME_SCALE
+// (internal/testscale): a busy machine stretches them all with one knob.
 //
 //	c := clustertest.Start(t, 4, clustertest.Options{})
 //	client, _ := sdk.Connect(ctx, c.ConnString())
@@ -18,9 +21,9 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -30,6 +33,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/cluster"
 )
@@ -51,7 +55,8 @@ type Options struct {
 	Mutate func(cfg *server.Config)
 	// Logger receives every node's log lines (nil = discarded).
 	Logger *slog.Logger
-	// Timeout bounds formation and convergence (default 30 s).
+	// Timeout bounds formation and convergence (default 30 s), before
+	// scaling by ZARIS_TEST_TIME_SCALE.
 	Timeout time.Duration
 }
 
@@ -66,8 +71,15 @@ type Cluster struct {
 	next    int
 }
 
+// Timings are the cluster timings of test nodes: cluster.TestTimings
+// (tolerant of a loaded two-CPU machine running -race) scaled by
+// ZARIS_TEST_TIME_SCALE. A test that needs a timing longer or shorter sets
+// it in Options.Mutate.
+func Timings() cluster.Timings { return cluster.TestTimings().Scaled(testscale.Factor()) }
+
 // NodeConfig is the configuration of test node id: 127.0.0.1, every port
-// ephemeral, short timings, a 64 MiB memory cap.
+// chosen by the kernel when the node binds (server.EphemeralPort), test
+// timings (Timings), a 64 MiB memory cap.
 func NodeConfig(id string, opts Options) server.Config {
 	c := server.DefaultConfig()
 	c.NodeID = id
@@ -75,12 +87,11 @@ func NodeConfig(id string, opts Options) server.Config {
 		c.Store = opts.Store
 	}
 	c.ClusterID = opts.ClusterID
-	// Ports come from below the kernel's ephemeral range, never from it:
-	// a restarted node re-binds its ports, and a port from the ephemeral
-	// range may meanwhile be the local end of some outgoing connection
-	// (seen as "address already in use" for 30 s).
-	c.ClientPort, c.PeerPort, c.GossipPort = freePort(false), freePort(false), freePort(true)
-	c.RESPPort, c.HTTPPort = freePort(false), freePort(false)
+	// The node binds every port on :0 itself: no port is picked before it
+	// is bound, so none can be taken meanwhile (a restart re-binds the
+	// same ports: restart holds them while the node is down).
+	c.ClientPort, c.PeerPort, c.GossipPort = server.EphemeralPort, server.EphemeralPort, server.EphemeralPort
+	c.RESPPort, c.HTTPPort = server.EphemeralPort, server.EphemeralPort
 	if opts.NoRESP {
 		c.RESPPort = 0
 	}
@@ -91,8 +102,8 @@ func NodeConfig(id string, opts Options) server.Config {
 	c.Token = opts.Token
 	c.MemoryMaxBytes = 64 << 20
 	c.MinWorkers, c.MaxWorkers = 2, 64
-	c.ShutdownTimeout = 5 * time.Second
-	c.Timings = cluster.TestTimings()
+	c.ShutdownTimeout = testscale.D(5 * time.Second)
+	c.Timings = Timings()
 	if opts.Mutate != nil {
 		opts.Mutate(&c)
 	}
@@ -109,6 +120,7 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
+	opts.Timeout = testscale.D(opts.Timeout)
 	c := &Cluster{t: t, opts: opts, stopped: map[*server.Node]bool{}}
 	t.Cleanup(c.StopAll)
 	first := c.startNode("n1", n, nil)
@@ -117,9 +129,24 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 		c.startNode(fmt.Sprint("n", i), n, seed)
 	}
 	c.next = n + 1
-	c.WaitReady(opts.Timeout)
-	c.WaitConverged(opts.Timeout)
+	c.waitReady(opts.Timeout)
+	c.waitFormed(n, opts.Timeout)
 	return c
+}
+
+// waitFormed waits until every running node follows one leader and applied
+// one map naming all n nodes: the cluster Start promised, not a node that
+// formed alone before the others reached it.
+func (c *Cluster) waitFormed(n int, timeout time.Duration) {
+	c.t.Helper()
+	c.eventually(timeout, fmt.Sprintf("one cluster of %d nodes on one map and one leader", n), func() bool {
+		_, ok := c.agreement()
+		if !ok {
+			return false
+		}
+		m := c.Map()
+		return m != nil && len(m.Nodes) == n
+	})
 }
 
 func (c *Cluster) startNode(id string, expect int, join []string) *server.Node {
@@ -168,6 +195,89 @@ func (c *Cluster) AddNode() *server.Node {
 		c.t.Fatalf("clustertest: %s: %v", id, err)
 	}
 	return nd
+}
+
+// WaitLeader waits until the running nodes agree on a leader that is one of
+// them, and returns it: never nil (the test fails at the deadline).
+func (c *Cluster) WaitLeader() *server.Node {
+	c.t.Helper()
+	var leader *server.Node
+	c.eventually(c.opts.Timeout, "a leader every running node follows", func() bool {
+		id, ok := c.agreedLeader()
+		if !ok {
+			return false
+		}
+		leader = c.Node(id)
+		return leader != nil && leader.Cluster() != nil && leader.Cluster().IsLeader()
+	})
+	return leader
+}
+
+// Rebalance asks the leader to rebalance, retrying while the leader moves
+// or a partition's owner is away (cluster.ErrOwnerAway: on a loaded
+// machine a member can be suspected for a moment), and returns the
+// committed map version.
+func (c *Cluster) Rebalance() uint64 {
+	c.t.Helper()
+	var v uint64
+	var last error
+	c.eventually(c.opts.Timeout, "a rebalance the leader accepts", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+		defer cancel()
+		v, last = c.WaitLeader().Rebalance(ctx)
+		if last != nil && !errors.Is(last, cluster.ErrNotLeader) && !errors.Is(last, cluster.ErrOwnerAway) {
+			c.t.Fatalf("clustertest: rebalance: %v", last)
+		}
+		return last == nil
+	})
+	return v
+}
+
+// WaitMap waits until some running node applied a map and returns it:
+// never nil.
+func (c *Cluster) WaitMap() *cluster.PartitionMap {
+	c.t.Helper()
+	var m *cluster.PartitionMap
+	c.eventually(c.opts.Timeout, "a partition map", func() bool {
+		m = c.Map()
+		return m != nil
+	})
+	return m
+}
+
+// agreedLeader reports the leader every running node names (ok=false when
+// one names none or they differ).
+func (c *Cluster) agreedLeader() (string, bool) {
+	leader := ""
+	for _, nd := range c.Running() {
+		cl := nd.Cluster()
+		if cl == nil || cl.Leader() == "" {
+			return "", false
+		}
+		if l := string(cl.Leader()); leader == "" {
+			leader = l
+		} else if l != leader {
+			return "", false
+		}
+	}
+	return leader, leader != ""
+}
+
+// agreement reports the map version every running node applied, when they
+// all applied the same one and follow the same leader.
+func (c *Cluster) agreement() (uint64, bool) {
+	if _, ok := c.agreedLeader(); !ok {
+		return 0, false
+	}
+	var v uint64
+	for _, nd := range c.Running() {
+		m := nd.Cluster().Map()
+		if m == nil || v != 0 && m.Version != v {
+			return 0, false
+		}
+		v = m.Version
+	}
+	return v, v != 0
 }
 
 // Nodes returns every node started, stopped ones included.
@@ -239,6 +349,11 @@ func (c *Cluster) restart(nd *server.Node, id string, whileDown func()) *server.
 	c.t.Helper()
 	ports := nd.Info().Ports
 	c.Stop(nd)
+	// Hold the ports while the node is down: a port the kernel handed out
+	// is from its ephemeral range, and an outgoing connection (of this
+	// process or another) could otherwise take one as its local end.
+	held := holdPorts(ports.Client, ports.Peer, ports.RESP, ports.HTTP)
+	held.add(holdGossip(ports.Gossip))
 	if whileDown != nil {
 		whileDown()
 	}
@@ -265,9 +380,12 @@ func (c *Cluster) restart(nd *server.Node, id string, whileDown func()) *server.
 	}
 	fresh, err := server.NewNode(cfg, logger)
 	if err != nil {
+		held.release()
 		c.t.Fatalf("clustertest: restart %s: %v", cfg.NodeID, err)
 	}
-	// The ports were just released: retry the bind briefly.
+	// Hand the ports over, then bind them; retry briefly should another
+	// socket slip in between.
+	held.release()
 	deadline := time.Now().Add(c.opts.Timeout)
 	for {
 		err = fresh.Start(context.Background())
@@ -278,7 +396,7 @@ func (c *Cluster) restart(nd *server.Node, id string, whileDown func()) *server.
 		if time.Now().After(deadline) {
 			c.t.Fatalf("clustertest: restart %s: %v", cfg.NodeID, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // poll interval of a bind retry with a deadline
 		if fresh, err = server.NewNode(cfg, logger); err != nil {
 			c.t.Fatalf("clustertest: restart %s: %v", cfg.NodeID, err)
 		}
@@ -409,8 +527,14 @@ func (c *Cluster) KeyOwnedBy(id, prefix string) string {
 	return ""
 }
 
-// WaitReady waits until every running node serves traffic.
+// WaitReady waits until every running node serves traffic (timeout is
+// scaled by ZARIS_TEST_TIME_SCALE).
 func (c *Cluster) WaitReady(timeout time.Duration) {
+	c.t.Helper()
+	c.waitReady(testscale.D(timeout))
+}
+
+func (c *Cluster) waitReady(timeout time.Duration) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -422,36 +546,33 @@ func (c *Cluster) WaitReady(timeout time.Duration) {
 }
 
 // WaitConverged waits until every running node applied the same map
-// version, with a known leader, and returns that version.
+// version and follows the same leader, and returns that version (timeout
+// is scaled by ZARIS_TEST_TIME_SCALE).
 func (c *Cluster) WaitConverged(timeout time.Duration) uint64 {
 	c.t.Helper()
 	var v uint64
-	c.Eventually(timeout, "every running node on one map version", func() bool {
-		v = 0
-		for _, nd := range c.Running() {
-			cl := nd.Cluster()
-			if cl == nil || cl.Map() == nil || cl.Leader() == "" {
-				return false
-			}
-			if v != 0 && cl.Map().Version != v {
-				return false
-			}
-			v = cl.Map().Version
-		}
-		return v != 0
+	c.Eventually(timeout, "every running node on one map version and one leader", func() bool {
+		var ok bool
+		v, ok = c.agreement()
+		return ok
 	})
 	return v
 }
 
 // WaitVersion waits until every running node applied at least version v
-// and they agree, and returns the version.
+// and they agree, and returns the version (timeout is scaled by
+// ZARIS_TEST_TIME_SCALE).
 func (c *Cluster) WaitVersion(v uint64, timeout time.Duration) uint64 {
 	c.t.Helper()
 	var got uint64
 	c.Eventually(timeout, fmt.Sprintf("every running node on one map version ≥ %d", v), func() bool {
 		got = 0
 		for _, nd := range c.Running() {
-			m := nd.Cluster().Map()
+			cl := nd.Cluster()
+			if cl == nil {
+				return false
+			}
+			m := cl.Map()
 			if m == nil || m.Version < v || got != 0 && m.Version != got {
 				return false
 			}
@@ -463,15 +584,21 @@ func (c *Cluster) WaitVersion(v uint64, timeout time.Duration) uint64 {
 }
 
 // Eventually polls cond every 10 ms until it holds, failing the test after
-// timeout.
+// timeout scaled by ZARIS_TEST_TIME_SCALE.
 func (c *Cluster) Eventually(timeout time.Duration, what string, cond func() bool) {
+	c.t.Helper()
+	c.eventually(testscale.D(timeout), what, cond)
+}
+
+// eventually is Eventually with a timeout already scaled.
+func (c *Cluster) eventually(timeout time.Duration, what string, cond func() bool) {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("clustertest: timed out after %v waiting for %s", timeout, what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 }
 
@@ -480,49 +607,42 @@ func GossipAddr(nd *server.Node) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(nd.Info().Ports.Gossip))
 }
 
-// portRangeLow and portRangeHigh bound the ports tests pick: below Linux's
-// default ephemeral range (32768–60999), so an outgoing connection never
-// holds one of them.
-const (
-	portRangeLow  = 20000
-	portRangeHigh = 32700
-)
+// heldPorts are ports bound by the test process itself, so that nothing
+// else takes them until they are handed to a node.
+type heldPorts struct{ closers []interface{ Close() error } }
 
-var (
-	portMu    sync.Mutex       // guards handedOut
-	handedOut = map[int]bool{} // never hand the same port out twice in a process
-)
-
-// freePort returns a port in [portRangeLow, portRangeHigh) free for TCP
-// (and UDP when udp is set, as memberlist needs both on the gossip port).
-// Another process could take it before the node binds: the range is wide
-// and picks are random, so that is rare, and the bind then fails loudly.
-func freePort(udp bool) int {
-	portMu.Lock()
-	defer portMu.Unlock()
-	for range 1000 {
-		p := portRangeLow + rand.IntN(portRangeHigh-portRangeLow)
-		if handedOut[p] {
+// holdPorts binds TCP on each port (0 = none). A port that cannot be bound
+// is left alone: the node's own bind then says why.
+func holdPorts(ports ...int) *heldPorts {
+	h := &heldPorts{}
+	for _, p := range ports {
+		if p <= 0 {
 			continue
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		ok := true
-		if udp {
-			u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-			if err != nil {
-				ok = false
-			} else {
-				u.Close()
-			}
-		}
-		l.Close()
-		if ok {
-			handedOut[p] = true
-			return p
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			h.closers = append(h.closers, l)
 		}
 	}
-	return server.EphemeralPort // the range is exhausted: fall back to the kernel's choice
+	return h
+}
+
+// holdGossip binds TCP and UDP on port: memberlist needs both on it.
+func holdGossip(port int) *heldPorts {
+	h := holdPorts(port)
+	if port > 0 {
+		if u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			h.closers = append(h.closers, u)
+		}
+	}
+	return h
+}
+
+func (h *heldPorts) add(o *heldPorts) { h.closers = append(h.closers, o.closers...) }
+
+// release closes every held socket: the ports are the node's to bind.
+func (h *heldPorts) release() {
+	for _, c := range h.closers {
+		_ = c.Close() // a bound, unused socket: nothing to flush
+	}
+	h.closers = nil
 }

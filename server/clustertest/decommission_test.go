@@ -18,7 +18,7 @@ func TestDecommissionLeavesTheMap(t *testing.T) {
 	}})
 	v0 := c.WaitConverged(15 * time.Second)
 	gone, watcher := c.Running()[2], c.Running()[0]
-	if gone == c.Leader() {
+	if gone == c.WaitLeader() {
 		gone = c.Running()[1]
 	}
 	id := gone.Config().NodeID

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/cluster"
@@ -49,7 +50,7 @@ func TestEvict(t *testing.T) {
 		}
 	}
 
-	leader := c.Leader()
+	leader := c.WaitLeader()
 	if leader == nil {
 		t.Fatal("no leader")
 	}
@@ -118,11 +119,5 @@ func TestEvict(t *testing.T) {
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testscale.Eventually(t, timeout, 50*time.Millisecond, what, cond)
 }

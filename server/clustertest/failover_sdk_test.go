@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
@@ -50,6 +51,7 @@ func TestSDKRidesThroughAnOwnerRestart(t *testing.T) {
 		cfg.ReplicationFactor = 2
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
 		cfg.Timings.MemberGrace = time.Minute // no failover: the owner returns under its lease
+		cfg.Timings.GossipSuspicionMult = 20  // nor a dead verdict while a loaded machine restarts it
 	}})
 	ride(t, c, func() {
 		m := c.Map()
@@ -85,7 +87,7 @@ func ride(t *testing.T, c *clustertest.Cluster, disrupt func()) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	const deadline = 10 * time.Second
+	deadline := testscale.D(10 * time.Second)
 
 	var (
 		mu     sync.Mutex
@@ -164,10 +166,16 @@ func ride(t *testing.T, c *clustertest.Cluster, disrupt func()) {
 		}
 	}()
 
-	time.Sleep(500 * time.Millisecond)
+	eventually(t, 10*time.Second, "traffic before the disruption", func() bool { return writes.Load() >= 50 && reads.Load() >= 50 })
 	killedAt := writes.Load()
 	disrupt()
-	time.Sleep(time.Second) // keep going after the disruption
+	// Keep going after the disruption: traffic must flow again.
+	eventually(t, 20*time.Second, "writes after the disruption", func() bool {
+		mu.Lock()
+		failed := len(fails) > 0
+		mu.Unlock()
+		return writes.Load() >= killedAt+50 || failed
+	})
 	close(stop)
 	wg.Wait()
 	if writes.Load() <= killedAt {

@@ -86,7 +86,7 @@ func TestNewNodeOnADeadOwnersAddress(t *testing.T) {
 	// identity check this timed out: the leader's re-check asked the dead
 	// owner's address, the new node answered, and the leader kept waiting.
 	c.Eventually(30*time.Second, "the dead owner's partitions failed over to their replicas", func() bool {
-		leader := c.Leader()
+		leader := c.WaitLeader()
 		if leader == nil {
 			return false
 		}
@@ -118,7 +118,7 @@ func TestNewNodeOnADeadOwnersAddress(t *testing.T) {
 	// own (the two servers' addresses differ by their ids).
 	var st cluster.Status
 	c.Eventually(30*time.Second, "the new node a member under its own id and the dead one not alive", func() bool {
-		leader := c.Leader()
+		leader := c.WaitLeader()
 		if leader == nil {
 			return false
 		}

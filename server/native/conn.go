@@ -654,7 +654,7 @@ func (c *conn) appendBatchBarrier(dst []byte, start int, items []wire.BatchItem,
 
 func (c *conn) info() wire.InfoResponse {
 	st := c.srv.cfg.Store.Stats()
-	return wire.InfoResponse{Status: kv.StatusSuccess, Fields: map[string]string{
+	info := wire.InfoResponse{Status: kv.StatusSuccess, Fields: map[string]string{
 		"node_id":          c.srv.cfg.NodeID,
 		"store":            c.srv.cfg.StoreName,
 		"version":          c.srv.cfg.Version,
@@ -665,4 +665,8 @@ func (c *conn) info() wire.InfoResponse {
 		"evicted":          strconv.FormatUint(st.Evicted, 10),
 		"expired":          strconv.FormatUint(st.Expired, 10),
 	}}
+	if rf := c.srv.cfg.ReplicationFactor; rf > 0 {
+		info.Fields["replication_factor"] = strconv.Itoa(rf)
+	}
+	return info
 }

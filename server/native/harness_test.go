@@ -28,16 +28,16 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/store"
 )
 
-const (
-	storeName = "default"
-	// ioWait bounds every client read or write that is expected to succeed.
-	ioWait = 5 * time.Second
-)
+const storeName = "default"
+
+// ioWait bounds every client read or write that is expected to succeed.
+var ioWait = testscale.D(5 * time.Second)
 
 // ---------------------------------------------------------------- logs
 
@@ -538,6 +538,7 @@ func (hc *healthy) finish() {
 // waitFor polls cond until it holds or within passes.
 func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
+	within = testscale.D(within)
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {

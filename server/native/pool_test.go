@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/testscale"
 )
 
 // gauge tracks how many tasks run at once and the most ever seen.
@@ -26,13 +28,7 @@ func (g *gauge) leave() { g.now.Add(-1) }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-time.After(time.Millisecond)
-	}
+	testscale.Eventually(t, 5*time.Second, time.Millisecond, what, cond)
 }
 
 // MaxWorkers bounds concurrency: with many submitters and tasks that block,

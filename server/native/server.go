@@ -32,6 +32,10 @@ type Config struct {
 	StoreName string
 	// NodeID and Version are reported in the handshake and Info.
 	NodeID, Version string
+	// ReplicationFactor, when positive, is reported in Info
+	// ("replication_factor"): a client learns whether a partition whose
+	// owner refuses connections can be taken over by a copy (> 1) or not.
+	ReplicationFactor int
 	// Token, when non-empty, must be presented in the handshake; a client
 	// without it gets Unauthorized and nothing else (R-OPS-5).
 	Token string

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/cluster"
@@ -126,7 +127,7 @@ func partition0(c *clustertest.Cluster) cluster.Partition {
 func TestFailoverKeepsEveryAcknowledgedSyncWrite(t *testing.T) {
 	c := start(t, 3, func(cfg *server.Config) {
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
-		cfg.SyncTimeout = 500 * time.Millisecond
+		cfg.SyncTimeout = testscale.D(time.Second)
 		cfg.Timings.MemberGrace = time.Minute // failover, not a map change, moves the owner
 	})
 	before, owner, replicas := group(t, c)
@@ -245,13 +246,17 @@ func TestPartitionWithoutSurvivorIsUnavailableThenHeals(t *testing.T) {
 		cfg.Timings.MemberGrace = time.Minute
 	}})
 	m := c.Map()
+	leader := c.WaitLeader()
 	var victim *server.Node
 	var part int
 	for i, p := range m.Partitions { // RF 1: three partitions, no copy
-		if nd := c.Node(string(p.ActiveOwner)); nd != c.Leader() {
+		if nd := c.Node(string(p.ActiveOwner)); nd != nil && nd != leader {
 			victim, part = nd, i
 			break
 		}
+	}
+	if victim == nil {
+		t.Fatalf("no partition owned by a node other than the leader %s: %+v", leader.Config().NodeID, m.Partitions)
 	}
 	victim = c.Restart(victim, func() {
 		c.Eventually(waitFor, "the partition declared unavailable", func() bool {
@@ -288,8 +293,7 @@ func TestRecoveringOwnerSyncsFromTheMoreCompleteCopyFirst(t *testing.T) {
 	if ok, err := g.ApplyRecord(store.Record{Key: extra, Value: []byte("only here"), Version: 1, Revision: g.Revision() + 1000}, store.OpPut); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	var leader *server.Node
-	c.Eventually(waitFor, "a control-plane leader", func() bool { leader = c.Leader(); return leader != nil })
+	leader := c.WaitLeader()
 	if err := leader.Cluster().CommitOwnership(t.Context(), cluster.OwnershipChange{Partition: p.ID, Owner: id(promoted),
 		Generation: p.OwnershipGeneration + 1, Epoch: p.Epoch + 1, Health: failover.Recovering, Source: id(source),
 		Demoted: []cluster.NodeID{id(owner)}}); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -35,8 +36,8 @@ func newPeer(t *testing.T, id cluster.NodeID, mode Mode, dial func(ctx context.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(Config{Store: st, Self: id, StoreName: "s", Mode: mode, SyncTimeout: 300 * time.Millisecond, Dial: dial,
-		Heartbeat: 50 * time.Millisecond, PeerTimeout: time.Second, RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+	m, err := New(Config{Store: st, Self: id, StoreName: "s", Mode: mode, SyncTimeout: testscale.D(time.Second), Dial: dial,
+		Heartbeat: 50 * time.Millisecond, PeerTimeout: testscale.D(time.Second), RetryMin: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
 		MaintainEvery: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -89,13 +90,7 @@ func pairMap(version uint64, owner, replica *peer, ownerID, replicaID cluster.No
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testscale.Eventually(t, 10*time.Second, 5*time.Millisecond, what, cond)
 }
 
 func TestShipAndSyncBarrierInMemory(t *testing.T) {

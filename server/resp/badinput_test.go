@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/resp"
 )
@@ -194,7 +196,14 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	_, err = io.WriteString(nc, b.String())
 	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond)
+	// The whole pipeline is read and executed (a second client sees the
+	// last INCR); its replies may still be on their way when the stop begins.
+	probe := redis.NewClient(&redis.Options{Addr: nd.RESPAddr().String()})
+	defer probe.Close()
+	waitFor(t, 10*time.Second, "the pipeline executed", func() bool {
+		n, err := probe.Get(context.Background(), "n").Int()
+		return err == nil && n == 500
+	})
 	require.NoError(t, nd.Stop(context.Background()))
 	rd := bufio.NewReader(nc)
 	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -214,11 +223,5 @@ func TestShutdownDrains(t *testing.T) {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testscale.Eventually(t, timeout, 5*time.Millisecond, what, cond)
 }

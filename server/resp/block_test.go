@@ -2,12 +2,14 @@ package resp_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server/resp"
 )
 
@@ -63,14 +65,24 @@ func TestBlockingStreamReads(t *testing.T) {
 	// XREAD BLOCK with $ returns only what arrives after the call.
 	done := make(chan []redis.XStream, 1)
 	go func() { done <- rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{"s", "$"}, Block: 0}).Val() }()
-	time.Sleep(100 * time.Millisecond)
-	require.NoError(t, other.XAdd(ctx, &redis.XAddArgs{Stream: "s", ID: "2-0", Values: []string{"new", "2"}}).Err())
-	select {
-	case v := <-done:
-		require.Equal(t, []redis.XStream{{Stream: "s", Messages: []redis.XMessage{{ID: "2-0", Values: map[string]any{"new": "2"}}}}}, v)
-	case <-time.After(5 * time.Second):
-		t.Fatal("XREAD BLOCK was not woken")
+	// When the XREAD registers is not observable from here: add entries
+	// until one wakes it (an entry added before it registered is not
+	// "after the call", and must not be returned).
+	deadline := time.Now().Add(testscale.D(5 * time.Second))
+	var woken []redis.XStream
+	for seq := 0; woken == nil; seq++ {
+		id := fmt.Sprintf("2-%d", seq)
+		require.NoError(t, other.XAdd(ctx, &redis.XAddArgs{Stream: "s", ID: id, Values: []string{"new", id}}).Err())
+		select {
+		case woken = <-done:
+		case <-time.After(20 * time.Millisecond):
+			require.False(t, time.Now().After(deadline), "XREAD BLOCK was not woken")
+		}
 	}
+	require.Len(t, woken, 1)
+	require.Len(t, woken[0].Messages, 1)
+	m := woken[0].Messages[0]
+	require.Equal(t, map[string]any{"new": m.ID}, m.Values, "only an entry added after the call")
 	require.ErrorIs(t, rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{"s", "$"}, Block: 200 * time.Millisecond}).Err(), redis.Nil)
 
 	// XREADGROUP BLOCK >.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
 	"github.com/zaris-io/zaris/server/resp"
@@ -28,7 +29,7 @@ func syncCluster(t *testing.T, nodes, rf int, quorum server.WriteQuorum) (*clust
 	c := clustertest.Start(t, nodes, clustertest.Options{Mutate: func(cfg *server.Config) {
 		cfg.ReplicationFactor = rf
 		cfg.ReplicationMode, cfg.WriteQuorum = server.ReplicationSync, quorum
-		cfg.SyncTimeout = 300 * time.Millisecond
+		cfg.SyncTimeout = testscale.D(time.Second)
 		cfg.Timings.MemberGrace = time.Minute
 	}})
 	m := c.Map()

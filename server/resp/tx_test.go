@@ -1,6 +1,8 @@
 package resp_test
 
 import (
+	"github.com/zaris-io/zaris/internal/testscale"
+
 	"context"
 	"errors"
 	"strconv"
@@ -166,7 +168,9 @@ func TestTxWatchGoRedis(t *testing.T) {
 			require.ErrorIs(t, watchThen(func() { other.Del(ctx, key) }), redis.TxFailedErr)
 			// An expiry.
 			require.NoError(t, other.Set(ctx, key, "1", 50*time.Millisecond).Err())
-			require.ErrorIs(t, watchThen(func() { time.Sleep(120 * time.Millisecond) }), redis.TxFailedErr)
+			require.ErrorIs(t, watchThen(func() {
+				require.Eventually(t, func() bool { return other.Exists(ctx, key).Val() == 0 }, testscale.D(5*time.Second), time.Millisecond)
+			}), redis.TxFailedErr)
 			// A missing key created meanwhile.
 			require.ErrorIs(t, watchThen(func() { other.Set(ctx, key, "5", 0) }), redis.TxFailedErr)
 			// A write of another key of the slot does not matter.

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -89,6 +88,8 @@ type node struct {
 	ports ports
 	dir   string // --data-dir
 	log   string // log file (appended across restarts)
+
+	held *heldPorts // the ports while no process of this node binds them; guarded by Cluster.mu
 
 	// guarded by Cluster.mu
 	cmd     *exec.Cmd
@@ -203,12 +204,12 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		if i < len(o.Hosts) && o.Hosts[i] != "" {
 			host = o.Hosts[i]
 		}
-		p, err := pickPorts(host)
+		p, held, err := pickPorts(host)
 		if err != nil {
 			c.Close()
 			return nil, err
 		}
-		n := &node{id: NodeID(i), host: host, ports: p,
+		n := &node{id: NodeID(i), host: host, ports: p, held: held,
 			dir: filepath.Join(c.opts.Dir, NodeID(i)), log: filepath.Join(c.opts.Dir, NodeID(i)+".log")}
 		if err := os.MkdirAll(n.dir, 0o755); err != nil {
 			c.Close()
@@ -338,6 +339,8 @@ func (c *Cluster) spawn(i int) error {
 	// The servers die with the harness (SIGKILL when its thread exits),
 	// and a Ctrl-C at a terminal reaches the harness only.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	n.held.release() // hand the ports over
+	n.held = nil
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("chaos: start %s: %w", n.id, err)
 	}
@@ -345,6 +348,9 @@ func (c *Cluster) spawn(i int) error {
 	go func() {
 		err := cmd.Wait()
 		c.mu.Lock()
+		if !c.closed {
+			n.held = holdPorts(n.host, n.ports) // until the next start
+		}
 		if !n.killing {
 			msg := fmt.Sprintf("%s %s (pid %d) exited on its own: %v", time.Now().UTC().Format("15:04:05.000"), n.id, cmd.Process.Pid, err)
 			c.crashes = append(c.crashes, msg)
@@ -885,6 +891,8 @@ func (c *Cluster) Close() error {
 	c.closed = true
 	var running []*node
 	for _, n := range c.nodes {
+		n.held.release()
+		n.held = nil
 		if n.cmd != nil && !exited(n.done) {
 			n.killing = true
 			_ = n.cmd.Process.Signal(syscall.SIGKILL)
@@ -906,80 +914,111 @@ func (c *Cluster) Close() error {
 	return errors.Join(errs...)
 }
 
-// Port picking. Ports come from [portLow, portHigh): below Linux's
-// ephemeral range (32768–60999), so no outgoing connection holds one, and
-// random, so two harnesses on one machine rarely pick the same; each pick
-// is checked free (TCP, and UDP for gossip) and never handed out twice in a
-// process. A port taken between the check and the node's bind fails the
-// node's start loudly.
-const (
-	portLow  = 20000
-	portHigh = 32700
-)
+// Port picking. The registry names every node's ports before any process
+// starts, so each port is taken from the kernel (bind on port 0) and held —
+// a TCP listener, plus a UDP socket on the gossip port (memberlist needs both
+// on one number) — until the node's process is spawned; the harness holds
+// them again while the process is down (kill -9, before a restart), since
+// a port from the kernel's ephemeral range could otherwise become the local
+// end of some outgoing connection meanwhile. A port a node of this process
+// was given is never given again. On a host this process cannot bind (it
+// lives in another network namespace, Net) the port is taken on loopback
+// and not held: nothing else binds in that namespace.
 
 var (
 	portMu    sync.Mutex
 	handedOut = map[int]bool{} // guarded by portMu
-	// avoided are ports other tools of this project use by default on
-	// shared machines.
-	avoided = map[int]bool{17861: true, 16380: true, 27861: true, 26379: true}
 )
 
-func pickPorts(host string) (ports, error) {
+// heldPorts are sockets keeping a node's ports until its process binds them.
+type heldPorts struct{ socks []io.Closer }
+
+// release closes the held sockets (nil-safe): the ports are the node's.
+func (h *heldPorts) release() {
+	if h == nil {
+		return
+	}
+	for _, s := range h.socks {
+		_ = s.Close() // bound, never used: nothing to flush
+	}
+	h.socks = nil
+}
+
+// pickPorts takes one node's five ports from the kernel and holds them.
+func pickPorts(host string) (ports, *heldPorts, error) {
 	var p ports
+	held := &heldPorts{}
 	for _, dst := range []*int{&p.client, &p.peer, &p.gossip, &p.resp, &p.http} {
-		port, err := freePort(host, dst == &p.gossip)
+		port, socks, err := kernelPort(host, dst == &p.gossip)
 		if err != nil {
-			return p, err
+			held.release()
+			return p, nil, err
 		}
 		*dst = port
+		held.socks = append(held.socks, socks...)
 	}
-	return p, nil
+	return p, held, nil
 }
 
-func freePort(host string, udp bool) (int, error) {
+// kernelPort binds port 0 on host (loopback when host is not local) — TCP,
+// and UDP on the same number when udp is set, retrying when that UDP port
+// is taken — and returns the port with its sockets.
+func kernelPort(host string, udp bool) (int, []io.Closer, error) {
 	portMu.Lock()
 	defer portMu.Unlock()
-	for range 2000 {
-		port := portLow + rand.IntN(portHigh-portLow)
-		if handedOut[port] || avoided[port] {
+	bindHost := host
+	for range 100 {
+		l, err := net.Listen("tcp", net.JoinHostPort(bindHost, "0"))
+		if err != nil && isAddrNotAvail(err) && bindHost != "127.0.0.1" {
+			bindHost = "127.0.0.1" // another namespace's address: nothing to hold here
 			continue
 		}
-		if !canBind(host, port, udp) {
+		if err != nil {
+			return 0, nil, fmt.Errorf("chaos: no port from the kernel on %s: %w", host, err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if handedOut[port] {
+			l.Close()
 			continue
+		}
+		socks := []io.Closer{l}
+		if udp {
+			u, err := net.ListenPacket("udp", net.JoinHostPort(bindHost, strconv.Itoa(port)))
+			if err != nil { // that UDP port is someone else's: another pair
+				l.Close()
+				continue
+			}
+			socks = append(socks, u)
 		}
 		handedOut[port] = true
-		return port, nil
+		if bindHost != host {
+			for _, s := range socks {
+				s.Close()
+			}
+			socks = nil
+		}
+		return port, socks, nil
 	}
-	return 0, fmt.Errorf("chaos: no free port in [%d, %d) on %s", portLow, portHigh, host)
+	return 0, nil, fmt.Errorf("chaos: no free TCP+UDP port pair from the kernel on %s", host)
 }
 
-// canBind checks that port is free on host; a host this process cannot
-// bind (one that lives in another network namespace) is checked on every
-// local interface instead.
-func canBind(host string, port int, udp bool) bool {
-	try := func(h string) (ok, applicable bool) {
-		addr := net.JoinHostPort(h, strconv.Itoa(port))
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return false, !isAddrNotAvail(err)
+// holdPorts binds a stopped node's ports again (what cannot be bound — a
+// host of another namespace, a port taken meanwhile — is left to the next
+// start, which then fails loudly).
+func holdPorts(host string, p ports) *heldPorts {
+	held := &heldPorts{}
+	for _, port := range []int{p.client, p.peer, p.gossip, p.resp, p.http} {
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			held.socks = append(held.socks, l)
 		}
-		l.Close()
-		if udp {
-			u, err := net.ListenPacket("udp", addr)
-			if err != nil {
-				return false, true
+		if port == p.gossip {
+			if u, err := net.ListenPacket("udp", addr); err == nil {
+				held.socks = append(held.socks, u)
 			}
-			u.Close()
 		}
-		return true, true
 	}
-	ok, applicable := try(host)
-	if applicable {
-		return ok
-	}
-	ok, _ = try("")
-	return ok
+	return held
 }
 
 func isAddrNotAvail(err error) bool {

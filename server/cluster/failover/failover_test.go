@@ -146,3 +146,26 @@ func TestNextHealth(t *testing.T) {
 		t.Fatal("serving states")
 	}
 }
+
+func TestAbsentOwner(t *testing.T) {
+	cases := []struct {
+		name     string
+		owner    OwnerPresence
+		liveCopy bool
+		want     AbsentOwnerAction
+	}{
+		{"an alive owner keeps its partition, copies or not", OwnerAlive, false, KeepOwner},
+		{"an alive owner with live copies keeps it too: nobody promotes over a live owner", OwnerAlive, true, KeepOwner},
+		{"RF 1, owner starved by a CPU hog past the dead verdict: held Unavailable, not reassigned empty while its data comes back", OwnerAway, false, HoldUnavailable},
+		{"RF 1, owner stopped (SIGSTOP, GC pause) inside member grace: held, so the data it still has is served again when it resumes", OwnerAway, false, HoldUnavailable},
+		{"owner away with a live replica: the replica has the data, promote it", OwnerAway, true, PromoteCopy},
+		{"owner gone for good with a live replica: the replica takes over, not an empty spare", OwnerGone, true, PromoteCopy},
+		{"RF 1, owner gone for good (grace out, evicted): reassign, the partition restarts empty", OwnerGone, false, Reassign},
+		{"an owner in an unknown state is never guessed dead: held", OwnerPresence(0), false, HoldUnavailable},
+	}
+	for _, c := range cases {
+		if got := AbsentOwner(c.owner, c.liveCopy); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -4,11 +4,16 @@
 //	chaos -scenario chaos -duration 60s -rf 3 -mode sync -quorum majority
 //	chaos -scenario failover-time -kills 20 [-fault pause] [-extra --suspect-escalation=3s]
 //	chaos -scenario throughput -duration 10s -concurrency 64
+//	chaos -scenario slow -duration 10m -rf 1 [-stall 1.5s -stall-every 8s]
 //
 // The chaos scenario prints the fault timeline, detail lines and, last,
 // one summary line `acked=N lost=M stale_reads=K unavailable_ms=U`. It
 // exits 1 when a Sync run lost a write (or saw a corrupt read, an
 // unverifiable key, a crash or a panic), 2 when the harness itself failed.
+// The slow scenario (production timings, a CPU hog of 2 × the CPUs, one
+// node stopped again and again for less than the dead threshold) prints
+// `stalls=N promotions=P unavailable=U …` and exits 1 on any promotion,
+// unavailable partition or lost write.
 package main
 
 import (
@@ -43,7 +48,9 @@ func main() {
 		nodes       = flag.Int("nodes", 3, "cluster size")
 		seed        = flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the fault schedule and the workload")
 		keep        = flag.Bool("keep", false, "keep the working directory (node logs and data dirs); it is kept anyway when a run fails")
-		scenario    = flag.String("scenario", "chaos", "chaos | failover-time | throughput")
+		scenario    = flag.String("scenario", "chaos", "chaos | failover-time | throughput | slow")
+		stall       = flag.Duration("stall", 1500*time.Millisecond, "slow: length of one SIGSTOP of the slow node (below the dead threshold)")
+		stallEvery  = flag.Duration("stall-every", 8*time.Second, "slow: from one stall to the next")
 		kills       = flag.Int("kills", 20, "failover-time: owner faults to measure")
 		fault       = flag.String("fault", "kill", "failover-time: kill (SIGKILL the owner) or pause (SIGSTOP it: a silent owner)")
 		concurrency = flag.Int("concurrency", 64, "throughput: concurrent writers over one client")
@@ -148,8 +155,38 @@ func main() {
 			fmt.Fprintln(os.Stderr, "chaos:", err)
 			code = 2
 		}
+	case "slow":
+		opts.Dir = dir + "/cluster"
+		if !set["rf"] {
+			opts.RF = 1 // the case a false failover costs data
+		}
+		if !set["mode"] {
+			opts.Mode = "async"
+		}
+		if !set["quorum"] || opts.Mode == "async" {
+			opts.Quorum = "" // a quorum is a sync setting
+		}
+		cfg := chaos.SlowConfig{Cluster: opts, Duration: *duration, Stall: *stall, StallEvery: *stallEvery,
+			Workload: chaos.WorkloadConfig{Keys: *keys, Writers: *writers}}
+		if progress != nil {
+			cfg.Out = progress
+		}
+		fmt.Printf("slow: %d nodes rf=%d duration=%v stall=%v every %v, CPU hog 2 x CPUs, timings=%s\n",
+			*nodes, opts.RF, *duration, *stall, *stallEvery, timings(true, extra))
+		rep, err := chaos.RunSlow(ctx, cfg)
+		for _, l := range rep.Details() {
+			fmt.Println(l)
+		}
+		fmt.Println(rep.Summary())
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			code = 2
+		case rep.Failed():
+			code = 1
+		}
 	default:
-		fmt.Fprintf(os.Stderr, "chaos: unknown -scenario %q (chaos, failover-time, throughput)\n", *scenario)
+		fmt.Fprintf(os.Stderr, "chaos: unknown -scenario %q (chaos, failover-time, throughput, slow)\n", *scenario)
 		os.Exit(2)
 	}
 	if *keep || code != 0 {
