@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/cluster"
@@ -85,7 +86,7 @@ func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]strin
 		// or a NotFound is a lost write at once.
 		var r sdk.Result
 		var err error
-		for deadline := time.Now().Add(30 * time.Second); ; {
+		for deadline := time.Now().Add(testscale.D(30 * time.Second)); ; {
 			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			r, err = c.Get(rctx, k)
 			cancel()

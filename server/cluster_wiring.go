@@ -254,9 +254,9 @@ func (n *Node) Evict(ctx context.Context, id string) error {
 // copies moves to the other members live, nothing acknowledged is lost —
 // waits until the map gives it no role any more, then announces its leave
 // (peers mark it Decommissioned, the leader drops it from the map and from
-// raft) and stops gracefully. A node whose partitions nothing else can
-// take (the last member) is refused (cluster.ErrCannotDrain) and keeps
-// serving.
+// raft) and stops gracefully. A cluster of one is simply stopped; a node
+// whose partitions no other live member can take is refused
+// (cluster.ErrCannotDrain) and keeps serving.
 func (n *Node) Decommission(ctx context.Context) error {
 	if c := n.Cluster(); c != nil {
 		self := cluster.NodeID(n.cfg.NodeID)
@@ -273,6 +273,12 @@ func (n *Node) Decommission(ctx context.Context) error {
 // drain asks for self's drain (retrying while no leader is known) and
 // waits until the applied map gives self no role.
 func (n *Node) drain(ctx context.Context, c *cluster.Cluster, self cluster.NodeID) error {
+	if m := c.Map(); m != nil && len(m.Nodes) == 1 && m.Nodes[0].ID == self {
+		// A cluster of one: there is nowhere to move anything, and the
+		// operator asked to take the cluster's last node down.
+		n.log.Warn("decommissioning the only member of the cluster: its data goes with it")
+		return nil
+	}
 	asked := false
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
