@@ -214,6 +214,18 @@ func TestCommandsAgainstACluster(t *testing.T) {
 		if !strings.Contains(out, id+" is decommissioning") || !strings.Contains(out, id+" left the map") {
 			t.Errorf("drain: %q", out)
 		}
+		// Its partitions moved live: the last line counts the moves.
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		last := lines[len(lines)-1]
+		var moves int
+		if i := strings.Index(last, ": "); !strings.HasPrefix(last, "drain "+id+" done in ") || i < 0 {
+			t.Errorf("drain's last line %q", last)
+		} else if _, err := fmt.Sscanf(last[i+2:], "%d moves", &moves); err != nil || moves < 1 {
+			t.Errorf("drain's last line %q: %d moves (%v), want its partitions moved", last, moves, err)
+		}
+		if strings.Contains(out, "\r") {
+			t.Errorf("not a terminal, yet redrawn in place: %q", out)
+		}
 		poll(t, 20*time.Second, id+" decommissioned and out of the map", func() bool {
 			st, in := nodeState(leader, id)
 			return st == "decommissioned" && !in
