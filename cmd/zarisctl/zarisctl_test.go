@@ -327,6 +327,15 @@ func TestRebalanceAddAndMigrations(t *testing.T) {
 		if !strings.Contains(out, "no migration in flight") || !strings.Contains(out, "no rebalance active") {
 			t.Errorf("migrations: %q", out)
 		}
+		// --wait 0: the request only (nothing to move: it ends at once).
+		if out := cli.must(0, "rebalance", "--wait", "0"); strings.Count(out, "\n") != 1 ||
+			!strings.HasPrefix(out, "rebalance requested from ") {
+			t.Errorf("rebalance --wait 0: %q", out)
+		}
+		if _, out, _ := cli.run("help"); !strings.Contains(out, "migrations") || !strings.Contains(out, "add NODE") ||
+			!strings.Contains(out, "accept-data-loss") {
+			t.Errorf("help lacks the migration commands:\n%s", out)
+		}
 	})
 
 	t.Run("rebalance shows progress lines", func(t *testing.T) {
