@@ -201,7 +201,8 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n.repl = repl
-	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences)
+	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences,
+		metrics.NewMigrationCollector(n.migrationStats))
 	fail := func(err error) (*Node, error) {
 		repl.Close()
 		_ = st.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/cluster/failover"
+	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/replication"
 )
 
@@ -102,6 +103,21 @@ func (f failoverCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUnavailable, prometheus.CounterValue, float64(st.Unavailable))
 	ch <- prometheus.MustNewConstMetric(descHealth, prometheus.CounterValue, float64(st.HealthChanges))
 	ch <- prometheus.MustNewConstMetric(descRecoveries, prometheus.CounterValue, float64(st.Recoveries))
+}
+
+// migrationStats feeds the migration collector (server/metrics) from the
+// cluster's rebalance status at scrape time.
+func (n *Node) migrationStats() metrics.MigrationStats {
+	c := n.Cluster()
+	if c == nil {
+		return metrics.MigrationStats{}
+	}
+	rs, fp := c.RebalanceStatus(), c.FencePauses()
+	s := metrics.MigrationStats{InFlight: len(rs.Migrations), Completed: rs.Completed, Aborted: rs.Aborted,
+		KeysMoved: rs.KeysMoved, BytesMoved: rs.BytesMoved, Active: rs.Active, SegmentsTotal: rs.SegmentsTotal,
+		SegmentsLeft: rs.SegmentsLeft, PauseBounds: cluster.FencePauseBuckets[:], PauseBuckets: fp.Buckets[:],
+		PauseCount: fp.Count, PauseSum: fp.Sum.Seconds(), PauseMax: rs.MaxFencePause.Seconds()}
+	return s
 }
 
 // Replication is the node's replication manager.

@@ -26,6 +26,43 @@ type clusterDoc struct {
 	TrafficGate   string         `json:"trafficGate"`
 	Nodes         []nodeDoc      `json:"nodes"`
 	Partitions    []partitionDoc `json:"partitions"`
+	// Rebalance: the leader's live-migration status (only the leader
+	// sends it).
+	Rebalance *rebalanceDoc `json:"rebalance"`
+	Draining  []string      `json:"draining"`
+}
+
+// rebalanceDoc is the leader's "rebalance" (docs/OPERATIONS.md "Scaling:
+// live migration").
+type rebalanceDoc struct {
+	Active        bool           `json:"active"`
+	Pending       bool           `json:"pending"`
+	Reason        string         `json:"reason,omitempty"`
+	Migrations    []migrationDoc `json:"migrations"`
+	Completed     uint64         `json:"completed_moves"`
+	Aborted       uint64         `json:"aborted_moves"`
+	SegmentsTotal int            `json:"segments_total"`
+	SegmentsLeft  int            `json:"segments_left"`
+	KeysMoved     int64          `json:"keys_moved"`
+	BytesMoved    int64          `json:"bytes_moved"`
+	FencePause    time.Duration  `json:"last_fence_pause_ns"`
+	MaxFencePause time.Duration  `json:"max_fence_pause_ns"`
+}
+
+// migrationDoc is one partition's move in flight.
+type migrationDoc struct {
+	Partition int       `json:"partition"`
+	First     int       `json:"first_segment"`
+	Last      int       `json:"last_segment"`
+	Source    string    `json:"source"`
+	Target    string    `json:"target,omitempty"`
+	Incoming  []string  `json:"incoming,omitempty"`
+	Phase     string    `json:"phase"`
+	Lag       uint64    `json:"lag"`
+	KeysHeld  int64     `json:"keys_held"`
+	StartedAt time.Time `json:"started_at"`
+	Attempts  int       `json:"attempts"`
+	LastAbort string    `json:"last_abort,omitempty"`
 }
 
 type nodeDoc struct {
@@ -40,9 +77,14 @@ type nodeDoc struct {
 }
 
 type partitionDoc struct {
-	ID          int    `json:"id"`
-	ActiveOwner string `json:"activeOwner"`
-	Health      string `json:"health"`
+	ID           int      `json:"id"`
+	ActiveOwner  string   `json:"activeOwner"`
+	Replicas     []string `json:"replicas"`
+	Health       string   `json:"health"`
+	Incoming     []string `json:"incoming"`
+	MoveTo       string   `json:"moveTo"`
+	FirstSegment int      `json:"firstSegment"`
+	LastSegment  int      `json:"lastSegment"`
 }
 
 type infoDoc struct {
@@ -96,8 +138,11 @@ type api struct {
 	timeout time.Duration
 }
 
+// transport carries every request zarisctl sends (tests observe it).
+var transport http.RoundTripper = http.DefaultTransport
+
 func newAPI(g *globals) *api {
-	return &api{hc: &http.Client{}, token: g.token, timeout: g.timeout}
+	return &api{hc: &http.Client{Transport: transport}, token: g.token, timeout: g.timeout}
 }
 
 // do sends one request to addr and decodes a 2xx JSON answer into out (nil
@@ -251,6 +296,19 @@ func (a *api) onLeader(ctx context.Context, g *globals, path string, out any) (l
 	d, _, err := a.discover(ctx, g)
 	if err != nil {
 		return "", err
+	}
+	// An election takes a few heartbeats: a cluster without a leader is
+	// asked again for one --timeout.
+	deadline := time.Now().Add(a.timeout)
+	for d.Leader == "" && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if nd, _, err := a.discover(ctx, g); err == nil {
+			d = nd
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		if d.Leader == "" {

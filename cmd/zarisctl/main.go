@@ -10,9 +10,9 @@
 // documented HTTP API and the SDK, as any operator tool would.
 //
 // Exit codes: 0 success (status: Running); 1 the cluster answered but not
-// with success (status: Partial; get/del: NotFound); 2 an error (status:
-// Stopped, a node unreachable, 401 bad token, 409 not the leader twice, bad
-// arguments).
+// with success (status: Partial; get/del: NotFound; rebalance, add, drain
+// not done within --wait); 2 an error (status: Stopped, a node
+// unreachable, 401 bad token, 409 not the leader twice, bad arguments).
 package main
 
 import (
@@ -31,7 +31,7 @@ import (
 // Exit codes (documented in the package comment and the usage text).
 const (
 	exitOK      = 0
-	exitPartial = 1 // status Partial; get/del NotFound
+	exitPartial = 1 // status Partial; get/del NotFound; a wait not done in time
 	exitError   = 2 // status Stopped; unreachable, unauthorized, bad arguments
 )
 
@@ -44,11 +44,18 @@ commands:
   nodes                      one row per node: state, raft role, map version it sees, memory, items
   top [--interval 2s] [--count N]
                              live per-node ops/s, memory, items, replication lag (Ctrl-C stops)
-  rebalance                  re-plan the map over every live member and migrate live
-                             (nothing is lost; needed only with --auto-rebalance false)
-  evict NODE                 remove NODE from the cluster for good (on the leader)
-  drain NODE                 decommission NODE: its partitions move away live, then it
-                             announces its leave and stops
+  rebalance [--wait 15m]     re-plan the map over every live member and migrate live (nothing
+                             is lost), then show the progress until nothing moves (a bar on a
+                             terminal, lines otherwise; --wait 0: do not wait; Ctrl-C stops
+                             waiting, the moves go on)
+  add NODE [--wait 15m]      wait until NODE (started with --join) is a member, ask for a
+                             rebalance and show the progress until NODE holds partitions
+  drain NODE [--wait 15m]    decommission NODE: its partitions move away live (progress shown;
+                             a big node takes minutes), then it leaves the map and stops
+  migrations                 the leader's moves in flight: partition, segments, source → target,
+                             incoming copies, phase, lag, keys, started, attempts, last abort
+  evict NODE                 remove NODE from the cluster for good (on the leader; its data
+                             is gone with it at RF 1 — drain a live node instead)
   get KEY                    print the value of KEY
   set KEY VALUE [--ttl D]    write KEY
   del KEY                    delete KEY
@@ -58,12 +65,16 @@ global flags (also accepted after the command):
                              discovered from /v1/cluster
   --token T                  bearer token (default $ZARIS_TOKEN)
   --timeout D                per-request timeout (default 5s)
-  --json                     machine-readable output (status, nodes)
+  --json                     machine-readable output (status, nodes, migrations)
   --addr host:port[,...]     client (native) addresses for get/set/del (default: discovered)
   --store NAME               store for get/set/del (default: the cluster's)
 
-exit codes: 0 success (status Running); 1 status Partial, get/del NotFound;
-            2 error (status Stopped, node unreachable, 401, 409, bad arguments)
+exit codes: 0 success (status Running; rebalance/add/drain done);
+            1 status Partial, get/del NotFound, rebalance/add/drain not done within --wait
+              (the moves go on), add: NODE holds nothing after the rebalance;
+            2 error (status Stopped, node unreachable, 401, 409, bad arguments, interrupted)
+
+zarisctl never asks for a data loss: no command sends accept-data-loss.
 `
 
 // globals are the flags every command accepts.
@@ -151,15 +162,17 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 type command func(ctx context.Context, g *globals, args []string, stdout io.Writer) (int, error)
 
 var commands = map[string]command{
-	"status":    cmdStatus,
-	"nodes":     cmdNodes,
-	"top":       cmdTop,
-	"rebalance": cmdRebalance,
-	"evict":     cmdEvict,
-	"drain":     cmdDrain,
-	"get":       cmdGet,
-	"set":       cmdSet,
-	"del":       cmdDel,
+	"status":     cmdStatus,
+	"nodes":      cmdNodes,
+	"top":        cmdTop,
+	"rebalance":  cmdRebalance,
+	"add":        cmdAdd,
+	"migrations": cmdMigrations,
+	"evict":      cmdEvict,
+	"drain":      cmdDrain,
+	"get":        cmdGet,
+	"set":        cmdSet,
+	"del":        cmdDel,
 }
 
 // parseArgs parses a command's flags (the global ones included) wherever

@@ -211,7 +211,10 @@ type MigrationStatus struct {
 
 // RebalanceStatus is the leader's view of the rebalance in progress.
 type RebalanceStatus struct {
-	Active     bool              `json:"active"`
+	Active bool `json:"active"`
+	// Pending: an operator's request the leader has not planned yet (it
+	// plans once membership is stable and every member is alive).
+	Pending    bool              `json:"pending"`
 	Reason     string            `json:"reason,omitempty"`
 	Migrations []MigrationStatus `json:"migrations"`
 	Completed  uint64            `json:"completed_moves"`
@@ -270,6 +273,32 @@ type migrations struct {
 	maxPause   time.Duration
 	keysMoved  int64
 	bytesMoved int64
+	// pauses counts the cut-overs' fence pauses by FencePauseBuckets
+	// (cumulative, Prometheus style: pauses[i] counts pauses <= bound i).
+	pauses     [len(FencePauseBuckets)]uint64
+	pauseCount uint64
+	pauseSum   time.Duration
+}
+
+// FencePauseBuckets are the upper bounds (seconds) of the fence pause
+// histogram (zaris_migration_fence_pause_seconds): the target is p99 <= 50 ms
+// and the fence budget is 2 s.
+var FencePauseBuckets = [...]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// FencePauses is the histogram of the write-fence pauses of the cut-overs
+// this node committed as leader.
+type FencePauses struct {
+	// Cumulative counts by FencePauseBuckets.
+	Buckets [len(FencePauseBuckets)]uint64
+	Count   uint64
+	Sum     time.Duration
+}
+
+// FencePauses returns the fence pause histogram (metrics).
+func (c *Cluster) FencePauses() FencePauses {
+	c.mig.mu.Lock()
+	defer c.mig.mu.Unlock()
+	return FencePauses{Buckets: c.mig.pauses, Count: c.mig.pauseCount, Sum: c.mig.pauseSum}
 }
 
 // Migration timings.
@@ -327,6 +356,7 @@ func (c *Cluster) RebalanceStatus() RebalanceStatus {
 	st := c.mig.status
 	st.Completed, st.Aborted, st.FencePause, st.MaxFencePause = c.mig.completed, c.mig.aborted, c.mig.fencePause, c.mig.maxPause
 	st.KeysMoved, st.BytesMoved = c.mig.keysMoved, c.mig.bytesMoved
+	st.Pending = st.Pending || c.mig.requested
 	st.Migrations = slices.Clone(st.Migrations)
 	if st.Migrations == nil {
 		st.Migrations = []MigrationStatus{}
@@ -784,6 +814,13 @@ func (c *Cluster) finishMove(st *migrationState, p *Partition, replicas []NodeID
 	if pause > 0 {
 		c.mig.fencePause = pause
 		c.mig.maxPause = max(c.mig.maxPause, pause)
+		c.mig.pauseCount++
+		c.mig.pauseSum += pause
+		for i, bound := range FencePauseBuckets {
+			if pause.Seconds() <= bound {
+				c.mig.pauses[i]++
+			}
+		}
 	}
 	c.mig.mu.Unlock()
 	delete(st.moves, ident)
@@ -823,7 +860,7 @@ func (c *Cluster) queryAt(m *PartitionMap, id NodeID, p *Partition, at int64) (P
 }
 
 func (c *Cluster) publishMigrations(st *migrationState, m *PartitionMap) {
-	rs := RebalanceStatus{Active: st.want != nil, Reason: st.reason}
+	rs := RebalanceStatus{Active: st.want != nil, Pending: st.want == nil && st.requested, Reason: st.reason}
 	if m != nil && st.want != nil && len(st.want) == m.TotalSegments {
 		if st.planned == nil || st.plannedFor != st.wantKey {
 			// What the plan changes, measured once against the map it

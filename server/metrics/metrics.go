@@ -1,8 +1,9 @@
 // Package metrics owns the Prometheus instrumentation of one node (R-OPS-2):
 // a per-node registry — never the process-global one, so two nodes in one
 // test process do not collide (STYLE 13) — holding operation counters by
-// type and status, latency histograms by type, connection gauges, and a
-// collector that reads the store's Stats at scrape time.
+// type and status, latency histograms by type, connection gauges, a
+// collector that reads the store's Stats at scrape time, and one for the
+// leader's live migrations (NewMigrationCollector, fed by the server).
 //
 // The hot path is Recorder.Op: every (op, status) counter is resolved when
 // the Recorder is built, so recording an operation is an array index, one
