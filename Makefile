@@ -45,6 +45,12 @@ test-short:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
+## bench-migration: one live migration of MIGRATION_KEYS keys of 100 B (default 1 000 000) from one node to a joining one: keys/s, MB/s, foreground p50/p99 during the move vs steady state, longest write-fence pause (docs/BENCHMARKS.md "Live migration")
+MIGRATION_KEYS ?= 1000000
+.PHONY: bench-migration
+bench-migration:
+	ZARIS_MIGRATION_KEYS=$(MIGRATION_KEYS) $(GO) test -run '^$$' -bench BenchmarkLiveMigration -benchtime 1x -timeout 30m ./sdk/
+
 ## fuzz: run each fuzz target for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:

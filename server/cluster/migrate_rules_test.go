@@ -256,3 +256,4 @@ func TestALargeMoveIsCutIntoSmallOnes(t *testing.T) {
 		t.Fatalf("pieces %v, want %v", sizes, wantSizes)
 	}
 }
+
