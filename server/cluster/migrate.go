@@ -77,18 +77,7 @@ func serveMigrate(c net.Conn, answer func(MigrateRequest) MigrateReply) {
 
 func (m *PeerMux) migrateRequest(ctx context.Context, addr string, q MigrateRequest) (MigrateReply, error) {
 	var rep MigrateReply
-	c, err := m.Dial(ctx, addr, PeerMigrate)
-	if err != nil {
-		return rep, err
-	}
-	defer c.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.SetDeadline(dl)
-	}
-	if err := writeLenPrefixed(c, &q); err != nil {
-		return rep, err
-	}
-	err = readLenPrefixed(c, &rep, maxPossession)
+	err := m.roundTrip(ctx, addr, PeerMigrate, &q, &rep)
 	return rep, err
 }
 

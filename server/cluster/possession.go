@@ -111,19 +111,26 @@ func (m *PeerMux) queryPossession(ctx context.Context, addr string, p *Partition
 
 func (m *PeerMux) queryPossessionQ(ctx context.Context, addr string, q PossessionQuery) (PossessionReport, error) {
 	var rep PossessionReport
-	c, err := m.Dial(ctx, addr, PeerPossession)
+	err := m.roundTrip(ctx, addr, PeerPossession, &q, &rep)
+	return rep, err
+}
+
+// roundTrip sends one length-prefixed msgpack request over a new peer
+// connection of protocol proto to the node at addr and reads its answer
+// into rep (bounded by maxPossession), within ctx's deadline.
+func (m *PeerMux) roundTrip(ctx context.Context, addr string, proto byte, q, rep any) error {
+	c, err := m.Dial(ctx, addr, proto)
 	if err != nil {
-		return rep, err
+		return err
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
-	if err := writeLenPrefixed(c, &q); err != nil {
-		return rep, err
+	if err := writeLenPrefixed(c, q); err != nil {
+		return err
 	}
-	err = readLenPrefixed(c, &rep, maxPossession)
-	return rep, err
+	return readLenPrefixed(c, rep, maxPossession)
 }
 
 func writeLenPrefixed(w io.Writer, v any) error {

@@ -247,26 +247,16 @@ func (m *Manager) retainUnproven(seg int, g *store.Segment) bool {
 // proved its copy level with the fenced source, so restart recovery's
 // serve gate has nothing to wait for.
 func (m *Manager) migratedInLocked(prev, next *cluster.PartitionMap) {
-	if prev == nil || next == nil {
-		return
-	}
-	for i := range next.Partitions {
-		p := &next.Partitions[i]
-		if !serves(p, m.cfg.Self) {
-			continue
+	m.servedSince(prev, next, func(q, _ *cluster.Partition) bool {
+		return q.MoveTo == m.cfg.Self && q.ActiveOwner != m.cfg.Self
+	}, func(p *cluster.Partition) {
+		for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
+			m.markSynced(seg, 0)
 		}
-		for j := range prev.Partitions {
-			q := &prev.Partitions[j]
-			if q.Identity == p.Identity && q.MoveTo == m.cfg.Self && q.ActiveOwner != m.cfg.Self {
-				for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
-					m.markSynced(seg, 0)
-				}
-				m.rs.mu.Lock()
-				m.rs.certified[p.Identity] = true
-				m.rs.mu.Unlock()
-			}
-		}
-	}
+		m.rs.mu.Lock()
+		m.rs.certified[p.Identity] = true
+		m.rs.mu.Unlock()
+	})
 }
 
 // Fenced counts the segments under a migration write fence on this node.

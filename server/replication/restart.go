@@ -153,6 +153,22 @@ func (m *Manager) pulledHead(seg int) uint64 {
 // Recovering with this node as owner in prev and are served by it in next:
 // the leader let them serve once the source reported this node level.
 func (m *Manager) recoveredLocked(prev, next *cluster.PartitionMap) {
+	m.servedSince(prev, next, func(q, p *cluster.Partition) bool {
+		return q.ActiveOwner == m.cfg.Self && q.HealthState() == failover.Recovering &&
+			q.OwnershipGeneration == p.OwnershipGeneration
+	}, func(p *cluster.Partition) {
+		for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
+			// The source's head is the last revision it shipped: the
+			// serve gate holds a segment that did not reach it
+			// (HoldBehindSource) instead of answering NotFound.
+			m.markSynced(seg, m.pulledHead(seg))
+		}
+	})
+}
+
+// servedSince calls fn for every partition this node serves in next whose
+// predecessor in prev (same identity) satisfies was.
+func (m *Manager) servedSince(prev, next *cluster.PartitionMap, was func(q, p *cluster.Partition) bool, fn func(p *cluster.Partition)) {
 	if prev == nil || next == nil {
 		return
 	}
@@ -162,15 +178,8 @@ func (m *Manager) recoveredLocked(prev, next *cluster.PartitionMap) {
 			continue
 		}
 		for j := range prev.Partitions {
-			q := &prev.Partitions[j]
-			if q.Identity == p.Identity && q.ActiveOwner == m.cfg.Self && q.HealthState() == failover.Recovering &&
-				q.OwnershipGeneration == p.OwnershipGeneration {
-				for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
-					// The source's head is the last revision it shipped: the
-					// serve gate holds a segment that did not reach it
-					// (HoldBehindSource) instead of answering NotFound.
-					m.markSynced(seg, m.pulledHead(seg))
-				}
+			if q := &prev.Partitions[j]; q.Identity == p.Identity && was(q, p) {
+				fn(p)
 			}
 		}
 	}
