@@ -256,4 +256,3 @@ func TestALargeMoveIsCutIntoSmallOnes(t *testing.T) {
 		t.Fatalf("pieces %v, want %v", sizes, wantSizes)
 	}
 }
-
