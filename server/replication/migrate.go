@@ -90,6 +90,14 @@ func (m *Manager) fenceForCutover(q cluster.MigrateRequest) cluster.MigrateReply
 		m.mu.Unlock()
 		return refuse("NotReady", "this node's map (version %d) does not move partition %d to %v", m.cur.Version, p.ID, q.Targets)
 	}
+	if m.gated(q.First, q.Last) {
+		// A restarted owner whose restart recovery still holds segments
+		// (it came back empty and pulls its data from a copy): its content
+		// is not the partition's, and a proof of it would hand a target
+		// its holes.
+		m.mu.Unlock()
+		return refuse("NotReady", "restart recovery holds segments of partition %d on this node", p.ID)
+	}
 	var ships []*shipper
 	for _, id := range q.Targets {
 		if s := m.shippers[keyOf(p, id)]; s != nil {

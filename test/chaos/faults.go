@@ -228,6 +228,7 @@ func pauseFor(ctx context.Context, c *Cluster, tl *Timeline, i int, d time.Durat
 func Heal(ctx context.Context, c *Cluster, tl *Timeline) error {
 	for i := range c.N() {
 		switch {
+		case c.Gone(i):
 		case c.Paused(i):
 			tl.Add("heal: SIGCONT %s", NodeID(i))
 			if err := c.Resume(i); err != nil {

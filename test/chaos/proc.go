@@ -90,6 +90,11 @@ type node struct {
 	log   string // log file (appended across restarts)
 
 	held *heldPorts // the ports while no process of this node binds them; guarded by Cluster.mu
+	// args replaces the cluster's common flags for a node added after the
+	// start (it joins through gossip instead of the registry); nil = those.
+	args []string
+	// gone: drained and decommissioned; never restarted (guarded by Cluster.mu).
+	gone bool
 
 	// guarded by Cluster.mu
 	cmd     *exec.Cmd
@@ -327,7 +332,11 @@ func (c *Cluster) spawn(i int) error {
 	}
 	defer logf.Close() // the child holds its own descriptor
 	argv := []string{c.opts.Binary, "--node-id", n.id, "--bind", n.host, "--data-dir", n.dir}
-	argv = append(argv, c.args...)
+	if n.args != nil {
+		argv = append(argv, n.args...)
+	} else {
+		argv = append(argv, c.args...)
+	}
 	if c.opts.Wrap != nil {
 		argv = append(append([]string(nil), c.opts.Wrap(i)...), argv...)
 	}
@@ -364,6 +373,92 @@ func (c *Cluster) spawn(i int) error {
 	n.cmd, n.done, n.paused, n.killing = cmd, done, false, false
 	c.logf("%s started (pid %d, start #%d)", n.id, cmd.Process.Pid, n.starts)
 	return nil
+}
+
+// AddNode starts one more node — not in the registry: it joins through the
+// gossip ports of the registry's nodes, as an operator adds a machine — and
+// returns its index once it is ready.
+func (c *Cluster) AddNode(ctx context.Context) (int, error) {
+	host := "127.0.0.1"
+	p, held, err := pickPorts(host)
+	if err != nil {
+		return -1, err
+	}
+	var seeds []string
+	c.mu.Lock()
+	for _, n := range c.nodes {
+		seeds = append(seeds, fmt.Sprintf("%s:%d", n.host, n.ports.gossip))
+	}
+	i := len(c.nodes)
+	args := []string{"--join", strings.Join(seeds, ","), "--client-port", strconv.Itoa(p.client),
+		"--peer-port", strconv.Itoa(p.peer), "--gossip-port", strconv.Itoa(p.gossip), "--resp-port", strconv.Itoa(p.resp),
+		"--http-port", strconv.Itoa(p.http)}
+	// The common flags minus the registry.
+	for j := 0; j < len(c.args); j++ {
+		if c.args[j] == "--nodes" {
+			j++
+			continue
+		}
+		args = append(args, c.args[j])
+	}
+	n := &node{id: NodeID(i), host: host, ports: p, held: held, args: args,
+		dir: filepath.Join(c.opts.Dir, NodeID(i)), log: filepath.Join(c.opts.Dir, NodeID(i)+".log")}
+	c.nodes = append(c.nodes, n)
+	c.mu.Unlock()
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+		return -1, err
+	}
+	if err := c.spawn(i); err != nil {
+		return -1, err
+	}
+	if err := c.WaitReady(ctx, i); err != nil {
+		return -1, err
+	}
+	c.logf("%s added (joined through gossip)", n.id)
+	return i, nil
+}
+
+// Decommission asks node i to drain and leave (POST /v1/node/decommission)
+// and waits until its process has exited 0; the node is gone for good.
+func (c *Cluster) Decommission(ctx context.Context, i int) error {
+	c.mu.Lock()
+	n := c.nodes[i]
+	if n.cmd == nil || exited(n.done) {
+		c.mu.Unlock()
+		return fmt.Errorf("chaos: decommission %s: not running", n.id)
+	}
+	n.killing, n.gone = true, true // its exit is expected
+	cmd, done := n.cmd, n.done
+	c.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.HTTPAddr(i)+"/v1/node/decommission", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("chaos: decommission %s: %w", n.id, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("chaos: decommission %s: HTTP %d", n.id, resp.StatusCode)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("chaos: %s did not drain and exit: %w", n.id, ctx.Err())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
+		return fmt.Errorf("chaos: %s exited %d after its decommission; log tail:\n%s", n.id, code, c.LogTail(i, 20))
+	}
+	c.logf("%s drained and decommissioned", n.id)
+	return nil
+}
+
+// Gone reports whether node i was decommissioned.
+func (c *Cluster) Gone(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i].gone
 }
 
 // serverEnv is the harness's environment without ZARIS_* variables, so that
@@ -604,6 +699,15 @@ type Status struct {
 	TrafficGate string            `json:"trafficGate"`
 	Nodes       []NodeStatus      `json:"nodes"`
 	Partitions  []PartitionStatus `json:"partitions"`
+	// Rebalance is the leader's live-migration status (only on the leader).
+	Rebalance *struct {
+		Active     bool   `json:"active"`
+		Pending    bool   `json:"pending"`
+		Completed  uint64 `json:"completed_moves"`
+		Aborted    uint64 `json:"aborted_moves"`
+		KeysMoved  int64  `json:"keys_moved"`
+		BytesMoved int64  `json:"bytes_moved"`
+	} `json:"rebalance,omitempty"`
 }
 
 // NodeStatus is one member as a node sees it.
@@ -628,6 +732,8 @@ type PartitionStatus struct {
 	Health      string          `json:"health"`
 	Demoted     []string        `json:"demoted,omitempty"`
 	SyncSource  string          `json:"syncSource,omitempty"`
+	Incoming    []string        `json:"incoming,omitempty"`
+	MoveTo      string          `json:"moveTo,omitempty"`
 	FirstSlot   int             `json:"firstSlot"`
 	LastSlot    int             `json:"lastSlot"`
 	Replication []ReplicaStatus `json:"replication,omitempty"`

@@ -5,6 +5,7 @@
 //	chaos -scenario failover-time -kills 20 [-fault pause] [-extra --suspect-escalation=3s]
 //	chaos -scenario throughput -duration 10s -concurrency 64
 //	chaos -scenario slow -duration 10m -rf 1 [-stall 1.5s -stall-every 8s]
+//	chaos -scenario elastic -rf 2 -mode sync -quorum all
 //
 // The chaos scenario prints the fault timeline, detail lines and, last,
 // one summary line `acked=N lost=M stale_reads=K unavailable_ms=U`. It
@@ -48,7 +49,7 @@ func main() {
 		nodes       = flag.Int("nodes", 3, "cluster size")
 		seed        = flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the fault schedule and the workload")
 		keep        = flag.Bool("keep", false, "keep the working directory (node logs and data dirs); it is kept anyway when a run fails")
-		scenario    = flag.String("scenario", "chaos", "chaos | failover-time | throughput | slow")
+		scenario    = flag.String("scenario", "chaos", "chaos | failover-time | throughput | slow | elastic")
 		stall       = flag.Duration("stall", 1500*time.Millisecond, "slow: length of one SIGSTOP of the slow node (below the dead threshold)")
 		stallEvery  = flag.Duration("stall-every", 8*time.Second, "slow: from one stall to the next")
 		kills       = flag.Int("kills", 20, "failover-time: owner faults to measure")
@@ -185,8 +186,30 @@ func main() {
 		case rep.Failed():
 			code = 1
 		}
+	case "elastic":
+		opts.Dir = dir + "/cluster"
+		if opts.Mode == "async" || opts.Mode == "" {
+			opts.Quorum = "" // a quorum is a sync setting
+		}
+		cfg := chaos.ElasticConfig{Cluster: opts, Workload: chaos.WorkloadConfig{Keys: *keys, Writers: *writers}}
+		if progress != nil {
+			cfg.Out = progress
+		}
+		fmt.Printf("elastic: %d nodes rf=%d mode=%s, +2 nodes, drain n2, a fault mid-move\n", *nodes, opts.RF, opts.Mode)
+		rep, err := chaos.RunElastic(ctx, cfg)
+		for _, l := range rep.Details() {
+			fmt.Println(l)
+		}
+		fmt.Println(rep.Summary())
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			code = 2
+		case rep.Failed():
+			code = 1
+		}
 	default:
-		fmt.Fprintf(os.Stderr, "chaos: unknown -scenario %q (chaos, failover-time, throughput, slow)\n", *scenario)
+		fmt.Fprintf(os.Stderr, "chaos: unknown -scenario %q (chaos, failover-time, throughput, slow, elastic)\n", *scenario)
 		os.Exit(2)
 	}
 	if *keep || code != 0 {
