@@ -56,7 +56,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSlot -fuzztime $(FUZZTIME) ./internal/placement/
 
-## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput|slow too; slow: RF 1, default timings, CPU hog + short SIGSTOPs, prints promotions/unavailable)
+## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput|slow|elastic too; elastic: +2 nodes, a drain and a fault mid-move, prints moves and fixed_lost; slow: RF 1, default timings, CPU hog + short SIGSTOPs, prints promotions/unavailable)
 DURATION ?= 60s
 SCENARIO ?= chaos
 ifeq ($(SCENARIO),slow)
