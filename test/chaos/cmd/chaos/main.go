@@ -175,17 +175,7 @@ func main() {
 		fmt.Printf("slow: %d nodes rf=%d duration=%v stall=%v every %v, CPU hog 2 x CPUs, timings=%s\n",
 			*nodes, opts.RF, *duration, *stall, *stallEvery, timings(true, extra))
 		rep, err := chaos.RunSlow(ctx, cfg)
-		for _, l := range rep.Details() {
-			fmt.Println(l)
-		}
-		fmt.Println(rep.Summary())
-		switch {
-		case err != nil:
-			fmt.Fprintln(os.Stderr, "chaos:", err)
-			code = 2
-		case rep.Failed():
-			code = 1
-		}
+		code = report(rep.Details(), rep.Summary(), rep.Failed(), err)
 	case "elastic":
 		opts.Dir = dir + "/cluster"
 		if opts.Mode == "async" || opts.Mode == "" {
@@ -197,17 +187,7 @@ func main() {
 		}
 		fmt.Printf("elastic: %d nodes rf=%d mode=%s, +2 nodes, drain n2, a fault mid-move\n", *nodes, opts.RF, opts.Mode)
 		rep, err := chaos.RunElastic(ctx, cfg)
-		for _, l := range rep.Details() {
-			fmt.Println(l)
-		}
-		fmt.Println(rep.Summary())
-		switch {
-		case err != nil:
-			fmt.Fprintln(os.Stderr, "chaos:", err)
-			code = 2
-		case rep.Failed():
-			code = 1
-		}
+		code = report(rep.Details(), rep.Summary(), rep.Failed(), err)
 	default:
 		fmt.Fprintf(os.Stderr, "chaos: unknown -scenario %q (chaos, failover-time, throughput, slow, elastic)\n", *scenario)
 		os.Exit(2)
@@ -235,4 +215,22 @@ func timings(defaults bool, extra []string) string {
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "chaos:", err)
 	os.Exit(2)
+}
+
+// report prints a scenario's detail lines and summary and returns the exit
+// code: 2 when the run itself failed, 1 when it shows a correctness
+// problem, 0 otherwise.
+func report(details []string, summary string, failed bool, err error) int {
+	for _, l := range details {
+		fmt.Println(l)
+	}
+	fmt.Println(summary)
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	case failed:
+		return 1
+	}
+	return 0
 }
