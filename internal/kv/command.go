@@ -109,7 +109,29 @@ const (
 	cmdEnd // keep last
 )
 
-var cmdNames = [...]string{
+// Later families take explicit numbers, one block each, so that commands
+// added side by side never renumber one another (the values are wire):
+//
+//	100–129 strings, bitmaps, HyperLogLog, keyspace (command_strings.go)
+//	130–159 lists, sets, hashes (command_collections.go)
+//	160–189 sorted sets, geo (command_zset.go)
+//	190–219 scripting, streams, server (command_server.go)
+//
+// Each block's file names its ops with nameOps in an init function.
+const maxCmdOp = 256
+
+// nameOps records the names of a block's ops; a duplicate number panics at
+// start-up rather than silently aliasing two commands on the wire.
+func nameOps(names map[CmdOp]string) {
+	for op, name := range names {
+		if int(op) >= maxCmdOp || op < cmdEnd || cmdNames[op] != "" {
+			panic(fmt.Sprintf("kv: op %d (%s) out of block or named twice", uint16(op), name))
+		}
+		cmdNames[op] = name
+	}
+}
+
+var cmdNames = [maxCmdOp]string{
 	CmdNone: "NONE", CmdIncrBy: "INCRBY", CmdIncrByFloat: "INCRBYFLOAT", CmdAppend: "APPEND",
 	CmdStrLen: "STRLEN", CmdGetRange: "GETRANGE", CmdSetRange: "SETRANGE", CmdGetDel: "GETDEL", CmdType: "TYPE",
 	CmdHSet: "HSET", CmdHGet: "HGET", CmdHDel: "HDEL", CmdHGetAll: "HGETALL", CmdHIncrBy: "HINCRBY",
@@ -136,14 +158,14 @@ var cmdNames = [...]string{
 func (op CmdOp) NodeLevel() bool { return op >= CmdScan && op <= CmdDBSize }
 
 func (op CmdOp) String() string {
-	if op < cmdEnd && cmdNames[op] != "" {
+	if int(op) < maxCmdOp && cmdNames[op] != "" {
 		return cmdNames[op]
 	}
 	return fmt.Sprintf("CmdOp(%d)", uint16(op))
 }
 
 // Valid reports whether this build knows op.
-func (op CmdOp) Valid() bool { return op > CmdNone && op < cmdEnd }
+func (op CmdOp) Valid() bool { return op > CmdNone && int(op) < maxCmdOp && cmdNames[op] != "" }
 
 // Cmd is one command on one key. Args are byte strings, as in RESP, so the
 // RESP front end passes its arguments through unchanged; numbers are decimal
