@@ -113,6 +113,13 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			tl.Add("failed: %v", err)
 		}
 	}
+	// The leader's counters run since it leads (a drained or killed
+	// leader's successor starts from zero): the last reading of each.
+	type counters struct {
+		moves, aborted   uint64
+		keys, bytesMoved int64
+	}
+	byLeader := map[int]counters{}
 	settled := func(cond func(*Status) bool) error {
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
@@ -133,8 +140,12 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			if cond(st) {
 				// The leader's counters since it leads (a leader change
 				// restarts them): the last reading.
-				rep.Moves, rep.Aborted = st.Rebalance.Completed, st.Rebalance.Aborted
-				rep.KeysMoved, rep.BytesMoved = st.Rebalance.KeysMoved, st.Rebalance.BytesMoved
+				byLeader[l] = counters{st.Rebalance.Completed, st.Rebalance.Aborted, st.Rebalance.KeysMoved, st.Rebalance.BytesMoved}
+				rep.Moves, rep.Aborted, rep.KeysMoved, rep.BytesMoved = 0, 0, 0, 0
+				for _, c := range byLeader {
+					rep.Moves, rep.Aborted = rep.Moves+c.moves, rep.Aborted+c.aborted
+					rep.KeysMoved, rep.BytesMoved = rep.KeysMoved+c.keys, rep.BytesMoved+c.bytesMoved
+				}
 				return true, nil
 			}
 			return false, nil
