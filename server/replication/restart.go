@@ -31,14 +31,14 @@ import (
 // certified flag and the gate opens for good.
 type restartState struct {
 	mu        sync.Mutex
-	certified map[string]bool // partition identity → certified in this incarnation (sticky)
+	certified map[string]bool     // partition identity → certified in this incarnation (sticky)
 	proven    []bool              // per segment: pulled from a recovery source, or proved by a cut-over
 	levelWith []map[string]uint64 // per segment: copy → its head, for each copy whose catch-up plan showed it keeps nothing this owner lacks
 	synced    []bool              // per segment: level (recovery.SegmentLevel), as of the last gate evaluation
 	srcHead   []uint64            // per segment: the source's head revision when proven (0: none known)
-	pulled    []uint64        // per segment: the highest revision a recovery source shipped here
-	held      []bool          // per segment: the serve gate holds it (the store does not own it)
-	released  []bool          // per segment: served once in this incarnation (never held again)
+	pulled    []uint64            // per segment: the highest revision a recovery source shipped here
+	held      []bool              // per segment: the serve gate holds it (the store does not own it)
+	released  []bool              // per segment: served once in this incarnation (never held again)
 }
 
 func newRestartState(segments int) *restartState {
@@ -48,7 +48,7 @@ func newRestartState(segments int) *restartState {
 	}
 	return &restartState{certified: map[string]bool{}, synced: make([]bool, segments), proven: make([]bool, segments),
 		levelWith: levelWith,
-		srcHead: make([]uint64, segments), pulled: make([]uint64, segments), held: make([]bool, segments), released: make([]bool, segments)}
+		srcHead:   make([]uint64, segments), pulled: make([]uint64, segments), held: make([]bool, segments), released: make([]bool, segments)}
 }
 
 // Certified reports whether this node certified the partition with
