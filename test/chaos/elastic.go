@@ -49,9 +49,10 @@ func (r ElasticReport) Summary() string {
 // RunElastic starts Cluster.Nodes nodes, writes the fixed keys, starts the
 // workload, adds two nodes (each given its share by auto-rebalance), drains
 // the second node, and verifies every acknowledged write. A fault hits the
-// moves of the second join: at RF ≥ 2 a SIGKILL of an original non-leader
-// node (restarted at once), at RF 1 a 1 s SIGSTOP (a slow node: at RF 1 a
-// kill loses that node's data by definition).
+// moves of the second join: at RF ≥ 2 a 3 s SIGSTOP of the joiner (the
+// incoming side), then a SIGKILL of an original non-leader node (restarted
+// at once); at RF 1 a 1 s SIGSTOP of an original node (a slow node: at RF 1
+// a kill loses that node's data by definition).
 func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 	out := cfg.Out
 	if out == nil {
@@ -180,6 +181,13 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 					victim = 1
 				}
 				if o.RF >= 2 {
+					// The incoming side stalls first (a SIGSTOP past the
+					// suspect escalation of these timings), then an
+					// original node dies and comes straight back.
+					rep.Faults = append(rep.Faults, "SIGSTOP 3s "+NodeID(i))
+					if err := pauseFor(ctx, c, tl, i, 3*time.Second, "the joiner stalls mid-move"); err != nil {
+						return err
+					}
 					rep.Faults = append(rep.Faults, "SIGKILL "+NodeID(victim))
 					tl.Add("SIGKILL %s mid-move", NodeID(victim))
 					if err := c.Kill(victim); err != nil {
