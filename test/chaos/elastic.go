@@ -32,6 +32,19 @@ type ElasticReport struct {
 	Faults     []string
 	Crashes    []string
 	Problems   []string
+	Steps      []string // per scaling step: keys moved vs the minimum
+}
+
+// Details are the lines printed before the summary: the workload's, then
+// one per scaling step.
+func (r ElasticReport) Details() []string { return append(r.Result.Details(), r.Steps...) }
+
+// minimumMoved is the fewest keys a scaling step from `from` to `to` nodes
+// must copy with rf copies of keys live keys: every copy the joiner will
+// hold, or the leaver held, is built once (see the planner's table, D26).
+func minimumMoved(keys, rf, from, to int) int {
+	share := max(from, to) // the joiner's or the leaver's share is 1/max
+	return keys * min(rf, to) / share
 }
 
 // Failed reports whether an acknowledged write was lost or a node crashed.
@@ -121,6 +134,7 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 		keys, bytesMoved int64
 	}
 	byLeader := map[int]counters{}
+	var stepStart int64 // keys moved before the step
 	settled := func(cond func(*Status) bool) error {
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
@@ -162,6 +176,13 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 	}
 	original := c.N()
 	var added []int
+	liveKeys := cfg.Fixed + cfg.Workload.Keys
+	account := func(from, to int) {
+		moved := rep.KeysMoved - stepStart
+		stepStart = rep.KeysMoved
+		rep.Steps = append(rep.Steps, fmt.Sprintf("step %d → %d nodes: moved_keys=%d (minimum %d of %d live keys at RF %d)",
+			from, to, moved, minimumMoved(liveKeys, max(o.RF, 1), from, to), liveKeys, max(o.RF, 1)))
+	}
 	for k := range 2 {
 		step(fmt.Sprintf("add node %d", k+1), func() error {
 			i, err := c.AddNode(ctx)
@@ -205,6 +226,9 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			}
 			return settled(func(st *Status) bool { return holds(st, NodeID(i)) })
 		})
+		if runErr == nil {
+			account(original+k, original+k+1)
+		}
 	}
 	step("drain "+NodeID(1), func() error {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -221,6 +245,9 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			return !holds(st, NodeID(1))
 		})
 	})
+	if runErr == nil {
+		account(original+2, original+1)
+	}
 	tl.Add("%d original nodes, %d added, 1 drained", original, len(added))
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	if err := Heal(hctx, c, tl); err != nil {

@@ -44,6 +44,9 @@ func TestElastic(t *testing.T) {
 				Out:     logs,
 			})
 			t.Logf("%s: %s (took %v)", tc.name, rep.Summary(), time.Since(start).Round(time.Second))
+			for _, l := range rep.Steps {
+				t.Log(l)
+			}
 			if err != nil || rep.Failed() || rep.Acked == 0 || rep.Moves == 0 {
 				for _, l := range append(rep.Details(), rep.Problems...) {
 					t.Log(l)
