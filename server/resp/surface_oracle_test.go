@@ -162,3 +162,91 @@ func TestHyperLogLogLikeRedis(t *testing.T) {
 	n := startNode(t)
 	runDifferential(t, redisAddr, n.RESPAddr().String(), append(hllScript, hllGrowth()...), nil)
 }
+
+var keysScript = [][]string{
+	// COPY
+	{"SET", "src", "v", "EX", "100"}, {"COPY", "src", "dst"}, {"GET", "dst"}, {"TTL", "dst"}, {"COPY", "src", "dst"}, {"SET", "src", "w"},
+	{"COPY", "src", "dst", "REPLACE"}, {"GET", "dst"}, {"TTL", "dst"}, {"COPY", "src", "src"}, {"COPY", "nokey", "dst"}, {"COPY", "src", "dst", "FOO"},
+	{"COPY", "src", "dst", "DB"}, {"COPY", "src", "dst", "DB", "x"}, {"COPY", "src", "dst", "DB", "99"}, {"COPY", "src", "dst", "DB", "-1"},
+	{"COPY", "src", "dst", "DB", "0", "REPLACE"}, {"COPY", "src", "dst", "replace", "replace"},
+	{"RPUSH", "cl", "a", "b", "c"}, {"COPY", "cl", "cl2"}, {"LRANGE", "cl2", "0", "-1"}, {"RPUSH", "cl2", "d"}, {"LLEN", "cl"},
+	{"HSET", "ch", "f", "v", "g", "w"}, {"COPY", "ch", "ch2"}, {"HGET", "ch2", "g"}, {"ZADD", "cz", "1", "a", "2", "b"}, {"COPY", "cz", "cz2"},
+	{"ZRANGE", "cz2", "0", "-1", "WITHSCORES"}, {"SADD", "cs", "x"}, {"COPY", "cs", "dst", "REPLACE"}, {"TYPE", "dst"}, {"SMEMBERS", "dst"},
+	{"XADD", "cx", "1-1", "f", "v"}, {"COPY", "cx", "cx2"}, {"XRANGE", "cx2", "-", "+"}, {"TYPE", "cx2"},
+	// SORT / SORT_RO
+	{"RPUSH", "n", "3", "1", "2", "10", "-5.5"}, {"SORT", "n"}, {"SORT", "n", "DESC"}, {"SORT", "n", "ALPHA"}, {"SORT", "n", "ALPHA", "DESC"},
+	{"SORT", "n", "LIMIT", "1", "2"}, {"SORT", "n", "LIMIT", "-1", "2"}, {"SORT", "n", "LIMIT", "3", "-1"}, {"SORT", "n", "LIMIT", "10", "2"},
+	{"SORT", "n", "LIMIT", "0", "0"}, {"SORT", "n", "LIMIT", maxInt64, maxInt64}, {"SORT", "n", "LIMIT", "1", maxInt64}, {"SORT", "n", "LIMIT", "2", maxInt64}, {"SORT", "n", "LIMIT", "3", minInt64}, {"SORT", "n", "LIMIT", minInt64, "2"},
+	{"SORT", "n", "LIMIT", "x", "1"}, {"SORT", "n", "LIMIT", "1"}, {"SORT", "n", "FOO"}, {"SORT", "n", "STORE"}, {"SORT_RO", "n", "STORE", "x"},
+	{"SORT", "n", "BY", "nosort"}, {"SORT", "n", "BY", "nosort", "DESC"}, {"SORT", "n", "BY", "nosort", "LIMIT", "1", "2"},
+	{"SORT", "n", "BY", "nosort", "DESC", "LIMIT", "1", "2"}, {"SORT", "n", "BY", "nosort", "LIMIT", "9", "2"},
+	{"MSET", "w_3", "30", "w_1", "10", "w_2", "20", "w_10", "-1", "o_1", "one", "o_2", "two"}, {"SORT", "n", "BY", "w_*"}, {"SORT", "n", "BY", "w_*", "DESC"},
+	{"SORT", "n", "BY", "w_*", "GET", "o_*", "GET", "#"}, {"SORT", "n", "BY", "w_*", "GET", "#", "LIMIT", "0", "2"}, {"SORT", "n", "GET", "o_*"},
+	{"SORT", "n", "BY", "o_*", "ALPHA", "GET", "#"}, {"SORT", "n", "BY", "o_*"},
+	{"HSET", "hw_1", "f", "5"}, {"HSET", "hw_2", "f", "4"}, {"HSET", "hw_3", "f", "3"}, {"HSET", "hw_10", "f", "2"}, {"HSET", "hw_-5.5", "f", "1"},
+	{"SORT", "n", "BY", "hw_*->f"}, {"SORT", "n", "BY", "hw_*->f", "GET", "hw_*->f", "GET", "hw_*->nof", "GET", "#"}, {"SORT", "n", "GET", "hw_*->"},
+	{"SORT", "n", "GET", "w_*->f"}, {"SORT", "n", "BY", "hw_*->f", "STORE", "sorted"}, {"LRANGE", "sorted", "0", "-1"}, {"TYPE", "sorted"},
+	{"SORT", "n", "GET", "o_*", "STORE", "sorted"}, {"LRANGE", "sorted", "0", "-1"}, {"SORT", "nokey", "STORE", "sorted"}, {"EXISTS", "sorted"},
+	{"SORT", "n", "STORE", "sorted"}, {"SORT_RO", "n", "BY", "w_*"}, {"SORT_RO", "n", "LIMIT", "0", "1", "DESC"},
+	{"RPUSH", "bad", "1", "x", "2"}, {"SORT", "bad"}, {"SORT", "bad", "STORE", "sorted"}, {"LRANGE", "sorted", "0", "-1"}, {"SORT", "bad", "ALPHA"},
+	{"SORT", "bad", "BY", "nosort"}, {"SORT", "src"}, {"SORT", "src", "FOO"}, {"SORT", "nokey"}, {"SORT", "nokey", "BY", "w_*", "GET", "#"},
+	{"SADD", "sset", "5", "3", "9", "1"}, {"SORT", "sset"}, {"SORT", "sset", "DESC", "LIMIT", "1", "2"}, {"SORT", "sset", "BY", "nosort", "STORE", "sorted"},
+	{"LRANGE", "sorted", "0", "-1"}, {"SADD", "aset", "b", "a", "c"}, {"SORT", "aset", "ALPHA"}, {"SORT", "aset"},
+	{"ZADD", "zs", "1", "c", "2", "a", "3", "b"}, {"SORT", "zs", "ALPHA"}, {"SORT", "zs", "BY", "nosort"}, {"SORT", "zs", "BY", "nosort", "DESC"},
+	{"SORT", "zs", "BY", "nosort", "DESC", "LIMIT", "1", "1"}, {"SORT", "zs", "BY", "nosort", "LIMIT", "1", "5"}, {"SORT", "zs"},
+	{"RPUSH", "ws", "  7", "", "1e3", "0x10", "-inf", "inf"}, {"SORT", "ws"},
+	{"RPUSH", "dup", "b", "a", "b", "a"}, {"SORT", "dup", "ALPHA"}, {"SORT", "dup", "ALPHA", "DESC", "GET", "#"},
+	// OBJECT, MEMORY
+	{"SET", "i", "123"}, {"SET", "neg", "-5"}, {"SET", "big", "123456789012345678901"}, {"SET", "emb", "hello"},
+	{"SET", "raw", strings.Repeat("x", 45)}, {"SET", "e44", strings.Repeat("x", 44)},
+	{"OBJECT", "ENCODING", "i"}, {"OBJECT", "ENCODING", "neg"}, {"OBJECT", "ENCODING", "big"}, {"OBJECT", "ENCODING", "emb"},
+	{"OBJECT", "ENCODING", "raw"}, {"OBJECT", "ENCODING", "e44"}, {"OBJECT", "ENCODING", "nokey"},
+	{"OBJECT", "REFCOUNT", "i"}, {"SET", "i2", "20000"}, {"OBJECT", "REFCOUNT", "i2"}, {"OBJECT", "REFCOUNT", "emb"}, {"OBJECT", "REFCOUNT", "nokey"},
+	{"OBJECT", "FREQ", "i"}, {"OBJECT", "FREQ", "nokey"}, {"OBJECT", "IDLETIME", "i"}, {"OBJECT", "IDLETIME", "nokey"}, {"OBJECT", "HELP"},
+	{"OBJECT", "ENCODING"}, {"OBJECT", "ENCODING", "a", "b"}, {"OBJECT", "FOO", "i"},
+	{"HSET", "eh", "f", "v"}, {"OBJECT", "ENCODING", "eh"}, {"HSET", "eh", "long", strings.Repeat("v", 65)}, {"OBJECT", "ENCODING", "eh"},
+	{"SADD", "es", "1", "2", "-3"}, {"OBJECT", "ENCODING", "es"}, {"SADD", "es", "x"}, {"OBJECT", "ENCODING", "es"},
+	{"ZADD", "ez", "1", "m"}, {"OBJECT", "ENCODING", "ez"}, {"ZADD", "ez", "2", strings.Repeat("m", 65)}, {"OBJECT", "ENCODING", "ez"},
+	{"RPUSH", "el", "a"}, {"OBJECT", "ENCODING", "el"}, {"OBJECT", "ENCODING", "cx"},
+	{"MEMORY", "USAGE", "nokey"}, {"MEMORY", "USAGE", "i", "SAMPLES"}, {"MEMORY", "USAGE", "i", "SAMPLES", "x"}, {"MEMORY", "USAGE", "i", "SAMPLES", "-1"},
+	{"MEMORY", "USAGE", "i", "FOO", "1"}, {"MEMORY", "USAGE"},
+	// WAIT, DUMP/RESTORE arity
+	{"WAIT", "0", "0"}, {"WAIT", "x", "0"}, {"WAIT", "1", "-1"}, {"WAIT", "1", "x"}, {"WAIT", "0"}, {"DUMP"}, {"RESTORE", "k", "0"},
+}
+
+// largeSets: the encoding thresholds by count.
+func largeSets() [][]string {
+	hs, ss, zs, is := []string{"HSET", "bh"}, []string{"SADD", "bs"}, []string{"ZADD", "bz"}, []string{"SADD", "bi"}
+	for i := 0; i < 513; i++ {
+		hs = append(hs, fmt.Sprint("f", i), "v")
+	}
+	for i := 0; i < 129; i++ {
+		ss = append(ss, fmt.Sprint("m", i))
+		zs = append(zs, fmt.Sprint(i), fmt.Sprint("m", i))
+	}
+	for i := 0; i < 513; i++ {
+		is = append(is, fmt.Sprint(i))
+	}
+	return [][]string{hs, {"OBJECT", "ENCODING", "bh"}, ss, {"OBJECT", "ENCODING", "bs"}, zs, {"OBJECT", "ENCODING", "bz"},
+		is, {"OBJECT", "ENCODING", "bi"}, {"SREM", "bi", "0"}, {"SADD", "bi2"}, {"SADD", "bi3", "1", "2"}, {"OBJECT", "ENCODING", "bi3"}}
+}
+
+func TestKeyspaceLikeRedis(t *testing.T) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	runDifferential(t, redisAddr, n.RESPAddr().String(), append(keysScript, largeSets()...), map[string]bool{"SMEMBERS": true})
+}
+
+// Against Redis Cluster: what a cluster answers differently from a
+// standalone server (COPY to another database).
+func TestKeyspaceLikeRedisCluster(t *testing.T) {
+	redisAddr := startRedisCluster(t)
+	n := startNode(t)
+	runDifferential(t, redisAddr, n.RESPAddr().String(), [][]string{
+		{"SET", "{c}src", "v"}, {"COPY", "{c}src", "{c}dst", "DB", "1"}, {"COPY", "{c}src", "{c}dst", "DB", "15"},
+		{"COPY", "{c}src", "{c}dst", "DB", "16"}, {"COPY", "{c}src", "{c}dst", "DB", "0"}, {"GET", "{c}dst"}, {"WAIT", "0", "0"},
+		{"RPUSH", "{c}l", "2", "1"}, {"SORT", "{c}l", "STORE", "{c}out"}, {"LRANGE", "{c}out", "0", "-1"}, {"SORT", "{c}l", "BY", "nosort"},
+		{"PFADD", "{c}h1", "a"}, {"PFADD", "{c}h2", "b"}, {"PFCOUNT", "{c}h1", "{c}h2"}, {"PFMERGE", "{c}h3", "{c}h1", "{c}h2"}, {"PFCOUNT", "{c}h3"},
+		{"SET", "{c}b1", "a"}, {"BITOP", "NOT", "{c}b2", "{c}b1"}, {"GET", "{c}b2"}, {"LCS", "{c}b1", "{c}b2"},
+	}, nil)
+}

@@ -22,13 +22,16 @@ type KeyInfo struct {
 	SharedInt bool
 }
 
-// Redis 7.0's default encoding thresholds (hash-max-listpack-*,
-// set-max-intset-entries, zset-max-listpack-*).
+// Redis 7.0's built-in encoding thresholds, what redis-server answers
+// without a configuration file (hash-max-listpack-entries 512 and -value
+// 64, zset-max-listpack-entries 128 and -value 64, set-max-intset-entries
+// 512; the sample redis.conf lowers the hash one to 128).
 const (
-	listpackMaxEntries = 128
-	listpackMaxValue   = 64
-	intsetMaxEntries   = 512
-	embstrMaxLen       = 44
+	hashListpackMaxEntries = 512
+	zsetListpackMaxEntries = 128
+	listpackMaxValue       = 64
+	intsetMaxEntries       = 512
+	embstrMaxLen           = 44
 )
 
 // encodingOf is the encoding Redis would use for the record's content. It
@@ -49,7 +52,7 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		return "raw", false
 	case KindHash:
 		h := r.coll.get().(*hashColl)
-		if len(h.m) > listpackMaxEntries {
+		if len(h.m) > hashListpackMaxEntries {
 			return "hashtable", false
 		}
 		for f, v := range h.m {
@@ -73,7 +76,7 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		return "intset", false
 	case KindZSet:
 		z := r.coll.get().(*zsetColl)
-		if len(z.scores) > listpackMaxEntries {
+		if len(z.scores) > zsetListpackMaxEntries {
 			return "skiplist", false
 		}
 		for m := range z.scores {
