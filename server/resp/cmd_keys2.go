@@ -26,7 +26,7 @@ func init() {
 			summary: "Copies the value of a key to a new key ([DB 0] [REPLACE]); keys of any slot on one node.", run: cmdCopy}),
 		g(&command{name: "sort", arity: -2, flags: writeFlags | flagMovableKeys, first: 1, last: 1, step: 1, since: "1.0.0",
 			summary: "Sorts the elements in a list, a set, or a sorted set, optionally storing the result ([BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC] [ALPHA] [STORE destination]).",
-			keys: sortKeys, run: cmdSort(false)}),
+			keys:    sortKeys, run: cmdSort(false)}),
 		g(&command{name: "sort_ro", arity: -2, flags: flagReadonly, first: 1, last: 1, step: 1, since: "7.0.0",
 			summary: "Returns the sorted elements of a list, a set, or a sorted set (SORT without STORE).", run: cmdSort(true)}),
 		g(&command{name: "wait", arity: 3, flags: flagNoScript, since: "3.0.0",
