@@ -15,6 +15,9 @@ func (m *Manager) WaitReplicas(ctx context.Context, seg uint16, rev uint64, want
 			return 0
 		}
 		ps := route[seg]
+		if !ps.hasCounted() {
+			return 0 // no replica can ever acknowledge: do not wait for one
+		}
 		ch := ps.subscribe()
 		n := ps.appliedBy(int(seg), rev)
 		if n >= want {
@@ -41,4 +44,14 @@ func (ps *partState) appliedBy(seg int, rev uint64) int {
 		}
 	}
 	return n
+}
+
+// hasCounted reports whether some replica's copy counts.
+func (ps *partState) hasCounted() bool {
+	for _, c := range ps.counted {
+		if c {
+			return true
+		}
+	}
+	return false
 }
