@@ -179,8 +179,12 @@ func cmdCopy(c *conn, args [][]byte) {
 			replace = true
 		case eq(args[j], "DB") && j+1 < len(args):
 			db, ok := parseInt(args[j+1])
-			if !ok || db < math.MinInt32 || db > math.MaxInt32 {
+			if !ok {
 				c.err(msgNotInteger)
+				return
+			}
+			if db < math.MinInt32 || db > math.MaxInt32 {
+				c.err("ERR value is out of range, value must between -2147483648 and 2147483647")
 				return
 			}
 			if db < 0 || db >= 16 {

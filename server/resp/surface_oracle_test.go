@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/server"
 )
 
 // Differential tests of the strings/bitmaps/HyperLogLog/keyspace surface
@@ -249,4 +251,87 @@ func TestKeyspaceLikeRedisCluster(t *testing.T) {
 		{"PFADD", "{c}h1", "a"}, {"PFADD", "{c}h2", "b"}, {"PFCOUNT", "{c}h1", "{c}h2"}, {"PFMERGE", "{c}h3", "{c}h1", "{c}h2"}, {"PFCOUNT", "{c}h3"},
 		{"SET", "{c}b1", "a"}, {"BITOP", "NOT", "{c}b2", "{c}b1"}, {"GET", "{c}b2"}, {"LCS", "{c}b1", "{c}b2"},
 	}, nil)
+}
+
+// surfaceHostile: arguments at and past the limits for the commands of
+// this file (the rest of issue #13's table is hostileScript). Rows that
+// make Redis allocate what Zaris's item cap refuses (SETBIT 4294967295)
+// are in TestSurfaceItemCap instead.
+var surfaceHostile = [][]string{
+	{"SET", "big1", strings.Repeat("a", 12000)}, {"SET", "big2", strings.Repeat("b", 12000)},
+	{"LCS", "big1", "big2"}, {"LCS", "big1", "big2", "LEN"}, {"LCS", "big1", "big2", "IDX", "MINMATCHLEN", maxInt64},
+	{"LCS", "big1", "big1", "MINMATCHLEN", minInt64, "LEN"},
+	{"SET", "s", "\x00\xff\x01"}, {"BITCOUNT", "s", minInt64, minInt64}, {"BITCOUNT", "s", maxInt64, maxInt64, "BIT"},
+	{"BITCOUNT", "s", "0", "9223372036854775808"}, {"BITPOS", "s", "0", maxInt64, minInt64, "BIT"}, {"BITPOS", "s", "1", minInt64, minInt64},
+	{"BITPOS", "s", "1", "-1", maxInt64, "BIT"}, {"BITPOS", "s", maxInt64}, {"BITPOS", "s", maxUint64},
+	{"GETBIT", "s", maxUint64}, {"GETBIT", "s", "4294967295"}, {"SETBIT", "s", "23", maxInt64}, {"SETBIT", "s", "23", minInt64},
+	{"BITFIELD", "s", "GET", "i64", maxInt64}, {"BITFIELD", "s", "GET", "i" + maxInt64, "0"}, {"BITFIELD", "s", "GET", "u" + minInt64, "0"},
+	{"BITFIELD", "s", "INCRBY", "i64", "0", maxInt64, "INCRBY", "i64", "0", maxInt64, "OVERFLOW", "SAT", "INCRBY", "i64", "0", maxInt64},
+	{"BITFIELD", "s", "OVERFLOW", "WRAP", "INCRBY", "u63", "0", minInt64, "INCRBY", "u63", "0", maxInt64, "INCRBY", "i64", "0", minInt64},
+	{"BITFIELD_RO", "s", "GET", "u63", "#" + maxInt64}, {"BITFIELD_RO", "s", "GET", "u63", "#146402730743726592"},
+	{"RPUSH", "l", "1", "2", "3"}, {"SORT", "l", "LIMIT", maxInt64, minInt64}, {"SORT", "l", "LIMIT", minInt64, minInt64},
+	{"SORT", "l", "LIMIT", "9223372036854775808", "1"}, {"SORT", "l", "BY", "nosort", "LIMIT", maxInt64, maxInt64, "DESC"},
+	{"SORT", "l", "BY", "nosort", "DESC", "LIMIT", "-5", maxInt64},
+	{"WAIT", "0", maxInt64}, {"WAIT", maxInt64, "1"}, {"WAIT", minInt64, "0"}, {"WAIT", "0", "9223372036854775808"},
+	{"MEMORY", "USAGE", "s", "SAMPLES", "9223372036854775808"}, {"MEMORY", "USAGE", "s", "SAMPLES", minInt64}, {"COPY", "s", "d", "DB", maxInt64},
+	{"COPY", "s", "d", "DB", "2147483648"}, {"COPY", "s", "d", "DB", "-2147483649"},
+	{"PFADD", "h", "", "\x00", strings.Repeat("z", 100000)}, {"PFCOUNT", "h"}, {"GET", "h"},
+}
+
+func TestSurfaceHostileArgumentsLikeRedis(t *testing.T) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	runDifferential(t, redisAddr, n.RESPAddr().String(), surfaceHostile, nil)
+}
+
+// With --max-item-bytes at 1 KiB, a bitmap, an HLL or a SORT … STORE that
+// would pass it is refused with the item cap's -OOM and changes nothing.
+func TestSurfaceItemCap(t *testing.T) {
+	n := startNode(t, func(c *server.Config) { c.MaxItemBytes = 1024 })
+	r := dialRaw(t, n.RESPAddr().String())
+	const oom = "-OOM value exceeds the maximum item size of 1024 bytes\r\n"
+	require.Equal(t, oom, r.do("SETBIT", "b", "4294967295", "1"))
+	require.Equal(t, oom, r.do("SETBIT", "b", "8192", "1"))
+	require.Equal(t, "$-1\r\n", r.do("GET", "b"), "a refused SETBIT created the key")
+	require.Equal(t, ":0\r\n", r.do("SETBIT", "b", "8191", "1"))
+	require.Equal(t, oom, r.do("BITFIELD", "b", "SET", "u8", "#1024", "1"))
+	require.Equal(t, oom, r.do("BITFIELD", "b", "SET", "u8", "#0", "255", "SET", "u8", "#1024", "1"))
+	require.Equal(t, ":1024\r\n", r.do("STRLEN", "b"))
+	require.Equal(t, ":1\r\n", r.do("BITCOUNT", "b"), "the refused BITFIELD applied its first operation")
+
+	// An HLL turns dense (12304 bytes) once a register passes 32 or it passes
+	// 3000 bytes: long before, at 1 KiB, the sparse value stops growing.
+	i, refused := 0, false
+	for ; i < 5000 && !refused; i++ {
+		switch rep := r.do("PFADD", "h", fmt.Sprint("e", i)); rep {
+		case ":0\r\n", ":1\r\n":
+		case oom:
+			refused = true
+		default:
+			t.Fatalf("PFADD: %q", rep)
+		}
+	}
+	require.True(t, refused, "no PFADD was refused")
+	before := r.do("GET", "h")
+	require.Equal(t, oom, r.do("PFADD", "h", fmt.Sprint("e", i-1)))
+	require.Equal(t, before, r.do("GET", "h"), "a refused PFADD changed the HLL")
+
+	// PFMERGE of two HLLs whose union passes the cap.
+	for j := 0; j < 5000; j++ {
+		if r.do("PFADD", "h2", fmt.Sprint("x", j)) == oom {
+			break
+		}
+	}
+	require.Equal(t, oom, r.do("PFMERGE", "hm", "h", "h2"))
+	require.Equal(t, ":0\r\n", r.do("EXISTS", "hm"))
+
+	// SORT … STORE whose GET values make the list pass the cap.
+	require.Equal(t, ":5\r\n", r.do("RPUSH", "l", "1", "2", "3", "4", "5"))
+	for j := 1; j <= 5; j++ {
+		require.Equal(t, "+OK\r\n", r.do("SET", fmt.Sprint("v_", j), strings.Repeat("v", 300)))
+	}
+	require.Equal(t, "+OK\r\n", r.do("SET", "dst", "keep"))
+	require.Equal(t, oom, r.do("SORT", "l", "GET", "v_*", "STORE", "dst"))
+	require.Equal(t, "$4\r\nkeep\r\n", r.do("GET", "dst"), "a refused SORT STORE changed the destination")
+	require.Equal(t, ":5\r\n", r.do("SORT", "l", "STORE", "dst"))
 }

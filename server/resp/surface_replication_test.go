@@ -115,3 +115,47 @@ func TestWaitCountsReplicas(t *testing.T) {
 	require.Equal(t, ":0\r\n", conn.do("WAIT", "1", "300"))
 	require.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond, "WAIT returned before its timeout")
 }
+
+// In a multi-node cluster the multi-key commands of issue #13 item 5 run
+// when all their keys are on the node reached and are CROSSSLOT otherwise;
+// SORT's BY and GET patterns, which could name keys of any node, are
+// refused with Redis Cluster's errors (BY without '*' still works).
+func TestSurfaceMultiKeyOnThreeNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	cl := clustertest.Start(t, 3, clustertest.Options{})
+	first := "sk:0"
+	owner := cl.Owner(first)
+	var same, foreign string
+	for i := 1; same == "" || foreign == ""; i++ {
+		k := "sk:" + strconv.Itoa(i)
+		switch {
+		case placement.Slot(k) == placement.Slot(first):
+		case cl.Owner(k) == owner && same == "":
+			same = k
+		case cl.Owner(k) != owner && foreign == "":
+			foreign = k
+		}
+	}
+	r := dialRaw(t, owner.RESPAddr().String())
+	cross := "-CROSSSLOT Keys in request don't hash to the same slot\r\n"
+	require.Equal(t, "+OK\r\n", r.do("SET", first, "\x0f"))
+	require.Equal(t, ":1\r\n", r.do("BITOP", "NOT", same, first))
+	require.Equal(t, "$1\r\n\xf0\r\n", r.do("GET", same))
+	require.Equal(t, cross, r.do("BITOP", "AND", foreign, first))
+	require.Equal(t, cross, r.do("LCS", first, foreign))
+	require.Equal(t, ":1\r\n", r.do("PFADD", "{"+first+"}h", "a"))
+	require.Equal(t, cross, r.do("PFMERGE", foreign, "{"+first+"}h"))
+	require.Equal(t, cross, r.do("PFCOUNT", "{"+first+"}h", foreign))
+	require.Equal(t, ":1\r\n", r.do("COPY", first, "{"+same+"}c"))
+	require.Equal(t, cross, r.do("COPY", first, foreign))
+	require.Equal(t, ":2\r\n", r.do("RPUSH", "{"+first+"}l", "2", "1"))
+	require.Equal(t, "*2\r\n$1\r\n1\r\n$1\r\n2\r\n", r.do("SORT", "{"+first+"}l"))
+	require.Equal(t, "*2\r\n$1\r\n2\r\n$1\r\n1\r\n", r.do("SORT", "{"+first+"}l", "BY", "nosort"))
+	require.Equal(t, "-ERR BY option of SORT denied in Cluster mode.\r\n", r.do("SORT", "{"+first+"}l", "BY", "w_*"))
+	require.Equal(t, "-ERR GET option of SORT denied in Cluster mode.\r\n", r.do("SORT", "{"+first+"}l", "GET", "#"))
+	require.Equal(t, cross, r.do("SORT", "{"+first+"}l", "STORE", foreign))
+	require.Equal(t, ":2\r\n", r.do("SORT", "{"+first+"}l", "STORE", "{"+same+"}s"))
+	require.Equal(t, ":0\r\n", r.do("EXISTS", foreign), "a refused command wrote nothing")
+}
