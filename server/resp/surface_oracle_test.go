@@ -2,6 +2,7 @@ package resp_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -334,4 +335,25 @@ func TestSurfaceItemCap(t *testing.T) {
 	require.Equal(t, oom, r.do("SORT", "l", "GET", "v_*", "STORE", "dst"))
 	require.Equal(t, "$4\r\nkeep\r\n", r.do("GET", "dst"), "a refused SORT STORE changed the destination")
 	require.Equal(t, ":5\r\n", r.do("SORT", "l", "STORE", "dst"))
+}
+
+// DUMP and RESTORE are refused with a clear error (docs/RESP.md): Zaris
+// does not implement Redis's RDB serialization.
+func TestDumpRestoreRefused(t *testing.T) {
+	n := startNode(t)
+	r := dialRaw(t, n.RESPAddr().String())
+	require.Equal(t, "+OK\r\n", r.do("SET", "k", "v"))
+	require.Equal(t, "-ERR DUMP is not supported: Zaris does not implement Redis's RDB serialization format (see docs/RESP.md)\r\n", r.do("DUMP", "k"))
+	require.Equal(t, "-ERR RESTORE is not supported: Zaris does not implement Redis's RDB serialization format (see docs/RESP.md)\r\n",
+		r.do("RESTORE", "k2", "0", "\x00\x01v\x0a\x00"))
+	require.Equal(t, ":0\r\n", r.do("EXISTS", "k2"))
+	// MEMORY USAGE: the bytes the key is charged, growing with its content.
+	small, big := r.do("MEMORY", "USAGE", "k"), ""
+	require.Equal(t, "+OK\r\n", r.do("SET", "k", strings.Repeat("v", 10000)))
+	big = r.do("MEMORY", "USAGE", "k")
+	ns, _ := strconv.Atoi(strings.Trim(small, ":\r\n"))
+	nb, _ := strconv.Atoi(strings.Trim(big, ":\r\n"))
+	require.Greater(t, ns, 1)
+	require.GreaterOrEqual(t, nb, 10000)
+	require.Less(t, nb, 10000+ns+64)
 }
