@@ -131,6 +131,9 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if gs == nil || gd == nil || gd.store.checkKey(dst) != kv.StatusSuccess {
 		return false, crossSegment
 	}
+	if !gs.owned {
+		return false, status(kv.StatusMoved)
+	}
 	if st := gd.writableLocked(); st != kv.StatusSuccess {
 		return false, status(st)
 	}
