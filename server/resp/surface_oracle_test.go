@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -205,7 +206,7 @@ var keysScript = [][]string{
 	{"OBJECT", "ENCODING", "i"}, {"OBJECT", "ENCODING", "neg"}, {"OBJECT", "ENCODING", "big"}, {"OBJECT", "ENCODING", "emb"},
 	{"OBJECT", "ENCODING", "raw"}, {"OBJECT", "ENCODING", "e44"}, {"OBJECT", "ENCODING", "nokey"},
 	{"OBJECT", "REFCOUNT", "i"}, {"SET", "i2", "20000"}, {"OBJECT", "REFCOUNT", "i2"}, {"OBJECT", "REFCOUNT", "emb"}, {"OBJECT", "REFCOUNT", "nokey"},
-	{"OBJECT", "FREQ", "i"}, {"OBJECT", "FREQ", "nokey"}, {"OBJECT", "IDLETIME", "i"}, {"OBJECT", "IDLETIME", "nokey"}, {"OBJECT", "HELP"},
+	{"OBJECT", "FREQ", "i"}, {"OBJECT", "FREQ", "nokey"}, {"OBJECT", "IDLETIME", "nokey"}, {"OBJECT", "HELP"},
 	{"OBJECT", "ENCODING"}, {"OBJECT", "ENCODING", "a", "b"}, {"OBJECT", "FOO", "i"},
 	{"HSET", "eh", "f", "v"}, {"OBJECT", "ENCODING", "eh"}, {"HSET", "eh", "long", strings.Repeat("v", 65)}, {"OBJECT", "ENCODING", "eh"},
 	{"SADD", "es", "1", "2", "-3"}, {"OBJECT", "ENCODING", "es"}, {"SADD", "es", "x"}, {"OBJECT", "ENCODING", "es"},
@@ -356,4 +357,11 @@ func TestDumpRestoreRefused(t *testing.T) {
 	require.Greater(t, ns, 1)
 	require.GreaterOrEqual(t, nb, 10000)
 	require.Less(t, nb, 10000+ns+64)
+	// OBJECT IDLETIME: the seconds since the last access.
+	began := time.Now()
+	require.Equal(t, "+OK\r\n", r.do("SET", "idle", "v"))
+	idle, err := strconv.Atoi(strings.Trim(r.do("OBJECT", "IDLETIME", "idle"), ":\r\n"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, idle, 0)
+	require.LessOrEqual(t, time.Duration(idle)*time.Second, time.Since(began)+time.Second)
 }
