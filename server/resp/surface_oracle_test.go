@@ -216,6 +216,7 @@ var keysScript = [][]string{
 	{"MEMORY", "USAGE", "i", "FOO", "1"}, {"MEMORY", "USAGE"},
 	// WAIT, DUMP/RESTORE arity
 	{"WAIT", "0", "0"}, {"WAIT", "x", "0"}, {"WAIT", "1", "-1"}, {"WAIT", "1", "x"}, {"WAIT", "0"}, {"DUMP"}, {"RESTORE", "k", "0"},
+	{"MULTI"}, {"SET", "tx", "1"}, {"WAIT", "0", "0"}, {"WAIT", "1", "0"}, {"EXEC"},
 }
 
 // largeSets: the encoding thresholds by count.
