@@ -14,6 +14,8 @@ var groupTitles = []struct{ group, title string }{
 	{"cluster", "Cluster"},
 	{"generic", "Keys"},
 	{"string", "Strings and counters"},
+	{"bitmap", "Bitmaps"},
+	{"hyperloglog", "HyperLogLog"},
 	{"hash", "Hashes"},
 	{"list", "Lists"},
 	{"set", "Sets"},
@@ -281,6 +283,47 @@ characters); ` + "`INFO server`" + ` shows both.
   ` + "`-ERR Command not allowed inside a transaction`" + `; PING, ECHO, TIME, PUBLISH,
   SELECT and COMMAND may be queued. Blocking commands do not block inside EXEC
   (a null reply when nothing is there), as in Redis.
+- Bitmaps, HyperLogLog and keyspace extras (issue #13 item 5;
+  ` + "`server/store/bits.go`" + `, ` + "`hll.go`" + `, ` + "`keyinfo.go`" + `, ` + "`server/resp/cmd_bits.go`" + `,
+  ` + "`cmd_hll.go`" + `, ` + "`cmd_keys2.go`" + `), each compared reply for reply with redis-server 7.0
+  (` + "`TestBitmapsLikeRedis`" + `, ` + "`TestHyperLogLogLikeRedis`" + `, ` + "`TestKeyspaceLikeRedis`" + `):
+  - SETBIT/GETBIT/BITFIELD offsets stop at 2^32-1 (` + "`-ERR bit offset is not an integer or out of range`" + `);
+    a bitmap grown past ` + "`--max-item-bytes`" + ` is refused with ` + "`-OOM`" + ` before anything changes.
+    A changed bitmap is replicated as its whole new value.
+  - HyperLogLogs are strings in Redis's own representation ("HYLL" header,
+    sparse then dense registers, the cached cardinality), byte for byte: an HLL
+    moves between Redis and Zaris with GET and SET, and PFCOUNT answers the very
+    estimate Redis answers (MurmurHash64A and Ertl's estimator). PFCOUNT of one
+    key caches the count in the value as Redis does (a write).
+  - BITOP, LCS, PFCOUNT and PFMERGE of several keys, COPY and SORT … STORE are
+    multi-key commands under the rule above (one node: any slots, atomically).
+    SORT's BY and GET patterns name keys no client declared: on a lone node SORT
+    takes the locks of the segments they reach (and starts again if the
+    elements name more); in a multi-node cluster a BY pattern with ` + "`*`" + ` or any
+    GET is refused as Redis Cluster refuses it
+    (` + "`-ERR BY option of SORT denied in Cluster mode.`" + `). Inside MULTI/EXEC a
+    pattern naming a key of a slot the transaction does not hold is an error.
+  - COPY copies the record (value or collection, TTL) inside the store; only
+    ` + "`DB 0`" + ` is accepted (Redis Cluster's error otherwise).
+  - OBJECT ENCODING answers the encoding Redis 7.0 would use for the content
+    with its built-in thresholds (int/embstr/raw; listpack/hashtable for hashes
+    up to 512 fields of 64 bytes; intset/hashtable for sets, intset up to 512
+    integers; listpack/skiplist for sorted sets up to 128 members of 64 bytes;
+    quicklist; stream), decided from the content now (Redis never converts back
+    to the small encoding; a string edited in place is ` + "`raw`" + ` in Redis). OBJECT
+    IDLETIME is the seconds since the last access, OBJECT FREQ answers Redis's
+    no-LFU error (Zaris evicts by LRU or not at all), OBJECT REFCOUNT 2147483647
+    for the small integers Redis shares, else 1. MEMORY USAGE is the bytes the
+    key is charged against the memory budget (SAMPLES parsed, not needed); the
+    other MEMORY subcommands are not implemented.
+  - WAIT numreplicas timeout answers how many replicas have applied every write
+    this connection made (the smallest count over the segments it wrote, read
+    from the replication sessions' acknowledged revisions), waiting up to the
+    timeout (0: until enough have); with no replicas (a one-node cluster) it
+    answers 0 at once.
+  - DUMP and RESTORE are refused (` + "`-ERR DUMP is not supported: …`" + `): their payload
+    is Redis's RDB serialization with its version and CRC64, which Zaris does
+    not implement.
 
 ## Implementation: why the parser is not redcon's
 
@@ -313,6 +356,7 @@ const docsOutro = `
 ## Not supported yet
 
 - Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, XINFO.
+- DUMP/RESTORE (refused, see above); MEMORY DOCTOR/STATS/PURGE/MALLOC-STATS.
 - ZRANGE BYLEX and the other lexicographic ranges; any command not listed
   above answers ` + "`-ERR unknown command`" + `.
 `
