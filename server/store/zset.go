@@ -158,7 +158,7 @@ func zadd(x *execCtx) kv.Reply {
 			changed++
 		}
 		effect = append(effect, kv.FormatFloat(score), rest[2*i+1])
-		incrResult = kv.FloatReply(score)
+		incrResult = scoreReply(score)
 	}
 	if changed > 0 {
 		x.changedAs(kv.CmdZAdd, effect...) // exact resulting scores: deterministic on replay
@@ -187,7 +187,7 @@ func rangeReply(nodes []*slNode, withScores bool) kv.Reply {
 	for _, n := range nodes {
 		out = append(out, kv.BulkReply([]byte(n.member)))
 		if withScores {
-			out = append(out, kv.FloatReply(n.score))
+			out = append(out, scoreReply(n.score))
 		}
 	}
 	return kv.ArrayReply(out)
@@ -316,7 +316,7 @@ func init() {
 		}
 		z.set(member, score)
 		x.changedAs(kv.CmdZAdd, kv.FormatFloat(score), x.cmd.Args[1])
-		return kv.FloatReply(score)
+		return scoreReply(score)
 	}})
 	register(kv.CmdZRem, handler{kind: KindZSet, write: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, -1); !ok {
@@ -343,7 +343,7 @@ func init() {
 		}
 		if z := zsetOf(x); z != nil {
 			if s, ok := z.scores[string(x.cmd.Args[0])]; ok {
-				return kv.FloatReply(s)
+				return scoreReply(s)
 			}
 		}
 		return kv.NilReply()

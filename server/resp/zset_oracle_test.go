@@ -1,0 +1,147 @@
+package resp_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// zsetScript covers the sorted-set family (issue #13 item 5): every
+// command, its options and its errors, hostile numbers (±inf, NaN, 2^63,
+// huge LIMIT offsets and counts) and Redis 7.0's %.17g scores. Keys are
+// of different slots: on a lone Zaris node the multi-key commands work as
+// on a standalone redis-server, which is the oracle.
+var zsetScript = [][]string{
+	// Scores as Redis 7.0 prints them.
+	{"ZADD", "fmt", "0.1", "a", "1.5", "b", "3.0000000000000004", "c", "inf", "d", "1e20", "e", "123456789012345678", "f"},
+	{"ZADD", "fmt", "-inf", "g", "-0.0", "h", "1e-7", "i", "5e-324", "j", "-2.5", "k", "12345678901234567890", "l"},
+	{"ZRANGE", "fmt", "0", "-1", "WITHSCORES"}, {"ZSCORE", "fmt", "a"}, {"ZSCORE", "fmt", "h"}, {"ZMSCORE", "fmt", "a", "nope", "d", "g"},
+	{"ZINCRBY", "fmt", "0.2", "a"}, {"ZINCRBY", "fmt", "-inf", "d"}, {"ZINCRBY", "fmt", "inf", "g"}, {"ZINCRBY", "fmt", "nan", "a"},
+	{"ZADD", "fmt", "INCR", "-inf", "d"}, {"ZADD", "fmt", "nan", "x"}, {"ZADD", "fmt", "INCR", "0.1", "a"},
+	// ZADD options.
+	{"ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"}, {"ZADD", "z", "GT", "CH", "0", "a", "9", "b", "7", "new"},
+	{"ZADD", "z", "LT", "CH", "0", "a", "9", "c"}, {"ZADD", "z", "XX", "GT", "INCR", "-1", "a"}, {"ZADD", "z", "XX", "LT", "INCR", "-1", "a"},
+	{"ZADD", "z", "NX", "GT", "1", "a"}, {"ZADD", "z", "XX", "NX", "1", "a"}, {"ZADD", "z", "CH", "XX", "1", "nope"}, {"ZADD", "z", "INCR", "CH", "1", "a"},
+	{"ZADD", "z", "NX", "INCR", "1", "a"}, {"ZADD", "z", "XX", "INCR", "1", "nope"}, {"ZADD", "z", "1", "a", "x", "b"}, {"ZADD", "z", "GT"},
+	{"ZRANGE", "z", "0", "-1", "WITHSCORES"},
+	// Unified ZRANGE.
+	{"DEL", "z"}, {"ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "5", "f"},
+	{"ZRANGE", "z", "0", "-1"}, {"ZRANGE", "z", "-2", "-1", "WITHSCORES"}, {"ZRANGE", "z", "0", "1", "REV"}, {"ZRANGE", "z", "0", "-1", "REV", "WITHSCORES"},
+	{"ZRANGE", "z", "-100", "100"}, {"ZRANGE", "z", "3", "1"}, {"ZRANGE", "z", "9223372036854775807", "-9223372036854775808"},
+	{"ZRANGE", "z", "-9223372036854775808", "9223372036854775807"}, {"ZRANGE", "z", "0", "9223372036854775808"},
+	{"ZRANGE", "z", "(1", "5", "BYSCORE"}, {"ZRANGE", "z", "(1", "(5", "BYSCORE", "WITHSCORES"}, {"ZRANGE", "z", "5", "(1", "BYSCORE", "REV"},
+	{"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "2"}, {"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "-1", "2"},
+	{"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "2", "-1"}, {"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "9223372036854775807", "9223372036854775807"},
+	{"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "0", "0"}, {"ZRANGE", "z", "+inf", "-inf", "BYSCORE", "REV", "LIMIT", "1", "3", "WITHSCORES"},
+	{"ZRANGE", "z", "3", "1", "BYSCORE"}, {"ZRANGE", "z", "(3", "3", "BYSCORE"}, {"ZRANGE", "z", "nan", "1", "BYSCORE"}, {"ZRANGE", "z", "((1", "2", "BYSCORE"},
+	{"ZRANGE", "z", "[a", "[c", "BYLEX"}, {"ZRANGE", "z", "-", "+", "BYLEX", "LIMIT", "2", "2"}, {"ZRANGE", "z", "+", "-", "BYLEX", "REV"},
+	{"ZRANGE", "z", "a", "c", "BYLEX"}, {"ZRANGE", "z", "-", "+", "BYLEX", "WITHSCORES"}, {"ZRANGE", "z", "0", "1", "LIMIT", "0", "1"},
+	{"ZRANGE", "z", "0", "1", "LIMIT", "0", "-1"}, {"ZRANGE", "z", "0", "1", "BYSCORE", "BYLEX"}, {"ZRANGE", "z", "0", "1", "REV", "REV"},
+	{"ZRANGE", "z", "0", "1", "LIMIT", "0"}, {"ZRANGE", "z", "0", "1", "LIMIT", "x", "1", "BYSCORE"}, {"ZRANGE", "z", "0", "1", "WITHSCORES", "WITHSCORES"},
+	{"ZRANGE", "z", "x", "1"}, {"ZRANGE", "nokey", "0", "-1"}, {"ZRANGE", "nokey", "x", "1"}, {"ZRANGE", "nokey", "x", "1", "BYSCORE"},
+	{"ZREVRANGE", "z", "0", "2", "WITHSCORES"}, {"ZREVRANGE", "z", "0", "2", "REV"}, {"ZREVRANGE", "z", "0", "2", "BYSCORE"},
+	{"ZREVRANGE", "z", "0", "2", "LIMIT", "0", "1"},
+	{"ZRANGEBYSCORE", "z", "-inf", "+inf", "WITHSCORES", "LIMIT", "1", "1"}, {"ZRANGEBYSCORE", "z", "2", "4", "LIMIT", "-5", "1"},
+	{"ZRANGEBYSCORE", "z", "(2", "(4"}, {"ZRANGEBYSCORE", "z", "2", "4", "REV"}, {"ZRANGEBYSCORE", "z", "2", "4", "BYSCORE"},
+	{"ZRANGEBYSCORE", "z", "2", "4", "LIMIT", "1"}, {"ZRANGEBYSCORE", "z", "x", "4"}, {"ZREVRANGEBYSCORE", "z", "4", "2", "WITHSCORES"},
+	{"ZREVRANGEBYSCORE", "z", "+inf", "-inf", "LIMIT", "1", "-1"}, {"ZREVRANGEBYSCORE", "z", "2", "4"},
+	// Lex ranges (equal scores).
+	{"ZADD", "lex", "0", "a", "0", "b", "0", "c", "0", "d", "0", "e", "0", "ee", "0", "f"},
+	{"ZRANGEBYLEX", "lex", "-", "+"}, {"ZRANGEBYLEX", "lex", "[b", "(e"}, {"ZRANGEBYLEX", "lex", "(b", "[ee", "LIMIT", "1", "2"},
+	{"ZRANGEBYLEX", "lex", "[z", "[a"}, {"ZRANGEBYLEX", "lex", "+", "-"}, {"ZRANGEBYLEX", "lex", "(c", "(c"}, {"ZRANGEBYLEX", "lex", "[c", "[c"},
+	{"ZRANGEBYLEX", "lex", "b", "c"}, {"ZRANGEBYLEX", "lex", "[b", "c"}, {"ZRANGEBYLEX", "lex", "", "+"}, {"ZRANGEBYLEX", "lex", "-", "+", "WITHSCORES"},
+	{"ZRANGEBYLEX", "lex", "-", "+", "LIMIT", "-1", "2"}, {"ZRANGEBYLEX", "lex", "-", "+", "LIMIT", "0", "x"},
+	{"ZREVRANGEBYLEX", "lex", "+", "-"}, {"ZREVRANGEBYLEX", "lex", "(e", "[b"}, {"ZREVRANGEBYLEX", "lex", "+", "-", "LIMIT", "2", "3"},
+	{"ZREVRANGEBYLEX", "lex", "-", "+"}, {"ZLEXCOUNT", "lex", "-", "+"}, {"ZLEXCOUNT", "lex", "[b", "(e"}, {"ZLEXCOUNT", "lex", "(e", "[b"},
+	{"ZLEXCOUNT", "lex", "[ee", "[ee"}, {"ZLEXCOUNT", "lex", "x", "+"}, {"ZLEXCOUNT", "nokey", "-", "+"}, {"ZLEXCOUNT", "fmt", "-", "+"},
+	// ZRANGESTORE.
+	{"ZRANGESTORE", "dst", "z", "0", "2"}, {"ZRANGE", "dst", "0", "-1", "WITHSCORES"}, {"ZRANGESTORE", "dst", "z", "(2", "+inf", "BYSCORE", "LIMIT", "1", "2"},
+	{"ZRANGE", "dst", "0", "-1", "WITHSCORES"}, {"ZRANGESTORE", "dst", "lex", "[b", "[d", "BYLEX", "REV"}, {"ZRANGESTORE", "dst", "lex", "+", "-", "BYLEX", "REV", "LIMIT", "0", "2"},
+	{"ZRANGE", "dst", "0", "-1"}, {"ZRANGESTORE", "dst", "z", "0", "1", "WITHSCORES"}, {"ZRANGESTORE", "dst", "z", "5", "9"}, {"EXISTS", "dst"},
+	{"SET", "str", "v"}, {"ZRANGESTORE", "str", "z", "0", "0"}, {"TYPE", "str"}, {"ZRANGESTORE", "dst", "str", "0", "0"}, {"ZRANGESTORE", "str", "nokey", "0", "-1"},
+	{"EXISTS", "str"}, {"ZRANGESTORE", "dst", "z", "x", "1"},
+	// Range removal.
+	{"ZADD", "rm", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"}, {"ZREMRANGEBYRANK", "rm", "0", "0"}, {"ZREMRANGEBYRANK", "rm", "-1", "-1"},
+	{"ZREMRANGEBYRANK", "rm", "10", "20"}, {"ZREMRANGEBYRANK", "rm", "x", "1"}, {"ZREMRANGEBYSCORE", "rm", "(2", "3"}, {"ZREMRANGEBYSCORE", "rm", "x", "3"},
+	{"ZRANGE", "rm", "0", "-1"}, {"ZREMRANGEBYSCORE", "rm", "-inf", "+inf"}, {"EXISTS", "rm"}, {"ZREMRANGEBYRANK", "nokey", "0", "-1"},
+	{"ZREMRANGEBYLEX", "lex", "[a", "(c"}, {"ZREMRANGEBYLEX", "lex", "x", "y"}, {"ZRANGE", "lex", "0", "-1"}, {"ZREMRANGEBYLEX", "str", "-", "+"},
+	{"ZREMRANGEBYSCORE", "str", "x", "1"},
+	// Pops.
+	{"SET", "str", "v"}, {"ZADD", "p", "1", "a", "2", "b", "3", "c", "4", "d"}, {"ZPOPMIN", "p"}, {"ZPOPMAX", "p"}, {"ZPOPMIN", "p", "0"}, {"ZPOPMIN", "p", "-1"},
+	{"ZPOPMIN", "p", "x"}, {"ZPOPMAX", "p", "9223372036854775807"}, {"EXISTS", "p"}, {"ZPOPMIN", "p"}, {"ZPOPMIN", "p", "2"}, {"ZPOPMIN", "str"},
+	{"ZPOPMIN", "p", "1", "2"}, {"ZADD", "p", "1", "a", "2", "b"}, {"ZPOPMAX", "p", "1"},
+	{"ZADD", "mp1", "1", "a", "2", "b", "3", "c"}, {"ZMPOP", "2", "nokey", "mp1", "MIN"}, {"ZMPOP", "2", "nokey", "mp1", "MAX", "COUNT", "10"},
+	{"ZMPOP", "1", "mp1", "MIN"}, {"ZMPOP", "0", "mp1", "MIN"}, {"ZMPOP", "-1", "mp1", "MIN"}, {"ZMPOP", "x", "mp1", "MIN"}, {"ZMPOP", "3", "mp1", "MIN"},
+	{"ZMPOP", "1", "mp1", "FOO"}, {"ZMPOP", "1", "mp1", "MIN", "COUNT", "0"}, {"ZMPOP", "1", "mp1", "MIN", "COUNT"}, {"ZMPOP", "1", "mp1", "MIN", "COUNT", "1", "COUNT", "1"},
+	{"ZMPOP", "2", "str", "mp1", "MIN"}, {"ZMPOP", "1", "mp1", "MIN", "FOO"}, {"ZMPOP", "9223372036854775807", "mp1", "MIN"},
+	{"ZADD", "bp", "5", "x"}, {"BZPOPMIN", "nokey", "bp", "0"}, {"BZPOPMAX", "nokey", "0.01"}, {"BZPOPMIN", "bp", "x"}, {"BZPOPMIN", "bp", "-1"},
+	{"BZPOPMIN", "str", "0"}, {"ZADD", "bp", "5", "x", "6", "y"}, {"BZMPOP", "0", "2", "nokey", "bp", "MAX", "COUNT", "5"}, {"BZMPOP", "0.01", "1", "bp", "MIN"},
+	{"BZMPOP", "x", "1", "bp", "MIN"}, {"BZMPOP", "-1", "1", "bp", "MIN"}, {"BZMPOP", "0", "0", "bp", "MIN"}, {"BZMPOP", "0", "1", "bp", "FOO"},
+	// Set operations.
+	{"ZADD", "u1", "1", "a", "2", "b", "3", "c"}, {"ZADD", "u2", "10", "b", "20", "c", "30", "d"}, {"SADD", "s1", "a", "d", "e"},
+	{"ZUNION", "2", "u1", "u2"}, {"ZUNION", "2", "u1", "u2", "WITHSCORES"}, {"ZUNION", "3", "u1", "u2", "s1", "WITHSCORES"},
+	{"ZUNION", "2", "u1", "u2", "WEIGHTS", "2", "0.5", "AGGREGATE", "MAX", "WITHSCORES"}, {"ZUNION", "2", "u1", "u2", "AGGREGATE", "MIN", "WITHSCORES"},
+	{"ZUNION", "2", "u1", "u2", "WEIGHTS", "inf", "-inf", "WITHSCORES"}, {"ZUNION", "2", "u1", "u2", "WEIGHTS", "0", "inf", "WITHSCORES"},
+	{"ZUNION", "2", "u1", "u2", "WEIGHTS", "1"}, {"ZUNION", "2", "u1", "u2", "WEIGHTS", "1", "x"}, {"ZUNION", "2", "u1", "u2", "AGGREGATE", "AVG"},
+	{"ZUNION", "2", "u1", "u2", "AGGREGATE"}, {"ZUNION", "0", "u1"}, {"ZUNION", "-1", "u1"}, {"ZUNION", "3", "u1", "u2"}, {"ZUNION", "x", "u1"},
+	{"ZUNION", "2", "u1", "str"}, {"ZUNION", "2", "u1", "str", "FOO"}, {"ZUNION", "2", "u1", "nokey", "WITHSCORES"}, {"ZUNION", "1", "u1", "FOO"},
+	{"ZINTER", "2", "u1", "u2", "WITHSCORES"}, {"ZINTER", "3", "u1", "u2", "s1"}, {"ZINTER", "2", "u1", "s1", "WITHSCORES"},
+	{"ZINTER", "2", "u1", "u2", "WEIGHTS", "1", "2", "AGGREGATE", "MIN", "WITHSCORES"}, {"ZINTER", "2", "u1", "nokey"}, {"ZINTER", "2", "nokey", "str"},
+	{"ZDIFF", "2", "u1", "u2", "WITHSCORES"}, {"ZDIFF", "2", "u1", "s1"}, {"ZDIFF", "1", "u1"}, {"ZDIFF", "2", "nokey", "u1"}, {"ZDIFF", "2", "u1", "u2", "WEIGHTS", "1", "1"},
+	{"ZDIFF", "2", "u1", "u2", "AGGREGATE", "SUM"},
+	{"ZUNIONSTORE", "ust", "2", "u1", "u2"}, {"ZRANGE", "ust", "0", "-1", "WITHSCORES"}, {"ZUNIONSTORE", "ust", "2", "u1", "u2", "WITHSCORES"},
+	{"ZINTERSTORE", "ust", "2", "u1", "u2", "WEIGHTS", "2", "3"}, {"ZRANGE", "ust", "0", "-1", "WITHSCORES"}, {"ZINTERSTORE", "ust", "2", "u1", "nokey"},
+	{"EXISTS", "ust"}, {"ZDIFFSTORE", "ust", "2", "u1", "u2"}, {"ZRANGE", "ust", "0", "-1", "WITHSCORES"}, {"ZDIFFSTORE", "str", "1", "u1"}, {"TYPE", "str"},
+	{"ZUNIONSTORE", "ust", "0", "u1"}, {"ZINTERSTORE", "ust", "x", "u1"}, {"ZDIFFSTORE", "ust", "3", "u1"}, {"ZUNIONSTORE", "u1", "2", "u1", "u2"},
+	{"ZRANGE", "u1", "0", "-1", "WITHSCORES"}, {"SET", "str", "v"},
+	{"ZADD", "f1", "0.1", "x"}, {"ZADD", "f2", "0.2", "x"}, {"ZADD", "f3", "0.3", "x", "1", "y"}, {"ZUNION", "3", "f1", "f2", "f3", "WITHSCORES"},
+	{"ZUNION", "3", "f3", "f2", "f1", "WITHSCORES"}, {"ZINTER", "3", "f3", "f1", "f2", "WITHSCORES"}, {"ZINTER", "3", "f1", "f2", "f3", "WITHSCORES"},
+	{"ZINTERCARD", "2", "u1", "u2"}, {"ZINTERCARD", "2", "u1", "u2", "LIMIT", "1"}, {"ZINTERCARD", "2", "u1", "u2", "LIMIT", "0"},
+	{"ZINTERCARD", "2", "u1", "u2", "LIMIT", "-1"}, {"ZINTERCARD", "2", "u1", "u2", "LIMIT"}, {"ZINTERCARD", "0", "u1"}, {"ZINTERCARD", "3", "u1", "u2"},
+	{"ZINTERCARD", "x", "u1"}, {"ZINTERCARD", "2", "u1", "str"}, {"ZINTERCARD", "2", "u1", "s1"}, {"ZINTERCARD", "1", "nokey"}, {"ZINTERCARD", "2", "u1", "u2", "FOO"},
+	// ZMSCORE, ZRANDMEMBER (whole-set answers are deterministic), ZSCAN.
+	{"ZMSCORE", "u2", "b", "nope", "d"}, {"ZMSCORE", "nokey", "a"}, {"ZMSCORE", "str", "a"},
+	{"ZRANDMEMBER", "nokey"}, {"ZRANDMEMBER", "nokey", "5"}, {"ZRANDMEMBER", "nokey", "-5", "WITHSCORES"}, {"ZRANDMEMBER", "u2", "0"},
+	{"ZRANDMEMBER", "u2", "3"}, {"ZRANDMEMBER", "u2", "100", "WITHSCORES"}, {"ZRANDMEMBER", "u2", "x"}, {"ZRANDMEMBER", "u2", "1", "FOO"},
+	{"ZRANDMEMBER", "u2", "1", "WITHSCORES", "x"}, {"ZRANDMEMBER", "u2", "-9223372036854775808"}, {"ZRANDMEMBER", "u2", "-9223372036854775807", "WITHSCORES"},
+	{"ZRANDMEMBER", "u2", "9223372036854775807", "WITHSCORES"}, {"ZRANDMEMBER", "u2", "4611686018427387904", "WITHSCORES"}, {"ZRANDMEMBER", "str"},
+	{"ZADD", "one", "7", "only"}, {"ZRANDMEMBER", "one"}, {"ZRANDMEMBER", "one", "-3"}, {"ZRANDMEMBER", "one", "-2", "WITHSCORES"},
+	{"ZSCAN", "u2", "0"}, {"ZSCAN", "u2", "0", "MATCH", "[bc]"}, {"ZSCAN", "u2", "0", "COUNT", "1"}, {"ZSCAN", "u2", "0", "COUNT", "0"},
+	{"ZSCAN", "u2", "0", "COUNT", "x"}, {"ZSCAN", "u2", "x"}, {"ZSCAN", "u2", "-1"}, {"ZSCAN", "u2", "0", "FOO", "1"}, {"ZSCAN", "u2", "0", "MATCH"},
+	{"ZSCAN", "nokey", "0", "FOO"}, {"ZSCAN", "str", "0"}, {"ZSCAN", "nokey", "x"},
+	// Wrong types everywhere.
+	{"ZRANGEBYLEX", "str", "-", "+"}, {"ZLEXCOUNT", "str", "-", "+"}, {"ZRANDMEMBER", "str", "1"}, {"ZPOPMAX", "str", "1"},
+}
+
+// TestZSetSameRepliesAsRedis runs zsetScript on a standalone redis-server
+// and a lone Zaris node, RESP2 and RESP3, byte for byte.
+func TestZSetSameRepliesAsRedis(t *testing.T) {
+	runOracle(t, zsetScript)
+}
+
+func runOracle(t *testing.T, script [][]string) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	for _, proto := range []string{"2", "3"} {
+		t.Run("RESP"+proto, func(t *testing.T) {
+			want := dialRaw(t, redisAddr)
+			got := dialRaw(t, n.RESPAddr().String())
+			require.Equal(t, want.do("FLUSHALL"), got.do("FLUSHALL"))
+			if proto == "3" {
+				want.do("HELLO", "3")
+				got.do("HELLO", "3")
+			}
+			var diffs []string
+			for _, c := range script {
+				t.Logf("%q", c)
+				w, g := want.do(c...), got.do(c...)
+				if w != g {
+					diffs = append(diffs, fmt.Sprintf("%q:\n    redis: %q\n    zaris: %q", c, w, g))
+				}
+			}
+			require.Empty(t, diffs, "%d replies differ from Redis %s:\n%s", len(diffs), proto, strings.Join(diffs, "\n"))
+		})
+	}
+}
