@@ -131,8 +131,12 @@ func GeoHashString(score float64) []byte {
 	return out
 }
 
-func degRad(d float64) float64 { return d * (math.Pi / 180.0) }
-func radDeg(r float64) float64 { return r / (math.Pi / 180.0) }
+// degToRad is π/180 rounded as a C compiler computes M_PI / 180.0: π
+// rounded to a double first (Go would fold the exact quotient).
+var degToRad = float64(math.Pi) / 180.0
+
+func degRad(d float64) float64 { return d * degToRad }
+func radDeg(r float64) float64 { return r / degToRad }
 
 // geoLatDistance is the distance along a meridian between two latitudes.
 func geoLatDistance(lat1, lat2 float64) float64 {
@@ -143,14 +147,14 @@ func geoLatDistance(lat1, lat2 float64) float64 {
 // computes it.
 func GeoDistance(lon1, lat1, lon2, lat2 float64) float64 {
 	lon1r, lon2r := degRad(lon1), degRad(lon2)
-	v := math.Sin((lon2r - lon1r) / 2)
+	v := crSin((lon2r - lon1r) / 2)
 	if v == 0 {
 		return geoLatDistance(lat1, lat2)
 	}
 	lat1r, lat2r := degRad(lat1), degRad(lat2)
-	u := math.Sin((lat2r - lat1r) / 2)
-	a := u*u + math.Cos(lat1r)*math.Cos(lat2r)*v*v
-	return 2.0 * earthRadius * math.Asin(math.Sqrt(a))
+	u := crSin((lat2r - lat1r) / 2)
+	a := u*u + crCos(lat1r)*crCos(lat2r)*v*v
+	return 2.0 * earthRadius * crAsin(math.Sqrt(a))
 }
 
 // GeoShape is a search area: a circle (Radius > 0 or a box's Width and
@@ -185,8 +189,8 @@ func (s GeoShape) bounds() (minLon, minLat, maxLon, maxLat float64) {
 		height, width = s.Height/2, s.Width/2
 	}
 	latDelta := radDeg(height / earthRadius)
-	lonDeltaTop := radDeg(width / earthRadius / math.Cos(degRad(s.Lat+latDelta)))
-	lonDeltaBottom := radDeg(width / earthRadius / math.Cos(degRad(s.Lat-latDelta)))
+	lonDeltaTop := radDeg(width / earthRadius / crCos(degRad(s.Lat+latDelta)))
+	lonDeltaBottom := radDeg(width / earthRadius / crCos(degRad(s.Lat-latDelta)))
 	// Towards the pole a parallel is shorter: the box is widest on the
 	// side nearer the pole.
 	if s.Lat < 0 {
