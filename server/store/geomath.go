@@ -71,12 +71,12 @@ func sinCosDD(x float64) (sin, cos dd) {
 	// Taylor series on |r| ≤ π/4: 30 terms are far past 2^-106.
 	s, term := r, r
 	for n := 3.0; n < 40; n += 2 {
-		term = ddDiv(ddMul(term, r2), -(n - 1) * n)
+		term = ddDiv(ddMul(term, r2), -(n-1)*n)
 		s = ddAdd(s, term)
 	}
 	c, term := dd{1, 0}, dd{1, 0}
 	for n := 2.0; n < 40; n += 2 {
-		term = ddDiv(ddMul(term, r2), -(n - 1) * n)
+		term = ddDiv(ddMul(term, r2), -(n-1)*n)
 		c = ddAdd(c, term)
 	}
 	neg := func(v dd) dd { return dd{-v.hi, -v.lo} }
