@@ -51,6 +51,9 @@ func (z *zsetColl) decode(b []byte) error {
 
 // set adds or moves member to score; reports whether it is new.
 func (z *zsetColl) set(member string, score float64) bool {
+	if score == 0 {
+		score = 0 // -0 is stored as 0: a small set in Redis keeps "0"
+	}
 	old, exists := z.scores[member]
 	if exists {
 		if old == score {
@@ -307,7 +310,10 @@ func init() {
 		}
 		z := zsetOf(x)
 		member := string(x.cmd.Args[1])
-		score := z.scores[member] + delta
+		score := delta // a new member's score is the increment itself (-0 stays -0)
+		if old, ok := z.scores[member]; ok {
+			score = old + delta
+		}
 		if math.IsNaN(score) {
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}

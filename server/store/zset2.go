@@ -20,16 +20,14 @@ import (
 // command_zset.go to these handlers.
 
 // ScoreText formats a score as Redis 7.0 replies it: printf's %.17g, inf
-// and -inf spelled so, and a negative zero as 0 (what a small sorted set,
-// which keeps its scores as text, answers).
+// and -inf spelled so. A computed -0 prints "-0" (ZINCRBY, ZUNION); a
+// stored one was made 0 (zsetColl.set).
 func ScoreText(f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
 		return []byte("inf")
 	case math.IsInf(f, -1):
 		return []byte("-inf")
-	case f == 0:
-		return []byte("0")
 	}
 	return strconv.AppendFloat(nil, f, 'g', 17, 64)
 }
