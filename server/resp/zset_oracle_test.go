@@ -2,9 +2,9 @@ package resp_test
 
 import (
 	"fmt"
-	"strings"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
