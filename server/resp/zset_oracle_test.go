@@ -81,6 +81,7 @@ var zsetScript = [][]string{
 	{"ZADD", "bp", "5", "x"}, {"BZPOPMIN", "nokey", "bp", "0"}, {"BZPOPMAX", "nokey", "0.01"}, {"BZPOPMIN", "bp", "x"}, {"BZPOPMIN", "bp", "-1"},
 	{"BZPOPMIN", "str", "0"}, {"ZADD", "bp", "5", "x", "6", "y"}, {"BZMPOP", "0", "2", "nokey", "bp", "MAX", "COUNT", "5"}, {"BZMPOP", "0.01", "1", "bp", "MIN"},
 	{"BZMPOP", "x", "1", "bp", "MIN"}, {"BZMPOP", "-1", "1", "bp", "MIN"}, {"BZMPOP", "0", "0", "bp", "MIN"}, {"BZMPOP", "0", "1", "bp", "FOO"},
+	{"BZMPOP", "x", "0", "bp", "MIN"}, {"BZMPOP", "-1", "x", "bp", "MIN"}, {"BZMPOP", "0", "1", "bp", "MIN", "COUNT", "-1"}, {"BZMPOP", "x", "1", "bp", "MIN", "COUNT", "-1"},
 	// Set operations.
 	{"ZADD", "u1", "1", "a", "2", "b", "3", "c"}, {"ZADD", "u2", "10", "b", "20", "c", "30", "d"}, {"SADD", "s1", "a", "d", "e"},
 	{"ZUNION", "2", "u1", "u2"}, {"ZUNION", "2", "u1", "u2", "WITHSCORES"}, {"ZUNION", "3", "u1", "u2", "s1", "WITHSCORES"},
