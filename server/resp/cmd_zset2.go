@@ -905,7 +905,7 @@ func cmdZRandMember(c *conn, args [][]byte) {
 		if ws {
 			c.out.DoubleText(r.Array[2*e+1].Bulk)
 		}
-		if len(c.out.B) >= streamChunk && !c.flush() {
+		if len(c.out.B) >= streamChunk && (!c.flush() || !c.awaitDrain(16*streamChunk)) {
 			c.closing = true
 			return
 		}
@@ -915,6 +915,21 @@ func cmdZRandMember(c *conn, args [][]byte) {
 // streamChunk is how much reply a streamed answer holds before it is
 // handed to the socket.
 const streamChunk = 64 << 10
+
+// awaitDrain holds a streamed reply back until at most limit bytes of it
+// wait for the socket: the client's reading paces the producer, so a
+// reader keeping up is never cut off by the output buffer limit. False
+// once writing failed.
+func (c *conn) awaitDrain(limit int) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	for len(c.wq) > limit && c.werr == nil {
+		c.wmu.Unlock()
+		time.Sleep(100 * time.Microsecond) // the writer signals no one; a short poll paces well enough
+		c.wmu.Lock()
+	}
+	return c.werr == nil
+}
 
 // cmdZScan is ZSCAN key cursor [MATCH pattern] [COUNT count]: the cursor
 // is checked first, then the key (a missing one answers an empty scan
