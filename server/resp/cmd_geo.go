@@ -1,7 +1,7 @@
 package resp
 
 import (
-	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -77,10 +77,21 @@ func parseLonLat(c *conn, lon, lat []byte) (float64, float64, bool) {
 		return 0, 0, false
 	}
 	if !store.GeoValid(x, y) {
-		c.err(fmt.Sprintf("ERR invalid longitude,latitude pair %f,%f", x, y))
+		c.err("ERR invalid longitude,latitude pair " + cFixed6(x) + "," + cFixed6(y))
 		return 0, 0, false
 	}
 	return x, y, true
+}
+
+// cFixed6 is C's printf %f: six decimals, infinities spelled inf and -inf.
+func cFixed6(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'f', 6, 64)
 }
 
 // geoUnit is the metres in one unit, 0 for an unknown unit.
