@@ -20,6 +20,7 @@ var groupTitles = []struct{ group, title string }{
 	{"list", "Lists"},
 	{"set", "Sets"},
 	{"sorted-set", "Sorted sets"},
+	{"geo", "Geo"},
 	{"stream", "Streams"},
 	{"pubsub", "Pub/Sub"},
 	{"transactions", "Transactions"},
@@ -357,6 +358,27 @@ const docsOutro = `
 
 - Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, XINFO.
 - DUMP/RESTORE (refused, see above); MEMORY DOCTOR/STATS/PURGE/MALLOC-STATS.
-- ZRANGE BYLEX and the other lexicographic ranges; any command not listed
-  above answers ` + "`-ERR unknown command`" + `.
+- Any command not listed above answers ` + "`-ERR unknown command`" + `.
+
+## Sorted sets and geo
+
+- Scores print as Redis 7.0 prints them (` + "`%.17g`" + `: ` + "`0.1`" + ` is
+  ` + "`0.10000000000000001`" + `, ` + "`inf`" + `, ` + "`-inf`" + `); a stored -0 reads back as 0.
+- Multi-key commands (ZUNION/ZINTER/ZDIFF and their STORE forms, ZINTERCARD,
+  ZRANGESTORE, ZMPOP, GEOSEARCHSTORE, GEORADIUS … STORE) read their sources and
+  write their destination under the locks of every key's segment: atomic, and
+  across slots on a node owning them all (the multi-key rule above). A *STORE
+  result over the per-key cap is refused whole; when the destination held
+  another type it has been deleted by then (Redis has no such cap).
+- ZRANDMEMBER with a negative count streams its reply from one snapshot of
+  the set (memory bounded whatever the count); ZSCAN returns a set of at most
+  128 members of at most 64 bytes whole with cursor 0 (as Redis's listpack
+  encoding does) and walks a larger one in the order of a hash of the members
+  (every member present throughout the scan is returned).
+- Geo sets are sorted sets scored by 52-bit geohashes (Web Mercator latitude
+  range, as Redis). A search reads the geohash cells redis-server reads, in
+  its order, so even unsorted answers come out in Redis's order; distances use
+  correctly rounded trigonometry, equal to redis-server's to the printed
+  precision (a STOREDIST score, a full double, may differ in its last bit).
+- ZRANGEBYLEX on a set whose scores differ is, as in Redis, unspecified.
 `

@@ -62,8 +62,12 @@ func FuzzCommands(f *testing.F) {
 			}
 		}
 		switch args[0] {
-		case "blpop", "brpop": // a zero timeout blocks for good: bound it
+		case "blpop", "brpop", "bzpopmin", "bzpopmax": // a zero timeout blocks for good: bound it
 			args[len(args)-1] = "0.01"
+		case "bzmpop":
+			if len(args) > 1 {
+				args[1] = "0.01"
+			}
 		case "xread", "xreadgroup":
 			for i, a := range args {
 				if strings.EqualFold(a, "BLOCK") && i+1 < len(args) {
