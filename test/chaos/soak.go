@@ -1493,8 +1493,13 @@ func (r SoakReport) Failures() []string {
 				why = fmt.Sprintf("within the %d transfers with an uncertain outcome (amounts %d): one of them applied on one owner only",
 					t.Unknown+t.Partial, t.UncertainAmount)
 			}
-			add("%s transfers: invariant broken: %d audits saw a wrong total (first: %s); final total %d of %d (read %v %s), deviation %d %s",
-				t.API, t.Violations, t.FirstViolation, t.FinalTotal, t.ExpectedTotal, t.FinalChecked, t.FinalErr, dev, why)
+			if !t.FinalChecked {
+				add("%s transfers: the final balances could not be read: %s (%d audits saw a wrong total %s)", t.API, t.FinalErr,
+					t.Violations, t.FirstViolation)
+				continue
+			}
+			add("%s transfers: invariant broken: %d audits saw a wrong total (first: %s); final total %d of %d, deviation %d %s",
+				t.API, t.Violations, t.FirstViolation, t.FinalTotal, t.ExpectedTotal, dev, why)
 		}
 	}
 	for _, p := range r.PubSub {
