@@ -282,6 +282,11 @@ type Cluster struct {
 	streak      int
 	joinLogged  bool
 	lastJoin    time.Time
+	// pushedOnce: this incarnation completed one join (a push-pull with a
+	// seed). Hearing of members is not enough: peers that declared this
+	// node dead ignore the alive messages of its fresh incarnation until a
+	// state exchange shows it the dead verdict to refute.
+	pushedOnce bool
 
 	requests                                            chan request
 	leaderCh                                            chan bool     // raft's leadership notifications
@@ -880,8 +885,11 @@ func (c *Cluster) seeds() []string {
 
 func (c *Cluster) tryJoin() {
 	seeds := c.seeds()
-	if len(seeds) == 0 || c.ml.NumMembers() > 1 {
-		c.setJoined(len(seeds) == 0 || c.ml.NumMembers() > 1)
+	joined, pushPull := JoinDecision(len(seeds), c.ml.NumMembers(), c.pushedOnce)
+	if joined {
+		c.setJoined(true)
+	}
+	if !pushPull {
 		return
 	}
 	now := c.now()
@@ -898,7 +906,23 @@ func (c *Cluster) tryJoin() {
 		return
 	}
 	c.log.Info("joined the cluster", "seeds", seeds, "contacted", n)
+	c.pushedOnce = true
 	c.setJoined(true)
+}
+
+// JoinDecision is the join rule, pure: whether this node counts as joined
+// (it has somebody, or nobody to contact), and whether it must still
+// exchange state with its seeds (a memberlist push-pull). Hearing of members
+// is not enough for the second: a node restarted quickly hears its peers'
+// gossip before it joins, but peers that declared its previous incarnation
+// dead ignore the alive messages of the new one until a state exchange shows
+// it the verdict to refute — the soak saw a restarted node serve its
+// partitions empty for 47 s while its peers still had it unreachable.
+func JoinDecision(seeds, members int, pushedOnce bool) (joined, pushPull bool) {
+	if seeds == 0 {
+		return true, false
+	}
+	return members > 1, !pushedOnce || members <= 1
 }
 
 func (c *Cluster) setJoined(v bool) {
