@@ -16,7 +16,7 @@ func init() {
 			summary: "Moves a member from one set to another.", run: cmdMultiKey(kv.CmdSMove, 2, shapePlain)}),
 		s(&command{name: "spop", arity: -2, flags: flagWrite | flagFast, since: "1.0.0",
 			summary: "Returns one or more random members from a set after removing them ([count]). Deletes the set if the last member was popped.",
-			run: cmdRandom(kv.CmdSPop, 3)}),
+			run:     cmdRandom(kv.CmdSPop, 3)}),
 		s(&command{name: "srandmember", arity: -2, flags: flagReadonly, since: "1.0.0",
 			summary: "Get one or multiple random members from a set ([count]; negative: members may repeat).", run: cmdRandom(kv.CmdSRandMember, 3)}),
 		s(&command{name: "sdiff", arity: -2, flags: flagReadonly, last: -1, since: "1.0.0",

@@ -22,7 +22,6 @@ func listEnd(b []byte) (front, ok bool) {
 	return false, false
 }
 
-
 // lposOptions are LPOS's options: rank (≠ 0; negative = from the tail),
 // count (-1: not given, 0: every match) and maxlen (0: the whole list).
 type lposOptions struct {
