@@ -178,6 +178,13 @@ var collectionsScript = slices.Concat(
 	rows(cmpPairs, []string{"HRANDFIELD", "hr", "10", "WITHVALUES"}, []string{"HRANDFIELD", "hr", "4611686018427387903", "WITHVALUES"}),
 	rows(cmpSet, []string{"HRANDFIELD", "hr", "10"}),
 	rows(cmpScan, []string{"SSCAN", "s1", "0"}, []string{"SSCAN", "s1", "0", "MATCH", "*d*"}),
+	// Inside MULTI/EXEC: moves across slots, blocking forms that do not wait.
+	exact([]string{"MULTI"}, []string{"RPUSH", "tx1", "a", "b"}, []string{"LMOVE", "tx1", "tx2", "LEFT", "LEFT"},
+		[]string{"BLMOVE", "nokey", "tx2", "LEFT", "LEFT", "0"}, []string{"BRPOPLPUSH", "nokey", "tx2", "0"},
+		[]string{"BLMPOP", "0", "1", "nokey", "LEFT"}, []string{"BLMOVE", "tx1", "tx2", "LEFT", "LEFT", "0"},
+		[]string{"SMOVE", "nokey", "x", "m"}, []string{"SINTERCARD", "1", "nokey"}, []string{"LMPOP", "0", "x", "LEFT"},
+		[]string{"LRANGE", "tx2", "0", "-1"}, []string{"EXEC"}, []string{"EXISTS", "tx1"},
+		[]string{"MULTI"}, []string{"LMOVE", "tx2"}, []string{"EXEC"}),
 	rows(cmpScan2, []string{"HSCAN", "h", "0"}, []string{"HSCAN", "h", "0", "COUNT", "1"}, []string{"HSCAN", "h", "99"},
 		[]string{"HSCAN", "h", "0", "MATCH", "[ab]"}),
 )
