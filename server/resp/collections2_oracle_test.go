@@ -184,7 +184,12 @@ var collectionsScript = slices.Concat(
 		[]string{"BLMPOP", "0", "1", "nokey", "LEFT"}, []string{"BLMOVE", "tx1", "tx2", "LEFT", "LEFT", "0"},
 		[]string{"SMOVE", "nokey", "x", "m"}, []string{"SINTERCARD", "1", "nokey"}, []string{"LMPOP", "0", "x", "LEFT"},
 		[]string{"LRANGE", "tx2", "0", "-1"}, []string{"EXEC"}, []string{"EXISTS", "tx1"},
-		[]string{"MULTI"}, []string{"LMOVE", "tx2"}, []string{"EXEC"}),
+		[]string{"MULTI"}, []string{"LMOVE", "tx2"}, []string{"EXEC"},
+		// The keys of the movable-key commands.
+		[]string{"COMMAND", "GETKEYS", "LMPOP", "2", "a", "b", "LEFT"}, []string{"COMMAND", "GETKEYS", "BLMPOP", "0", "2", "a", "b", "LEFT"},
+		[]string{"COMMAND", "GETKEYS", "SINTERCARD", "2", "a", "b", "LIMIT", "1"}, []string{"COMMAND", "GETKEYS", "LMOVE", "a", "b", "LEFT", "LEFT"},
+		[]string{"COMMAND", "GETKEYS", "SDIFFSTORE", "d", "a", "b"}, []string{"COMMAND", "GETKEYS", "BRPOPLPUSH", "a", "b", "0"},
+		[]string{"COMMAND", "GETKEYS", "SMOVE", "a", "b", "m"}),
 	rows(cmpScan2, []string{"HSCAN", "h", "0"}, []string{"HSCAN", "h", "0", "COUNT", "1"}, []string{"HSCAN", "h", "99"},
 		[]string{"HSCAN", "h", "0", "MATCH", "[ab]"}),
 )
