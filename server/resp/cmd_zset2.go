@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
-	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -101,29 +100,6 @@ func storeKeys(args [][]byte) []int {
 		return nil
 	}
 	return append([]int{1}, src...)
-}
-
-// atomically runs fn with the write locks of the keys' segments held (the
-// view in c.tx), unless a view is in place already (EXEC, or execute's
-// multi-segment lock).
-func (c *conn) atomically(write bool, keys [][]byte, fn func()) {
-	if c.tx != nil {
-		fn()
-		return
-	}
-	segs := make([]uint16, len(keys))
-	for i, k := range keys {
-		segs[i] = placement.SegmentOf(view(k), c.srv.segs)
-	}
-	c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) {
-		if write && a.Fenced() {
-			c.out.Error("TRYAGAIN a key's slot is moving to another node; retry")
-			return
-		}
-		c.tx = a
-		defer func() { c.tx = nil }()
-		fn()
-	})
 }
 
 // --- ZRANGE and friends ---
@@ -266,7 +242,7 @@ func cmdZRangeStore(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.atomically(true, args[1:3], func() {
+	c.atomically(args[1:3], true, func() {
 		r := c.execRaw(kv.CmdZRangeSpec, args[2], q.specArgs(true)...)
 		if r.Status != kv.StatusSuccess {
 			c.writeReply(r, shapePlain)
@@ -588,7 +564,7 @@ func cmdZSetOp(op zsetOp, store bool) func(c *conn, args [][]byte) {
 		if store {
 			lockKeys = append([][]byte{args[1]}, keys...)
 		}
-		c.atomically(store, lockKeys, func() {
+		c.atomically(lockKeys, store, func() {
 			srcs := make([]zsource, len(keys))
 			for i, k := range keys {
 				s, ok := c.readSource(k)
@@ -757,7 +733,7 @@ func cmdZInterCard(c *conn, args [][]byte) {
 		return
 	}
 	keys := args[2 : 2+n]
-	c.atomically(false, keys, func() {
+	c.atomically(keys, false, func() {
 		srcs := make([]zsource, len(keys))
 		for i, k := range keys {
 			s, ok := c.readSource(k)
