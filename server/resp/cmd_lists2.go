@@ -52,26 +52,6 @@ func init() {
 	}
 }
 
-// numKeysAt finds the keys of a command whose key count is at args[at]
-// and whose keys follow it; none when the count is not a valid one (the
-// command then answers its own error).
-func numKeysAt(at int) func(args [][]byte) []int {
-	return func(args [][]byte) []int {
-		if len(args) <= at {
-			return nil
-		}
-		n, ok := parseInt(args[at])
-		if !ok || n < 1 || n > int64(len(args)-at-1) {
-			return nil
-		}
-		out := make([]int, n)
-		for i := range out {
-			out[i] = at + 1 + i
-		}
-		return out
-	}
-}
-
 // execAcross runs a store command naming several keys atomically: inside a
 // transaction or a multi-key command's locked view through it; keys of one
 // segment through that segment; keys of several segments, all served here,

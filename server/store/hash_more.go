@@ -62,7 +62,7 @@ func init() {
 			return r
 		}
 		withValues := len(x.cmd.Args) == 2
-		if len(x.cmd.Args) > 2 || withValues && !eqFold(x.cmd.Args[1], "WITHVALUES") {
+		if len(x.cmd.Args) > 2 || withValues && !optEq(x.cmd.Args[1], "WITHVALUES") {
 			return errSyntax
 		}
 		if withValues && (n > math.MaxInt64/2 || n < -(math.MaxInt64/2)) {

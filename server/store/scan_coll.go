@@ -49,7 +49,7 @@ func parseCollScan(cursor uint64, args [][]byte) (collScan, kv.Reply, bool) {
 			return req, errSyntax, false
 		}
 		switch v := args[i+1]; {
-		case eqFold(args[i], "COUNT"):
+		case optEq(args[i], "COUNT"):
 			n, ok := argInt(v)
 			if !ok {
 				return req, errNotInteger, false
@@ -58,7 +58,7 @@ func parseCollScan(cursor uint64, args [][]byte) (collScan, kv.Reply, bool) {
 				return req, errSyntax, false
 			}
 			req.count = int(min(n, math.MaxInt32))
-		case eqFold(args[i], "MATCH"):
+		case optEq(args[i], "MATCH"):
 			req.match = v
 		default:
 			return req, errSyntax, false

@@ -335,5 +335,5 @@ func intsetOrder(s *setColl) ([]string, bool) {
 	return out, true
 }
 
-// eqFold compares an option name.
-func eqFold(b []byte, s string) bool { return bytes.EqualFold(b, []byte(s)) }
+// optEq compares an option name.
+func optEq(b []byte, s string) bool { return bytes.EqualFold(b, []byte(s)) }
