@@ -77,9 +77,9 @@ func init() {
 		s(&command{name: "scard", arity: 2, flags: flagReadonly | flagFast, since: "1.0.0",
 			summary: "Returns the number of members in a set.", run: execCmd(kv.CmdSCard, shapePlain)}),
 		s(&command{name: "sinter", arity: -2, flags: flagReadonly, last: -1, since: "1.0.0",
-			summary: "Returns the intersect of multiple sets.", run: cmdSetAlgebra(kv.CmdSInter, true)}),
+			summary: "Returns the intersect of multiple sets.", run: cmdSetAlgebra(kv.CmdSInter)}),
 		s(&command{name: "sunion", arity: -2, flags: flagReadonly, last: -1, since: "1.0.0",
-			summary: "Returns the union of multiple sets.", run: cmdSetAlgebra(kv.CmdSUnion, false)}),
+			summary: "Returns the union of multiple sets.", run: cmdSetAlgebra(kv.CmdSUnion)}),
 	)
 
 	z := func(c *command) *command { c.group = "sorted-set"; return keyed(c) }

@@ -166,7 +166,9 @@ the client connected to, ` + "`CLUSTER KEYSLOT`" + ` equals Redis's, INFO report
 ` + "`-ERR SELECT is not allowed in cluster mode`" + `.
 
 Multi-key commands (MSET, MGET, MSETNX, DEL, UNLINK, EXISTS, TOUCH, RENAME,
-RENAMENX, SINTER, SUNION, BLPOP/BRPOP, XREAD/XREADGROUP, WATCH, and MULTI/EXEC
+RENAMENX, SINTER, SUNION, SDIFF, SINTERCARD, SDIFFSTORE/SINTERSTORE/SUNIONSTORE,
+SMOVE, LMOVE/RPOPLPUSH, LMPOP, BLPOP/BRPOP, BLMOVE/BRPOPLPUSH, BLMPOP,
+XREAD/XREADGROUP, WATCH, and MULTI/EXEC
 transactions) follow one rule (issue #13; ` + "`server/resp/multikey.go`" + `):
 
 - keys of one slot: served as always (MOVED when the slot is another node's);
@@ -181,7 +183,8 @@ transactions) follow one rule (issue #13; ` + "`server/resp/multikey.go`" + `):
   Cluster (use a hash tag, ` + "`{user1}:a`" + `, to keep keys together).
 
 Blocking commands are not run under the locks (they would hold them while
-waiting): each try reads its keys in turn.
+waiting): each try of BLPOP/BRPOP or XREAD reads its keys in turn; each try of
+BLMOVE/BRPOPLPUSH/BLMPOP takes the locks of its keys' segments for itself.
 ` + "`CLUSTER MYID`" + ` is the SHA-1 of the Zaris node id (Redis node ids are 40 hex
 characters); ` + "`INFO server`" + ` shows both.
 
@@ -197,6 +200,28 @@ characters); ` + "`INFO server`" + ` shows both.
   keys created or deleted meanwhile may or may not be. COUNT is the number of
   keys examined per call; MATCH and TYPE filter them, so a call may return
   fewer keys (or none) with a non-zero cursor.
+- ` + "`SSCAN`" + `/` + "`HSCAN`" + ` return a collection Redis 7.0 keeps compact (a set of at
+  most 512 integers, an intset; a hash of at most 128 fields and values of at
+  most 64 bytes, a listpack) whole with cursor 0, whatever the cursor, as
+  Redis does. A larger one is walked with a stateless cursor, the position in
+  the order of a 63-bit hash of the members: a member present for the whole
+  iteration is returned exactly once; a call examines at least 1/64 of the
+  collection (up to 16384 members), so a full iteration takes at most ~64
+  calls whatever COUNT.
+- ` + "`LMOVE`" + `, ` + "`SMOVE`" + `, ` + "`LMPOP`" + `, ` + "`SINTERCARD`" + `, ` + "`SDIFF`" + ` and the ` + "`S*STORE`" + `
+  commands run on the store over the segments of all their keys, under their
+  locks (the multi-key rule below), and refuse before changing anything: a
+  destination of another type, or one the move or store would grow past
+  ` + "`--max-item-bytes`" + `. Each key changed is logged as its own deterministic
+  effect — a move as a pop and a push, a store as a delete and an SADD, ` + "`SPOP`" + `
+  as the SREM of the members it chose — so replicas converge. The blocking
+  forms (` + "`BLMOVE`" + `, ` + "`BRPOPLPUSH`" + `, ` + "`BLMPOP`" + `) take the locks for each try and
+  hold none while they wait.
+- ` + "`SRANDMEMBER`" + ` and ` + "`HRANDFIELD`" + ` with a negative count (members may repeat)
+  refuse a reply of more than 1,048,576 elements or about 512 MB with
+  ` + "`-ERR value is out of range, the reply would hold more than 1048576 elements or 512 MB`" + `:
+  Redis 7.0 starts building such a reply (−2^63+1 elements) and runs out of
+  memory.
 - Integer and float arguments at their limits answer what Redis 7 answers
   (issue #13's regression table, ` + "`TestHostileArgumentsLikeRedis`" + `, runs each against a
   real redis-server): offsets past ` + "`proto-max-bulk-len`" + ` (512 MiB) get
@@ -234,7 +259,8 @@ characters); ` + "`INFO server`" + ` shows both.
   (` + "`zaris_eviction_ceiling`" + `), replica data, the op-log (` + "`zaris_oplog_memory`" + `), the TTL
   index and tombstones (` + "`zaris_index_memory`" + `) and the Go heap (` + "`zaris_go_heap`" + `,
   ` + "`zaris_go_heap_live`" + `, ` + "`zaris_go_runtime_memory`" + `, ` + "`zaris_go_memory_limit`" + `).
-- Blocking commands (` + "`BLPOP`" + `, ` + "`BRPOP`" + `, ` + "`XREAD`" + `/` + "`XREADGROUP BLOCK`" + `) hold the
+- Blocking commands (` + "`BLPOP`" + `, ` + "`BRPOP`" + `, ` + "`BLMOVE`" + `, ` + "`BRPOPLPUSH`" + `, ` + "`BLMPOP`" + `,
+  ` + "`XREAD`" + `/` + "`XREADGROUP BLOCK`" + `) hold the
   connection, as in Redis, until they can be served, their timeout passes (a
   null reply), the client disconnects or the node stops. They wait on store
   watches of their keys: each change of a key wakes the blocked commands, which

@@ -110,65 +110,11 @@ func (c *conn) runLocked(cmd *command, args [][]byte, segs []uint16) {
 	})
 }
 
-// cmdSetAlgebra is SINTER/SUNION: the store computes it where the keys
-// share a segment; keys of several segments (locked by execute) are
-// combined here from each set's members, with Redis's order of checks (a
-// wrong type met before a missing key is an error; SINTER stops at the
-// first missing key).
-func cmdSetAlgebra(op kv.CmdOp, inter bool) func(c *conn, args [][]byte) {
+// cmdSetAlgebra is SINTER/SUNION: the store computes it over the keys'
+// segments, held by the command (execAcross), with Redis 7.0's order of
+// checks (every key's type is checked, a missing key is an empty set).
+func cmdSetAlgebra(op kv.CmdOp) func(c *conn, args [][]byte) {
 	return func(c *conn, args [][]byte) {
-		keys := args[1:]
-		first := placement.SegmentOf(view(keys[0]), c.srv.segs)
-		one := true
-		for _, k := range keys[1:] {
-			if placement.SegmentOf(view(k), c.srv.segs) != first {
-				one = false
-				break
-			}
-		}
-		if one {
-			c.exec(op, keys[0], keys[1:], shapeSet)
-			return
-		}
-		sets := make([][]kv.Reply, 0, len(keys))
-		for _, k := range keys {
-			r := c.execRaw(kv.CmdSMembers, k)
-			if r.Status != kv.StatusSuccess {
-				c.writeReply(r, shapeSet)
-				return
-			}
-			if inter && len(r.Array) == 0 { // a missing key: the intersection is empty
-				c.out.Set(0)
-				return
-			}
-			sets = append(sets, r.Array)
-		}
-		var acc []string
-		if inter {
-			for _, m := range sets[0] {
-				acc = append(acc, string(m.Bulk))
-			}
-			for _, set := range sets[1:] {
-				in := make(map[string]bool, len(set))
-				for _, m := range set {
-					in[string(m.Bulk)] = true
-				}
-				acc = slices.DeleteFunc(acc, func(m string) bool { return !in[m] })
-			}
-		} else {
-			seen := map[string]bool{}
-			for _, set := range sets {
-				for _, m := range set {
-					if ms := string(m.Bulk); !seen[ms] {
-						seen[ms] = true
-						acc = append(acc, ms)
-					}
-				}
-			}
-		}
-		c.out.Set(len(acc))
-		for _, m := range acc {
-			c.out.BulkString(m)
-		}
+		c.writeReply(c.execAcross(args[1:], kv.Cmd{Op: op, Key: view(args[1]), Args: args[2:]}), shapeSet)
 	}
 }

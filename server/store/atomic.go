@@ -164,7 +164,7 @@ func (a *Atomic) Exec(cmd kv.Cmd) kv.Reply {
 	if h == nil {
 		return bad
 	}
-	return g.execLocked(h, &cmd, a.now)
+	return g.execLocked(h, &cmd, a.now, a)
 }
 
 // Version reports the current version of key (0 when absent): WATCH compares

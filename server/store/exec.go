@@ -32,6 +32,11 @@ type execCtx struct {
 	now  int64
 	// apply: replaying an effect on a replica; replies are ignored.
 	apply bool
+	// view: the multi-segment atomic view the command runs through, or nil
+	// (only seg is held): a multi-key handler reaches its other keys
+	// through it (multikey.go).
+	view *Atomic
+	base int64 // a key opened by a multi-key handler: its size when opened
 
 	// Outputs of write handlers.
 	effect   *kv.Cmd // the mutation to log; nil = nothing changed
@@ -107,7 +112,7 @@ func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 	}
-	return g.execLocked(h, &cmd, now)
+	return g.execLocked(h, &cmd, now, nil)
 }
 
 func lookupHandler(s *Store, cmd *kv.Cmd) (*handler, kv.Reply) {
@@ -122,11 +127,11 @@ func lookupHandler(s *Store, cmd *kv.Cmd) (*handler, kv.Reply) {
 
 // execLocked runs a command under the caller's lock: the read lock for a
 // read handler, the write lock for a write handler.
-func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64) kv.Reply {
+func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64, view *Atomic) kv.Reply {
 	if !g.owned {
 		return kv.StatusReply(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
 	}
-	x := execCtx{seg: g, cmd: cmd, now: now}
+	x := execCtx{seg: g, cmd: cmd, now: now, view: view}
 	if h.write {
 		if g.fenced {
 			return kv.StatusReply(kv.StatusMigrating) // a migration's write fence: retry shortly

@@ -68,26 +68,19 @@ func setOf(x *execCtx) *setColl {
 	return x.coll.(*setColl)
 }
 
-// setsOf reads the sets named by keys from the same segment (the caller holds
-// its lock). Multi-key set algebra is evaluated where all the keys live: keys
-// sharing a hash tag are always in one segment (R-PLACE-2).
+// setsOf reads the sets named by keys (nil for a missing key) from the
+// segments the caller holds (multikey.go): keys sharing a hash tag are
+// always in one segment (R-PLACE-2); a multi-segment atomic view holds
+// several.
 func (x *execCtx) setsOf(keys [][]byte) ([]*setColl, kv.Reply, bool) {
-	g := x.seg
 	out := make([]*setColl, 0, len(keys))
 	for _, k := range keys {
-		key := string(k)
-		if g.store.SegmentFor(key) != g {
-			return nil, kv.BadRequest("CROSSSLOT keys in a set operation must share a segment (use a hash tag)"), false
+		c, r, ok := x.lookup(k, KindSet)
+		if !ok {
+			return nil, r, false
 		}
-		r := g.liveLocked(key, x.now)
-		switch {
-		case r == nil:
-			out = append(out, nil)
-		case r.Kind != KindSet:
-			return nil, kv.StatusReply(kv.StatusWrongType), false
-		default:
-			out = append(out, r.coll.c.(*setColl))
-		}
+		s, _ := c.(*setColl)
+		out = append(out, s)
 	}
 	return out, kv.Reply{}, true
 }
