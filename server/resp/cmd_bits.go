@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/zaris-io/zaris/internal/kv"
-	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -59,31 +58,6 @@ func (c *conn) writeCoded(r kv.Reply, sh shape) {
 	c.writeReply(r, sh)
 }
 
-// atomically runs fn with the write locks of the keys' segments held and
-// c.tx set to the locked view, so that a command reading and writing
-// several keys is one atomic step (on a multi-node cluster execute has
-// already refused keys that are not all here). Inside EXEC, or under the
-// locks execute took, the view in place is used.
-func (c *conn) atomically(keys [][]byte, write bool, fn func()) {
-	if c.tx != nil {
-		fn()
-		return
-	}
-	segs := make([]uint16, len(keys))
-	for i, k := range keys {
-		segs[i] = placement.SegmentOf(view(k), c.srv.segs)
-	}
-	c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) {
-		if write && a.Fenced() {
-			c.out.Error("TRYAGAIN a key's slot is moving to another node; retry")
-			return
-		}
-		c.tx = a
-		defer func() { c.tx = nil }()
-		fn()
-	})
-}
-
 // getString reads a string key for a multi-key command: its value (nil
 // and true when missing), or false after writing the error.
 func (c *conn) getString(kb []byte) ([]byte, bool) {
@@ -119,7 +93,7 @@ func cmdBitOp(c *conn, args [][]byte) {
 		c.err("ERR BITOP NOT must be called with a single source key.")
 		return
 	}
-	c.atomically(args[2:], true, func() {
+	c.atomically(true, args[2:], func() {
 		srcs := make([][]byte, 0, len(args)-3)
 		n := 0
 		for _, k := range args[3:] {
@@ -181,7 +155,7 @@ const lcsMaxTable = store.MaxStringBytes
 func cmdLCS(c *conn, args [][]byte) {
 	var a, b []byte
 	ok := true
-	c.atomically(args[1:3], false, func() {
+	c.atomically(false, args[1:3], func() {
 		for i, kb := range args[1:3] {
 			k := view(kb)
 			res := c.segment(k).Get(k)

@@ -58,7 +58,7 @@ func cmdPFCount(c *conn, args [][]byte) {
 		c.writeCoded(c.execRaw(kv.CmdPFCount, args[1]), shapePlain)
 		return
 	}
-	c.atomically(args[1:], false, func() {
+	c.atomically(false, args[1:], func() {
 		max := make([]uint8, store.HLLRegisters)
 		if _, _, ok := c.mergeHLLs(max, args[1:]); !ok {
 			return
@@ -68,7 +68,7 @@ func cmdPFCount(c *conn, args [][]byte) {
 }
 
 func cmdPFMerge(c *conn, args [][]byte) {
-	c.atomically(args[1:], true, func() {
+	c.atomically(true, args[1:], func() {
 		max := make([]uint8, store.HLLRegisters)
 		dense, vals, ok := c.mergeHLLs(max, args[1:])
 		if !ok {

@@ -205,7 +205,7 @@ func cmdCopy(c *conn, args [][]byte) {
 		c.err("ERR source and destination objects are the same")
 		return
 	}
-	c.atomically(args[1:3], true, func() {
+	c.atomically(true, args[1:3], func() {
 		copied, res := c.tx.Copy(string(args[1]), string(args[2]), replace)
 		if res.Status != kv.StatusSuccess {
 			c.curKey = args[2]
