@@ -112,7 +112,7 @@ type conn struct {
 	blocked    atomic.Bool                        // waiting in a blocking command or a CLIENT PAUSE
 	errReplies uint64                             // error replies written (reader-owned)
 	wasBlocked bool                               // the command being executed blocked: no slowlog entry
-	mon       monitorState                       // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)
+	mon        monitorState                       // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {

@@ -173,11 +173,11 @@ type Server struct {
 	notify       notifier          // the keyspace-notification publisher
 	live         liveLimits        // limits CONFIG SET changes while connections read them
 
-	slowlog   slowlog      // SLOWLOG (slowlog.go)
-	latency   latencyLog   // LATENCY (slowlog.go)
-	cmdStats  cmdStatsTable // INFO commandstats/errorstats (cmd_info2.go)
-	monitors  monitorSet   // MONITOR (monitor.go)
-	pause     clientPause  // CLIENT PAUSE (monitor.go)
+	slowlog  slowlog       // SLOWLOG (slowlog.go)
+	latency  latencyLog    // LATENCY (slowlog.go)
+	cmdStats cmdStatsTable // INFO commandstats/errorstats (cmd_info2.go)
+	monitors monitorSet    // MONITOR (monitor.go)
+	pause    clientPause   // CLIENT PAUSE (monitor.go)
 }
 
 // New validates cfg and returns a server ready to Serve.
