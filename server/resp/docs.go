@@ -255,7 +255,7 @@ characters); ` + "`INFO server`" + ` shows both.
   reading is disconnected by the pubsub class of ` + "`client-output-buffer-limit`" + `
   (default 32 MiB hard, 8 MiB for 60 s soft; measured: with ` + "`pubsub 4mb 1mb 60`" + `
   a subscriber that never reads was cut after 7 MiB queued, the node's heap
-  peaking at 10 MiB while 256 MiB were published), or when it falls 4096
+  peaking at 10–15 MiB while 128–256 MiB were published), or when it falls 4096
   messages behind its forwarder.
   In RESP2 a subscribed connection accepts only (P)SUBSCRIBE, (P)UNSUBSCRIBE,
   PING, QUIT and RESET, as in Redis; in RESP3 messages are push replies and
