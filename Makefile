@@ -70,6 +70,13 @@ QUORUM ?= majority
 chaos:
 	$(GO) run ./test/chaos/cmd/chaos -duration $(DURATION) -rf $(RF) -mode $(MODE) -quorum $(QUORUM) -scenario $(SCENARIO)
 
+## soak: the long soak (test/chaos/soak.go): strings, hashes, lists, sets, sorted sets, streams, transfers in transactions, pub/sub and a watch through the SDK and go-redis's ClusterClient on 3 processes at RF 2 sync (quorum all), a kill -9 or a SIGSTOP every 30 s; asserts lost = 0, no stale read, the transfer total, delivery after the last repair, no RSS/goroutine growth from the first to the last window; prints a summary table. DURATION defaults to 1h here; SOAK_FLAGS passes more (e.g. -seed N, -extra --oplog-max-ops=1024)
+SOAK_DURATION = $(if $(filter file,$(origin DURATION)),1h,$(DURATION))
+SOAK_FLAGS ?=
+.PHONY: soak
+soak:
+	$(GO) run ./test/chaos/cmd/chaos -scenario soak -duration $(SOAK_DURATION) $(SOAK_FLAGS)
+
 ## storm: the --memory-max-rss write storm against the real binary (a key space of 3 × the cap, RSS sampled from /proc); prints peak/mean RSS against the bound. STORM_RSS=0 measures without the bound
 STORM_DURATION ?= 5m
 STORM_CAP ?= 256MiB

@@ -227,84 +227,138 @@ func tolerantLoad(c *sdk.Client, writers, keysEach int) (stop func() (acked, fai
 }
 
 // Faults during a move (issue #12 item 6), at RF 2 with sync replication
-// to every copy: whichever node dies in the middle of a move — the
-// incoming copy, the source, the raft leader — the move completes or
-// aborts, every partition keeps one owner, and no acknowledged write is
-// lost.
+// to every copy, in each phase of the move: while the snapshot streams
+// (copying), once the incoming copy is caught up (the fence comes next),
+// with the source fenced and the proof held (the flip comes next), and
+// right after the flip. Whichever node dies there — the incoming copy, the
+// source, the raft leader — the move completes or aborts, every partition
+// keeps one live owner, and no acknowledged write is lost. The leader's
+// driver stops in the phase through a test hook (server.Config.
+// MigrationPhaseHook), so the fault lands exactly there, not wherever the
+// polling happened to catch it.
 func TestLiveMigrationFaults(t *testing.T) {
+	phases := []string{cluster.MigrationPhaseCopying, cluster.MigrationPhaseCaughtUp, cluster.MigrationPhaseFenced,
+		cluster.MigrationPhaseFlipped}
 	for _, victim := range []string{"target", "source", "leader"} {
-		t.Run(victim, func(t *testing.T) {
-			opts := clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(c *server.Config) {
-				c.ReplicationFactor = 2
-				c.ReplicationMode, c.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
-				c.MemoryMaxBytes = 512 << 20
-			}}
-			if os.Getenv("ZARIS_TEST_LOG") != "" {
-				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-			}
-			cl := clustertest.Start(t, 3, opts)
-			c := realConnect(t, cl.ConnString())
-			ctx := context.Background()
-			fixed := map[string]string{}
-			val := make([]byte, 512)
-			var items []sdk.KV
-			for i := range 6000 {
-				k := fmt.Sprintf("fixed:%d", i)
-				v := fmt.Sprintf("v%d:%s", i, val)
-				fixed[k] = v
-				items = append(items, sdk.KV{Key: k, Value: []byte(v)})
-			}
-			for i := 0; i < len(items); i += 500 {
-				if _, err := c.PutMany(ctx, items[i:min(i+500, len(items))]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			stop, l := tolerantLoad(c, 4, 200)
-
-			n4 := cl.AddNode()
-			// Wait for a move to be in flight, then kill the victim.
-			var moving cluster.Partition
-			cl.Eventually(90*time.Second, "a move in flight", func() bool {
-				m := cl.Map()
-				for _, p := range m.Partitions {
-					if p.Migrating() && slices.Contains(p.Incoming, cluster.NodeID(n4.Config().NodeID)) {
-						moving = p
-						return true
-					}
-				}
-				return false
-			})
-			var dead *server.Node
-			switch victim {
-			case "target":
-				dead = n4
-			case "source":
-				dead = cl.Node(string(moving.ActiveOwner))
-			case "leader":
-				cl.Eventually(30*time.Second, "a leader", func() bool { dead = cl.Leader(); return dead != nil })
-			}
-			t.Logf("killing the %s %s while partition %d moves from %s (incoming %v, to %q)", victim,
-				dead.Config().NodeID, moving.ID, moving.ActiveOwner, moving.Incoming, moving.MoveTo)
-			cl.Stop(dead)
-			deadID := cluster.NodeID(dead.Config().NodeID)
-
-			// Every partition ends with one live owner and no move stuck.
-			cl.Eventually(60*time.Second, "every partition served by a live owner, no move stuck", func() bool {
-				leader := cl.Leader()
-				if leader == nil {
-					return false
-				}
-				m := leader.Cluster().Map()
-				for _, p := range m.Partitions {
-					if p.ActiveOwner == deadID || p.ActiveOwner == "" || slices.Contains(p.Incoming, deadID) {
-						return false
-					}
-				}
-				return true
-			})
-			acked, failed := stop()
-			verifyLedger(t, c, l, fixed)
-			t.Logf("%s killed mid-move: %d writes acknowledged, %d refused or timed out; nothing lost", victim, acked, failed)
-		})
+		for _, phase := range phases {
+			t.Run(victim+"/"+phase, func(t *testing.T) { migrationFault(t, victim, phase) })
+		}
 	}
+}
+
+// phaseStop is one stop of the leader's driver in a phase: the partition
+// and the node whose driver reached it; the test answers whether that
+// driver goes on.
+type phaseStop struct {
+	p      cluster.Partition
+	caller string
+	goOn   chan bool
+}
+
+func migrationFault(t *testing.T, victim, phase string) {
+	var (
+		armed  atomic.Bool
+		frozen sync.Map // node id → true: that node's driver stops for good (the "dead" leader)
+		joiner atomic.Value
+	)
+	stops := make(chan phaseStop)
+	opts := clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(c *server.Config) {
+		c.ReplicationFactor = 2
+		c.ReplicationMode, c.WriteQuorum = server.ReplicationSync, server.WriteQuorumAll
+		c.MemoryMaxBytes = 512 << 20
+		self := c.NodeID
+		c.MigrationPhaseHook = func(ph string, p cluster.Partition) bool {
+			if _, dead := frozen.Load(self); dead {
+				return false
+			}
+			j, _ := joiner.Load().(string)
+			toJoiner := j != "" && (p.MoveTo == cluster.NodeID(j) || slices.Contains(p.Incoming, cluster.NodeID(j)))
+			// The source and the leader are different nodes in their own
+			// cases (a move whose source is the driver's node would make
+			// both the same fault).
+			distinct := victim == "target" || p.ActiveOwner != cluster.NodeID(self)
+			if ph != phase || !toJoiner || !distinct || !armed.CompareAndSwap(true, false) {
+				return true
+			}
+			st := phaseStop{p: p, caller: self, goOn: make(chan bool)}
+			stops <- st
+			return <-st.goOn
+		}
+	}}
+	if os.Getenv("ZARIS_TEST_LOG") != "" {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	cl := clustertest.Start(t, 3, opts)
+	c := realConnect(t, cl.ConnString())
+	ctx := context.Background()
+	fixed := map[string]string{}
+	val := make([]byte, 256)
+	var items []sdk.KV
+	for i := range 3000 {
+		k := fmt.Sprintf("fixed:%d", i)
+		v := fmt.Sprintf("v%d:%s", i, val)
+		fixed[k] = v
+		items = append(items, sdk.KV{Key: k, Value: []byte(v)})
+	}
+	for i := 0; i < len(items); i += 500 {
+		if _, err := c.PutMany(ctx, items[i:min(i+500, len(items))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop, l := tolerantLoad(c, 4, 200)
+
+	armed.Store(true)
+	joiner.Store("n4")
+	n4 := cl.AddNode()
+	if n4.Config().NodeID != "n4" {
+		t.Fatalf("the joiner is %s, not n4", n4.Config().NodeID)
+	}
+	var st phaseStop
+	select {
+	case st = <-stops:
+	case <-time.After(testscale.D(90 * time.Second)):
+		t.Fatalf("no move towards n4 reached the %s phase", phase)
+	}
+	var dead string
+	switch victim {
+	case "target":
+		dead = "n4"
+	case "source":
+		// The partition as the driver saw it before the flip: its owner
+		// is the source in every phase.
+		dead = string(st.p.ActiveOwner)
+	case "leader":
+		dead = st.caller
+	}
+	t.Logf("%s: killing the %s %s while partition %d moves from %s (incoming %v, to %q), driver on %s",
+		phase, victim, dead, st.p.ID, st.p.ActiveOwner, st.p.Incoming, st.p.MoveTo, st.caller)
+	if dead == st.caller {
+		// The driver's own node dies: it goes no further, ever.
+		frozen.Store(st.caller, true)
+		st.goOn <- false
+		cl.Stop(cl.Node(dead))
+	} else {
+		cl.Stop(cl.Node(dead))
+		st.goOn <- true
+	}
+	deadID := cluster.NodeID(dead)
+
+	// Every partition ends with one live owner and no move stuck.
+	cl.Eventually(90*time.Second, "every partition served by a live owner, no move stuck", func() bool {
+		leader := cl.Leader()
+		if leader == nil {
+			return false
+		}
+		m := leader.Cluster().Map()
+		for _, p := range m.Partitions {
+			if p.ActiveOwner == deadID || p.ActiveOwner == "" || slices.Contains(p.Incoming, deadID) ||
+				(p.MoveTo != "" && p.MoveTo == deadID) {
+				return false
+			}
+		}
+		return true
+	})
+	acked, failed := stop()
+	verifyLedger(t, c, l, fixed)
+	t.Logf("%s killed in phase %s: %d writes acknowledged, %d refused or timed out; nothing lost", victim, phase, acked, failed)
 }

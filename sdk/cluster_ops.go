@@ -151,9 +151,28 @@ func (b *clusterBackend) keyOp(ctx context.Context, op wire.Opcode, key string, 
 			if errors.Is(err, errRefused) {
 				r.Status = StatusUnavailable
 			}
+			if err == nil && routingOnly(r.Status) {
+				st, _, cerr := unsettled(ctx, r.Status, rs.attempts)
+				return Result{Status: st}, cerr
+			}
 			return r, err
 		}
 	}
+}
+
+// routingOnly reports a status that only tells the SDK where to go next
+// (Unavailable is an answer in its own right).
+func routingOnly(s kv.Status) bool { return s.Redirect() && s != StatusUnavailable }
+
+// unsettled is the answer of a call that ended on a redirect: the owner
+// kept changing (or was fenced) until the deadline or the last attempt. A
+// routing status is the SDK's business, never the application's: the call
+// ends Timeout when its deadline passed, else Unavailable.
+func unsettled(ctx context.Context, last kv.Status, attempts int) (kv.Status, string, error) {
+	if err := ctx.Err(); err != nil {
+		return StatusTimeout, fmt.Sprintf("the deadline passed while the key's partition changed hands (last answer %v)", last), err
+	}
+	return StatusUnavailable, fmt.Sprintf("the key's owner was still changing after %d attempts (last answer %v)", attempts, last), nil
 }
 
 func (b *clusterBackend) get(ctx context.Context, key string) (Result, error) {
@@ -289,6 +308,12 @@ func (b *clusterBackend) batch(ctx context.Context, items []BatchItem) ([]ItemRe
 			if lastErr != nil && !slices.Contains(unanswered, false) {
 				return nil, lastErr
 			}
+			for _, i := range next {
+				if routingOnly(out[i].Status) {
+					st, _, _ := unsettled(ctx, out[i].Status, rs.attempts)
+					out[i].Result = Result{Status: st}
+				}
+			}
 			return out, nil
 		}
 		todo = next
@@ -349,6 +374,10 @@ func (b *clusterBackend) exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error)
 		}
 		if !b.again(ctx, &rs, t.version, retryDecision(r.Status, err, false)) {
 			b.suspectMap(r.Status, err, t.version)
+			if err == nil && routingOnly(r.Status) {
+				st, msg, cerr := unsettled(ctx, r.Status, rs.attempts)
+				return kv.Reply{Status: st, Message: msg}, cerr
+			}
 			return r, err
 		}
 	}

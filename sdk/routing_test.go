@@ -201,3 +201,28 @@ func TestTxCommitReroutesAfterARedirect(t *testing.T) {
 		t.Fatalf("a refused transaction changed the value: %q", got.Value)
 	}
 }
+
+// A call whose owner kept changing until its end (a partition moving, an
+// owner fenced by the freeze guard) answers Timeout or Unavailable: the
+// elastic chaos run saw a read hand the application a bare Moved while the
+// new owner was stopped for 3 s.
+func TestUnsettledCallNeverEndsOnARoutingStatus(t *testing.T) {
+	live := context.Background()
+	over, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		last kv.Status
+		want kv.Status
+	}{
+		{"deadline passed on a Moved", over, kv.StatusMoved, kv.StatusTimeout},
+		{"deadline passed on a Migrating fence", over, kv.StatusMigrating, kv.StatusTimeout},
+		{"attempts spent on Moved", live, kv.StatusMoved, kv.StatusUnavailable},
+	} {
+		st, msg, err := unsettled(c.ctx, c.last, 32)
+		if st != c.want || routingOnly(st) || msg == "" || (c.ctx == over) != (err != nil) {
+			t.Errorf("%s: %v %q %v", c.name, st, msg, err)
+		}
+	}
+}

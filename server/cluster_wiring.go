@@ -116,6 +116,7 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Possession:    n.repl.Possession,
 		Migrate:       n.repl.Migrate,
 		AutoRebalance: c.AutoRebalance,
+		PhaseHook:     c.MigrationPhaseHook,
 		OnTraffic: func(d cluster.TrafficDecision) {
 			// A restarted owner opens its listeners once restart recovery
 			// released its segments (bounded: the gate stays authoritative).

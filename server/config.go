@@ -260,6 +260,12 @@ type Config struct {
 	// --raft-leader-lease (500ms) and --gossip-probe-interval (500ms) set the
 	// main ones; cluster.TestTimings() are short ones for tests.
 	Timings cluster.Timings
+
+	// MigrationPhaseHook is for tests only (no flag, no YAML): the raft
+	// leader's migration driver calls it as a move reaches a phase
+	// (cluster.MigrationPhase*); false abandons that step, as if the
+	// leader died right there. Tests inject a fault in a precise phase.
+	MigrationPhaseHook func(phase string, p cluster.Partition) bool `yaml:"-"`
 }
 
 // NodeEntry is one node of the registry (Config.Nodes).

@@ -31,8 +31,13 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 	if n.repl.Barrier() {
 		barrier = n.repl // sync replication; async writes pay nothing
 	}
+	var replicas resp.ReplicaWaiter
+	if n.repl != nil {
+		replicas = n.repl // WAIT counts the replicas that applied a client's writes
+	}
 	return resp.New(resp.Config{
 		WriteBarrier: barrier,
+		Replicas:     replicas,
 		FreezeCheck:  n.freezeCheck,
 		Store:        n.store,
 		NodeID:       n.cfg.NodeID,

@@ -194,6 +194,9 @@ type Config struct {
 	AutoRebalance bool
 	// MaxMoves bounds the partitions migrating at once (0 = 2).
 	MaxMoves int
+	// PhaseHook (tests only) is called by the leader's migration driver as
+	// a move reaches a phase (MigrationPhase*); false abandons that step.
+	PhaseHook func(phase string, p Partition) bool
 	// PeerHandlers serve further peer protocols by their first byte
 	// (PeerReplication); raft and map fetches are the cluster's own. Each
 	// handler owns its connection until it returns (the mux closes it then,

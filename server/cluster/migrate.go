@@ -598,9 +598,25 @@ func (c *Cluster) lastMemberChange() time.Time {
 // driveMove takes one partition in flight one phase further: wait for its
 // incoming copies to be nearly level, then (owner change) fence the source,
 // check the proof and flip; copies only: finish. Failures retry, then abort.
+// The phases of a move a test can stop in (Config.PhaseHook).
+const (
+	MigrationPhaseCopying  = "copying"   // the move just started: the snapshot streams to the incoming copies
+	MigrationPhaseCaughtUp = "caught-up" // every incoming copy streams live: the fence comes next
+	MigrationPhaseFenced   = "fenced"    // the source is fenced and the proof holds: the flip comes next
+	MigrationPhaseFlipped  = "flipped"   // the flip is committed: the source drops its copy next
+)
+
+// phase reports a move reaching a phase to the test hook; false: stop here.
+func (c *Cluster) phase(name string, p *Partition) bool {
+	return c.cfg.PhaseHook == nil || c.cfg.PhaseHook(name, *p)
+}
+
 func (c *Cluster) driveMove(st *migrationState, m *PartitionMap, p *Partition, alive func(NodeID) bool, now time.Time) {
 	ms := st.moves[p.Identity]
 	if ms == nil {
+		if !c.phase(MigrationPhaseCopying, p) {
+			return
+		}
 		ms = &moveState{started: now, phase: "copying"}
 		st.moves[p.Identity] = ms
 	}
@@ -697,6 +713,9 @@ func (c *Cluster) driveMove(st *migrationState, m *PartitionMap, p *Partition, a
 		return
 	}
 
+	if !c.phase(MigrationPhaseCaughtUp, p) {
+		return
+	}
 	// The cut-over: fence, final delta, proof — for an owner change and for
 	// new copies alike: a copy joins the group (and counts for quorums)
 	// only once it provably holds every write the owner acknowledged.
@@ -763,6 +782,9 @@ func (c *Cluster) driveMove(st *migrationState, m *PartitionMap, p *Partition, a
 		}
 		return
 	}
+	if !c.phase(MigrationPhaseFenced, p) {
+		return
+	}
 	ms.phase = "flipping"
 	c.finishMove(st, p, replicas, ms, fenceStart)
 }
@@ -790,6 +812,7 @@ func (c *Cluster) finishMove(st *migrationState, p *Partition, replicas []NodeID
 		ms.notBefore = c.now().Add(retryAfter)
 		return
 	}
+	c.phase(MigrationPhaseFlipped, p)
 	var pause time.Duration
 	if !fenced.IsZero() {
 		pause = time.Since(fenced)

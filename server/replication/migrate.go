@@ -259,7 +259,7 @@ func (m *Manager) migratedInLocked(prev, next *cluster.PartitionMap) {
 		return q.MoveTo == m.cfg.Self && q.ActiveOwner != m.cfg.Self
 	}, func(p *cluster.Partition) {
 		for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
-			m.markSynced(seg, 0)
+			m.markProven(seg, 0)
 		}
 		m.rs.mu.Lock()
 		m.rs.certified[p.Identity] = true

@@ -31,17 +31,24 @@ import (
 // certified flag and the gate opens for good.
 type restartState struct {
 	mu        sync.Mutex
-	certified map[string]bool // partition identity → certified in this incarnation (sticky)
-	synced    []bool          // per segment: level with a live copy, or pulled from one
-	srcHead   []uint64        // per segment: the source's head revision when synced (0: none known)
-	pulled    []uint64        // per segment: the highest revision a recovery source shipped here
-	held      []bool          // per segment: the serve gate holds it (the store does not own it)
-	released  []bool          // per segment: served once in this incarnation (never held again)
+	certified map[string]bool     // partition identity → certified in this incarnation (sticky)
+	proven    []bool              // per segment: pulled from a recovery source, or proved by a cut-over
+	levelWith []map[string]uint64 // per segment: copy → its head, for each copy whose catch-up plan showed it keeps nothing this owner lacks
+	synced    []bool              // per segment: level (recovery.SegmentLevel), as of the last gate evaluation
+	srcHead   []uint64            // per segment: the source's head revision when proven (0: none known)
+	pulled    []uint64            // per segment: the highest revision a recovery source shipped here
+	held      []bool              // per segment: the serve gate holds it (the store does not own it)
+	released  []bool              // per segment: served once in this incarnation (never held again)
 }
 
 func newRestartState(segments int) *restartState {
-	return &restartState{certified: map[string]bool{}, synced: make([]bool, segments),
-		srcHead: make([]uint64, segments), pulled: make([]uint64, segments), held: make([]bool, segments), released: make([]bool, segments)}
+	levelWith := make([]map[string]uint64, segments)
+	for i := range levelWith {
+		levelWith[i] = map[string]uint64{}
+	}
+	return &restartState{certified: map[string]bool{}, synced: make([]bool, segments), proven: make([]bool, segments),
+		levelWith: levelWith,
+		srcHead:   make([]uint64, segments), pulled: make([]uint64, segments), held: make([]bool, segments), released: make([]bool, segments)}
 }
 
 // Certified reports whether this node certified the partition with
@@ -91,30 +98,72 @@ func (m *Manager) down(id cluster.NodeID) bool {
 }
 
 // liveReplica reports whether p has a copy besides self not known down.
-func (m *Manager) liveReplica(p *cluster.Partition) bool {
-	for _, r := range p.Established() {
-		if r != m.cfg.Self && !m.down(r) {
-			return true
-		}
-	}
-	return false
-}
+func (m *Manager) liveReplica(p *cluster.Partition) bool { return len(m.liveCopies(p)) > 0 }
 
-// markSynced records, from a shipper's catch-up plan, that segment seg is
-// level with a live copy whose head was srcHead.
-func (m *Manager) markSynced(seg int, srcHead uint64) {
+// markProven records that segment seg is level by construction (pulled
+// from a recovery source whose head was srcHead, or proved by a cut-over).
+func (m *Manager) markProven(seg int, srcHead uint64) {
 	m.rs.mu.Lock()
-	if seg >= 0 && seg < len(m.rs.synced) {
-		m.rs.synced[seg], m.rs.srcHead[seg] = true, srcHead
+	if seg >= 0 && seg < len(m.rs.proven) {
+		m.rs.proven[seg], m.rs.synced[seg], m.rs.srcHead[seg] = true, true, srcHead
 	}
 	m.rs.mu.Unlock()
 }
 
-// segmentSynced reports the synced bit of seg.
-func (m *Manager) segmentSynced(seg int) bool {
+// noteLevelWith records, from a shipper's catch-up plan, that copy keeps
+// nothing of segment seg that this owner lacks; head is its revision of
+// this owner's own lease (0: another history). The segment is level once
+// every live established copy said so (recovery.SegmentLevel).
+func (m *Manager) noteLevelWith(seg int, copy cluster.NodeID, head uint64) {
 	m.rs.mu.Lock()
-	defer m.rs.mu.Unlock()
-	return seg >= 0 && seg < len(m.rs.synced) && m.rs.synced[seg]
+	if seg >= 0 && seg < len(m.rs.levelWith) {
+		m.rs.levelWith[seg][string(copy)] = head
+	}
+	m.rs.mu.Unlock()
+}
+
+// forgetLevelWith withdraws copy's evidence for seg: its latest plan held.
+func (m *Manager) forgetLevelWith(seg int, copy cluster.NodeID) {
+	m.rs.mu.Lock()
+	if seg >= 0 && seg < len(m.rs.levelWith) {
+		delete(m.rs.levelWith[seg], string(copy))
+	}
+	m.rs.mu.Unlock()
+}
+
+// liveCopies lists p's established copies besides self not known down:
+// the copies a restarted owner must be level with.
+func (m *Manager) liveCopies(p *cluster.Partition) []string {
+	var out []string
+	for _, r := range p.Established() {
+		if r != m.cfg.Self && !m.down(r) {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+// levelLocked evaluates recovery.SegmentLevel for seg of p (rs.mu held),
+// caches it in synced, and returns it with the head the serve gate must
+// reach: the recovery source's when proven, else the highest head a level
+// copy of this owner's lease reported.
+func (m *Manager) levelLocked(p *cluster.Partition, seg int) (bool, uint64) {
+	rs := m.rs
+	if rs.proven[seg] {
+		rs.synced[seg] = true
+		return true, rs.srcHead[seg]
+	}
+	live := m.liveCopies(p)
+	ev := rs.levelWith[seg]
+	level := recovery.SegmentLevel(false, live, func(c string) bool { _, ok := ev[c]; return ok })
+	rs.synced[seg] = level
+	var head uint64
+	if level {
+		for _, c := range live {
+			head = max(head, ev[c])
+		}
+	}
+	return level, head
 }
 
 // refuse is the source-side rule (ShouldRefuse) for a shipper about to
@@ -161,7 +210,7 @@ func (m *Manager) recoveredLocked(prev, next *cluster.PartitionMap) {
 			// The source's head is the last revision it shipped: the
 			// serve gate holds a segment that did not reach it
 			// (HoldBehindSource) instead of answering NotFound.
-			m.markSynced(seg, m.pulledHead(seg))
+			m.markProven(seg, m.pulledHead(seg))
 		}
 	})
 }
@@ -216,11 +265,14 @@ func (m *Manager) gateLocked(pm *cluster.PartitionMap, applying bool) {
 		cert := rs.certified[p.Identity]
 		live := m.liveReplica(p)
 		nSynced, nOwned := 0, 0
+		heads := make(map[int]uint64, p.LastSegment-p.FirstSegment+1)
 		for seg := p.FirstSegment; seg <= p.LastSegment && seg < len(rs.held); seg++ {
 			nOwned++
-			// Synced is not enough to certify: a segment behind its
+			level, head := m.levelLocked(p, seg)
+			heads[seg] = head
+			// Level is not enough to certify: a segment behind its
 			// source's head (HoldBehindSource) is not level yet.
-			if recovery.ServeGate(rs.synced[seg], m.st.Segment(uint16(seg)).Revision(), rs.srcHead[seg]) == recovery.Serve {
+			if recovery.ServeGate(level, m.st.Segment(uint16(seg)).Revision(), head) == recovery.Serve {
 				nSynced++
 			}
 		}
@@ -233,7 +285,7 @@ func (m *Manager) gateLocked(pm *cluster.PartitionMap, applying bool) {
 			g := m.st.Segment(uint16(seg))
 			hold := false
 			if recovery.ShouldReverseSyncOwnedSegment(cert, p.PrimaryNodeID == m.cfg.Self, live) {
-				hold = recovery.ServeGate(rs.synced[seg], g.Revision(), rs.srcHead[seg]) != recovery.Serve
+				hold = recovery.ServeGate(rs.synced[seg], g.Revision(), heads[seg]) != recovery.Serve
 			}
 			switch {
 			case rs.held[seg] && !hold:

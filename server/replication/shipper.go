@@ -277,7 +277,9 @@ func (s *shipper) session(log interface {
 			if ok && st.Lineage == own {
 				head = st.Revision
 			}
-			s.m.markSynced(int(seg), head)
+			s.m.noteLevelWith(int(seg), s.key.replica, head)
+		} else {
+			s.m.forgetLevelWith(int(seg), s.key.replica)
 		}
 		s.held[i].Store(plan == CatchUpHold)
 		switch plan {

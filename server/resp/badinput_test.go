@@ -221,7 +221,7 @@ func TestShutdownDrains(t *testing.T) {
 	require.Equal(t, 500, got, "the pipeline was read before the stop: all of it is answered")
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	testscale.Eventually(t, timeout, 5*time.Millisecond, what, cond)
 }

@@ -99,13 +99,13 @@ func init() {
 		z(&command{name: "zrevrank", arity: 3, flags: flagReadonly | flagFast, since: "2.0.0",
 			summary: "Returns the index of a member in a sorted set ordered by descending scores.", run: execCmd(kv.CmdZRevRank, shapePlain)}),
 		z(&command{name: "zrange", arity: -4, flags: flagReadonly, since: "1.2.0",
-			summary: "Returns members in a sorted set within a range of indexes or scores ([BYSCORE] [REV] [LIMIT offset count] [WITHSCORES]).", run: cmdZRange}),
+			summary: "Returns members in a sorted set within a range of indexes or scores ([BYSCORE] [REV] [LIMIT offset count] [WITHSCORES]).", run: zrangeCmd("", false)}),
 		z(&command{name: "zrevrange", arity: -4, flags: flagReadonly, since: "1.2.0",
-			summary: "Returns members in a sorted set within a range of indexes, in reverse order ([WITHSCORES]).", run: cmdZRankRange(kv.CmdZRevRange)}),
+			summary: "Returns members in a sorted set within a range of indexes, in reverse order ([WITHSCORES]).", run: zrangeCmd("RANK", true)}),
 		z(&command{name: "zrangebyscore", arity: -4, flags: flagReadonly, since: "1.0.5",
-			summary: "Returns members in a sorted set within a range of scores ([WITHSCORES] [LIMIT offset count]).", run: cmdZScoreRange(kv.CmdZRangeByScore)}),
+			summary: "Returns members in a sorted set within a range of scores ([WITHSCORES] [LIMIT offset count]).", run: zrangeCmd("SCORE", false)}),
 		z(&command{name: "zrevrangebyscore", arity: -4, flags: flagReadonly, since: "2.2.0",
-			summary: "Returns members in a sorted set within a range of scores in reverse order ([WITHSCORES] [LIMIT offset count]).", run: cmdZScoreRange(kv.CmdZRevRangeByScore)}),
+			summary: "Returns members in a sorted set within a range of scores in reverse order ([WITHSCORES] [LIMIT offset count]).", run: zrangeCmd("SCORE", true)}),
 		z(&command{name: "zcount", arity: 4, flags: flagReadonly | flagFast, since: "2.0.0",
 			summary: "Returns the count of members in a sorted set that have scores within a range.", run: execCmd(kv.CmdZCount, shapePlain)}),
 	)
@@ -203,109 +203,4 @@ pairs:
 		sh = shapeDouble
 	}
 	c.exec(kv.CmdZAdd, args[1], args[2:], sh)
-}
-
-func hasWithScores(args [][]byte) bool {
-	for _, a := range args {
-		if eq(a, "WITHSCORES") {
-			return true
-		}
-	}
-	return false
-}
-
-func cmdZRankRange(op kv.CmdOp) func(c *conn, args [][]byte) {
-	return func(c *conn, args [][]byte) {
-		ws := false
-		switch {
-		case len(args) == 5 && eq(args[4], "WITHSCORES"):
-			ws = true
-		case len(args) != 4:
-			c.err(msgSyntax)
-			return
-		}
-		sh := shapePlain
-		if ws {
-			sh = shapeScores
-		}
-		c.exec(op, args[1], args[2:], sh)
-	}
-}
-
-func cmdZScoreRange(op kv.CmdOp) func(c *conn, args [][]byte) {
-	return func(c *conn, args [][]byte) {
-		sh := shapePlain
-		if hasWithScores(args[4:]) {
-			sh = shapeScores
-		}
-		c.exec(op, args[1], args[2:], sh)
-	}
-}
-
-// cmdZRange implements the unified ZRANGE of Redis 6.2: by rank (default)
-// or BYSCORE, REV, LIMIT (with BYSCORE), WITHSCORES. BYLEX needs a
-// lexicographic range the store does not offer.
-func cmdZRange(c *conn, args [][]byte) {
-	var byScore, byLex, rev, ws, limit bool
-	var off, cnt []byte
-	for j := 4; j < len(args); j++ {
-		switch a := args[j]; {
-		case eq(a, "WITHSCORES"):
-			ws = true
-		case eq(a, "LIMIT") && j+2 < len(args):
-			limit, off, cnt = true, args[j+1], args[j+2]
-			j += 2
-		case eq(a, "BYSCORE") && !byLex:
-			byScore = true
-		case eq(a, "BYLEX") && !byScore:
-			byLex = true
-		case eq(a, "REV"):
-			rev = true
-		default:
-			c.err(msgSyntax)
-			return
-		}
-	}
-	switch {
-	case limit && !byScore && !byLex:
-		c.err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
-		return
-	case ws && byLex:
-		c.err("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
-		return
-	case byLex:
-		c.err("ERR ZRANGE BYLEX is not supported by this server")
-		return
-	}
-	if limit {
-		if _, ok := parseInt(off); !ok {
-			c.err(msgNotInteger)
-			return
-		}
-		if _, ok := parseInt(cnt); !ok {
-			c.err(msgNotInteger)
-			return
-		}
-	}
-	sh := shapePlain
-	rest := [][]byte{args[2], args[3]}
-	if ws {
-		sh = shapeScores
-		rest = append(rest, []byte("WITHSCORES"))
-	}
-	var op kv.CmdOp
-	switch {
-	case byScore && rev:
-		op = kv.CmdZRevRangeByScore
-	case byScore:
-		op = kv.CmdZRangeByScore
-	case rev:
-		op = kv.CmdZRevRange
-	default:
-		op = kv.CmdZRange
-	}
-	if limit {
-		rest = append(rest, []byte("LIMIT"), off, cnt)
-	}
-	c.exec(op, args[1], rest, sh)
 }

@@ -60,11 +60,7 @@ func init() {
 			summary: "Returns a random key name from the database.",
 			tips:    []string{"request_policy:all_shards", "response_policy:special", "nondeterministic_output"}, run: cmdRandomKey}),
 		g(&command{name: "object", arity: -2, since: "2.2.3",
-			summary: "A container for object introspection commands.", subs: []*command{
-				{name: "encoding", arity: 3, flags: flagReadonly, first: 2, last: 2, step: 1,
-					summary: "Returns the internal encoding of a Redis object.", run: cmdObjectEncoding},
-				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the OBJECT subcommands.", run: cmdObjectHelp},
-			}}),
+			summary: "A container for object introspection commands.", subs: objectSubcommands()}),
 	)
 }
 
@@ -452,46 +448,4 @@ func cmdRandomKey(c *conn, _ [][]byte) {
 		return
 	}
 	c.out.Null()
-}
-
-func cmdObjectEncoding(c *conn, args [][]byte) {
-	switch typ := c.keyType(args[2]); typ {
-	case "none":
-		c.out.Null()
-	case "string":
-		k := view(args[2])
-		res := c.segment(k).Get(k)
-		if res.Status != kv.StatusSuccess {
-			c.out.Null()
-			return
-		}
-		c.out.BulkString(stringEncoding(res.Value))
-	case "hash", "set":
-		c.out.BulkString("hashtable")
-	case "list":
-		c.out.BulkString("quicklist")
-	case "zset":
-		c.out.BulkString("skiplist")
-	default:
-		c.out.BulkString(typ)
-	}
-}
-
-// stringEncoding is the encoding Redis would pick for a string value.
-func stringEncoding(v []byte) string {
-	if len(v) <= 20 {
-		if n, ok := parseInt(v); ok && strconv.FormatInt(n, 10) == string(v) {
-			return "int"
-		}
-	}
-	if len(v) <= 44 {
-		return "embstr"
-	}
-	return "raw"
-}
-
-func cmdObjectHelp(c *conn, _ [][]byte) {
-	writeHelp(c, "OBJECT", []string{
-		"ENCODING <key>", "    Return the kind of internal representation used in order to store the value associated with a <key>.",
-	})
 }

@@ -248,6 +248,9 @@ func (c *conn) execute(args [][]byte) {
 	if c.srv.cfg.WriteBarrier != nil && cmd.flags&flagWrite != 0 && c.status == kv.StatusSuccess {
 		c.hold(mark, flushes)
 	}
+	if c.srv.cfg.Replicas != nil && cmd.flags&flagWrite != 0 && c.status == kv.StatusSuccess {
+		c.noteWrite()
+	}
 	now := time.Now() // one clock read per command: it also starts the next one's
 	c.clock = now
 	c.cmds.Add(1)

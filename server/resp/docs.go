@@ -14,10 +14,13 @@ var groupTitles = []struct{ group, title string }{
 	{"cluster", "Cluster"},
 	{"generic", "Keys"},
 	{"string", "Strings and counters"},
+	{"bitmap", "Bitmaps"},
+	{"hyperloglog", "HyperLogLog"},
 	{"hash", "Hashes"},
 	{"list", "Lists"},
 	{"set", "Sets"},
 	{"sorted-set", "Sorted sets"},
+	{"geo", "Geo"},
 	{"stream", "Streams"},
 	{"pubsub", "Pub/Sub"},
 	{"transactions", "Transactions"},
@@ -348,6 +351,47 @@ characters); ` + "`INFO server`" + ` shows both.
   ` + "`-ERR Command not allowed inside a transaction`" + `; PING, ECHO, TIME, PUBLISH,
   SELECT and COMMAND may be queued. Blocking commands do not block inside EXEC
   (a null reply when nothing is there), as in Redis.
+- Bitmaps, HyperLogLog and keyspace extras (issue #13 item 5;
+  ` + "`server/store/bits.go`" + `, ` + "`hll.go`" + `, ` + "`keyinfo.go`" + `, ` + "`server/resp/cmd_bits.go`" + `,
+  ` + "`cmd_hll.go`" + `, ` + "`cmd_keys2.go`" + `), each compared reply for reply with redis-server 7.0
+  (` + "`TestBitmapsLikeRedis`" + `, ` + "`TestHyperLogLogLikeRedis`" + `, ` + "`TestKeyspaceLikeRedis`" + `):
+  - SETBIT/GETBIT/BITFIELD offsets stop at 2^32-1 (` + "`-ERR bit offset is not an integer or out of range`" + `);
+    a bitmap grown past ` + "`--max-item-bytes`" + ` is refused with ` + "`-OOM`" + ` before anything changes.
+    A changed bitmap is replicated as its whole new value.
+  - HyperLogLogs are strings in Redis's own representation ("HYLL" header,
+    sparse then dense registers, the cached cardinality), byte for byte: an HLL
+    moves between Redis and Zaris with GET and SET, and PFCOUNT answers the very
+    estimate Redis answers (MurmurHash64A and Ertl's estimator). PFCOUNT of one
+    key caches the count in the value as Redis does (a write).
+  - BITOP, LCS, PFCOUNT and PFMERGE of several keys, COPY and SORT … STORE are
+    multi-key commands under the rule above (one node: any slots, atomically).
+    SORT's BY and GET patterns name keys no client declared: on a lone node SORT
+    takes the locks of the segments they reach (and starts again if the
+    elements name more); in a multi-node cluster a BY pattern with ` + "`*`" + ` or any
+    GET is refused as Redis Cluster refuses it
+    (` + "`-ERR BY option of SORT denied in Cluster mode.`" + `). Inside MULTI/EXEC a
+    pattern naming a key of a slot the transaction does not hold is an error.
+  - COPY copies the record (value or collection, TTL) inside the store; only
+    ` + "`DB 0`" + ` is accepted (Redis Cluster's error otherwise).
+  - OBJECT ENCODING answers the encoding Redis 7.0 would use for the content
+    with its built-in thresholds (int/embstr/raw; listpack/hashtable for hashes
+    up to 512 fields of 64 bytes; intset/hashtable for sets, intset up to 512
+    integers; listpack/skiplist for sorted sets up to 128 members of 64 bytes;
+    quicklist; stream), decided from the content now (Redis never converts back
+    to the small encoding; a string edited in place is ` + "`raw`" + ` in Redis). OBJECT
+    IDLETIME is the seconds since the last access, OBJECT FREQ answers Redis's
+    no-LFU error (Zaris evicts by LRU or not at all), OBJECT REFCOUNT 2147483647
+    for the small integers Redis shares, else 1. MEMORY USAGE is the bytes the
+    key is charged against the memory budget (SAMPLES parsed, not needed); the
+    other MEMORY subcommands are not implemented.
+  - WAIT numreplicas timeout answers how many replicas have applied every write
+    this connection made (the smallest count over the segments it wrote, read
+    from the replication sessions' acknowledged revisions), waiting up to the
+    timeout (0: until enough have); with no replicas (a one-node cluster) it
+    answers 0 at once.
+  - DUMP and RESTORE are refused (` + "`-ERR DUMP is not supported: …`" + `): their payload
+    is Redis's RDB serialization with its version and CRC64, which Zaris does
+    not implement.
 
 ## Implementation: why the parser is not redcon's
 
@@ -381,6 +425,28 @@ const docsOutro = `
 
 - Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, CLIENT NO-TOUCH
   (Redis 7.2), XGROUP ... ENTRIESREAD.
-- ZRANGE BYLEX and the other lexicographic ranges; any command not listed
-  above answers ` + "`-ERR unknown command`" + `.
+- DUMP/RESTORE (refused, see above); MEMORY DOCTOR/STATS/PURGE/MALLOC-STATS.
+- Any command not listed above answers ` + "`-ERR unknown command`" + `.
+
+## Sorted sets and geo
+
+- Scores print as Redis 7.0 prints them (` + "`%.17g`" + `: ` + "`0.1`" + ` is
+  ` + "`0.10000000000000001`" + `, ` + "`inf`" + `, ` + "`-inf`" + `); a stored -0 reads back as 0.
+- Multi-key commands (ZUNION/ZINTER/ZDIFF and their STORE forms, ZINTERCARD,
+  ZRANGESTORE, ZMPOP, GEOSEARCHSTORE, GEORADIUS … STORE) read their sources and
+  write their destination under the locks of every key's segment: atomic, and
+  across slots on a node owning them all (the multi-key rule above). A *STORE
+  result over the per-key cap is refused whole; when the destination held
+  another type it has been deleted by then (Redis has no such cap).
+- ZRANDMEMBER with a negative count streams its reply from one snapshot of
+  the set (memory bounded whatever the count); ZSCAN returns a set of at most
+  128 members of at most 64 bytes whole with cursor 0 (as Redis's listpack
+  encoding does) and walks a larger one in the order of a hash of the members
+  (every member present throughout the scan is returned).
+- Geo sets are sorted sets scored by 52-bit geohashes (Web Mercator latitude
+  range, as Redis). A search reads the geohash cells redis-server reads, in
+  its order, so even unsorted answers come out in Redis's order; distances use
+  correctly rounded trigonometry, equal to redis-server's to the printed
+  precision (a STOREDIST score, a full double, may differ in its last bit).
+- ZRANGEBYLEX on a set whose scores differ is, as in Redis, unspecified.
 `

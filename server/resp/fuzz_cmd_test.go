@@ -62,8 +62,12 @@ func FuzzCommands(f *testing.F) {
 			}
 		}
 		switch args[0] {
-		case "blpop", "brpop": // a zero timeout blocks for good: bound it
+		case "blpop", "brpop", "bzpopmin", "bzpopmax": // a zero timeout blocks for good: bound it
 			args[len(args)-1] = "0.01"
+		case "bzmpop":
+			if len(args) > 1 {
+				args[1] = "0.01"
+			}
 		case "client": // a pause would hold every later input: bound it
 			if len(args) > 2 && strings.EqualFold(args[1], "pause") {
 				args[2] = "10"

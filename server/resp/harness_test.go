@@ -34,7 +34,7 @@ func testConfig() server.Config {
 }
 
 // startNode starts a real node serving RESP with its built-in front end.
-func startNode(t *testing.T, mutate ...func(*server.Config)) *server.Node {
+func startNode(t testing.TB, mutate ...func(*server.Config)) *server.Node {
 	t.Helper()
 	cfg := testConfig()
 	for _, m := range mutate {

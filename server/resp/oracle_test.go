@@ -31,7 +31,7 @@ func startRedisCluster(t *testing.T) string {
 // startRedis runs a real redis-server (standalone, or cluster-enabled with
 // no slot yet) on a port the kernel chose and returns its address. It
 // skips the test only when redis-server is not installed.
-func startRedis(t *testing.T, cluster bool) string {
+func startRedis(t testing.TB, cluster bool) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {

@@ -76,6 +76,9 @@ type Config struct {
 	// write stays applied). nil = a write is answered right after its local
 	// apply, at no extra cost.
 	WriteBarrier WriteBarrier
+	// Replicas, when set, tells WAIT how many replicas applied a segment's
+	// writes (the replication manager). nil: WAIT answers 0 at once.
+	Replicas ReplicaWaiter
 	// FreezeCheck, when set, is called once per read batch, with the time
 	// read once for it, before the batch's first request runs: the node's
 	// freeze fence (it may unown every segment, which then answers Moved).

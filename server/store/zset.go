@@ -51,6 +51,9 @@ func (z *zsetColl) decode(b []byte) error {
 
 // set adds or moves member to score; reports whether it is new.
 func (z *zsetColl) set(member string, score float64) bool {
+	if score == 0 {
+		score = 0 // -0 is stored as 0: a small set in Redis keeps "0"
+	}
 	old, exists := z.scores[member]
 	if exists {
 		if old == score {
@@ -158,7 +161,7 @@ func zadd(x *execCtx) kv.Reply {
 			changed++
 		}
 		effect = append(effect, kv.FormatFloat(score), rest[2*i+1])
-		incrResult = kv.FloatReply(score)
+		incrResult = scoreReply(score)
 	}
 	if changed > 0 {
 		x.changedAs(kv.CmdZAdd, effect...) // exact resulting scores: deterministic on replay
@@ -187,7 +190,7 @@ func rangeReply(nodes []*slNode, withScores bool) kv.Reply {
 	for _, n := range nodes {
 		out = append(out, kv.BulkReply([]byte(n.member)))
 		if withScores {
-			out = append(out, kv.FloatReply(n.score))
+			out = append(out, scoreReply(n.score))
 		}
 	}
 	return kv.ArrayReply(out)
@@ -307,7 +310,10 @@ func init() {
 		}
 		z := zsetOf(x)
 		member := string(x.cmd.Args[1])
-		score := z.scores[member] + delta
+		score := delta // a new member's score is the increment itself (-0 stays -0)
+		if old, ok := z.scores[member]; ok {
+			score = old + delta
+		}
 		if math.IsNaN(score) {
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}
@@ -316,7 +322,7 @@ func init() {
 		}
 		z.set(member, score)
 		x.changedAs(kv.CmdZAdd, kv.FormatFloat(score), x.cmd.Args[1])
-		return kv.FloatReply(score)
+		return scoreReply(score)
 	}})
 	register(kv.CmdZRem, handler{kind: KindZSet, write: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, -1); !ok {
@@ -343,7 +349,7 @@ func init() {
 		}
 		if z := zsetOf(x); z != nil {
 			if s, ok := z.scores[string(x.cmd.Args[0])]; ok {
-				return kv.FloatReply(s)
+				return scoreReply(s)
 			}
 		}
 		return kv.NilReply()

@@ -32,6 +32,19 @@ type ElasticReport struct {
 	Faults     []string
 	Crashes    []string
 	Problems   []string
+	Steps      []string // per scaling step: keys moved vs the minimum
+}
+
+// Details are the lines printed before the summary: the workload's, then
+// one per scaling step.
+func (r ElasticReport) Details() []string { return append(r.Result.Details(), r.Steps...) }
+
+// minimumMoved is the fewest keys a scaling step from `from` to `to` nodes
+// must copy with rf copies of keys live keys: every copy the joiner will
+// hold, or the leaver held, is built once (see the planner's table, D26).
+func minimumMoved(keys, rf, from, to int) int {
+	share := max(from, to) // the joiner's or the leaver's share is 1/max
+	return keys * min(rf, to) / share
 }
 
 // Failed reports whether an acknowledged write was lost or a node crashed.
@@ -49,9 +62,10 @@ func (r ElasticReport) Summary() string {
 // RunElastic starts Cluster.Nodes nodes, writes the fixed keys, starts the
 // workload, adds two nodes (each given its share by auto-rebalance), drains
 // the second node, and verifies every acknowledged write. A fault hits the
-// moves of the second join: at RF ≥ 2 a SIGKILL of an original non-leader
-// node (restarted at once), at RF 1 a 1 s SIGSTOP (a slow node: at RF 1 a
-// kill loses that node's data by definition).
+// moves of the second join: at RF ≥ 2 a 3 s SIGSTOP of the joiner (the
+// incoming side), then a SIGKILL of an original non-leader node (restarted
+// at once); at RF 1 a 1 s SIGSTOP of an original node (a slow node: at RF 1
+// a kill loses that node's data by definition).
 func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 	out := cfg.Out
 	if out == nil {
@@ -113,6 +127,14 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			tl.Add("failed: %v", err)
 		}
 	}
+	// The leader's counters run since it leads (a drained or killed
+	// leader's successor starts from zero): the last reading of each.
+	type counters struct {
+		moves, aborted   uint64
+		keys, bytesMoved int64
+	}
+	byLeader := map[int]counters{}
+	var stepStart int64 // keys moved before the step
 	settled := func(cond func(*Status) bool) error {
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
@@ -133,8 +155,12 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			if cond(st) {
 				// The leader's counters since it leads (a leader change
 				// restarts them): the last reading.
-				rep.Moves, rep.Aborted = st.Rebalance.Completed, st.Rebalance.Aborted
-				rep.KeysMoved, rep.BytesMoved = st.Rebalance.KeysMoved, st.Rebalance.BytesMoved
+				byLeader[l] = counters{st.Rebalance.Completed, st.Rebalance.Aborted, st.Rebalance.KeysMoved, st.Rebalance.BytesMoved}
+				rep.Moves, rep.Aborted, rep.KeysMoved, rep.BytesMoved = 0, 0, 0, 0
+				for _, c := range byLeader {
+					rep.Moves, rep.Aborted = rep.Moves+c.moves, rep.Aborted+c.aborted
+					rep.KeysMoved, rep.BytesMoved = rep.KeysMoved+c.keys, rep.BytesMoved+c.bytesMoved
+				}
 				return true, nil
 			}
 			return false, nil
@@ -150,6 +176,13 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 	}
 	original := c.N()
 	var added []int
+	liveKeys := cfg.Fixed + cfg.Workload.Keys
+	account := func(from, to int) {
+		moved := rep.KeysMoved - stepStart
+		stepStart = rep.KeysMoved
+		rep.Steps = append(rep.Steps, fmt.Sprintf("step %d → %d nodes: moved_keys=%d (minimum %d of %d live keys at RF %d)",
+			from, to, moved, minimumMoved(liveKeys, max(o.RF, 1), from, to), liveKeys, max(o.RF, 1)))
+	}
 	for k := range 2 {
 		step(fmt.Sprintf("add node %d", k+1), func() error {
 			i, err := c.AddNode(ctx)
@@ -169,6 +202,13 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 					victim = 1
 				}
 				if o.RF >= 2 {
+					// The incoming side stalls first (a SIGSTOP past the
+					// suspect escalation of these timings), then an
+					// original node dies and comes straight back.
+					rep.Faults = append(rep.Faults, "SIGSTOP 3s "+NodeID(i))
+					if err := pauseFor(ctx, c, tl, i, 3*time.Second, "the joiner stalls mid-move"); err != nil {
+						return err
+					}
 					rep.Faults = append(rep.Faults, "SIGKILL "+NodeID(victim))
 					tl.Add("SIGKILL %s mid-move", NodeID(victim))
 					if err := c.Kill(victim); err != nil {
@@ -186,6 +226,9 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			}
 			return settled(func(st *Status) bool { return holds(st, NodeID(i)) })
 		})
+		if runErr == nil {
+			account(original+k, original+k+1)
+		}
 	}
 	step("drain "+NodeID(1), func() error {
 		dctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
@@ -202,6 +245,9 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 			return !holds(st, NodeID(1))
 		})
 	})
+	if runErr == nil {
+		account(original+2, original+1)
+	}
 	tl.Add("%d original nodes, %d added, 1 drained", original, len(added))
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	if err := Heal(hctx, c, tl); err != nil {

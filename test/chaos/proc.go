@@ -305,6 +305,30 @@ func (c *Cluster) ClientAddr(i int) string {
 	return net.JoinHostPort(c.nodes[i].host, strconv.Itoa(c.nodes[i].ports.client))
 }
 
+// RESPAddr is node i's RESP (Redis protocol) host:port.
+func (c *Cluster) RESPAddr(i int) string {
+	return net.JoinHostPort(c.nodes[i].host, strconv.Itoa(c.nodes[i].ports.resp))
+}
+
+// Pid is the process id of node i's running process, or 0 when it is not
+// running.
+func (c *Cluster) Pid(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nodes[i]
+	if n.cmd == nil || exited(n.done) {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Starts is how many times node i's process was started.
+func (c *Cluster) Starts(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i].starts
+}
+
 // Index returns the index of the node with id, or -1.
 func (c *Cluster) Index(id string) int {
 	for i, n := range c.nodes {

@@ -98,3 +98,28 @@ func TestShouldCertify(t *testing.T) {
 		}
 	}
 }
+
+func TestSegmentLevel(t *testing.T) {
+	cases := []struct {
+		name   string
+		pulled bool
+		live   []string
+		level  map[string]bool
+		want   bool
+	}{
+		{"pulled from the recovery source: level by construction", true, []string{"n3"}, nil, true},
+		{"the one live replica shipped nothing it lacks", false, []string{"n3"}, map[string]bool{"n3": true}, true},
+		{"only the migration target (not an established copy) answered: its empty copy proves nothing about the replica that kept the writes",
+			false, []string{"n3"}, map[string]bool{"n5": true}, false},
+		{"one of two replicas level, the other held its later revisions: certifying would lose them",
+			false, []string{"n2", "n3"}, map[string]bool{"n2": true}, false},
+		{"both replicas level", false, []string{"n2", "n3"}, map[string]bool{"n2": true, "n3": true}, true},
+		{"no live copy to compare with: a vacuous yes would certify a hole a returning replica is then overwritten with",
+			false, nil, map[string]bool{"n5": true}, false},
+	}
+	for _, c := range cases {
+		if got := SegmentLevel(c.pulled, c.live, func(n string) bool { return c.level[n] }); got != c.want {
+			t.Errorf("%s: %v", c.name, got)
+		}
+	}
+}

@@ -6,6 +6,7 @@
 //	chaos -scenario throughput -duration 10s -concurrency 64
 //	chaos -scenario slow -duration 10m -rf 1 [-stall 1.5s -stall-every 8s]
 //	chaos -scenario elastic -rf 2 -mode sync -quorum all
+//	chaos -scenario soak -duration 1h [-fault-every 30s -rate 40]
 //
 // The chaos scenario prints the fault timeline, detail lines and, last,
 // one summary line `acked=N lost=M stale_reads=K unavailable_ms=U`. It
@@ -14,7 +15,9 @@
 // The slow scenario (production timings, a CPU hog of 2 × the CPUs, one
 // node stopped again and again for less than the dead threshold) prints
 // `stalls=N promotions=P unavailable=U …` and exits 1 on any promotion,
-// unavailable partition or lost write.
+// unavailable partition or lost write. The soak scenario (RF 2, sync,
+// quorum all unless set; a fault every 30 s) prints its summary tables and
+// `soak: PASS|FAIL …`, and exits 1 on any broken assertion.
 package main
 
 import (
@@ -49,7 +52,9 @@ func main() {
 		nodes       = flag.Int("nodes", 3, "cluster size")
 		seed        = flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the fault schedule and the workload")
 		keep        = flag.Bool("keep", false, "keep the working directory (node logs and data dirs); it is kept anyway when a run fails")
-		scenario    = flag.String("scenario", "chaos", "chaos | failover-time | throughput | slow | elastic")
+		scenario    = flag.String("scenario", "chaos", "chaos | failover-time | throughput | slow | elastic | soak")
+		faultEvery  = flag.Duration("fault-every", 30*time.Second, "soak: from one fault to the next")
+		rate        = flag.Int("rate", 40, "soak: operations per second of each worker goroutine")
 		stall       = flag.Duration("stall", 1500*time.Millisecond, "slow: length of one SIGSTOP of the slow node (below the dead threshold)")
 		stallEvery  = flag.Duration("stall-every", 8*time.Second, "slow: from one stall to the next")
 		kills       = flag.Int("kills", 20, "failover-time: owner faults to measure")
@@ -188,8 +193,37 @@ func main() {
 		fmt.Printf("elastic: %d nodes rf=%d mode=%s, +2 nodes, drain n2, a fault mid-move\n", *nodes, opts.RF, opts.Mode)
 		rep, err := chaos.RunElastic(ctx, cfg)
 		code = report(rep.Details(), rep.Summary(), rep.Failed(), err)
+	case "soak":
+		opts.Dir = dir + "/cluster"
+		if !set["rf"] {
+			opts.RF = 2
+		}
+		if !set["quorum"] {
+			opts.Quorum = "all"
+		}
+		if opts.Mode == "async" {
+			opts.Quorum = "" // a quorum is a sync setting
+		}
+		cfg := chaos.SoakConfig{Cluster: opts, Duration: *duration, FaultEvery: *faultEvery, Seed: *seed, Rate: *rate,
+			SamplesFile: fmt.Sprintf("%s/zaris-soak-%d.csv", os.TempDir(), *seed)} // outlives the working directory
+		if progress != nil {
+			cfg.Out = progress
+		}
+		fmt.Printf("soak: %d nodes rf=%d mode=%s quorum=%s duration=%v faults every %v seed=%d timings=%s\n",
+			*nodes, opts.RF, opts.Mode, opts.Quorum, *duration, *faultEvery, *seed, timings(*defaults, extra))
+		rep, err := chaos.RunSoak(ctx, cfg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			code = 2
+			break
+		}
+		rep.Print(os.Stdout)
+		fmt.Println("soak: resource samples (CSV) in", cfg.SamplesFile)
+		if rep.Failed() {
+			code = 1
+		}
 	default:
-		fmt.Fprintf(os.Stderr, "chaos: unknown -scenario %q (chaos, failover-time, throughput, slow, elastic)\n", *scenario)
+		fmt.Fprintf(os.Stderr, "chaos: unknown -scenario %q (chaos, failover-time, throughput, slow, elastic, soak)\n", *scenario)
 		os.Exit(2)
 	}
 	if *keep || code != 0 {

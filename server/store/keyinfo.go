@@ -1,0 +1,189 @@
+package store
+
+import (
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// Key introspection and copying for OBJECT, MEMORY USAGE and COPY
+// (issue #13 item 5).
+
+// KeyInfo describes a key for OBJECT and MEMORY USAGE.
+type KeyInfo struct {
+	Kind ValueKind
+	// Encoding is the encoding Redis 7.0 would report for this content with
+	// its default thresholds (see encodingOf).
+	Encoding string
+	// IdleMillis is the time since the key was last read or written.
+	IdleMillis int64
+	// Bytes is what the key is charged against the memory budget.
+	Bytes int64
+	// SharedInt: a string holding a small integer, which Redis shares
+	// (OBJECT REFCOUNT answers INT_MAX for it).
+	SharedInt bool
+}
+
+// Redis 7.0's built-in encoding thresholds, what redis-server answers
+// without a configuration file (hash-max-listpack-entries 512 and -value
+// 64, zset-max-listpack-entries 128 and -value 64, set-max-intset-entries
+// 512; the sample redis.conf lowers the hash one to 128).
+const (
+	hashListpackMaxEntries = 512
+	zsetListpackMaxEntries = 128
+	listpackMaxValue       = 64
+	intsetMaxEntries       = 512
+	embstrMaxLen           = 44
+)
+
+// encodingOf is the encoding Redis would use for the record's content. It
+// is decided from the content now; Redis never converts a big encoding
+// back to a small one, so a collection that grew past a threshold and
+// shrank again may report the small one here where Redis keeps the big one.
+func encodingOf(r *Record) (enc string, sharedInt bool) {
+	switch r.Kind {
+	case KindString:
+		if len(r.Value) <= 20 {
+			if n, ok := redisInt(r.Value); ok {
+				return "int", n >= 0 && n < 10000
+			}
+		}
+		if len(r.Value) <= embstrMaxLen {
+			return "embstr", false
+		}
+		return "raw", false
+	case KindHash:
+		h := r.coll.get().(*hashColl)
+		if len(h.m) > hashListpackMaxEntries {
+			return "hashtable", false
+		}
+		for f, v := range h.m {
+			if len(f) > listpackMaxValue || len(v) > listpackMaxValue {
+				return "hashtable", false
+			}
+		}
+		return "listpack", false
+	case KindList:
+		return "quicklist", false
+	case KindSet:
+		s := r.coll.get().(*setColl)
+		if len(s.m) > intsetMaxEntries {
+			return "hashtable", false
+		}
+		for m := range s.m {
+			if _, ok := redisInt([]byte(m)); !ok {
+				return "hashtable", false
+			}
+		}
+		return "intset", false
+	case KindZSet:
+		z := r.coll.get().(*zsetColl)
+		if len(z.scores) > zsetListpackMaxEntries {
+			return "skiplist", false
+		}
+		for m := range z.scores {
+			if len(m) > listpackMaxValue {
+				return "skiplist", false
+			}
+		}
+		return "listpack", false
+	case KindStream:
+		return "stream", false
+	}
+	return "unknown", false
+}
+
+func (g *Segment) inspectLocked(key string, now int64) (KeyInfo, kv.Status) {
+	if !g.owned {
+		return KeyInfo{}, kv.StatusMoved
+	}
+	r := g.liveLocked(key, now)
+	if r == nil {
+		return KeyInfo{}, kv.StatusNotFound
+	}
+	enc, shared := encodingOf(r)
+	idle := int64(g.store.stamp(now)) - int64(r.access)
+	return KeyInfo{Kind: r.Kind, Encoding: enc, IdleMillis: max(idle, 0), Bytes: r.accountedBytes(), SharedInt: shared}, kv.StatusSuccess
+}
+
+// Inspect describes key without counting as an access (OBJECT IDLETIME
+// must not reset what it measures).
+func (g *Segment) Inspect(key string) (KeyInfo, kv.Status) {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.inspectLocked(key, now)
+}
+
+// Inspect is Segment.Inspect through the locked view.
+func (a *Atomic) Inspect(key string) (KeyInfo, kv.Status) {
+	g := a.segFor(key)
+	if g == nil {
+		return KeyInfo{}, kv.StatusBadRequest
+	}
+	return g.inspectLocked(key, a.now)
+}
+
+// Copy copies the value at src, with its TTL, to dst (COPY): false when
+// src is missing, or dst exists and replace is off. The destination is a
+// new record logged whole (an OpPut carrying the value or the
+// collection's encoding), so replicas install the same copy.
+func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
+	gs, gd := a.segFor(src), a.segFor(dst)
+	if gs == nil || gd == nil || gd.store.checkKey(dst) != kv.StatusSuccess {
+		return false, crossSegment
+	}
+	if !gs.owned {
+		return false, status(kv.StatusMoved)
+	}
+	if st := gd.writableLocked(); st != kv.StatusSuccess {
+		return false, status(st)
+	}
+	from := gs.liveLocked(src, a.now)
+	if from == nil {
+		return false, kv.Result{}
+	}
+	old := gd.liveLocked(dst, a.now)
+	if old != nil && !replace {
+		return false, kv.Result{}
+	}
+	if len(gd.txLocks) > 0 && gd.txLockedLocked(dst, "", a.now) {
+		return false, status(kv.StatusConflict)
+	}
+	rec := &Record{Key: string([]byte(dst)), Value: from.Value, Kind: from.Kind, CreatedAt: a.now,
+		ExpiresAt: from.ExpiresAt, Meta: from.Meta, Version: 1, access: gd.store.stamp(a.now)}
+	if c := from.coll.get(); c != nil {
+		dup, err := decodeCollection(from.Kind, c.encode())
+		if err != nil {
+			return false, status(kv.StatusInternal)
+		}
+		rec.coll, rec.Value = &collBox{dup}, nil
+	}
+	if old != nil {
+		rec.Version = old.Version + 1
+	}
+	if limit := int64(gd.store.cfg.MaxItemBytes); rec.accountedBytes()-int64(len(rec.Key))-recordOverhead > limit {
+		return false, kv.Result{Status: kv.StatusItemTooLarge}
+	}
+	grow := rec.accountedBytes()
+	if prev := gd.items[dst]; prev != nil {
+		grow -= prev.accountedBytes()
+	}
+	if gd.store.storeFull(gd, grow) {
+		return false, status(kv.StatusCapacityExceeded)
+	}
+	gd.store.faultLocked(dst)
+	gd.revision++
+	rec.Revision = gd.revision
+	gd.commitLocked(OpPut, rec)
+	return true, kv.Result{Version: rec.Version, Revision: rec.Revision}
+}
+
+// ListFits reports whether a new list of elems passes the per-key caps (the
+// rule an RPUSH that builds it would meet): SORT … STORE checks it before
+// it replaces the destination, so a refused store changes nothing.
+func (s *Store) ListFits(elems [][]byte) bool {
+	var size int64
+	for _, e := range elems {
+		size += int64(len(e)) + listElemOverhead
+	}
+	return keyFits(0, 0, len(elems), size, s.cfg.MaxCollectionElements, s.collectionByteCap()) == capNone
+}
