@@ -48,5 +48,32 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		Routing:      n.routing,
 		Arriving:     n.arriving,
 		MaxRSSBytes:  n.cfg.MemoryMaxRSS,
+		Partitions:   n.respPartitions,
 	})
+}
+
+// respPartitions lists the applied map's partitions for INFO replication:
+// the active owner, the replicas and, for the segments this node holds,
+// the highest revision it has of each partition.
+func (n *Node) respPartitions() []resp.PartitionInfo {
+	c := n.Cluster()
+	if c == nil {
+		return nil
+	}
+	m := c.Map()
+	if m == nil {
+		return nil
+	}
+	out := make([]resp.PartitionInfo, 0, len(m.Partitions))
+	for _, p := range m.Partitions {
+		pi := resp.PartitionInfo{Partition: p.ID, Owner: string(p.ActiveOwner)}
+		for _, r := range p.ReplicaNodeIDs {
+			pi.Replicas = append(pi.Replicas, string(r))
+		}
+		for seg := p.FirstSegment; seg <= p.LastSegment && seg < n.store.Segments(); seg++ {
+			pi.Revision = max(pi.Revision, n.store.Segment(uint16(seg)).Revision())
+		}
+		out = append(out, pi)
+	}
+	return out
 }

@@ -78,6 +78,9 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 		c.closing = true
 		return
 	}
+	c.blocked.Store(true)
+	c.wasBlocked = true
+	defer c.blocked.Store(false)
 	wake := make(chan struct{}, 1)
 	for _, k := range keys {
 		w, _, err := c.srv.store.Watch(store.WatchOptions{Key: string(k), Buffer: 64})

@@ -47,8 +47,13 @@ func init() {
 				{name: "kill", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Terminates open connections (addr, or ID/ADDR/LADDR/USER/SKIPME filters).", run: cmdClientKill},
 				{name: "setinfo", arity: 4, flags: connFlags, summary: "Sets the client library name or version (LIB-NAME, LIB-VER).", run: cmdClientSetInfo},
 				{name: "reply", arity: 3, flags: connFlags, summary: "Instructs the server whether to reply to commands (ON, OFF, SKIP).", run: cmdClientReply},
+				{name: "pause", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Suspends commands processing (WRITE or ALL) for a time.", run: cmdClientPause},
+				{name: "unpause", arity: 2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
+				{name: "no-evict", arity: 3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Sets the client eviction mode of the connection (Zaris never evicts clients; shown as flag e).", run: cmdClientNoEvict},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the CLIENT subcommands.", run: cmdClientHelp},
 			}},
+		&command{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, group: "server", since: "1.0.0",
+			summary: "Listens for all requests received by the server in real-time.", run: cmdMonitor},
 	)
 }
 
@@ -329,6 +334,27 @@ func (c *conn) describe(now time.Time) string {
 	c.wmu.Lock()
 	omem := len(c.wq)
 	c.wmu.Unlock()
+	flags := ""
+	switch {
+	case c.mon.monitor.Load():
+		flags += "O"
+	case c.outputClass() == classPubSub:
+		flags += "P"
+	}
+	if c.blocked.Load() {
+		flags += "b"
+	}
+	if c.mon.noEvict.Load() {
+		flags += "e"
+	}
+	if flags == "" {
+		flags = "N"
+	}
+	qbuf := c.inBuf.Load()
+	events := "r"
+	if omem > 0 {
+		events = "rw"
+	}
 	cmd := "NULL"
 	if lc := c.lastCmd.Load(); lc != nil {
 		cmd = lc.name
@@ -339,11 +365,18 @@ func (c *conn) describe(now time.Time) string {
 	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
 	b.WriteString(" addr=" + c.nc.RemoteAddr().String())
 	b.WriteString(" laddr=" + c.nc.LocalAddr().String())
+	b.WriteString(" fd=" + strconv.FormatInt(c.id, 10))
 	b.WriteString(" name=" + loadString(c.name.Load()))
 	b.WriteString(" age=" + strconv.FormatInt(age, 10))
 	b.WriteString(" idle=" + strconv.FormatInt(max(idle, 0), 10))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1")
-	b.WriteString(" omem=" + strconv.Itoa(omem))
+	sub, psub := 0, 0
+	if sp := c.subShared.Load(); sp != nil {
+		sub, psub = len(sp.Channels(false)), len(sp.Channels(true))
+	}
+	b.WriteString(" flags=" + flags + " db=0 sub=" + strconv.Itoa(sub) + " psub=" + strconv.Itoa(psub) + " ssub=0 multi=-1")
+	b.WriteString(" qbuf=" + strconv.FormatInt(qbuf, 10) + " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0")
+	b.WriteString(" obl=0 oll=0 omem=" + strconv.Itoa(omem) + " tot-mem=" + strconv.FormatInt(qbuf+int64(omem), 10))
+	b.WriteString(" events=" + events)
 	b.WriteString(" cmd=" + cmd)
 	b.WriteString(" user=default redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.proto.Load())))

@@ -446,7 +446,7 @@ func geoSearchCmd(flags geoFlags) func(c *conn, args [][]byte) {
 		} else if flags&geoSearchStore != 0 {
 			keys = append(keys, args[1])
 		}
-		c.atomically(keys, len(keys) > 1, func() { c.geoSearchLocked(args, flags) })
+		c.atomically(len(keys) > 1, keys, func() { c.geoSearchLocked(args, flags) })
 	}
 }
 

@@ -1,13 +1,10 @@
 package resp
 
 import (
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/glob"
-	"github.com/zaris-io/zaris/server/store"
 )
 
 // Server commands: COMMAND, INFO, CONFIG, DBSIZE, FLUSHDB, FLUSHALL, TIME.
@@ -28,13 +25,14 @@ func init() {
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the COMMAND subcommands.", run: cmdCommandHelp},
 			}},
 		&command{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", since: "1.0.0",
-			summary: "Returns information and statistics about the server (server, clients, memory, stats, replication, cluster, keyspace).",
+			summary: "Returns information and statistics about the server (every Redis 7 section: server, clients, memory, persistence, stats, replication, cpu, modules, commandstats, errorstats, latencystats, cluster, keyspace).",
 			tips:    []string{"nondeterministic_output"}, run: cmdInfo},
 		&command{name: "config", arity: -2, group: "server", since: "2.0.0",
 			summary: "A container for server configuration commands.", subs: []*command{
 				{name: "get", arity: -3, flags: adminFlags, summary: "Returns the effective values of configuration parameters.", run: cmdConfigGet},
-				{name: "set", arity: -4, flags: adminFlags, summary: "Sets configuration parameters in-flight (notify-keyspace-events).", run: cmdConfigSet},
+				{name: "set", arity: -4, flags: adminFlags, summary: "Sets configuration parameters in-flight.", run: cmdConfigSet},
 				{name: "resetstat", arity: 2, flags: adminFlags, summary: "Resets the server's statistics.", run: cmdConfigResetStat},
+				{name: "rewrite", arity: 2, flags: adminFlags, summary: "Refused: a Zaris node has no Redis config file to rewrite.", run: cmdConfigRewrite},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the CONFIG subcommands.", run: cmdConfigHelp},
 			}},
 		&command{name: "dbsize", arity: 1, flags: flagReadonly | flagFast, group: "server", since: "1.0.0",
@@ -324,156 +322,6 @@ func cmdInfo(c *conn, args [][]byte) {
 }
 
 // --- CONFIG ---
-
-// configParam is one CONFIG GET/SET parameter.
-type configParam struct {
-	name string
-	get  func(s *Server) string
-	set  func(s *Server, v string) string // nil = immutable; returns an error text
-}
-
-var configParams = []configParam{
-	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatInt(s.store.Config().MaxMemoryBytes, 10) }},
-	{name: "maxmemory-policy", get: func(s *Server) string { return evictionPolicyName(s.store.Config().Eviction) }},
-	{name: "notify-keyspace-events", get: func(s *Server) string { return s.NotifyKeyspaceEvents() }, set: setNotifyKeyspaceEvents},
-	{name: "databases", get: func(*Server) string { return "1" }},
-	{name: "cluster-enabled", get: func(*Server) string { return "yes" }},
-	{name: "port", get: func(s *Server) string { return strconv.Itoa(s.port()) }},
-	{name: "timeout", get: func(s *Server) string { return strconv.FormatInt(int64(s.cfg.IdleTimeout/time.Second), 10) }},
-	{name: "maxclients", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxClients) }},
-	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.Itoa(s.cfg.Limits.MaxBulkLen) }},
-	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.Itoa(s.cfg.MaxQueryBuffer) }},
-	{name: "save", get: func(*Server) string { return "" }},
-	{name: "appendonly", get: func(*Server) string { return "no" }},
-}
-
-func evictionPolicyName(p store.EvictionPolicy) string {
-	if p == store.NoEviction {
-		return "noeviction"
-	}
-	return "allkeys-lru"
-}
-
-func cmdConfigGet(c *conn, args [][]byte) {
-	seen := map[string]bool{}
-	var pairs []string
-	for _, pat := range args[2:] {
-		lp := strings.ToLower(string(pat))
-		for _, p := range configParams {
-			if !seen[p.name] && glob.Match(lp, p.name) {
-				seen[p.name] = true
-				pairs = append(pairs, p.name, p.get(c.srv))
-			}
-		}
-	}
-	c.out.Map(len(pairs) / 2)
-	for _, s := range pairs {
-		c.out.BulkString(s)
-	}
-}
-
-func cmdConfigSet(c *conn, args [][]byte) {
-	if len(args)%2 != 0 {
-		c.err("ERR wrong number of arguments for 'config|set' command")
-		return
-	}
-	type change struct {
-		p *configParam
-		v string
-	}
-	var changes []change
-	for j := 2; j < len(args); j += 2 {
-		name := strings.ToLower(string(args[j]))
-		var p *configParam
-		for i := range configParams {
-			if configParams[i].name == name {
-				p = &configParams[i]
-			}
-		}
-		switch {
-		case p == nil:
-			c.err("ERR Unknown option or number of arguments for CONFIG SET - '" + truncate(args[j], 128) + "'")
-			return
-		case p.set == nil:
-			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
-			return
-		}
-		changes = append(changes, change{p, string(args[j+1])})
-	}
-	for _, ch := range changes {
-		if msg := ch.p.set(c.srv, ch.v); msg != "" {
-			c.err("ERR CONFIG SET failed (possibly related to argument '" + ch.p.name + "') - " + msg)
-			return
-		}
-	}
-	c.out.OK()
-}
-
-// Keyspace event classes, in the order Redis prints them.
-const notifyAllClasses = "g$lshzxetd"
-
-// setNotifyKeyspaceEvents validates and normalises the flags the way
-// Redis's keyspaceEventsStringToFlags / keyspaceEventsFlagsToString do.
-func setNotifyKeyspaceEvents(s *Server, v string) string {
-	var set [256]bool
-	for i := 0; i < len(v); i++ {
-		ch := v[i]
-		switch {
-		case ch == 'A':
-			for j := 0; j < len(notifyAllClasses); j++ {
-				set[notifyAllClasses[j]] = true
-			}
-		case strings.IndexByte(notifyAllClasses+"KEmn", ch) >= 0:
-			set[ch] = true
-		default:
-			return "Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
-		}
-	}
-	var b strings.Builder
-	all := true
-	for j := 0; j < len(notifyAllClasses); j++ {
-		all = all && set[notifyAllClasses[j]]
-	}
-	if all {
-		b.WriteByte('A')
-	} else {
-		for j := 0; j < len(notifyAllClasses); j++ {
-			if set[notifyAllClasses[j]] {
-				b.WriteByte(notifyAllClasses[j])
-			}
-		}
-	}
-	for _, ch := range []byte("KEmn") {
-		if set[ch] {
-			b.WriteByte(ch)
-		}
-	}
-	s.cfgMu.Lock()
-	defer s.cfgMu.Unlock()
-	s.notifyEvents = b.String()
-	s.applyNotify(b.String()) // under cfgMu: the publisher follows the last value set
-	return ""
-}
-
-func cmdConfigResetStat(c *conn, _ [][]byte) {
-	c.srv.resetStats()
-	c.out.OK()
-}
-
-func cmdConfigHelp(c *conn, _ [][]byte) {
-	names := make([]string, 0, len(configParams))
-	for _, p := range configParams {
-		if p.set != nil {
-			names = append(names, p.name)
-		}
-	}
-	sort.Strings(names)
-	writeHelp(c, "CONFIG", []string{
-		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-		"SET <directive> <value>", "    Set the configuration <directive> to <value> (settable: " + strings.Join(names, ", ") + ").",
-		"RESETSTAT", "    Reset statistics reported by the INFO command.",
-	})
-}
 
 // --- keyspace-wide ---
 

@@ -242,7 +242,7 @@ func cmdZRangeStore(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.atomically(args[1:3], true, func() {
+	c.atomically(true, args[1:3], func() {
 		r := c.execRaw(kv.CmdZRangeSpec, args[2], q.specArgs(true)...)
 		if r.Status != kv.StatusSuccess {
 			c.writeReply(r, shapePlain)
@@ -564,7 +564,7 @@ func cmdZSetOp(op zsetOp, store bool) func(c *conn, args [][]byte) {
 		if store {
 			lockKeys = append([][]byte{args[1]}, keys...)
 		}
-		c.atomically(lockKeys, store, func() {
+		c.atomically(store, lockKeys, func() {
 			srcs := make([]zsource, len(keys))
 			for i, k := range keys {
 				s, ok := c.readSource(k)
@@ -733,7 +733,7 @@ func cmdZInterCard(c *conn, args [][]byte) {
 		return
 	}
 	keys := args[2 : 2+n]
-	c.atomically(keys, false, func() {
+	c.atomically(false, keys, func() {
 		srcs := make([]zsource, len(keys))
 		for i, k := range keys {
 			s, ok := c.readSource(k)

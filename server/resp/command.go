@@ -74,6 +74,7 @@ type command struct {
 	run    func(c *conn, args [][]byte)
 	subs   []*command // subcommands, dispatched on args[1]
 	parent *command
+	idx    int // position in indexedCmds: the per-server statistics slot
 }
 
 // commandTable is the table of every command the front end serves, by
@@ -186,15 +187,15 @@ func (c *conn) execute(args [][]byte) {
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
-		c.refuse("ERR wrong number of arguments for '" + cmd.name + "' command")
+		c.rejectCmd(cmd, "ERR wrong number of arguments for '"+cmd.name+"' command")
 		return
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
-		c.refuse("NOAUTH Authentication required.")
+		c.rejectCmd(cmd, "NOAUTH Authentication required.")
 		return
 	}
 	if c.out.Proto == 2 && c.sub != nil && !subscribedModeCommands[baseName(cmd)] && c.subscribed() {
-		c.refuse(subscribedModeError(cmd.name))
+		c.rejectCmd(cmd, subscribedModeError(cmd.name))
 		return
 	}
 	var lockSegs []uint16 // keys of several slots, all served here: run under their locks
@@ -204,7 +205,7 @@ func (c *conn) execute(args [][]byte) {
 		var plan keysPlan
 		switch plan, lockSegs = c.keysPlanOf(cmd, args); plan {
 		case planCrossSlot:
-			c.refuse(msgCrossSlot)
+			c.rejectCmd(cmd, msgCrossSlot)
 			return
 		}
 	}
@@ -220,8 +221,13 @@ func (c *conn) execute(args [][]byte) {
 	} else if cmd.step > 0 && cmd.first > 0 && cmd.first < len(args) {
 		c.curKey = args[cmd.first]
 	}
+	if !c.txn.multi && !c.waitPause(cmd) {
+		c.closing = true
+		return
+	}
 	c.lastCmd.Store(cmd)
 	c.status = kv.StatusSuccess
+	errsBefore := c.errReplies
 	began := c.clock // when the previous command of the batch ended, or the read returned
 	mark, flushes := len(c.out.B), c.flushes
 	c.multiSeg = lockSegs != nil
@@ -252,6 +258,13 @@ func (c *conn) execute(args [][]byte) {
 	if m := c.srv.cfg.Metrics; m != nil {
 		m.Op(cmd.metric, c.status, now.Sub(began))
 	}
+	c.observe(cmd, args, now.Sub(began), now, c.errReplies != errsBefore)
+}
+
+// rejectCmd refuses a known command before it runs (rejected_calls).
+func (c *conn) rejectCmd(cmd *command, msg string) {
+	c.srv.cmdStats.reject(cmd)
+	c.refuse(msg)
 }
 
 // refuse answers an error for a command that does not run; while MULTI

@@ -104,6 +104,16 @@ type conn struct {
 	wclosing bool
 	werr     error
 	wdone    chan struct{}
+	// softSince: when the queue went over its class's soft limit (zero:
+	// not over); guarded by wmu.
+	softSince time.Time
+
+	subShared  atomic.Pointer[store.Subscription] // sub, for the output limits' class (read under wmu)
+	inBuf      atomic.Int64                       // unparsed input bytes (CLIENT LIST qbuf)
+	blocked    atomic.Bool                        // waiting in a blocking command or a CLIENT PAUSE
+	errReplies uint64                             // error replies written (reader-owned)
+	wasBlocked bool                               // the command being executed blocked: no slowlog entry
+	mon        monitorState                       // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -118,6 +128,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		stop:    make(chan struct{}),
 	}
 	c.wcond.L = &c.wmu
+	c.out.OnError = c.countError
 	c.parser.Reset()
 	if !c.authed {
 		c.lim.Unauthenticated = true
@@ -225,10 +236,11 @@ func (c *conn) fill() bool {
 		c.r = 0
 	}
 	pending := c.w - c.r
-	if pending > c.srv.cfg.MaxQueryBuffer {
-		c.logger().Warn("closing connection: query buffer limit reached", "bytes", pending, "limit", c.srv.cfg.MaxQueryBuffer)
+	if limit := c.srv.live.queryLimit.Load(); int64(pending) > limit {
+		c.logger().Warn("closing connection: query buffer limit reached", "bytes", pending, "limit", limit)
 		return false
 	}
+	c.lim.MaxBulkLen = int(c.srv.live.maxBulkLen.Load()) // CONFIG SET proto-max-bulk-len applies to open connections too
 	if c.w == len(c.buf) {
 		// Grow as the bytes arrive — towards a declared bulk at most
 		// doubling — never to the size a client merely announced: a
@@ -239,13 +251,14 @@ func (c *conn) fill() bool {
 		}
 		c.grow(size)
 	}
-	if t := c.srv.cfg.IdleTimeout; t > 0 && !c.stopping.Load() {
+	if t := time.Duration(c.srv.live.idleTimeout.Load()); t > 0 && !c.stopping.Load() {
 		_ = c.nc.SetReadDeadline(time.Now().Add(t))
 	}
 	n, err := c.nc.Read(c.buf[c.w:])
 	c.clock = time.Now()
 	if n > 0 {
 		c.w += n
+		c.inBuf.Store(int64(c.w - c.r))
 		c.netIn.Add(uint64(n))
 		if err != nil {
 			c.readErr = err
@@ -260,7 +273,7 @@ func (c *conn) fill() bool {
 }
 
 func (c *conn) grow(size int) {
-	limit := c.srv.cfg.MaxQueryBuffer + 64<<10
+	limit := int(min(c.srv.live.queryLimit.Load(), 1<<40)) + 64<<10
 	size = min(size, limit)
 	if size <= len(c.buf) {
 		size = len(c.buf) + initialReadBuffer
@@ -277,7 +290,7 @@ func (c *conn) logReadError(err error) {
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 	case c.stopping.Load():
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, os.ErrDeadlineExceeded):
-		c.logger().Info("closing idle connection", "idle_timeout", c.srv.cfg.IdleTimeout)
+		c.logger().Info("closing idle connection", "idle_timeout", time.Duration(c.srv.live.idleTimeout.Load()))
 	default:
 		c.logger().Debug("read failed; closing", "err", err)
 	}
@@ -352,11 +365,12 @@ func (c *conn) enqueueLocked(b []byte) bool {
 	if len(b) == 0 {
 		return true
 	}
-	if len(c.wq)+len(b) > c.srv.cfg.OutputBufferLimit {
+	if why := c.overOutputLimit(int64(len(c.wq) + len(b))); why != "" {
 		c.werr = errOutputLimit
 		c.wq = nil
+		c.srv.stats.outputDisconnects.Add(1)
 		c.logger().Warn("closing connection: output buffer limit reached (the client does not read its replies)",
-			"limit", c.srv.cfg.OutputBufferLimit)
+			"limit", why)
 		_ = c.nc.Close() // unblocks the writer
 		return false
 	}
@@ -444,6 +458,9 @@ func (c *conn) writeAll(b []byte) error {
 // WriteTimeout per chunk, or cut short by a forced close), then closes the
 // socket.
 func (c *conn) finish() {
+	if c.mon.monitor.Load() {
+		c.srv.monitors.remove(c)
+	}
 	if c.sub != nil {
 		c.sub.Close()
 	}

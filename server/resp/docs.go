@@ -126,7 +126,7 @@ through ` + "`store.Exec`" + `), never a second implementation.
 | arguments per command | 1 Mi | ` + "`-ERR Protocol error: invalid multibulk length`" + `, closed |
 | inline line / header without newline | 64 KiB | ` + "`-ERR Protocol error: too big inline request`" + ` (or mbulk/bulk count string), closed |
 | incomplete command buffered (client-query-buffer-limit) | 1 GiB | connection closed |
-| replies queued for a client that does not read (client-output-buffer-limit) | 256 MiB | connection closed |
+| replies queued for a client that does not read (client-output-buffer-limit) | normal 0 0 0, pubsub 32mb 8mb 60 (Redis's), and 256 MiB for any client | connection closed at once past the hard limit, or when its queue stays over the soft limit longer than the soft seconds |
 | no progress writing replies | 30 s | connection closed |
 | idle connection (timeout) | none | — |
 | connections (maxclients) | 10000 | ` + "`-ERR max number of clients reached`" + `, closed |
@@ -267,12 +267,25 @@ characters); ` + "`INFO server`" + ` shows both.
   try again (several clients blocked on one list race for the element; there is
   no FIFO order among them), with a 250 ms re-check as a safety net.
 - Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims exactly like ` + "`=`" + `;
-  XREADGROUP, XCLAIM and XAUTOCLAIM create the consumer they name; there is no
-  XINFO and no ENTRIESREAD. XREAD/XREADGROUP over several keys read each key
-  in turn.
+  XCLAIM and XAUTOCLAIM create the consumer they name (XREADGROUP only when it
+  serves something, as Redis); XGROUP's ENTRIESREAD option is refused.
+  XREAD/XREADGROUP over several keys read each key in turn. ` + "`XINFO STREAM`" + `
+  (` + "`FULL [COUNT n]`" + `), ` + "`XINFO GROUPS`" + `, ` + "`XINFO CONSUMERS`" + ` and ` + "`XSETID`" + `
+  (` + "`ENTRIESADDED`" + `, ` + "`MAXDELETEDID`" + `) answer as Redis 7.0 (compared byte for byte,
+  RESP2 and RESP3, ids at 2^64-1 included): entries-added,
+  max-deleted-entry-id, recorded-first-entry-id and each group's entries-read
+  and lag follow Redis's rules and replicate with the stream. Two figures are
+  Zaris's own: ` + "`radix-tree-keys`" + `/` + "`radix-tree-nodes`" + ` count the 100-entry blocks
+  the entries would fill (there is no radix tree), and a consumer's
+  ` + "`seen-time`" + `/` + "`idle`" + ` is node-local (a replica counts from when it got the
+  consumer).
 - Pub/Sub runs on the node's broker (R-DS-7): at-most-once delivery to the
-  subscribers connected when a message is published. A subscriber that falls
-  4096 messages behind is disconnected (Redis's pubsub output buffer limit).
+  subscribers connected when a message is published. A subscriber that stops
+  reading is disconnected by the pubsub class of ` + "`client-output-buffer-limit`" + `
+  (default 32 MiB hard, 8 MiB for 60 s soft; measured: with ` + "`pubsub 4mb 1mb 60`" + `
+  a subscriber that never reads was cut after 7 MiB queued, the node's heap
+  peaking at 10–15 MiB while 128–256 MiB were published), or when it falls 4096
+  messages behind its forwarder.
   In RESP2 a subscribed connection accepts only (P)SUBSCRIBE, (P)UNSUBSCRIBE,
   PING, QUIT and RESET, as in Redis; in RESP3 messages are push replies and
   every command is allowed.
@@ -286,7 +299,61 @@ characters); ` + "`INFO server`" + ` shows both.
   its logged effect (HINCRBY notifies ` + "`hset`" + `). Not published: the 'n' (new
   key) and 'm' (key miss) classes, XGROUP/XREADGROUP/XCLAIM bookkeeping.
   Notifications are node-local, like Redis Cluster's.
-- Every other parameter CONFIG GET shows is read-only.
+- ` + "`CONFIG GET`" + ` (several glob patterns, aliases such as ` + "`hash-max-ziplist-entries`" + `
+  listed too) and ` + "`CONFIG SET`" + ` (several parameters at once, all or nothing)
+  take Redis 7.0's names, value syntax (` + "`1gb`" + `, ` + "`yes`" + `/` + "`no`" + `, enums in any case)
+  and errors, byte for byte (compared with redis-server). Live parameters:
+  ` + "`maxmemory`" + ` and ` + "`maxmemory-policy`" + ` change the store's cap and policy at once
+  (` + "`maxmemory 0`" + `, Redis's "no limit", restores the node's configured cap —
+  a node has no unlimited; policies ` + "`allkeys-lru`" + `, ` + "`volatile-lru`" + `,
+  ` + "`allkeys-random`" + `, ` + "`volatile-random`" + `, ` + "`volatile-ttl`" + `, ` + "`noeviction`" + `; the LFU
+  ones are refused: Zaris keeps no access frequency), ` + "`timeout`" + `, ` + "`maxclients`" + `,
+  ` + "`proto-max-bulk-len`" + `, ` + "`client-query-buffer-limit`" + `,
+  ` + "`client-output-buffer-limit`" + `, ` + "`slowlog-log-slower-than`" + `, ` + "`slowlog-max-len`" + `,
+  ` + "`latency-monitor-threshold`" + `, ` + "`busy-reply-threshold`" + `/` + "`lua-time-limit`" + ` (read by
+  scripting) and ` + "`notify-keyspace-events`" + `. Redis's encoding and tuning knobs
+  (` + "`hash-max-listpack-*`" + `, ` + "`zset-max-listpack-*`" + `, ` + "`set-max-intset-entries`" + `,
+  ` + "`set-max-listpack-*`" + `, ` + "`list-max-listpack-size`" + `, ` + "`list-compress-depth`" + `,
+  ` + "`stream-node-max-*`" + `, ` + "`hll-sparse-max-bytes`" + `, ` + "`activerehashing`" + `, ` + "`lazyfree-*`" + `,
+  ` + "`hz`" + `, ` + "`maxmemory-samples`" + `, …) are validated as Redis validates them, stored
+  and reported back, and change nothing: each Zaris type has one encoding.
+  ` + "`save \"\"`" + ` and ` + "`appendonly no`" + ` are accepted; asking for RDB snapshots or an
+  AOF is refused with a reason (Zaris persists nothing). ` + "`port`" + `, ` + "`bind`" + `,
+  ` + "`databases`" + `, ` + "`cluster-enabled`" + ` and the like answer "can't set immutable
+  config"; ` + "`CONFIG REWRITE`" + ` answers Redis's "The server is running without a
+  config file"; ` + "`CONFIG RESETSTAT`" + ` also clears commandstats and errorstats.
+- ` + "`INFO`" + ` has Redis 7's sections in Redis's order (` + "`default`" + `, ` + "`all`" + `,
+  ` + "`everything`" + ` and several names at once select as Redis does): server,
+  clients, memory, persistence (no RDB/AOF: ` + "`loading:0`" + `, ` + "`aof_enabled:0`" + `),
+  stats (with ` + "`total_error_replies`" + ` and Zaris's
+  ` + "`client_output_buffer_limit_disconnections`" + `), replication, cpu, modules
+  (empty), commandstats (` + "`cmdstat_<name>:calls=,usec=,usec_per_call=,rejected_calls=,failed_calls=`" + `;
+  rejected = refused before running: arity,
+  authentication, CROSSSLOT; failed = ran and answered an error), errorstats
+  (` + "`errorstat_<CODE>:count=`" + `), latencystats (p50/p99/p99.9 per command from a
+  histogram of 12.5 % resolution), cluster and keyspace
+  (` + "`db0:keys=,expires=,avg_ttl=`" + `). replication reports ` + "`role:master`" + ` while the
+  node owns any partition (` + "`slave`" + ` when it holds only replica copies), Redis's
+  fields, and Zaris's: ` + "`zaris_owned_partitions`" + `, ` + "`zaris_replica_partitions`" + `
+  and one ` + "`zaris_partition_<n>:owner=<node>,replicas=<a|b>,revision=<n>`" + ` line
+  per partition of the applied map.
+- ` + "`SLOWLOG GET [n]/LEN/RESET`" + ` keep the commands slower than
+  ` + "`slowlog-log-slower-than`" + ` µs (default 10000; -1 off) up to ` + "`slowlog-max-len`" + `
+  (128), entries in Redis's shape (id, Unix time, µs, arguments — at most 32,
+  each cut at 128 bytes as Redis cuts them — client address, client name). A
+  blocking command's wait is not logged. ` + "`LATENCY LATEST/HISTORY/RESET/DOCTOR`" + `
+  record the events ` + "`command`" + ` and ` + "`fast-command`" + ` past
+  ` + "`latency-monitor-threshold`" + ` ms (0 = off).
+- ` + "`MONITOR`" + ` streams every command the node executes, as Redis prints it
+  (` + "`+1700000000.123456 [0 127.0.0.1:5555] \"SET\" \"k\" \"v\"`" + `, arguments escaped as
+  Redis escapes them, AUTH/HELLO credentials ` + "`\"(redacted)\"`" + `, admin commands and
+  refused commands left out), through the monitor's output buffer limit.
+- ` + "`CLIENT PAUSE <ms> [WRITE|ALL]`" + ` holds every command (ALL) or every write,
+  PUBLISH and script (WRITE) until the timeout or ` + "`CLIENT UNPAUSE`" + `; a held
+  client gets the replies before the held command, then waits (` + "`flags=b`" + ` in
+  ` + "`CLIENT LIST`" + `). ` + "`CLIENT NO-EVICT on|off`" + ` is accepted and shown (flag ` + "`e`" + `):
+  Zaris never evicts clients. ` + "`CLIENT LIST`" + `/` + "`INFO`" + ` carry Redis 7.0's fields
+  (` + "`qbuf`" + `, ` + "`omem`" + `, ` + "`tot-mem`" + `, ` + "`events`" + `, flags ` + "`N`" + `, ` + "`P`" + `, ` + "`O`" + `, ` + "`b`" + `, ` + "`e`" + `).
 - Transactions (` + "`MULTI`" + `/` + "`EXEC`" + `/` + "`DISCARD`" + `/` + "`WATCH`" + `/` + "`UNWATCH`" + `) follow Redis:
   queued commands answer ` + "`+QUEUED`" + `; a command refused while queuing (unknown,
   wrong arity, CROSSSLOT, not allowed) is answered with its error and makes
@@ -382,7 +449,8 @@ for its replies but reads requests with its own parser and connection loop
 const docsOutro = `
 ## Not supported yet
 
-- Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, XINFO.
+- Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, CLIENT NO-TOUCH
+  (Redis 7.2), XGROUP ... ENTRIESREAD.
 - DUMP/RESTORE (refused, see above); MEMORY DOCTOR/STATS/PURGE/MALLOC-STATS.
 - Any command not listed above answers ` + "`-ERR unknown command`" + `.
 

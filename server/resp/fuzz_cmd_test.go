@@ -68,6 +68,17 @@ func FuzzCommands(f *testing.F) {
 			if len(args) > 1 {
 				args[1] = "0.01"
 			}
+		case "client": // a pause would hold every later input: bound it
+			if len(args) > 2 && strings.EqualFold(args[1], "pause") {
+				args[2] = "10"
+			}
+		case "config": // limits that would cut the watcher off (maxclients 1, timeout 1, …) are left alone
+			for i := 2; i+1 < len(args); i += 2 {
+				switch strings.ToLower(args[i]) {
+				case "maxclients", "timeout", "client-output-buffer-limit", "client-query-buffer-limit", "proto-max-bulk-len", "maxmemory", "maxmemory-policy":
+					args[i] = "hz"
+				}
+			}
 		case "xread", "xreadgroup":
 			for i, a := range args {
 				if strings.EqualFold(a, "BLOCK") && i+1 < len(args) {

@@ -23,8 +23,14 @@ var infoSections = []struct {
 	{"server", true, infoServer, "version, mode, process, uptime"},
 	{"clients", true, infoClients, "connections"},
 	{"memory", true, infoMemory, "owned data bytes against the cap, policy, process memory"},
-	{"stats", true, infoStats, "commands, connections, network, hits/misses, expirations, evictions"},
-	{"replication", true, infoReplication, "role"},
+	{"persistence", true, infoPersistence, "no RDB/AOF: loading 0, aof_enabled 0"},
+	{"stats", true, infoStats, "commands, connections, network, hits/misses, expirations, evictions, errors"},
+	{"replication", true, infoReplication, "role and the node's partitions"},
+	{"cpu", true, infoCPU, "process CPU time"},
+	{"modules", true, infoModules, "none"},
+	{"commandstats", false, infoCommandStats, "calls, time, rejected and failed calls per command"},
+	{"errorstats", true, infoErrorStats, "error replies per error code"},
+	{"latencystats", false, infoLatencyStats, "p50/p99/p99.9 latency per command"},
 	{"cluster", true, infoCluster, "cluster mode"},
 	{"keyspace", true, infoKeyspace, "keys and keys with a TTL"},
 }
@@ -61,7 +67,11 @@ func (s *Server) info(sections []string, now time.Time) string {
 			b.WriteString("\r\n")
 		}
 		first = false
-		b.WriteString("# " + strings.ToUpper(is.name[:1]) + is.name[1:] + "\r\n")
+		title := strings.ToUpper(is.name[:1]) + is.name[1:]
+		if is.name == "cpu" {
+			title = "CPU"
+		}
+		b.WriteString("# " + title + "\r\n")
 		is.render(s, &b, now)
 	}
 	return b.String()
@@ -79,11 +89,16 @@ func infoServer(s *Server, b *strings.Builder, now time.Time) {
 	field(b, "redis_version", RedisVersion)
 	field(b, "redis_git_sha1", "00000000")
 	field(b, "redis_git_dirty", 0)
+	field(b, "redis_build_id", "0")
 	field(b, "redis_mode", "cluster")
 	field(b, "zaris_version", s.cfg.Version)
 	field(b, "zaris_node_id", s.cfg.NodeID)
 	field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
 	field(b, "arch_bits", strconv.Itoa(strconv.IntSize))
+	field(b, "monotonic_clock", "POSIX clock_gettime")
+	field(b, "multiplexing_api", "go netpoll")
+	field(b, "atomicvar_api", "sync-atomic")
+	field(b, "gcc_version", "0.0.0")
 	field(b, "go_version", runtime.Version())
 	field(b, "process_id", os.Getpid())
 	field(b, "process_supervised", "no")
@@ -92,17 +107,41 @@ func infoServer(s *Server, b *strings.Builder, now time.Time) {
 	field(b, "server_time_usec", now.UnixMicro())
 	field(b, "uptime_in_seconds", int64(up/time.Second))
 	field(b, "uptime_in_days", int64(up/(24*time.Hour)))
+	hz := s.configValue(configByName["hz"])
+	field(b, "hz", hz)
+	field(b, "configured_hz", hz)
+	field(b, "lru_clock", now.Unix()&(1<<24-1))
 	if exe, err := os.Executable(); err == nil {
 		field(b, "executable", exe)
 	}
+	field(b, "config_file", "")
+	field(b, "io_threads_active", 0)
 }
 
 func infoClients(s *Server, b *strings.Builder, _ time.Time) {
+	var maxIn, maxOut, blocked, pubsub int
+	for _, c := range s.snapshotClients() {
+		maxIn = max(maxIn, int(c.inBuf.Load()))
+		c.wmu.Lock()
+		maxOut = max(maxOut, len(c.wq))
+		c.wmu.Unlock()
+		if c.blocked.Load() {
+			blocked++
+		}
+		if c.outputClass() == classPubSub {
+			pubsub++
+		}
+	}
 	field(b, "connected_clients", s.Connections())
 	field(b, "cluster_connections", 0)
-	field(b, "maxclients", s.cfg.MaxClients)
-	field(b, "blocked_clients", 0)
+	field(b, "maxclients", s.live.maxClients.Load())
+	field(b, "client_recent_max_input_buffer", maxIn)
+	field(b, "client_recent_max_output_buffer", maxOut)
+	field(b, "blocked_clients", blocked)
 	field(b, "tracking_clients", 0)
+	field(b, "clients_in_timeout_table", blocked)
+	field(b, "zaris_pubsub_clients", pubsub)
+	field(b, "zaris_paused", s.pause.describe())
 }
 
 func infoMemory(s *Server, b *strings.Builder, _ time.Time) {
@@ -162,17 +201,64 @@ func infoStats(s *Server, b *strings.Builder, _ time.Time) {
 	field(b, "evicted_keys", st.Evicted)
 	field(b, "keyspace_hits", t.hits)
 	field(b, "keyspace_misses", t.misses)
+	ps := s.store.PubSub()
+	field(b, "pubsub_channels", len(ps.ActiveChannels("")))
+	field(b, "pubsub_patterns", ps.NumPat())
+	field(b, "pubsubshard_channels", 0)
+	field(b, "latest_fork_usec", 0)
+	field(b, "total_forks", 0)
+	field(b, "unexpected_error_replies", 0)
+	field(b, "total_error_replies", s.cmdStats.errTot.Load())
+	field(b, "total_reads_processed", t.cmds)
+	field(b, "client_output_buffer_limit_disconnections", s.stats.outputDisconnects.Load())
 	field(b, "zaris_puts", st.Puts)
 	field(b, "zaris_deletes", st.Deletes)
 	field(b, "zaris_ttl_changes", st.TTLChanges)
 }
 
+// infoReplication: Redis's fields with the node's role — master while it
+// owns any partition (segment), replica when it holds only copies — and, in
+// Zaris's own fields, its partitions: how many it owns, how many it keeps a
+// replica of, and the owned ones' revision (the replication offset's
+// counterpart, per partition).
 func infoReplication(s *Server, b *strings.Builder, _ time.Time) {
-	field(b, "role", "master")
+	var owned, copies []int
+	var offset uint64
+	for i := 0; i < s.segs; i++ {
+		g := s.store.Segment(uint16(i))
+		rev := g.Revision()
+		switch {
+		case g.Owned():
+			owned = append(owned, i)
+			offset += rev
+		case rev > 0:
+			copies = append(copies, i)
+		}
+	}
+	role := "master"
+	if len(owned) == 0 && len(copies) > 0 {
+		role = "slave"
+	}
+	field(b, "role", role)
 	field(b, "connected_slaves", 0)
 	field(b, "master_failover_state", "no-failover")
 	field(b, "master_replid", s.runID)
-	field(b, "master_repl_offset", 0)
+	field(b, "master_replid2", "0000000000000000000000000000000000000000")
+	field(b, "master_repl_offset", offset)
+	field(b, "second_repl_offset", -1)
+	field(b, "repl_backlog_active", 0)
+	field(b, "repl_backlog_size", 0)
+	field(b, "repl_backlog_first_byte_offset", 0)
+	field(b, "repl_backlog_histlen", 0)
+	field(b, "zaris_partitions", s.segs)
+	field(b, "zaris_owned_partitions", len(owned))
+	field(b, "zaris_replica_partitions", len(copies))
+	if s.cfg.Partitions != nil {
+		for _, p := range s.cfg.Partitions() {
+			field(b, "zaris_partition_"+strconv.Itoa(p.Partition), "owner="+p.Owner+",replicas="+strings.Join(p.Replicas, "|")+
+				",revision="+strconv.FormatUint(p.Revision, 10))
+		}
+	}
 }
 
 func infoCluster(_ *Server, b *strings.Builder, _ time.Time) {

@@ -118,3 +118,29 @@ func cmdSetAlgebra(op kv.CmdOp) func(c *conn, args [][]byte) {
 		c.writeReply(c.execAcross(args[1:], kv.Cmd{Op: op, Key: view(args[1]), Args: args[2:]}), shapeSet)
 	}
 }
+
+// atomically runs fn with the write locks of the keys' segments held and
+// c.tx set to the locked view, so that a command reading and writing
+// several keys is one atomic step (on a multi-node cluster execute has
+// already refused keys that are not all here). Inside EXEC, or under the
+// locks execute took, the view in place is used. A write meets a
+// migration fence as TRYAGAIN, whole.
+func (c *conn) atomically(write bool, keys [][]byte, fn func()) {
+	if c.tx != nil {
+		fn()
+		return
+	}
+	segs := make([]uint16, len(keys))
+	for i, k := range keys {
+		segs[i] = placement.SegmentOf(view(k), c.srv.segs)
+	}
+	c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) {
+		if write && a.Fenced() {
+			c.out.Error("TRYAGAIN a key's slot is moving to another node; retry")
+			return
+		}
+		c.tx = a
+		defer func() { c.tx = nil }()
+		fn()
+	})
+}

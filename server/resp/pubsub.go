@@ -60,6 +60,7 @@ func (c *conn) subscribed() bool { return c.sub != nil && c.sub.Count() > 0 }
 func (c *conn) subscription() *store.Subscription {
 	if c.sub == nil {
 		c.sub = c.srv.store.PubSub().NewSubscription(subscriberBuffer)
+		c.subShared.Store(c.sub)
 		go c.forward(c.sub)
 	}
 	return c.sub

@@ -87,6 +87,18 @@ type Config struct {
 	// MaxRSSBytes is the node's process memory bound (--memory-max-rss),
 	// reported by INFO memory. 0 = off.
 	MaxRSSBytes int64
+	// Partitions, when set, lists the node's view of each partition's owner
+	// and replicas for INFO replication (zaris_partition_<n> lines).
+	// nil = only the counts of owned and replica partitions are reported.
+	Partitions func() []PartitionInfo
+}
+
+// PartitionInfo is one partition as INFO replication reports it.
+type PartitionInfo struct {
+	Partition int
+	Owner     string   // node id
+	Replicas  []string // node ids
+	Revision  uint64   // the owner's latest revision as this node knows it
 }
 
 // RoutingSource yields the cluster's current routing map (nil before the
@@ -158,9 +170,17 @@ type Server struct {
 	scanCache  segCache
 	sampleOnce sync.Once
 
-	cfgMu        sync.Mutex // guards notifyEvents
-	notifyEvents string     // CONFIG SET notify-keyspace-events, normalised
-	notify       notifier   // the keyspace-notification publisher
+	cfgMu        sync.Mutex        // guards notifyEvents, cfgVals
+	notifyEvents string            // CONFIG SET notify-keyspace-events, normalised
+	cfgVals      map[string]string // CONFIG parameters without a live home (cmd_config.go)
+	notify       notifier          // the keyspace-notification publisher
+	live         liveLimits        // limits CONFIG SET changes while connections read them
+
+	slowlog  slowlog       // SLOWLOG (slowlog.go)
+	latency  latencyLog    // LATENCY (slowlog.go)
+	cmdStats cmdStatsTable // INFO commandstats/errorstats (cmd_info2.go)
+	monitors monitorSet    // MONITOR (monitor.go)
+	pause    clientPause   // CLIENT PAUSE (monitor.go)
 }
 
 // New validates cfg and returns a server ready to Serve.
@@ -170,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	var run [20]byte
 	_, _ = rand.Read(run[:])
-	return &Server{
+	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("component", "resp"),
 		store:     cfg.Store,
 		segs:      cfg.Store.Segments(),
@@ -182,7 +202,10 @@ func New(cfg Config) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		clients:   map[*conn]struct{}{},
 		sampler:   make(chan struct{}),
-	}, nil
+	}
+	s.initConfig()
+	s.initObservability()
+	return s, nil
 }
 
 // Serve accepts connections on l until Shutdown or Close, and returns nil
@@ -234,7 +257,7 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Unlock()
 			_ = nc.Close()
 			return nil
-		case len(s.clients) >= s.cfg.MaxClients:
+		case int64(len(s.clients)) >= s.live.maxClients.Load():
 			s.mu.Unlock()
 			s.stats.rejected.Add(1)
 			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
@@ -354,6 +377,7 @@ func (s *Server) NotifyKeyspaceEvents() string {
 // folds a closing connection's counters in here.
 type stats struct {
 	connsReceived, rejected           atomic.Uint64
+	outputDisconnects                 atomic.Uint64 // connections closed over their output buffer limit
 	cmds, netIn, netOut, hits, misses atomic.Uint64
 
 	mu      sync.Mutex // guards the fields below

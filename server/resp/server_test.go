@@ -58,8 +58,8 @@ func TestConnectionCommands(t *testing.T) {
 	require.NoError(t, rdb.ConfigSet(ctx, "notify-keyspace-events", "Exg").Err())
 	require.Equal(t, "gxE", rdb.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"])
 	require.ErrorContains(t, rdb.ConfigSet(ctx, "notify-keyspace-events", "Q").Err(), "Invalid event class character")
-	require.EqualError(t, rdb.ConfigSet(ctx, "maxmemory", "1").Err(),
-		"ERR CONFIG SET failed (possibly related to argument 'maxmemory') - can't set immutable config")
+	require.EqualError(t, rdb.ConfigSet(ctx, "databases", "1").Err(),
+		"ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config")
 	require.EqualError(t, rdb.ConfigSet(ctx, "nope", "1").Err(), "ERR Unknown option or number of arguments for CONFIG SET - 'nope'")
 	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 

@@ -18,6 +18,8 @@ import (
 type Writer struct {
 	B     []byte
 	Proto int // 2 or 3
+	// OnError, when set, sees every error reply written (INFO errorstats).
+	OnError func(msg string)
 }
 
 func (w *Writer) resp3() bool { return w.Proto == 3 }
@@ -30,7 +32,12 @@ func (w *Writer) OK() { w.B = redcon.AppendOK(w.B) }
 
 // Error writes an error reply; msg starts with its code ("ERR …",
 // "WRONGTYPE …"). Newlines become spaces, as Redis sanitises them.
-func (w *Writer) Error(msg string) { w.B = redcon.AppendError(w.B, msg) }
+func (w *Writer) Error(msg string) {
+	if w.OnError != nil {
+		w.OnError(msg)
+	}
+	w.B = redcon.AppendError(w.B, msg)
+}
 
 // Int writes an integer: :n.
 func (w *Writer) Int(n int64) { w.B = redcon.AppendInt(w.B, n) }

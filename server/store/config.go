@@ -17,7 +17,27 @@ const (
 	// NoEviction refuses a write that would push owned bytes over the cap
 	// with StatusCapacityExceeded, protecting the data already stored.
 	NoEviction
+	// EvictVolatileLRU is EvictLRU among the records with a TTL only
+	// (Redis's volatile-lru); with none left, nothing is evicted.
+	EvictVolatileLRU
+	// EvictAllKeysRandom drops sampled owned records at random, ignoring
+	// recency (allkeys-random).
+	EvictAllKeysRandom
+	// EvictVolatileRandom drops records with a TTL at random
+	// (volatile-random).
+	EvictVolatileRandom
+	// EvictVolatileTTL drops the sampled records with a TTL nearest their
+	// expiry first (volatile-ttl).
+	EvictVolatileTTL
 )
+
+// valid reports whether p is one of the policies above.
+func (p EvictionPolicy) valid() bool { return p <= EvictVolatileTTL }
+
+// volatileOnly reports whether the policy evicts only records with a TTL.
+func (p EvictionPolicy) volatileOnly() bool {
+	return p == EvictVolatileLRU || p == EvictVolatileRandom || p == EvictVolatileTTL
+}
 
 func (p EvictionPolicy) String() string {
 	switch p {
@@ -25,19 +45,37 @@ func (p EvictionPolicy) String() string {
 		return "lru"
 	case NoEviction:
 		return "noeviction"
+	case EvictVolatileLRU:
+		return "volatile-lru"
+	case EvictAllKeysRandom:
+		return "allkeys-random"
+	case EvictVolatileRandom:
+		return "volatile-random"
+	case EvictVolatileTTL:
+		return "volatile-ttl"
 	}
 	return fmt.Sprintf("EvictionPolicy(%d)", uint8(p))
 }
 
-// ParseEvictionPolicy parses "lru" or "noeviction".
+// ParseEvictionPolicy parses "lru" (or Redis's "allkeys-lru"),
+// "noeviction", "volatile-lru", "allkeys-random", "volatile-random" or
+// "volatile-ttl".
 func ParseEvictionPolicy(s string) (EvictionPolicy, error) {
 	switch s {
-	case "lru", "":
+	case "lru", "allkeys-lru", "":
 		return EvictLRU, nil
 	case "noeviction", "none":
 		return NoEviction, nil
+	case "volatile-lru":
+		return EvictVolatileLRU, nil
+	case "allkeys-random":
+		return EvictAllKeysRandom, nil
+	case "volatile-random":
+		return EvictVolatileRandom, nil
+	case "volatile-ttl":
+		return EvictVolatileTTL, nil
 	}
-	return 0, fmt.Errorf("store: unknown eviction policy %q (want lru or noeviction)", s)
+	return 0, fmt.Errorf("store: unknown eviction policy %q (want lru, noeviction, volatile-lru, allkeys-random, volatile-random or volatile-ttl)", s)
 }
 
 // Defaults (R-MEM, R-PLACE-3).
@@ -180,7 +218,7 @@ func (c *Config) Validate() error {
 		return bad("max item bytes %d exceeds max memory bytes %d", c.MaxItemBytes, c.MaxMemoryBytes)
 	case c.MaxKeyBytes <= 0:
 		return bad("max key bytes must be positive, got %d", c.MaxKeyBytes)
-	case c.Eviction != EvictLRU && c.Eviction != NoEviction:
+	case !c.Eviction.valid():
 		return bad("unknown eviction policy %d", c.Eviction)
 	case c.EvictionInterval <= 0:
 		return bad("eviction interval must be positive")

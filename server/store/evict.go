@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -46,7 +47,7 @@ func (s *Store) EvictOnce(seed uint64) int {
 }
 
 func (s *Store) evictRun(rng *rand.Rand) int {
-	if s.cfg.Eviction != EvictLRU {
+	if s.evictionPolicy() == NoEviction {
 		return 0
 	}
 	capNow := s.evictionCap()
@@ -66,8 +67,9 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 		default:
 		}
 		stamp := s.stamp(s.clock.NowNano())
+		policy := s.evictionPolicy()
 		for range evictionSegmentsPerStep {
-			s.segments[rng.IntN(len(s.segments))].sampleInto(&pool, s.cfg.EvictionSamples, stamp)
+			s.segments[rng.IntN(len(s.segments))].sampleInto(&pool, s.cfg.EvictionSamples, stamp, policy, rng)
 		}
 		// Over the cap itself (a write storm outrunning the loop), evict
 		// several of the pool's oldest per sampling step: less precise LRU,
@@ -112,8 +114,9 @@ type evictionCandidate struct {
 	seg      *Segment
 	key      string
 	revision uint64 // the record sampled; evicted only if still current
-	age      uint32 // milliseconds since last access when sampled
+	age      uint32 // the eviction rank: milliseconds since last access when sampled (LRU), or the policy's rank
 	expired  bool
+	lru      bool // ranked by recency: a read since sampling saves the record
 }
 
 // evictionPool keeps the oldest candidates seen, oldest first.
@@ -150,8 +153,11 @@ func (p *evictionPool) popOldest() (evictionCandidate, bool) {
 }
 
 // sampleInto offers up to samples live records of an owned segment to the
-// pool. Go's map iteration starts at a random position, which is the sample.
-func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32) {
+// pool, ranked by the policy (the pool evicts the highest rank first):
+// recency for the LRU policies, a random draw for the random ones, nearness
+// to expiry for volatile-ttl; the volatile policies skip records without a
+// TTL. Go's map iteration starts at a random position, which is the sample.
+func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy EvictionPolicy, rng *rand.Rand) {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
 	defer g.mu.RUnlock()
@@ -160,11 +166,20 @@ func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32) {
 	}
 	seen := 0
 	for _, r := range g.items {
-		if r.Deleted {
+		if r.Deleted || policy.volatileOnly() && r.ExpiresAt == 0 {
 			continue
 		}
-		p.offer(evictionCandidate{seg: g, key: r.Key, revision: r.Revision,
-			age: stamp - atomic.LoadUint32(&r.access), expired: r.expiredAt(now)})
+		c := evictionCandidate{seg: g, key: r.Key, revision: r.Revision, expired: r.expiredAt(now)}
+		switch policy {
+		case EvictAllKeysRandom, EvictVolatileRandom:
+			c.age = rng.Uint32()
+		case EvictVolatileTTL:
+			left := max(r.ExpiresAt-now, 0) / int64(time.Millisecond)
+			c.age = math.MaxUint32 - uint32(min(left, math.MaxUint32))
+		default:
+			c.age, c.lru = stamp-atomic.LoadUint32(&r.access), true
+		}
+		p.offer(c)
 		if seen++; seen == samples {
 			return
 		}
@@ -184,7 +199,7 @@ func (g *Segment) evict(c evictionCandidate) bool {
 	kind := OpEvicted
 	if r.expiredAt(now) {
 		kind = OpExpired
-	} else if age := g.store.stamp(now) - atomic.LoadUint32(&r.access); age < c.age {
+	} else if age := g.store.stamp(now) - atomic.LoadUint32(&r.access); c.lru && age < c.age {
 		return false // read after it was sampled
 	}
 	g.tombstoneLocked(r, kind, now)

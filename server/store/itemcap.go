@@ -44,7 +44,7 @@ func keyFits(count int, size int64, addElems int, addBytes int64, maxElems int, 
 
 // collectionByteCap is the most accounted bytes one collection may hold.
 func (s *Store) collectionByteCap() int64 {
-	return min(int64(s.cfg.MaxItemBytes), s.cfg.MaxCollectionBytes, s.cfg.MaxMemoryBytes)
+	return min(int64(s.cfg.MaxItemBytes), s.cfg.MaxCollectionBytes, s.maxMemory())
 }
 
 // fits reports whether the command's collection may grow by addElems
@@ -75,7 +75,7 @@ func (x *execCtx) fitsFrom(count int, size int64, addElems int, addBytes int64) 
 // grow bytes: refused (CapacityExceeded) when it would pass the cap, as a
 // Put is. Replica segments and shrinking writes are never refused.
 func (s *Store) storeFull(g *Segment, grow int64) bool {
-	return s.cfg.Eviction == NoEviction && g.owned && grow > 0 && s.owned.Load()+grow > s.cfg.MaxMemoryBytes
+	return s.evictionPolicy() == NoEviction && g.owned && grow > 0 && s.owned.Load()+grow > s.maxMemory()
 }
 
 // tooLarge is the refusal of a command fits refused: ItemTooLarge with the

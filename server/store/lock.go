@@ -77,12 +77,12 @@ func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 		Version: 1, CreatedAt: x.now, ExpiresAt: x.now + ttl,
 		access: s.stamp(x.now),
 	}
-	if s.cfg.Eviction == NoEviction && g.owned {
+	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
 		if prev := g.items[rec.Key]; prev != nil { // expired but not yet swept
 			delta -= prev.accountedBytes()
 		}
-		if delta > 0 && s.owned.Load()+delta > s.cfg.MaxMemoryBytes {
+		if delta > 0 && s.owned.Load()+delta > s.maxMemory() {
 			return kv.StatusReply(kv.StatusCapacityExceeded)
 		}
 	}

@@ -51,9 +51,9 @@ func (s *Store) Memory() MemoryUsage {
 // or the lower ceiling process pressure set.
 func (s *Store) evictionCap() int64 {
 	if c := s.ceiling.Load(); c > 0 {
-		return min(c, s.cfg.MaxMemoryBytes)
+		return min(c, s.maxMemory())
 	}
-	return s.cfg.MaxMemoryBytes
+	return s.maxMemory()
 }
 
 // The process-pressure rule's constants: above the limit the ceiling drops
@@ -104,11 +104,11 @@ func (s *Store) pressureLoop() {
 		case <-t.C:
 		}
 		cur := s.evictionCap()
-		next := nextCeiling(s.cfg.ProcessBytes(), s.cfg.MaxProcessBytes, cur, s.cfg.MaxMemoryBytes)
+		next := nextCeiling(s.cfg.ProcessBytes(), s.cfg.MaxProcessBytes, cur, s.maxMemory())
 		if next == cur {
 			continue
 		}
-		if next >= s.cfg.MaxMemoryBytes {
+		if next >= s.maxMemory() {
 			next = 0 // no pressure
 		}
 		s.ceiling.Store(next)

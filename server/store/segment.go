@@ -187,12 +187,12 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	} else {
 		rec.Version = 1
 	}
-	if s.cfg.Eviction == NoEviction && g.owned {
+	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
 		if prev := g.items[key]; prev != nil {
 			delta -= prev.accountedBytes()
 		}
-		if delta > 0 && s.owned.Load()+delta > s.cfg.MaxMemoryBytes {
+		if delta > 0 && s.owned.Load()+delta > s.maxMemory() {
 			return status(kv.StatusCapacityExceeded)
 		}
 	}

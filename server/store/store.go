@@ -2,7 +2,6 @@ package store
 
 import (
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +31,12 @@ type Store struct {
 	evictNow chan struct{}
 	// wakeAt is the owned bytes past which a write wakes the evictor
 	// (EvictionWake): the trigger; MaxInt64 when off.
-	wakeAt          int64
+	wakeAt          atomic.Int64
 	pressureChanges atomic.Uint64
+	// maxMem and policy are the cap and eviction policy in force (limits.go):
+	// Config's values at start, changed by SetMaxMemory / SetEviction.
+	maxMem atomic.Int64
+	policy atomic.Uint32
 
 	puts, deletes, expired, evicted, retimes atomic.Uint64
 
@@ -63,10 +66,9 @@ func New(cfg Config) (*Store, error) {
 		s.log = slog.Default()
 	}
 	s.start = s.clock.NowNano()
-	s.wakeAt = math.MaxInt64
-	if cfg.EvictionWake && cfg.Eviction == EvictLRU {
-		s.wakeAt = int64(float64(cfg.MaxMemoryBytes) * cfg.EvictionTrigger)
-	}
+	s.maxMem.Store(cfg.MaxMemoryBytes)
+	s.policy.Store(uint32(cfg.Eviction))
+	s.resetWake()
 	s.pubsub = newBroker()
 	s.tx = newTxTable()
 	s.scan = newScanState(cfg.Segments)
@@ -103,8 +105,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Config returns the store's configuration.
-func (s *Store) Config() Config { return s.cfg }
+// Config returns the store's configuration, with the cap and eviction
+// policy in force now (they may have changed since New).
+func (s *Store) Config() Config {
+	c := s.cfg
+	c.MaxMemoryBytes = s.maxMemory()
+	c.Eviction = s.evictionPolicy()
+	return c
+}
 
 // Segments is the number of segments.
 func (s *Store) Segments() int { return len(s.segments) }
@@ -149,7 +157,7 @@ func (s *Store) stamp(now int64) uint32 { return uint32((now - s.start) / int64(
 
 func (s *Store) account(owned bool, bytes, items int64) {
 	if owned {
-		if n := s.owned.Add(bytes); bytes > 0 && n > s.wakeAt {
+		if n := s.owned.Add(bytes); bytes > 0 && n > s.wakeAt.Load() {
 			s.wakeEvictor()
 		}
 		s.ownedItems.Add(items)
@@ -197,7 +205,7 @@ func (s *Store) Stats() Stats {
 		ReplicaItems:   s.replicaItems.Load(),
 		OwnedBytes:     s.owned.Load(),
 		ReplicaBytes:   s.replica.Load(),
-		MaxMemoryBytes: s.cfg.MaxMemoryBytes,
+		MaxMemoryBytes: s.maxMemory(),
 		Puts:           s.puts.Load(),
 		Deletes:        s.deletes.Load(),
 		Expired:        s.expired.Load(),

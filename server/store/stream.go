@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zaris-io/zaris/internal/kv"
@@ -24,11 +25,14 @@ import (
 //   - "~" (approximate trimming) trims exactly, like "=": the node-local
 //     representation has no macro nodes to round to. LIMIT is honoured with
 //     "~" as a cap on the entries one call removes (0: no cap).
-//   - XREADGROUP, XCLAIM and XAUTOCLAIM always create the named consumer;
-//     consumers carry no seen/active time (there is no XINFO).
+//   - XCLAIM and XAUTOCLAIM always create the named consumer (XREADGROUP
+//     only when it serves something, as Redis); a consumer's seen time
+//     is node-local (XINFO's seen-time/idle on a replica count from when
+//     it got the consumer).
 //   - XCLAIM processes each id once (a repeated id is ignored) and accepts an
 //     empty id list (it then only creates the consumer and applies LASTID).
-//   - ENTRIESREAD (lag tracking) is refused.
+//   - XGROUP's ENTRIESREAD option is refused (the group's read counter and
+//     lag are kept as Redis keeps them otherwise: stream_info.go).
 //   - An emptied stream keeps existing (as in Redis: it keeps its last id and
 //     groups), so count() never reports 0; only DEL/expiry remove it.
 //
@@ -297,6 +301,16 @@ type streamColl struct {
 	last    streamID        // the greatest id ever added: ids stay monotonic after XDEL/XTRIM
 	groups  map[string]*streamGroup
 	bytes   int64
+	// Redis 7's counters (XINFO, XSETID, consumer-group lag): entries ever
+	// added, the greatest id deleted by XDEL, and the recorded first id
+	// (the first entry's, 0-0 once the stream is empty, as Redis records
+	// it).
+	entriesAdded uint64
+	maxDeleted   streamID
+	firstID      streamID
+	// clockMs is the time of the command running on the stream (set by
+	// streamOf): a consumer created now is seen now.
+	clockMs int64
 }
 
 type streamGroup struct {
@@ -304,6 +318,10 @@ type streamGroup struct {
 	last      streamID // last delivered id
 	pel       idSeq[pendingEntry]
 	consumers map[string]*streamConsumer
+	// entriesRead is Redis's logical read counter of the group (-1:
+	// unknown), kept as Redis keeps it so XINFO reports its entries-read
+	// and lag (stream_info.go).
+	entriesRead int64
 }
 
 // pendingEntry is a delivered, not yet acknowledged entry.
@@ -315,7 +333,8 @@ type pendingEntry struct {
 
 type streamConsumer struct {
 	name    string
-	pending int // entries of the group's PEL it owns
+	pending int   // entries of the group's PEL it owns
+	seenMs  int64 // Unix ms it was created or last read or claimed (XINFO seen-time, idle); node-local, not encoded
 }
 
 func newStream() *streamColl { return &streamColl{} }
@@ -340,6 +359,9 @@ func (s *streamColl) add(id streamID, fields [][]byte) {
 		start := len(buf)
 		buf = append(buf, f...)
 		out[i] = buf[start:len(buf):len(buf)]
+	}
+	if s.entries.live == 0 {
+		s.firstID = id
 	}
 	s.entries.put(id, out)
 	s.last = id
@@ -366,13 +388,14 @@ func (s *streamColl) trimFront(n int) {
 		}
 	}
 	s.entries.tidy()
+	s.firstID = s.firstLive(streamID{})
 }
 
 func (s *streamColl) addGroup(name string, last streamID) *streamGroup {
 	if s.groups == nil {
 		s.groups = map[string]*streamGroup{}
 	}
-	g := &streamGroup{name: name, last: last, consumers: map[string]*streamConsumer{}}
+	g := &streamGroup{name: name, last: last, consumers: map[string]*streamConsumer{}, entriesRead: -1}
 	s.groups[name] = g
 	s.bytes += int64(streamGroupOverhead + len(name))
 	return g
@@ -387,7 +410,7 @@ func (s *streamColl) delGroup(g *streamGroup) {
 }
 
 func (s *streamColl) addConsumer(g *streamGroup, name string) *streamConsumer {
-	c := &streamConsumer{name: name}
+	c := &streamConsumer{name: name, seenMs: s.clockMs}
 	g.consumers[name] = c
 	s.bytes += consumerSize(len(name))
 	return c
@@ -438,6 +461,10 @@ type streamWire struct {
 	Last     [2]uint64
 	Entries  []streamEntryWire
 	Groups   []streamGroupWire // by name
+	// Redis 7's counters, appended (an older encoding decodes with zeros).
+	EntriesAdded uint64
+	MaxDeleted   [2]uint64
+	FirstID      [2]uint64
 }
 
 type streamEntryWire struct {
@@ -452,6 +479,8 @@ type streamGroupWire struct {
 	Last      [2]uint64
 	Consumers []string // sorted
 	Pending   []streamPendingWire
+	// Appended: the group's read counter + 1 (0 = unknown).
+	EntriesRead1 int64
 }
 
 type streamPendingWire struct {
@@ -468,7 +497,8 @@ func wireID(id streamID) [2]uint64 { return [2]uint64{id.ms, id.seq} }
 // and the PEL in id order].
 func (s *streamColl) encode() []byte {
 	w := streamWire{Last: wireID(s.last), Entries: make([]streamEntryWire, 0, s.entries.live),
-		Groups: make([]streamGroupWire, 0, len(s.groups))}
+		Groups: make([]streamGroupWire, 0, len(s.groups)), EntriesAdded: s.entriesAdded,
+		MaxDeleted: wireID(s.maxDeleted), FirstID: wireID(s.firstID)}
 	for _, it := range s.entries.items {
 		if !it.dead {
 			w.Entries = append(w.Entries, streamEntryWire{ID: wireID(it.id), Fields: it.val})
@@ -487,6 +517,7 @@ func (s *streamColl) encode() []byte {
 			gw.Consumers = append(gw.Consumers, c)
 		}
 		sort.Strings(gw.Consumers)
+		gw.EntriesRead1 = g.entriesRead + 1
 		for _, it := range g.pel.items {
 			if !it.dead {
 				gw.Pending = append(gw.Pending, streamPendingWire{ID: wireID(it.id), Consumer: it.val.consumer.name,
@@ -513,6 +544,11 @@ func (s *streamColl) decode(b []byte) error {
 		}
 		s.add(id, e.Fields)
 	}
+	s.entriesAdded = w.EntriesAdded
+	s.maxDeleted = streamID{w.MaxDeleted[0], w.MaxDeleted[1]}
+	if w.FirstID != [2]uint64{} || s.entries.live == 0 {
+		s.firstID = streamID{w.FirstID[0], w.FirstID[1]}
+	}
 	if last := (streamID{w.Last[0], w.Last[1]}); s.last.less(last) {
 		s.last = last
 	} else if last.less(s.last) {
@@ -523,8 +559,11 @@ func (s *streamColl) decode(b []byte) error {
 			return fmt.Errorf("stream group %q twice", gw.Name)
 		}
 		g := s.addGroup(gw.Name, streamID{gw.Last[0], gw.Last[1]})
+		g.entriesRead = gw.EntriesRead1 - 1
 		for _, c := range gw.Consumers {
-			s.addConsumer(g, c)
+			// seen-time is node-local (not encoded, like the LRU stamps):
+			// a copy counts from when it got the consumer.
+			s.addConsumer(g, c).seenMs = time.Now().UnixMilli()
 		}
 		for _, p := range gw.Pending {
 			c := g.consumers[p.Consumer]
@@ -543,7 +582,9 @@ func streamOf(x *execCtx) *streamColl {
 	if x.coll == nil {
 		return nil
 	}
-	return x.coll.(*streamColl)
+	s := x.coll.(*streamColl)
+	s.clockMs = nowMs(x)
+	return s
 }
 
 var (
@@ -833,6 +874,7 @@ options:
 		return x.tooLarge()
 	}
 	s.add(id, fields)
+	s.entriesAdded++
 	if n > 0 {
 		s.trimFront(n)
 	}
@@ -1007,10 +1049,14 @@ func xdel(x *execCtx) kv.Reply {
 	for _, id := range ids {
 		if s.removeEntry(id) {
 			n++
+			if s.maxDeleted.less(id) {
+				s.maxDeleted = id
+			}
 		}
 	}
 	if n > 0 {
 		s.entries.tidy()
+		s.firstID = s.firstLive(streamID{})
 		x.changed()
 	}
 	return kv.IntReply(int64(n))
@@ -1093,8 +1139,8 @@ func xgroup(x *execCtx) kv.Reply {
 			}
 			last = id
 		}
-		if g.last != last {
-			g.last = last
+		if g.last != last || g.entriesRead != -1 {
+			g.last, g.entriesRead = last, -1 // Redis: SETID without ENTRIESREAD makes the counter unknown
 			x.changedAs(kv.CmdXGroup, args[0], name, last.bytes())
 		}
 		return kv.OKReply()
@@ -1182,6 +1228,9 @@ func xreadgroup(x *execCtx) kv.Reply {
 		return r
 	}
 	c := g.consumers[string(consumer)]
+	if c != nil {
+		c.seenMs = nowMs(x)
+	}
 	var grow int64
 	if c == nil {
 		grow = consumerSize(len(consumer))
@@ -1222,10 +1271,12 @@ func xreadgroup(x *execCtx) kv.Reply {
 	if grow > 0 && !x.streamFits(s, s.entries.live, grow) {
 		return x.tooLarge()
 	}
+	if len(ids) == 0 {
+		// Nothing new: as Redis, the consumer is created only when served.
+		return kv.ArrayReply([]kv.Reply{})
+	}
 	if c == nil {
 		c = s.addConsumer(g, string(consumer))
-	} else if len(ids) == 0 {
-		return kv.ArrayReply([]kv.Reply{})
 	}
 	now := nowMs(x)
 	out := newReplies(len(ids))
@@ -1236,7 +1287,7 @@ func xreadgroup(x *execCtx) kv.Reply {
 		out.entry(id, *s.entries.get(id))
 	}
 	if len(ids) > 0 {
-		g.last = ids[len(ids)-1]
+		s.advanceGroup(g, ids[len(ids)-1])
 	}
 	switch {
 	case noAck && len(ids) > 0:
@@ -1472,6 +1523,9 @@ func xclaim(x *execCtx) kv.Reply {
 	)
 	steps := make([]int, len(ids))
 	c := g.consumers[string(consumer)]
+	if c != nil {
+		c.seenMs = nowMs(x)
+	}
 	var grow int64
 	if c == nil {
 		grow = consumerSize(len(consumer))
@@ -1525,7 +1579,7 @@ func xclaim(x *execCtx) kv.Reply {
 	g.pel.tidy()
 	if lastID != nil {
 		if id, _ := parseStreamID(lastID, 0); g.last.less(id) {
-			g.last = id
+			s.advanceGroup(g, id)
 			changed = true
 		}
 	}
@@ -1587,6 +1641,9 @@ func xautoclaim(x *execCtx) kv.Reply {
 		return r
 	}
 	c := g.consumers[string(consumer)]
+	if c != nil {
+		c.seenMs = nowMs(x)
+	}
 	if c == nil && !x.streamFits(s, s.entries.live, consumerSize(len(consumer))) {
 		return x.tooLarge()
 	}

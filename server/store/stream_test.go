@@ -551,6 +551,10 @@ func TestStreamEffectsReplicate(t *testing.T) {
 		if i%211 == 0 {
 			src.Delete("x" + k)
 		}
+		if i%97 == 0 { // XSETID (outside the random mix): the counters XINFO reports replicate too
+			src.Exec(kv.NewCmd(kv.CmdXSetID, "x"+k, fmt.Sprint(t0.UnixMilli()+int64(i%3), "-9"), "ENTRIESADDED", fmt.Sprint(5000+i),
+				"MAXDELETEDID", fmt.Sprint(t0.UnixMilli()-1, "-0")))
+		}
 		if i%50 == 0 {
 			catchUp()
 		}

@@ -578,7 +578,7 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 	if st, why := prepareDecision(req, cur); st != kv.StatusSuccess {
 		return st, why
 	}
-	if s.cfg.Eviction == NoEviction {
+	if s.evictionPolicy() == NoEviction {
 		// Vote no now rather than fail after a yes: a commit never fails.
 		var delta int64
 		for _, w := range req.Writes {
@@ -594,7 +594,7 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 				delta -= old.accountedBytes()
 			}
 		}
-		if delta > 0 && s.owned.Load()+delta > s.cfg.MaxMemoryBytes {
+		if delta > 0 && s.owned.Load()+delta > s.maxMemory() {
 			return kv.StatusCapacityExceeded, "the store is full (no-eviction)"
 		}
 	}
@@ -695,7 +695,7 @@ func (s *Store) TxPrepare(id string, req TxPrepareRequest) kv.Reply {
 		t.mu.Unlock()
 		return kv.OKReply() // a retry: prepared already
 	}
-	if t.staged+e.bytes > txStagedLimit(s.cfg.MaxMemoryBytes) {
+	if t.staged+e.bytes > txStagedLimit(s.maxMemory()) {
 		t.mu.Unlock()
 		return kv.Reply{Status: kv.StatusCapacityExceeded, Message: "too many bytes staged by prepared transactions"}
 	}
