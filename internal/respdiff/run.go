@@ -89,7 +89,7 @@ func Plan(cmds []Command, g Grammar) (compared []Command, rep Report) {
 		zaris[c.Name] = true
 		top, _, _ := strings.Cut(c.Name, "|")
 		switch _, inRedis := g[c.Name]; {
-		case Excluded[top] != "":
+		case Excluded[top] != "" || strings.HasSuffix(c.Name, "|help"): // help texts are each server's own
 			if inRedis {
 				rep.Excluded = append(rep.Excluded, c.Name)
 			}

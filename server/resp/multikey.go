@@ -129,17 +129,21 @@ func cmdSetAlgebra(op kv.CmdOp, inter bool) func(c *conn, args [][]byte) {
 			return
 		}
 		sets := make([][]kv.Reply, 0, len(keys))
+		empty := false
 		for _, k := range keys {
 			r := c.execRaw(kv.CmdSMembers, k)
 			if r.Status != kv.StatusSuccess {
 				c.writeReply(r, shapeSet)
 				return
 			}
-			if inter && len(r.Array) == 0 { // a missing key: the intersection is empty
-				c.out.Set(0)
-				return
-			}
+			// A missing key makes the intersection empty, but Redis checks
+			// every key's type first (WRONGTYPE wins).
+			empty = empty || inter && len(r.Array) == 0
 			sets = append(sets, r.Array)
+		}
+		if empty {
+			c.out.Set(0)
+			return
 		}
 		var acc []string
 		if inter {
