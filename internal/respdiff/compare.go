@@ -223,3 +223,41 @@ func shorterDigits(redis, zaris string) bool {
 	}
 	return strings.ContainsAny(redis, "e") == strings.ContainsAny(zaris, "e")
 }
+
+// OpenItem is a mismatch found and not fixed yet, in an area another change
+// owns: the fuzzer reports it (minimised, with its row) but a run does not
+// fail on it. Remove the entry with the fix.
+type OpenItem struct {
+	Name  string
+	Owner string
+	Match func(m *Mismatch) bool
+}
+
+// OpenMismatches are the known open mismatches.
+var OpenMismatches = []*OpenItem{
+	{
+		Name: "stream argument checks in Redis's order; XGROUP ENTRIESREAD; subcommand syntax errors",
+		Owner: "streams (issue #13 item 5: XINFO/XSETID/stream edge cases): XADD/XRANGE/XREVRANGE/XTRIM/XPENDING/" +
+			"XAUTOCLAIM parse before the key's type, XACK/XDEL/XCLAIM/XREADGROUP look the key and group up first, " +
+			"XGROUP CREATE/SETID ENTRIESREAD (Redis 7.0), NOGROUP texts cut at a NUL byte",
+		Match: func(m *Mismatch) bool { return strings.HasPrefix(strings.ToLower(m.last()[0]), "x") },
+	},
+	{
+		Name:  "ZRANGE BYLEX",
+		Owner: "sorted sets (issue #13 item 5: the whole ZRANGE family)",
+		Match: func(m *Mismatch) bool { return strings.Contains(m.Zaris.Str, "BYLEX is not supported") },
+	},
+}
+
+// OpenFor returns the open entry a mismatch belongs to, or nil.
+func OpenFor(m *Mismatch) *OpenItem {
+	if m.Dead {
+		return nil // a dead node is never an open item
+	}
+	for _, o := range OpenMismatches {
+		if o.Match(m) {
+			return o
+		}
+	}
+	return nil
+}

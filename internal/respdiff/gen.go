@@ -10,8 +10,9 @@ import (
 // Command is one entry of the Zaris command table: its lower-case name
 // ("get", "xgroup|create") and Redis-style arity (negative = at least).
 type Command struct {
-	Name  string
-	Arity int
+	Name     string
+	Arity    int
+	MultiKey bool // it may name more than one key
 }
 
 // Words are the command's name words as sent: "XGROUP", "CREATE".

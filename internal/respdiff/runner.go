@@ -51,6 +51,8 @@ type Mismatch struct {
 	Dead  bool // the Zaris connection or node stopped answering
 }
 
+func (m *Mismatch) last() []string { return m.Seq[len(m.Seq)-1] }
+
 // Signature groups mismatches of one cause: command, why, error codes.
 func (m *Mismatch) Signature() string {
 	last := m.Seq[len(m.Seq)-1]
