@@ -47,7 +47,7 @@ func TestDiffFuzz(t *testing.T) {
 	} else {
 		for _, seed := range diffSeeds {
 			c := base
-			c.Seed, c.MaxCommands, c.Duration = seed, 1500, testscale.D(6*time.Second)
+			c.Seed, c.MaxCommands, c.Duration, c.QuickOpen = seed, 3000, testscale.D(5*time.Second), true
 			runs = append(runs, c)
 		}
 	}
