@@ -54,6 +54,9 @@ var (
 		"18446744073709551615-18446744073709551615", "18446744073709551615", "1-18446744073709551615", "x", "-1", "1-x"}
 )
 
+// msFirst are the commands whose argument after the key is milliseconds.
+var msFirst = map[string]bool{"psetex": true, "pexpire": true}
+
 func (g *Generator) pick(pool []string) string { return pool[g.rng.Intn(len(pool))] }
 
 func (g *Generator) integer() string {
@@ -122,9 +125,12 @@ func (g *Generator) Next() []string {
 		}
 		n = g.rng.Intn(n+3) - len(words) + 1
 		for i := 0; i < n; i++ {
-			if i == 0 || g.rng.Intn(4) == 0 {
+			switch {
+			case i == 0 || g.rng.Intn(4) == 0:
 				args = append(args, g.pick(g.keys))
-			} else {
+			case i == 1 && msFirst[c.Name]:
+				args = append(args, g.pick(msInts)) // no key may expire between the two servers' replies
+			default:
 				args = append(args, g.value())
 			}
 		}

@@ -253,7 +253,14 @@ func cmdZRange(c *conn, args [][]byte) {
 		case eq(a, "WITHSCORES"):
 			ws = true
 		case eq(a, "LIMIT") && j+2 < len(args):
+			// Redis reads LIMIT's numbers with the options.
 			limit, off, cnt = true, args[j+1], args[j+2]
+			_, okOff := parseInt(off)
+			_, okCnt := parseInt(cnt)
+			if !okOff || !okCnt {
+				c.err(msgNotInteger)
+				return
+			}
 			j += 2
 		case eq(a, "BYSCORE") && !byLex:
 			byScore = true
@@ -266,6 +273,9 @@ func cmdZRange(c *conn, args [][]byte) {
 			return
 		}
 	}
+	if limit && !byScore && !byLex && string(cnt) == "-1" {
+		limit = false // Redis checks "opt_limit != -1": a count of -1 is no LIMIT, which a rank range ignores
+	}
 	switch {
 	case limit && !byScore && !byLex:
 		c.err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
@@ -276,16 +286,6 @@ func cmdZRange(c *conn, args [][]byte) {
 	case byLex:
 		c.err("ERR ZRANGE BYLEX is not supported by this server")
 		return
-	}
-	if limit {
-		if _, ok := parseInt(off); !ok {
-			c.err(msgNotInteger)
-			return
-		}
-		if _, ok := parseInt(cnt); !ok {
-			c.err(msgNotInteger)
-			return
-		}
 	}
 	sh := shapePlain
 	rest := [][]byte{args[2], args[3]}

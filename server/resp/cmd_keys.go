@@ -288,10 +288,14 @@ func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
 			return
 		}
 		has := cur.TTL > 0
+		// GT/LT compare absolute times in milliseconds, as Redis does: two
+		// relative TTLs read at different instants would differ by the
+		// microseconds between them.
+		curMs := now.Add(cur.TTL).Round(time.Millisecond).UnixMilli()
 		switch {
 		case nx && has, xx && !has,
-			gt && (!has || ttl <= cur.TTL),
-			lt && has && ttl >= cur.TTL:
+			gt && (!has || ms <= curMs),
+			lt && has && ms >= curMs:
 			c.out.Int(0)
 			return
 		}
@@ -382,11 +386,11 @@ func cmdKeys(c *conn, args [][]byte) {
 	}
 }
 
-// parseCursor reads a SCAN cursor as Redis's strtoul does: an optional
-// sign ("-1" wraps to 2^64-1), decimal digits, no leading space, within 64
-// bits; the empty cursor is 0.
+// parseCursor reads a SCAN cursor as Redis's strtoul does: up to a NUL
+// byte, an optional sign ("-1" wraps to 2^64-1), decimal digits, no
+// leading space, within 64 bits; the empty cursor is 0.
 func parseCursor(b []byte) (uint64, bool) {
-	s := string(b)
+	s := cString(string(b)) // strtoul reads a C string
 	if s == "" {
 		return 0, true
 	}

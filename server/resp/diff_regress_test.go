@@ -65,6 +65,13 @@ var diffRegressions = []struct {
 	{proto: 3, seq: [][]string{{"XREAD", "STREAMS", "k1", "18446744073709551615", "18446744073709551615"}}}, // redis: Unbalanced XREAD | zaris: Unbalanced 'xread'
 	{proto: 3, seq: [][]string{{"XREADGROUP", "GROUP", "1", "a", "NOACK", "STREAMS", "k3"}}},                // redis: Unbalanced XREAD | zaris: Unbalanced 'xreadgroup'
 	{proto: 2, seq: [][]string{{"PUBSUB", "CHANNELS", "k2", "a"}}},                                          // redis: unknown subcommand or wrong number … 'CHANNELS' | zaris: wrong number of arguments
+	// Found by the first long run.
+	{proto: 3, seq: [][]string{{"SETRANGE", "k1", "3", "x"}, {"ZINCRBY", "k1", " 1", "f"}}},                                             // redis: ERR not a valid float | zaris: WRONGTYPE
+	{proto: 2, seq: [][]string{{"SCAN", "\x00", "TYPE", "\x00\xff"}}},                                                                   // redis: ["0" []] (strtoul stops at NUL) | zaris: ERR invalid cursor
+	{proto: 3, seq: [][]string{{"SET", "k1", "b"}, {"PEXPIREAT", "k1", "1796269652000", "LT"}, {"EXPIREAT", "k1", "1796269652", "LT"}}}, // redis: 0 (same time) | zaris: 1
+	{proto: 3, seq: [][]string{{"SET", "k1", "b"}, {"PEXPIREAT", "k1", "1796269652000"}, {"EXPIREAT", "k1", "1796269652", "GT"}}},       // same time: not greater
+	{proto: 2, seq: [][]string{{"ZRANGE", "k0", "10", "1", "LIMIT", "1", "-1", "WITHSCORES"}}},                                          // redis: [] (a count of -1 is no LIMIT) | zaris: ERR syntax error, LIMIT …
+	{proto: 3, seq: [][]string{{"ZRANGE", "{k}5", "b", "+", "BYSCORE", "LIMIT", "3", "x", "WITHSCORES", "-100"}}},                       // redis: ERR not an integer | zaris: ERR syntax error
 	// MSETNX naming a key twice writes its last value; PUBSUB queues inside MULTI.
 	{proto: 3, seq: [][]string{{"MSETNX", "k1", "[a", "k4", "\x00\xff", "k4", "0.1"}, {"MGET", "k1", "k4"}}}, // redis: 1 | zaris: 0
 	{proto: 2, seq: [][]string{{"MULTI"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "CHANNELS"}, {"EXEC"}}},           // redis: QUEUED | zaris: ERR not allowed inside a transaction

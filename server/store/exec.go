@@ -393,6 +393,21 @@ func longDoubleArg(at int) func(args [][]byte) kv.Reply {
 	}
 }
 
+// floatArgs is a check: the arguments at these positions, when present,
+// are floats (Redis's getDoubleFromObject).
+func floatArgs(at ...int) func(args [][]byte) kv.Reply {
+	return func(args [][]byte) kv.Reply {
+		for _, i := range at {
+			if i < len(args) {
+				if _, ok := argFloat(args[i]); !ok {
+					return errNotFloat
+				}
+			}
+		}
+		return kv.Reply{}
+	}
+}
+
 // argInt reads an integer as Redis's string2ll does.
 func argInt(b []byte) (int64, bool) { return kv.ParseInt(b) }
 

@@ -326,7 +326,7 @@ func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
 
 func init() {
 	register(kv.CmdZAdd, handler{kind: KindZSet, write: true, create: true, run: zadd})
-	register(kv.CmdZIncrBy, handler{kind: KindZSet, write: true, create: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdZIncrBy, handler{kind: KindZSet, check: floatArgs(0), write: true, create: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
