@@ -135,7 +135,40 @@ func (g *Generator) Next() []string {
 			}
 		}
 	}
-	return append(words, args...)
+	return append(words, fixClock(c.Name, args)...)
+}
+
+// fixClock replaces a short positive expiry (under 100 s, or under 1 s in
+// milliseconds) by a long one: such a key could expire between the two
+// servers' replies, a difference in timing, not in behaviour.
+func fixClock(name string, args []string) []string {
+	short := func(s string, limit int64) bool {
+		n, err := strconv.ParseInt(s, 10, 64)
+		return err == nil && n > 0 && n < limit && s == strconv.FormatInt(n, 10)
+	}
+	switch name {
+	case "expire", "setex":
+		if len(args) > 1 && short(args[1], 100) {
+			args[1] = "100"
+		}
+	case "pexpire", "psetex":
+		if len(args) > 1 && short(args[1], 100000) {
+			args[1] = "100000"
+		}
+	}
+	for i := 0; i+1 < len(args); i++ {
+		switch strings.ToUpper(args[i]) {
+		case "EX":
+			if short(args[i+1], 100) {
+				args[i+1] = "100"
+			}
+		case "PX":
+			if short(args[i+1], 100000) {
+				args[i+1] = "100000"
+			}
+		}
+	}
+	return args
 }
 
 // seq generates a sequence of grammar arguments.

@@ -31,7 +31,7 @@ func TestCompareClasses(t *testing.T) {
 		{[]string{"SRANDMEMBER", "k", "2"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*1\r\n$1\r\nc\r\n", false},
 		{[]string{"PTTL", "k"}, ":99998\r\n", ":99990\r\n", true},
 		{[]string{"TTL", "k"}, ":100\r\n", ":97\r\n", false},
-		{[]string{"ZSCORE", "z", "m"}, "$19\r\n0.10000000000000001\r\n", "$3\r\n0.1\r\n", true},       // accepted: shortest digits
+		{[]string{"ZSCORE", "z", "m"}, "$19\r\n0.10000000000000001\r\n", "$3\r\n0.1\r\n", true},      // accepted: shortest digits
 		{[]string{"ZSCORE", "z", "m"}, "$10\r\n4294967296\r\n", "$14\r\n4.294967296e+09\r\n", false}, // notation changed
 		{[]string{"INCRBYFLOAT", "k", "1"}, "$3\r\n0.3\r\n", "$19\r\n0.30000000000000004\r\n", false},
 		{[]string{"GET", "k"}, "-ERR a\r\n", "-ERR b\r\n", false},

@@ -156,8 +156,9 @@ func (s *Session) Step(cmd []string) (*Mismatch, error) {
 	}
 	zerr := s.zaris.send(s.Timeout, cmd, ping)
 	rv, err := s.redis.recv(s.Timeout)
+	var rping Value
 	if err == nil {
-		_, err = s.redis.recv(s.Timeout)
+		rping, err = s.redis.recv(s.Timeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrRedisDown, cmd, err)
@@ -181,6 +182,9 @@ func (s *Session) Step(cmd []string) (*Mismatch, error) {
 		return &Mismatch{Proto: s.Proto, Seq: [][]string{cmd}, Redis: rv, Zaris: zv, Why: "panic", Dead: true}, nil
 	}
 	ok, why, acc := s.compare(cmd, rv, zv)
+	if s.inMulti && rping.Kind == '+' && rping.Str == "QUEUED" {
+		s.queued = append(s.queued, ping) // the liveness PING is queued too: EXEC answers it
+	}
 	if !ok {
 		return &Mismatch{Proto: s.Proto, Seq: [][]string{cmd}, Redis: rv, Zaris: zv, Why: why}, nil
 	}

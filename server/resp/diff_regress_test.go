@@ -72,9 +72,13 @@ var diffRegressions = []struct {
 	{proto: 3, seq: [][]string{{"SET", "k1", "b"}, {"PEXPIREAT", "k1", "1796269652000"}, {"EXPIREAT", "k1", "1796269652", "GT"}}},       // same time: not greater
 	{proto: 2, seq: [][]string{{"ZRANGE", "k0", "10", "1", "LIMIT", "1", "-1", "WITHSCORES"}}},                                          // redis: [] (a count of -1 is no LIMIT) | zaris: ERR syntax error, LIMIT …
 	{proto: 3, seq: [][]string{{"ZRANGE", "{k}5", "b", "+", "BYSCORE", "LIMIT", "3", "x", "WITHSCORES", "-100"}}},                       // redis: ERR not an integer | zaris: ERR syntax error
+	// The fuzzer's own rules: EXEC replies by each queued command's class; an expiry past 2262 (accepted).
+	{proto: 2, seq: [][]string{{"MULTI"}, {"SETNX", "k1", "c"}, {"SMEMBERS", "k2"}, {"EXEC"}}},
+	{proto: 3, seq: [][]string{{"HSET", "k4", "b", ""}, {"PEXPIREAT", "k4", "9223372036854775807"}, {"TTL", "k4"}, {"EXPIRETIME", "k4"}}},
 	// MSETNX naming a key twice writes its last value; PUBSUB queues inside MULTI.
-	{proto: 3, seq: [][]string{{"MSETNX", "k1", "[a", "k4", "\x00\xff", "k4", "0.1"}, {"MGET", "k1", "k4"}}}, // redis: 1 | zaris: 0
-	{proto: 2, seq: [][]string{{"MULTI"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "CHANNELS"}, {"EXEC"}}},           // redis: QUEUED | zaris: ERR not allowed inside a transaction
+	{proto: 3, seq: [][]string{{"MSETNX", "k1", "[a", "k4", "\x00\xff", "k4", "0.1"}, {"MGET", "k1", "k4"}}},            // redis: 1 | zaris: 0
+	{proto: 3, seq: [][]string{{"SADD", "s", "a", "b", "c"}, {"MULTI"}, {"SMEMBERS", "s"}, {"HGETALL", "s"}, {"EXEC"}}}, // each EXEC reply compared by its command's class
+	{proto: 2, seq: [][]string{{"MULTI"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "CHANNELS"}, {"EXEC"}}},                      // redis: QUEUED | zaris: ERR not allowed inside a transaction
 }
 
 // TestDiffRegressions replays every row on redis-server and on Zaris.
