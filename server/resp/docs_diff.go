@@ -63,7 +63,9 @@ The RESP front end is fuzzed against a real redis-server 7.0
   run: stream commands (argument checks in Redis's order — XADD, XRANGE,
   XREVRANGE, XTRIM, XPENDING, XAUTOCLAIM parse before the key's type; XACK,
   XDEL, XCLAIM, XREADGROUP look the key and group up first — and XGROUP
-  CREATE/SETID ` + "`ENTRIESREAD`" + `), and ZRANGE BYLEX.
+  CREATE/SETID ` + "`ENTRIESREAD`" + `, RENAME of a stream), ZRANGE BYLEX, and WATCH
+  not seeing a watched key that was absent, then created and removed again
+  before EXEC (Redis marks the transaction dirty on the write itself).
 
 Run it: ` + "`make test`" + ` runs a bounded pass (seeds 1–4, 3 000 commands each,
 a few seconds) that fails on any mismatch that is neither accepted nor
@@ -87,6 +89,6 @@ on absolute milliseconds, EXECABORT, error texts, MSETNX with a repeated
 key, SINTER type checks, SCAN cursors, PUBSUB in MULTI, score notation) and
 are rows of the regression table; 16 fall under the accepted differences,
 3 were the fuzzer's own (HELP texts, PINGs queued in MULTI), and the rest
-are the open stream and BYLEX items. After the fixes the bounded and the
-long runs find no mismatch outside those two lists.
+are the open items. After the fixes the bounded pass and a 4-minute run
+(1.34 million commands) find no mismatch outside those two lists.
 `
