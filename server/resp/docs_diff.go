@@ -89,6 +89,7 @@ on absolute milliseconds, EXECABORT, error texts, MSETNX with a repeated
 key, SINTER type checks, SCAN cursors, PUBSUB in MULTI, score notation) and
 are rows of the regression table; 16 fall under the accepted differences,
 3 were the fuzzer's own (HELP texts, PINGs queued in MULTI), and the rest
-are the open items. After the fixes the bounded pass and a 4-minute run
-(1.34 million commands) find no mismatch outside those two lists.
+are the open items. After the fixes the bounded pass finds none outside
+those two lists; a 4-minute run (1.34 million commands) found two more,
+now on them (the 2262 expiry cap, accepted; WATCH, open).
 `
