@@ -55,6 +55,13 @@ bench-migration:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSlot -fuzztime $(FUZZTIME) ./internal/placement/
+	$(GO) test -run '^$$' -fuzz FuzzNativeMatchesRESP -fuzztime $(FUZZTIME) ./server/resp/
+
+## fuzz-resp: the differential fuzzer (internal/respdiff) against a real redis-server for FUZZTIME (make fuzz-resp FUZZTIME=10m), seeded by the clock (FUZZSEED=n replays a seed); prints the seed, commands/s and the mismatches with their reproducers
+FUZZSEED ?=
+.PHONY: fuzz-resp
+fuzz-resp:
+	ZARIS_DIFFFUZZ_TIME=$(FUZZTIME) ZARIS_DIFFFUZZ_SEED=$(FUZZSEED) $(GO) test -count=1 -timeout 0 -run '^TestDiffFuzz$$' -v ./server/resp/
 
 ## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput|slow|elastic too; elastic: +2 nodes, a drain and a fault mid-move, prints moves and fixed_lost; slow: RF 1, default timings, CPU hog + short SIGSTOPs, prints promotions/unavailable)
 DURATION ?= 60s

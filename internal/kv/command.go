@@ -253,5 +253,25 @@ func FormatFloat(f float64) []byte {
 	case math.IsInf(f, -1):
 		return []byte("-inf")
 	}
-	return strconv.AppendFloat(nil, f, 'g', -1, 64)
+	return AppendShortestG(nil, f)
+}
+
+// AppendShortestG appends a finite f with the shortest digits that read
+// back as f, in the notation C's %.17g picks (Redis prints scores so):
+// plain decimals for exponents -4..16, 4294967296 rather than Go's
+// 4.294967296e+09.
+func AppendShortestG(dst []byte, f float64) []byte {
+	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	}
+	var tmp [32]byte
+	e := strconv.AppendFloat(tmp[:0], f, 'e', -1, 64) // d.ddde±XX: the shortest digits' exponent
+	i := len(e) - 1
+	for e[i] != 'e' {
+		i--
+	}
+	if exp, _ := strconv.Atoi(string(e[i+1:])); exp >= -4 && exp < 17 {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64)
+	}
+	return append(dst, e...)
 }

@@ -106,7 +106,7 @@ func TestBlockingStreamReads(t *testing.T) {
 
 	r := dialRaw(t, n.RESPAddr().String())
 	require.Equal(t, "-ERR syntax error\r\n", r.do("XREAD", "COUNT", "1", "s", "0"))
-	require.Equal(t, "-ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.\r\n", r.do("XREAD", "STREAMS", "s", "t", "0"))
+	require.Equal(t, "-ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.\r\n", r.do("XREAD", "STREAMS", "s", "t", "0"))
 	require.Equal(t, "-ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.\r\n", r.do("XREAD", "STREAMS", "s", ">"))
 	require.Equal(t, "-ERR Missing GROUP option for XREADGROUP\r\n", r.do("XREADGROUP", "COUNT", "1", "NOACK", "STREAMS", "s", ">"))
 	require.Equal(t, "*-1\r\n", r.do("XREAD", "STREAMS", "{a}s", "{b}s", "0", "0"), "keys of several slots on this node are served")

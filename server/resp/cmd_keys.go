@@ -231,12 +231,7 @@ func rebuild(r kv.Reply, op kv.CmdOp, per int, swap bool) []kv.Cmd {
 func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
 	return func(c *conn, args [][]byte) {
 		name := lowerName(args[0])
-		n, ok := parseInt(args[2])
-		if !ok {
-			c.err(msgNotInteger)
-			return
-		}
-		var nx, xx, gt, lt bool
+		var nx, xx, gt, lt bool // Redis reads the options before the time
 		for _, a := range args[3:] {
 			switch {
 			case eq(a, "NX"):
@@ -248,9 +243,14 @@ func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
 			case eq(a, "LT"):
 				lt = true
 			default:
-				c.err("ERR Unsupported option " + truncate(a, 128))
+				c.err("ERR Unsupported option " + cString(string(a)))
 				return
 			}
+		}
+		n, ok := parseInt(args[2])
+		if !ok {
+			c.err(msgNotInteger)
+			return
 		}
 		switch {
 		case nx && (xx || gt || lt):
@@ -284,10 +284,14 @@ func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
 			return
 		}
 		has := cur.TTL > 0
+		// GT/LT compare absolute times in milliseconds, as Redis does: two
+		// relative TTLs read at different instants would differ by the
+		// microseconds between them.
+		curMs := now.Add(cur.TTL).Round(time.Millisecond).UnixMilli()
 		switch {
 		case nx && has, xx && !has,
-			gt && (!has || ttl <= cur.TTL),
-			lt && has && ttl >= cur.TTL:
+			gt && (!has || ms <= curMs),
+			lt && has && ms >= curMs:
 			c.out.Int(0)
 			return
 		}
@@ -378,9 +382,34 @@ func cmdKeys(c *conn, args [][]byte) {
 	}
 }
 
-func cmdScan(c *conn, args [][]byte) {
-	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+// parseCursor reads a SCAN cursor as Redis's strtoul does: up to a NUL
+// byte, an optional sign ("-1" wraps to 2^64-1), decimal digits, no
+// leading space, within 64 bits; the empty cursor is 0.
+func parseCursor(b []byte) (uint64, bool) {
+	s := cString(string(b)) // strtoul reads a C string
+	if s == "" {
+		return 0, true
+	}
+	neg := s[0] == '-'
+	if neg || s[0] == '+' {
+		s = s[1:]
+	}
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+func cmdScan(c *conn, args [][]byte) {
+	cursor, ok := parseCursor(args[1])
+	if !ok {
 		c.err("ERR invalid cursor")
 		return
 	}

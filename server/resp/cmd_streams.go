@@ -139,10 +139,6 @@ type xreadReq struct {
 
 func parseXRead(c *conn, args [][]byte, group bool) (xreadReq, bool) {
 	r := xreadReq{count: -1}
-	name := "xread"
-	if group {
-		name = "xreadgroup"
-	}
 	streamsAt := 0
 	for i := 1; i < len(args) && streamsAt == 0; i++ {
 		more := len(args) - i - 1
@@ -192,7 +188,8 @@ func parseXRead(c *conn, args [][]byte, group bool) (xreadReq, bool) {
 		c.err(msgSyntax)
 		return r, false
 	case n%2 != 0:
-		c.err("ERR Unbalanced '" + name + "' list of streams: for each stream key an ID or '$' must be specified.")
+		// Redis 7.0 names XREAD here for XREADGROUP too.
+		c.err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.")
 		return r, false
 	case group && r.group == nil:
 		c.err("ERR Missing GROUP option for XREADGROUP")

@@ -121,6 +121,20 @@ type setOpts struct {
 	// ttl is the relative expiry when hasExpire; <= 0 means the absolute
 	// time given is already past: the key is written and expires at once.
 	ttl time.Duration
+	// The EX/PX/EXAT/PXAT option as given: Redis checks the syntax of all
+	// options before it reads the number (GETEX: after the key lookup).
+	expUnit string
+	expArg  []byte
+}
+
+// resolveExpire reads the expiry option's number into ttl.
+func (o *setOpts) resolveExpire(c *conn, name string, now time.Time) bool {
+	if !o.hasExpire {
+		return true
+	}
+	ttl, ok := parseExpire(c, name, o.expUnit, o.expArg, now)
+	o.ttl = ttl
+	return ok
 }
 
 // parseExpire converts an EX/PX/EXAT/PXAT argument to a relative TTL, with
@@ -187,19 +201,17 @@ func parseSetOpts(c *conn, args [][]byte, from int, name string, getex bool) (se
 			o.persist = true
 		case hasNext && !o.keepTTL && !o.persist && !expireSet &&
 			(eq(a, "EX") || eq(a, "PX") || eq(a, "EXAT") || eq(a, "PXAT")):
-			unit := string(upper(a))
-			ttl, ok := parseExpire(c, name, unit, args[j+1], now)
-			if !ok {
-				return o, false
-			}
-			o.hasExpire, o.ttl, expireSet = true, ttl, true
+			o.hasExpire, o.expUnit, o.expArg, expireSet = true, string(upper(a)), args[j+1], true
 			j++
 		default:
 			c.err(msgSyntax)
 			return o, false
 		}
 	}
-	return o, true
+	if getex {
+		return o, true // GETEX reads the number once the key is found
+	}
+	return o, o.resolveExpire(c, name, now)
 }
 
 func upper(b []byte) []byte {
@@ -403,7 +415,14 @@ func cmdMSetNX(c *conn, args [][]byte) {
 			return
 		}
 	}
+	last := make(map[string]int, len(args)/2) // a key named twice takes its last value, as in Redis
 	for j := 1; j < len(args); j += 2 {
+		last[string(args[j])] = j
+	}
+	for j := 1; j < len(args); j += 2 {
+		if last[string(args[j])] != j {
+			continue
+		}
 		res := c.put(args[j], args[j+1], &kv.PutOptions{IfAbsent: true})
 		if res.Status == kv.StatusSuccess {
 			continue
@@ -450,6 +469,9 @@ func cmdGetEX(c *conn, args [][]byte) {
 		return
 	default:
 		c.storeError(res.Status, "")
+		return
+	}
+	if !o.resolveExpire(c, "getex", time.Now()) {
 		return
 	}
 	switch {

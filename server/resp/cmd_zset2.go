@@ -969,23 +969,3 @@ func cmdZScan(c *conn, args [][]byte) {
 		c.out.Bulk(e.Bulk)
 	}
 }
-
-// parseCursor reads a SCAN cursor as Redis's strtoul does: an unsigned
-// 64-bit decimal, a leading sign accepted ("-1" is 2^64-1), no spaces.
-func parseCursor(b []byte) (uint64, bool) {
-	neg := false
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		neg, b = b[0] == '-', b[1:]
-	}
-	if len(b) == 0 || b[0] < '0' || b[0] > '9' {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
-}

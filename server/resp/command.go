@@ -187,6 +187,13 @@ func (c *conn) execute(args [][]byte) {
 		cmd = sub
 	}
 	if !cmd.arityOK(len(args)) {
+		if cmd.name == "exec" {
+			// Redis's rejectCommand: a refused EXEC aborts the transaction.
+			c.srv.cmdStats.reject(cmd)
+			c.out.Error("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command")
+			c.txReset()
+			return
+		}
 		c.rejectCmd(cmd, "ERR wrong number of arguments for '"+cmd.name+"' command")
 		return
 	}
@@ -295,6 +302,15 @@ func unknownCommandError(args [][]byte) string {
 		sb.WriteString("' ")
 	}
 	return "ERR unknown command '" + truncate(args[0], 128) + "', with args beginning with: " + sb.String()
+}
+
+// cString is s as Redis's %s formats an argument into an error: up to its
+// first NUL byte.
+func cString(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func truncate(b []byte, n int) string {
@@ -523,24 +539,9 @@ func (c *conn) execRaw(op kv.CmdOp, key []byte, args ...[]byte) kv.Reply {
 func parseInt64(b []byte) (int64, bool) { return parseInt(b) }
 
 // parseFloat parses a float argument like Redis's getDoubleFromObject:
-// "inf", "+inf", "-inf" accepted, NaN and trailing garbage refused.
-func parseFloat(b []byte) (float64, bool) {
-	s := string(b)
-	switch strings.ToLower(s) {
-	case "inf", "+inf", "infinity", "+infinity":
-		return posInf, true
-	case "-inf", "-infinity":
-		return negInf, true
-	}
-	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f != f {
-		return 0, false
-	}
-	return f, true
-}
+// "inf", "+inf", "-inf" accepted, NaN, overflow and trailing garbage
+// refused.
+func parseFloat(b []byte) (float64, bool) { return kv.ParseDouble(b) }
 
 func eq(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
 

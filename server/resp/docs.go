@@ -56,6 +56,7 @@ func Docs() string {
 				strings.ReplaceAll(cmd.summary, "|", `\|`))
 		}
 	}
+	b.WriteString(docsDiffTesting)
 	b.WriteString(docsOutro)
 	return b.String()
 }

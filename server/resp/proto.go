@@ -1,6 +1,10 @@
 package resp
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/zaris-io/zaris/internal/kv"
+)
 
 // Limits bound what a client may send. The zero value of a field means its
 // default.
@@ -338,50 +342,5 @@ func unhex(c byte) byte {
 	return c - 'A' + 10
 }
 
-// parseInt parses a decimal integer exactly like Redis's string2ll: an
-// optional '-', no '+', no leading zeros, no spaces, within int64.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := false
-	i := 0
-	if b[0] == '-' {
-		neg = true
-		i = 1
-		if len(b) == 1 {
-			return 0, false
-		}
-	}
-	if b[i] < '1' || b[i] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for ; i < len(b); i++ {
-		c := b[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v > (1<<64-1)/10 {
-			return 0, false
-		}
-		v *= 10
-		if v > 1<<64-1-uint64(c-'0') {
-			return 0, false
-		}
-		v += uint64(c - '0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
-}
+// parseInt parses a decimal integer exactly like Redis's string2ll.
+func parseInt(b []byte) (int64, bool) { return kv.ParseInt(b) }

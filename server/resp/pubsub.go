@@ -205,8 +205,8 @@ func cmdPubSubChannels(c *conn, args [][]byte) {
 	case 2:
 	case 3:
 		pattern = string(args[2])
-	default:
-		c.err("ERR wrong number of arguments for 'pubsub|channels' command")
+	default: // Redis's addReplySubcommandSyntaxError, the subcommand as typed
+		c.err("ERR unknown subcommand or wrong number of arguments for '" + cString(truncate(args[1], 128)) + "'. Try PUBSUB HELP.")
 		return
 	}
 	chans := c.srv.store.PubSub().ActiveChannels(pattern)

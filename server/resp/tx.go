@@ -60,7 +60,8 @@ var txKeyless = map[string]bool{
 	"ping": true, "echo": true, "time": true, "publish": true, "select": true, "unwatch": true,
 	"cluster|keyslot": true, "command": true, "command|count": true, "command|info": true,
 	"command|docs": true, "command|list": true, "command|getkeys": true,
-	"wait": true, // answers at once inside EXEC, as in Redis
+	"wait":            true, // answers at once inside EXEC, as in Redis
+	"pubsub|channels": true, "pubsub|numsub": true, "pubsub|numpat": true, "pubsub|help": true,
 }
 
 // txState is a connection's transaction: reader-owned.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/tidwall/redcon"
+
+	"github.com/zaris-io/zaris/internal/kv"
 )
 
 // Writer appends replies to B in the protocol version the client chose
@@ -167,5 +169,5 @@ func FormatFloat(dst []byte, f float64) []byte {
 	case math.IsNaN(f):
 		return append(dst, "nan"...)
 	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	return kv.AppendShortestG(dst, f)
 }

@@ -2,8 +2,6 @@ package store
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
@@ -21,6 +19,25 @@ type handler struct {
 	// collection that is inserted if the command changed it.
 	create bool
 	run    func(x *execCtx) kv.Reply
+	// check, when set, validates the arguments before the key is looked
+	// up: Redis parses them first for these commands, so a bad number
+	// answers its error even on a key of the wrong type.
+	check func(args [][]byte) kv.Reply
+}
+
+// intArgs is a check: the arguments at these positions, when present, are
+// integers.
+func intArgs(at ...int) func(args [][]byte) kv.Reply {
+	return func(args [][]byte) kv.Reply {
+		for _, i := range at {
+			if i < len(args) {
+				if _, ok := argInt(args[i]); !ok {
+					return errNotInteger
+				}
+			}
+		}
+		return kv.Reply{}
+	}
 }
 
 // execCtx is what a handler sees and reports.
@@ -132,6 +149,11 @@ func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64, view *Atomic) k
 		return kv.StatusReply(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
 	}
 	x := execCtx{seg: g, cmd: cmd, now: now, view: view}
+	if h.check != nil {
+		if r := h.check(cmd.Args); r.Status != kv.StatusSuccess {
+			return r
+		}
+	}
 	if h.write {
 		if g.fenced {
 			return kv.StatusReply(kv.StatusMigrating) // a migration's write fence: retry shortly
@@ -361,25 +383,41 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 
 // --- argument parsing shared by handlers ---
 
-func argInt(b []byte) (int64, bool) {
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
+// longDoubleArg is a check: the argument at this position, when present,
+// is an increment for Redis's long double arithmetic (HINCRBYFLOAT).
+func longDoubleArg(at int) func(args [][]byte) kv.Reply {
+	return func(args [][]byte) kv.Reply {
+		if at < len(args) {
+			if d, ok := parseLongDouble(args[at]); !ok {
+				return errNotFloat
+			} else if d.IsInf() {
+				return kv.BadRequest("value is NaN or Infinity")
+			}
+		}
+		return kv.Reply{}
+	}
 }
 
-func argFloat(b []byte) (float64, bool) {
-	s := string(b)
-	switch s {
-	case "+inf", "inf", "+Inf", "Inf":
-		return math.Inf(1), true
-	case "-inf", "-Inf":
-		return math.Inf(-1), true
+// floatArgs is a check: the arguments at these positions, when present,
+// are floats (Redis's getDoubleFromObject).
+func floatArgs(at ...int) func(args [][]byte) kv.Reply {
+	return func(args [][]byte) kv.Reply {
+		for _, i := range at {
+			if i < len(args) {
+				if _, ok := argFloat(args[i]); !ok {
+					return errNotFloat
+				}
+			}
+		}
+		return kv.Reply{}
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
 }
+
+// argInt reads an integer as Redis's string2ll does.
+func argInt(b []byte) (int64, bool) { return kv.ParseInt(b) }
+
+// argFloat reads a float as Redis's getDoubleFromObject does.
+func argFloat(b []byte) (float64, bool) { return kv.ParseDouble(b) }
 
 func arity(x *execCtx, minArgs, maxArgs int) (kv.Reply, bool) {
 	n := len(x.cmd.Args)

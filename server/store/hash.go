@@ -201,7 +201,7 @@ func init() {
 		}
 		return kv.IntReply(0)
 	}})
-	register(kv.CmdHIncrBy, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdHIncrBy, handler{kind: KindHash, check: intArgs(1), write: true, create: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
@@ -228,7 +228,7 @@ func init() {
 		x.changedAs(kv.CmdHSet, x.cmd.Args[0], nv)
 		return kv.IntReply(next)
 	}})
-	register(kv.CmdHIncrByFloat, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdHIncrByFloat, handler{kind: KindHash, check: longDoubleArg(1), write: true, create: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}

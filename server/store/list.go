@@ -179,7 +179,7 @@ func init() {
 		}
 		return kv.IntReply(0)
 	}})
-	register(kv.CmdLRange, handler{kind: KindList, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdLRange, handler{kind: KindList, check: intArgs(0, 1), run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
@@ -199,13 +199,13 @@ func init() {
 		if r, ok := arity(x, 1, 1); !ok {
 			return r
 		}
+		l := listOf(x) // Redis looks the key up before it reads the index
+		if l == nil {
+			return kv.NilReply()
+		}
 		i, ok := argInt(x.cmd.Args[0])
 		if !ok {
 			return errNotInteger
-		}
-		l := listOf(x)
-		if l == nil {
-			return kv.NilReply()
 		}
 		if i < 0 {
 			i += int64(l.n)
@@ -219,13 +219,13 @@ func init() {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
+		l := listOf(x) // Redis looks the key up before it reads the index
+		if l == nil {
+			return kv.StatusReply(kv.StatusNotFound)
+		}
 		i, ok := argInt(x.cmd.Args[0])
 		if !ok {
 			return errNotInteger
-		}
-		l := listOf(x)
-		if l == nil {
-			return kv.StatusReply(kv.StatusNotFound)
 		}
 		if i < 0 {
 			i += int64(l.n)
@@ -242,7 +242,7 @@ func init() {
 		x.changed()
 		return kv.OKReply()
 	}})
-	register(kv.CmdLRem, handler{kind: KindList, write: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdLRem, handler{kind: KindList, check: intArgs(0), write: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
@@ -285,7 +285,7 @@ func init() {
 		}
 		return kv.IntReply(removed)
 	}})
-	register(kv.CmdLTrim, handler{kind: KindList, write: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdLTrim, handler{kind: KindList, check: intArgs(0, 1), write: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}

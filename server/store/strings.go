@@ -65,6 +65,21 @@ func (x *execCtx) setStringValue(v []byte) {
 	x.newValue, x.setValue = v, true
 }
 
+// setRangeOffset is SETRANGE's check: Redis refuses a bad or negative
+// offset before it looks the key up.
+func setRangeOffset(args [][]byte) kv.Reply {
+	if len(args) > 0 {
+		off, ok := argInt(args[0])
+		if !ok {
+			return errNotInteger
+		}
+		if off < 0 {
+			return kv.BadRequest("offset is out of range")
+		}
+	}
+	return kv.Reply{}
+}
+
 func init() {
 	register(kv.CmdIncrBy, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, 1); !ok {
@@ -117,7 +132,7 @@ func init() {
 	register(kv.CmdStrLen, handler{kind: KindString, run: func(x *execCtx) kv.Reply {
 		return kv.IntReply(int64(len(valueOf(x))))
 	}})
-	register(kv.CmdGetRange, handler{kind: KindString, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdGetRange, handler{kind: KindString, check: intArgs(0, 1), run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
@@ -130,7 +145,7 @@ func init() {
 		lo, hi := stringRange(start, end, len(v))
 		return kv.BulkReply(append([]byte{}, v[lo:hi]...))
 	}})
-	register(kv.CmdSetRange, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdSetRange, handler{kind: KindString, check: setRangeOffset, write: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}

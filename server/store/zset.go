@@ -176,13 +176,15 @@ func zadd(x *execCtx) kv.Reply {
 }
 
 // scoreBound parses a ZRANGEBYSCORE bound: "1.5", "(1.5" (exclusive), "-inf", "+inf".
+// scoreBound reads a ZRANGEBYSCORE/ZCOUNT bound as Redis's zslParseRange
+// does: strtod over the whole text ("" is 0, 1e309 is inf, 0x10 is 16),
+// NaN refused.
 func scoreBound(b []byte) (v float64, exclusive, ok bool) {
 	if len(b) > 0 && b[0] == '(' {
-		v, ok = argFloat(b[1:])
-		return v, true, ok
+		b, exclusive = b[1:], true
 	}
-	v, ok = argFloat(b)
-	return v, false, ok
+	v, ok, _ = kv.Strtod(b)
+	return v, exclusive, ok && !math.IsNaN(v)
 }
 
 func rangeReply(nodes []*slNode, withScores bool) kv.Reply {
@@ -231,41 +233,68 @@ func zrangeByRank(rev bool) func(x *execCtx) kv.Reply {
 	}
 }
 
+// scoreRangeArgs parses ZRANGEBYSCORE/ZREVRANGEBYSCORE/ZCOUNT arguments
+// in Redis's order: the options first (WITHSCORES, LIMIT offset count),
+// then the bounds.
+func scoreRangeArgs(args [][]byte, rev, options bool) (min, max float64, minEx, maxEx, withScores bool, offset, limit int64, bad kv.Reply) {
+	limit = -1
+	if len(args) < 2 {
+		return min, max, minEx, maxEx, withScores, offset, limit, kv.BadRequest("wrong number of arguments")
+	}
+	opts := args[2:]
+	for options && len(opts) > 0 {
+		switch strings.ToUpper(string(opts[0])) {
+		case "WITHSCORES":
+			withScores = true
+			opts = opts[1:]
+		case "LIMIT":
+			if len(opts) < 3 {
+				return min, max, minEx, maxEx, withScores, offset, limit, kv.BadRequest("syntax error")
+			}
+			var okO, okL bool
+			offset, okO = argInt(opts[1])
+			limit, okL = argInt(opts[2])
+			if !okO || !okL {
+				return min, max, minEx, maxEx, withScores, offset, limit, errNotInteger
+			}
+			opts = opts[3:]
+		default:
+			return min, max, minEx, maxEx, withScores, offset, limit, kv.BadRequest("syntax error")
+		}
+	}
+	a, b := args[0], args[1]
+	if rev {
+		a, b = b, a // ZREVRANGEBYSCORE key max min
+	}
+	var ok1, ok2 bool
+	min, minEx, ok1 = scoreBound(a)
+	max, maxEx, ok2 = scoreBound(b)
+	if !ok1 || !ok2 {
+		return min, max, minEx, maxEx, withScores, offset, limit, kv.BadRequest("min or max is not a float")
+	}
+	return min, max, minEx, maxEx, withScores, offset, limit, kv.Reply{}
+}
+
+// scoreRangeCheck is the check of the score range commands: Redis parses
+// the arguments before it looks the key up.
+func scoreRangeCheck(rev, options bool) func(args [][]byte) kv.Reply {
+	return func(args [][]byte) kv.Reply {
+		_, _, _, _, _, _, _, bad := scoreRangeArgs(args, rev, options)
+		if bad.Status != kv.StatusSuccess && len(args) >= 2 {
+			return bad
+		}
+		return kv.Reply{}
+	}
+}
+
 func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, -1); !ok {
 			return r
 		}
-		a, b := x.cmd.Args[0], x.cmd.Args[1]
-		if rev {
-			a, b = b, a // ZREVRANGEBYSCORE key max min
-		}
-		min, minEx, ok1 := scoreBound(a)
-		max, maxEx, ok2 := scoreBound(b)
-		if !ok1 || !ok2 {
-			return kv.BadRequest("min or max is not a float")
-		}
-		withScores, offset, limit := false, int64(0), int64(-1)
-		opts := x.cmd.Args[2:]
-		for len(opts) > 0 {
-			switch strings.ToUpper(string(opts[0])) {
-			case "WITHSCORES":
-				withScores = true
-				opts = opts[1:]
-			case "LIMIT":
-				if len(opts) < 3 {
-					return kv.BadRequest("syntax error")
-				}
-				var okO, okL bool
-				offset, okO = argInt(opts[1])
-				limit, okL = argInt(opts[2])
-				if !okO || !okL {
-					return errNotInteger
-				}
-				opts = opts[3:]
-			default:
-				return kv.BadRequest("syntax error")
-			}
+		min, max, minEx, maxEx, withScores, offset, limit, bad := scoreRangeArgs(x.cmd.Args, rev, true)
+		if bad.Status != kv.StatusSuccess {
+			return bad
 		}
 		z := zsetOf(x)
 		if z == nil || offset < 0 {
@@ -300,7 +329,7 @@ func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
 
 func init() {
 	register(kv.CmdZAdd, handler{kind: KindZSet, write: true, create: true, run: zadd})
-	register(kv.CmdZIncrBy, handler{kind: KindZSet, write: true, create: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdZIncrBy, handler{kind: KindZSet, check: floatArgs(0), write: true, create: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
@@ -382,11 +411,11 @@ func init() {
 	}
 	register(kv.CmdZRank, handler{kind: KindZSet, run: rank(false)})
 	register(kv.CmdZRevRank, handler{kind: KindZSet, run: rank(true)})
-	register(kv.CmdZRange, handler{kind: KindZSet, run: zrangeByRank(false)})
-	register(kv.CmdZRevRange, handler{kind: KindZSet, run: zrangeByRank(true)})
-	register(kv.CmdZRangeByScore, handler{kind: KindZSet, run: zrangeByScore(false)})
-	register(kv.CmdZRevRangeByScore, handler{kind: KindZSet, run: zrangeByScore(true)})
-	register(kv.CmdZCount, handler{kind: KindZSet, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdZRange, handler{kind: KindZSet, check: intArgs(0, 1), run: zrangeByRank(false)})
+	register(kv.CmdZRevRange, handler{kind: KindZSet, check: intArgs(0, 1), run: zrangeByRank(true)})
+	register(kv.CmdZRangeByScore, handler{kind: KindZSet, check: scoreRangeCheck(false, true), run: zrangeByScore(false)})
+	register(kv.CmdZRevRangeByScore, handler{kind: KindZSet, check: scoreRangeCheck(true, true), run: zrangeByScore(true)})
+	register(kv.CmdZCount, handler{kind: KindZSet, check: scoreRangeCheck(false, false), run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}

@@ -1,0 +1,120 @@
+package kv
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ParseInt parses a decimal integer exactly like Redis's string2ll: an
+// optional '-', no '+', no leading zeros ("02", "-0" refused), no spaces,
+// within int64. Every integer argument and stored counter is read with it,
+// so "+2" or "007" get Redis's "value is not an integer" everywhere.
+func ParseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg, i := false, 0
+	if b[0] == '-' {
+		neg, i = true, 1
+		if len(b) == 1 {
+			return 0, false
+		}
+	}
+	if b[i] < '1' || b[i] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' || v > (math.MaxUint64)/10 {
+			return 0, false
+		}
+		v *= 10
+		if v > math.MaxUint64-uint64(c-'0') {
+			return 0, false
+		}
+		v += uint64(c - '0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true // -(1<<63) wraps to itself: MinInt64
+	}
+	if v > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// Strtod reads b whole the way C's strtod reads a string that must be
+// consumed to its end (Redis's eptr[0] == '\0' check): leading spaces
+// skipped, an optional sign, decimal or hexadecimal digits (0x10, 0x1p3),
+// "inf"/"infinity"/"nan" in any case. ok is false when characters remain;
+// overflow is true when the magnitude does not fit (the value is then
+// ±Inf, as strtod's HUGE_VAL). Like strtod over a C string it stops at
+// the first NUL byte. The empty string reads as 0 (strtod consumes
+// nothing and stops at the end).
+func Strtod(b []byte) (f float64, ok, overflow bool) {
+	s := string(b)
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i] // strtod reads a C string: it ends at the first NUL
+	}
+	s = strings.TrimLeft(s, " \t\n\v\f\r")
+	if s == "" {
+		return 0, true, false
+	}
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 {
+		return 0, false, false
+	}
+	neg := s[0] == '-'
+	switch strings.ToLower(body) {
+	case "inf", "infinity":
+		if neg {
+			return math.Inf(-1), true, false
+		}
+		return math.Inf(1), true, false
+	case "nan":
+		return math.NaN(), true, false
+	}
+	if len(body) == 0 || strings.ContainsAny(body, "_") || strings.ContainsAny(body[:1], "+-") {
+		return 0, false, false
+	}
+	if len(body) > 1 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
+		if len(body) == 2 {
+			return 0, false, false // "0x": strtod reads the "0" and stops at the x
+		}
+		if !strings.ContainsAny(body, "pP") {
+			s += "p0" // Go wants the binary exponent strtod makes optional
+		}
+	} else if strings.ContainsAny(body, "pPxX") {
+		return 0, false, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		if ne, isNum := err.(*strconv.NumError); isNum && ne.Err == strconv.ErrRange {
+			return f, true, math.IsInf(f, 0)
+		}
+		return 0, false, false
+	}
+	return f, true, false
+}
+
+// ParseDouble parses a float argument like Redis's getDoubleFromObject:
+// not empty, no leading space, the whole text a number for strtod, no
+// overflow, not NaN ("inf" and "-inf" are accepted; so is 0x10).
+func ParseDouble(b []byte) (float64, bool) {
+	if len(b) == 0 || strings.ContainsAny(string(b[:1]), " \t\n\v\f\r") || strings.IndexByte(string(b), 0) >= 0 {
+		return 0, false // the whole argument must be the number
+	}
+	f, ok, overflow := Strtod(b)
+	if !ok || overflow || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}

@@ -1,0 +1,64 @@
+package kv
+
+import (
+	"math"
+	"testing"
+)
+
+func TestParseIntIsString2ll(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true}, {"7", 7, true}, {"-7", -7, true}, {"9223372036854775807", math.MaxInt64, true},
+		{"-9223372036854775808", math.MinInt64, true}, {"9223372036854775808", 0, false}, {"-9223372036854775809", 0, false},
+		{"18446744073709551615", 0, false}, {"+2", 0, false}, {"02", 0, false}, {"-0", 0, false}, {" 1", 0, false},
+		{"1 ", 0, false}, {"", 0, false}, {"-", 0, false}, {"1.5", 0, false}, {"0x10", 0, false},
+	} {
+		got, ok := ParseInt([]byte(c.in))
+		if ok != c.ok || got != c.want {
+			t.Errorf("ParseInt(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestStrtodAndParseDouble(t *testing.T) {
+	for _, c := range []struct {
+		in               string
+		want             float64
+		strtodOK, double bool
+	}{
+		{"1.5", 1.5, true, true}, {"-2", -2, true, true}, {"0x10", 16, true, true}, {"0x1p3", 8, true, true},
+		{"inf", math.Inf(1), true, true}, {"-Infinity", math.Inf(-1), true, true}, {"+inf", math.Inf(1), true, true},
+		{"1e309", math.Inf(1), true, false}, {"", 0, true, false}, {" 1", 1, true, false}, {"1 ", 0, false, false},
+		{"1.5e", 0, false, false}, {"x", 0, false, false}, {".5", 0.5, true, true}, {"5.", 5, true, true},
+		{"\x00\xff", 0, true, false}, {"2\x00x", 2, true, false}, {"1_0", 0, false, false}, {"0x", 0, false, false},
+	} {
+		f, ok, _ := Strtod([]byte(c.in))
+		if ok != c.strtodOK || ok && f != c.want {
+			t.Errorf("Strtod(%q) = %v, %v; want %v, %v", c.in, f, ok, c.want, c.strtodOK)
+		}
+		d, ok := ParseDouble([]byte(c.in))
+		if ok != c.double || ok && d != c.want {
+			t.Errorf("ParseDouble(%q) = %v, %v; want %v, %v", c.in, d, ok, c.want, c.double)
+		}
+	}
+	if f, ok, _ := Strtod([]byte("nan")); !ok || !math.IsNaN(f) {
+		t.Errorf("Strtod(nan) = %v %v", f, ok)
+	}
+	if _, ok := ParseDouble([]byte("nan")); ok {
+		t.Error("ParseDouble accepts nan")
+	}
+}
+
+func TestFormatFloatUsesPercentGNotation(t *testing.T) {
+	for in, want := range map[float64]string{
+		0.1: "0.1", 4294967296: "4294967296", 1e16: "10000000000000000", 1e17: "1e+17", 1.5e-5: "1.5e-05",
+		0.0001: "0.0001", -3.25: "-3.25", 0: "0", math.Inf(1): "inf", math.Inf(-1): "-inf", 17179869185.5: "17179869185.5",
+	} {
+		if got := string(FormatFloat(in)); got != want {
+			t.Errorf("FormatFloat(%v) = %s, want %s", in, got, want)
+		}
+	}
+}

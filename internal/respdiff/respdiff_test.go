@@ -1,0 +1,83 @@
+package respdiff
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+)
+
+func read(t *testing.T, s string) Value {
+	t.Helper()
+	v, err := Read(bufio.NewReader(strings.NewReader(s)))
+	if err != nil {
+		t.Fatalf("Read(%q): %v", s, err)
+	}
+	return v
+}
+
+func TestCompareClasses(t *testing.T) {
+	for _, c := range []struct {
+		cmd          []string
+		redis, zaris string
+		ok           bool
+	}{
+		{[]string{"GET", "k"}, "$1\r\na\r\n", "$1\r\na\r\n", true},
+		{[]string{"GET", "k"}, "$1\r\na\r\n", "$1\r\nb\r\n", false},
+		{[]string{"SMEMBERS", "k"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*2\r\n$1\r\nb\r\n$1\r\na\r\n", true},
+		{[]string{"LRANGE", "k", "0", "-1"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*2\r\n$1\r\nb\r\n$1\r\na\r\n", false},
+		{[]string{"HGETALL", "k"}, "*4\r\n$1\r\nf\r\n$1\r\n1\r\n$1\r\ng\r\n$1\r\n2\r\n", "*4\r\n$1\r\ng\r\n$1\r\n2\r\n$1\r\nf\r\n$1\r\n1\r\n", true},
+		{[]string{"HGETALL", "k"}, "*4\r\n$1\r\nf\r\n$1\r\n1\r\n$1\r\ng\r\n$1\r\n2\r\n", "*4\r\n$1\r\nf\r\n$1\r\n2\r\n$1\r\ng\r\n$1\r\n1\r\n", false},
+		{[]string{"SRANDMEMBER", "k", "2"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*2\r\n$1\r\nc\r\n$1\r\nd\r\n", true},
+		{[]string{"SRANDMEMBER", "k", "2"}, "*2\r\n$1\r\na\r\n$1\r\nb\r\n", "*1\r\n$1\r\nc\r\n", false},
+		{[]string{"PTTL", "k"}, ":99998\r\n", ":99990\r\n", true},
+		{[]string{"TTL", "k"}, ":100\r\n", ":97\r\n", false},
+		{[]string{"ZSCORE", "z", "m"}, "$19\r\n0.10000000000000001\r\n", "$3\r\n0.1\r\n", true},      // accepted: shortest digits
+		{[]string{"ZSCORE", "z", "m"}, "$10\r\n4294967296\r\n", "$14\r\n4.294967296e+09\r\n", false}, // notation changed
+		{[]string{"INCRBYFLOAT", "k", "1"}, "$3\r\n0.3\r\n", "$19\r\n0.30000000000000004\r\n", false},
+		{[]string{"GET", "k"}, "-ERR a\r\n", "-ERR b\r\n", false},
+		{[]string{"DEL", ""}, ":0\r\n", "-ERR invalid key: empty or longer than the maximum key size\r\n", true}, // D2
+		{[]string{"DEL", "k"}, ":0\r\n", "-ERR invalid key: empty or longer than the maximum key size\r\n", false},
+	} {
+		ok, why, _ := Compare(c.cmd, read(t, c.redis), read(t, c.zaris))
+		if ok != c.ok {
+			t.Errorf("%q: %q vs %q: ok=%v (%s), want %v", c.cmd, c.redis, c.zaris, ok, why, c.ok)
+		}
+	}
+}
+
+func TestEncodeReadRoundTrip(t *testing.T) {
+	args := []string{"SET", "", "a\r\nb", "\x00\xff"}
+	v := read(t, string(Encode(nil, args)))
+	if v.Kind != '*' || len(v.Elems) != len(args) {
+		t.Fatalf("%v", v)
+	}
+	for i, a := range args {
+		if v.Elems[i].Str != a {
+			t.Errorf("arg %d: %q, want %q", i, v.Elems[i].Str, a)
+		}
+	}
+}
+
+func TestGeneratorIsSeededAndBounded(t *testing.T) {
+	cmds := []Command{{Name: "set", Arity: -3}, {Name: "xgroup|create", Arity: -5}, {Name: "zadd", Arity: -4}}
+	g := Grammar{
+		"set": {{Name: "key", Type: "key"}, {Name: "value", Type: "string"},
+			{Name: "expiration", Type: "oneof", Optional: true, Args: []*Arg{{Name: "seconds", Type: "integer", Token: "EX"}, {Name: "milliseconds", Type: "integer", Token: "PX"}}}},
+		"zadd": {{Name: "key", Type: "key"}, {Name: "data", Type: "block", Multiple: true, Args: []*Arg{{Name: "score", Type: "double"}, {Name: "member", Type: "string"}}}},
+	}
+	a, b := NewGenerator(7, cmds, g), NewGenerator(7, cmds, g)
+	for i := 0; i < 2000; i++ {
+		x, y := a.Next(), b.Next()
+		if strings.Join(x, "\x00") != strings.Join(y, "\x00") {
+			t.Fatalf("step %d: the same seed drew %q and %q", i, x, y)
+		}
+		for j, arg := range x {
+			if len(arg) > 64<<10 {
+				t.Fatalf("%q: argument of %d bytes", x[0], len(arg))
+			}
+			if j > 0 && strings.EqualFold(x[j-1], "PX") && arg != "" && strings.Trim(arg, "0123456789") == "" && arg[0] != '0' && len(arg) < 4 {
+				t.Fatalf("%q: a PX of %s ms could expire between the two servers' replies", x, arg)
+			}
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package respdiff
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// side is one server's connection.
+type side struct {
+	nc  net.Conn
+	r   *bufio.Reader
+	buf []byte
+}
+
+func dial(addr string, timeout time.Duration) (*side, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &side{nc: nc, r: bufio.NewReaderSize(nc, 1<<16)}, nil
+}
+
+func (s *side) send(timeout time.Duration, cmds ...[]string) error {
+	s.buf = s.buf[:0]
+	for _, c := range cmds {
+		s.buf = Encode(s.buf, c)
+	}
+	_ = s.nc.SetWriteDeadline(time.Now().Add(timeout))
+	_, err := s.nc.Write(s.buf)
+	return err
+}
+
+func (s *side) recv(timeout time.Duration) (Value, error) {
+	_ = s.nc.SetReadDeadline(time.Now().Add(timeout))
+	return Read(s.r)
+}
+
+// Mismatch is one command whose replies differ, with the sequence (from a
+// flushed key space, on a fresh connection) that leads to it.
+type Mismatch struct {
+	Proto int
+	Seq   [][]string // the last one is the command that differs
+	Redis Value
+	Zaris Value
+	Why   string
+	Dead  bool // the Zaris connection or node stopped answering
+}
+
+func (m *Mismatch) last() []string { return m.Seq[len(m.Seq)-1] }
+
+// Signature groups mismatches of one cause: command, why, error codes.
+func (m *Mismatch) Signature() string {
+	last := m.Seq[len(m.Seq)-1]
+	return strings.ToUpper(last[0]) + " " + m.Why + " " + m.Redis.ErrCode() + "/" + m.Zaris.ErrCode()
+}
+
+// Row renders the mismatch as a row of the regression table
+// (server/resp/diff_regress_test.go).
+func (m *Mismatch) Row() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{proto: %d, seq: [][]string{", m.Proto)
+	for i, c := range m.Seq {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('{')
+		for j, a := range c {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			if len(a) > 64 && strings.Count(a, a[:1]) == len(a) {
+				fmt.Fprintf(&b, "strings.Repeat(%q, %d)", a[:1], len(a))
+			} else {
+				b.WriteString(strconv.Quote(a))
+			}
+		}
+		b.WriteByte('}')
+	}
+	fmt.Fprintf(&b, "}}, // redis: %s | zaris: %s", clip(m.Redis.String()), clip(m.Zaris.String()))
+	return b.String()
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// Session runs commands on both servers in lock step.
+type Session struct {
+	Proto   int
+	Timeout time.Duration
+	redis   *side
+	zaris   *side
+	queued  [][]string // commands queued since MULTI
+	inMulti bool
+	// Accepted lists the allowlisted differences met; Diverged is set when
+	// one of them may have left the key spaces different.
+	Accepted []*Accepted
+	Diverged bool
+}
+
+// Open connects to both servers, flushes both key spaces and switches to
+// the protocol.
+func Open(redisAddr, zarisAddr string, proto int, timeout time.Duration) (*Session, error) {
+	s := &Session{Proto: proto, Timeout: timeout}
+	var err error
+	if s.redis, err = dial(redisAddr, timeout); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	if s.zaris, err = dial(zarisAddr, timeout); err != nil {
+		s.redis.nc.Close()
+		return nil, fmt.Errorf("zaris: %w", err)
+	}
+	setup := [][]string{{"FLUSHALL"}}
+	if proto == 3 {
+		setup = append(setup, []string{"HELLO", "3"})
+	}
+	for _, c := range setup {
+		for _, sd := range []*side{s.redis, s.zaris} {
+			if err := sd.send(timeout, c); err != nil {
+				s.Close()
+				return nil, err
+			}
+			if v, err := sd.recv(timeout); err != nil || v.IsError() {
+				s.Close()
+				return nil, fmt.Errorf("%q: %v %v", c, v, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Close closes both connections.
+func (s *Session) Close() {
+	s.redis.nc.Close()
+	s.zaris.nc.Close()
+}
+
+// ErrRedisDown means the oracle itself stopped answering: the run is void.
+var ErrRedisDown = errors.New("redis-server stopped answering")
+
+var ping = []string{"PING"}
+
+// Step runs cmd on both servers, each followed by a PING (liveness), and
+// compares the replies. A nil Mismatch means they agree.
+func (s *Session) Step(cmd []string) (*Mismatch, error) {
+	if err := s.redis.send(s.Timeout, cmd, ping); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRedisDown, err)
+	}
+	zerr := s.zaris.send(s.Timeout, cmd, ping)
+	rv, err := s.redis.recv(s.Timeout)
+	var rping Value
+	if err == nil {
+		rping, err = s.redis.recv(s.Timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrRedisDown, cmd, err)
+	}
+	dead := func(why string, err error) *Mismatch {
+		return &Mismatch{Proto: s.Proto, Seq: [][]string{cmd}, Redis: rv, Zaris: Value{Kind: '-', Str: fmt.Sprint(err)}, Why: why, Dead: true}
+	}
+	if zerr != nil {
+		return dead("zaris write", zerr), nil
+	}
+	zv, err := s.zaris.recv(s.Timeout)
+	if err != nil {
+		return dead("no reply", err), nil
+	}
+	if pv, err := s.zaris.recv(s.Timeout); err != nil {
+		return dead("no reply to PING", err), nil
+	} else if pv.IsError() {
+		return dead("PING refused", errors.New(pv.Str)), nil
+	}
+	if zv.IsError() && strings.HasPrefix(zv.Str, "ERR internal error") {
+		return &Mismatch{Proto: s.Proto, Seq: [][]string{cmd}, Redis: rv, Zaris: zv, Why: "panic", Dead: true}, nil
+	}
+	ok, why, acc := s.compare(cmd, rv, zv)
+	if s.inMulti && rping.Kind == '+' && rping.Str == "QUEUED" {
+		s.queued = append(s.queued, ping) // the liveness PING is queued too: EXEC answers it
+	}
+	if !ok {
+		return &Mismatch{Proto: s.Proto, Seq: [][]string{cmd}, Redis: rv, Zaris: zv, Why: why}, nil
+	}
+	if acc != nil {
+		s.Accepted = append(s.Accepted, acc)
+		if acc.Diverges {
+			s.Diverged = true
+		}
+	}
+	return nil, s.realign(cmd, rv, zv)
+}
+
+// compare follows the transaction: a queued command is compared when EXEC
+// answers it, by its own class.
+func (s *Session) compare(cmd []string, rv, zv Value) (bool, string, *Accepted) {
+	name := strings.ToLower(cmd[0])
+	switch {
+	case s.inMulti && name == "exec" && rv.Kind == '*' && zv.Kind == '*' && len(rv.Elems) == len(s.queued) && len(zv.Elems) == len(rv.Elems):
+		q := s.queued
+		s.inMulti, s.queued = false, nil
+		for i := range rv.Elems {
+			ok, why, acc := Compare(q[i], rv.Elems[i], zv.Elems[i])
+			if !ok {
+				return false, "in EXEC: " + strings.ToUpper(q[i][0]) + " " + why, nil
+			}
+			if acc != nil {
+				return true, "", acc
+			}
+		}
+		return true, "", nil
+	case s.inMulti && (name == "exec" || name == "discard") && !rv.IsError():
+		s.inMulti, s.queued = false, nil
+	case s.inMulti && rv.Kind == '+' && rv.Str == "QUEUED":
+		s.queued = append(s.queued, cmd)
+	case name == "multi" && !rv.IsError():
+		s.inMulti, s.queued = true, nil
+	}
+	return Compare(cmd, rv, zv)
+}
+
+// realign makes a random mutation (SPOP) resolve on Zaris as it did on
+// Redis, so the two key spaces stay equal: put back what Zaris popped, take
+// out what Redis popped.
+func (s *Session) realign(cmd []string, rv, zv Value) error {
+	if !strings.EqualFold(cmd[0], "spop") || len(cmd) < 2 || rv.IsError() || zv.IsError() {
+		return nil
+	}
+	popped := func(v Value) []string {
+		if v.Null {
+			return nil
+		}
+		if len(v.Elems) == 0 && (v.Kind == '$' || v.Kind == '+') {
+			return []string{v.Str}
+		}
+		var out []string
+		for _, e := range v.Elems {
+			out = append(out, e.Str)
+		}
+		return out
+	}
+	rp, zp := popped(rv), popped(zv)
+	if len(zp) == 0 && len(rp) == 0 {
+		return nil
+	}
+	fix := [][]string{append([]string{"SADD", cmd[1]}, zp...), append([]string{"SREM", cmd[1]}, rp...)}
+	if len(zp) == 0 {
+		fix = fix[1:]
+	}
+	for _, c := range fix {
+		if err := s.zaris.send(s.Timeout, c); err != nil {
+			return err
+		}
+		if _, err := s.zaris.recv(s.Timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Replay runs seq on a fresh session and returns the first mismatch (its
+// Seq is the prefix of seq up to it).
+func Replay(redisAddr, zarisAddr string, proto int, timeout time.Duration, seq [][]string) (*Mismatch, error) {
+	s, err := Open(redisAddr, zarisAddr, proto, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	for i, c := range seq {
+		m, err := s.Step(c)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			m.Seq = append([][]string(nil), seq[:i+1]...)
+			return m, nil
+		}
+		if s.Diverged {
+			return nil, nil
+		}
+	}
+	return nil, nil
+}
+
+// Minimize shrinks a confirmed mismatch by delta debugging: the shortest
+// subsequence found, within budget replays, whose replay still ends in a
+// mismatch of the same signature at its last command.
+func Minimize(redisAddr, zarisAddr string, timeout time.Duration, m *Mismatch, budget int) *Mismatch {
+	sig := m.Signature()
+	last := m.Seq[len(m.Seq)-1]
+	best := m
+	test := func(prefix [][]string) *Mismatch {
+		if budget <= 0 {
+			return nil
+		}
+		budget--
+		seq := append(append([][]string(nil), prefix...), last)
+		got, err := Replay(redisAddr, zarisAddr, m.Proto, timeout, seq)
+		if err != nil || got == nil || len(got.Seq) != len(seq) || got.Signature() != sig {
+			return nil
+		}
+		return got
+	}
+	if got := test(nil); got != nil {
+		return got
+	}
+	prefix := m.Seq[:len(m.Seq)-1]
+	n := 2
+	for len(prefix) >= 1 && budget > 0 {
+		chunk := (len(prefix) + n - 1) / n
+		reduced := false
+		for start := 0; start < len(prefix); start += chunk {
+			end := min(start+chunk, len(prefix))
+			complement := append(append([][]string(nil), prefix[:start]...), prefix[end:]...)
+			if got := test(complement); got != nil {
+				prefix, best, reduced = complement, got, true
+				n = max(n-1, 2)
+				break
+			}
+		}
+		if !reduced {
+			if chunk == 1 {
+				break
+			}
+			n = min(n*2, len(prefix))
+		}
+	}
+	return best
+}
