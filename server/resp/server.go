@@ -84,6 +84,10 @@ type Config struct {
 	// MaxRSSBytes is the node's process memory bound (--memory-max-rss),
 	// reported by INFO memory. 0 = off.
 	MaxRSSBytes int64
+	// ScriptTimeLimit is how long a script runs before other clients get
+	// BUSY and SCRIPT KILL may stop it (Redis's busy-reply-threshold).
+	// Default 5 s.
+	ScriptTimeLimit time.Duration
 }
 
 // RoutingSource yields the cluster's current routing map (nil before the
@@ -116,6 +120,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.IdleTimeout < 0 {
 		return fmt.Errorf("resp: negative IdleTimeout %v", c.IdleTimeout)
+	}
+	if c.ScriptTimeLimit <= 0 {
+		c.ScriptTimeLimit = DefaultScriptTimeLimit
 	}
 	if c.MaxClients <= 0 {
 		c.MaxClients = DefaultMaxClients
@@ -158,6 +165,8 @@ type Server struct {
 	cfgMu        sync.Mutex // guards notifyEvents
 	notifyEvents string     // CONFIG SET notify-keyspace-events, normalised
 	notify       notifier   // the keyspace-notification publisher
+
+	scripts *scripting // EVAL's script cache, FUNCTION libraries, Lua states
 }
 
 // New validates cfg and returns a server ready to Serve.
@@ -179,6 +188,7 @@ func New(cfg Config) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		clients:   map[*conn]struct{}{},
 		sampler:   make(chan struct{}),
+		scripts:   newScripting(cfg.ScriptTimeLimit),
 	}, nil
 }
 
