@@ -94,6 +94,7 @@ type scripting struct {
 	funcs   map[string]*libFunction
 	gen     uint64 // bumped when the libraries change: pooled states reload them
 	free    []*luaState
+	inuse   map[*luaState]struct{}  // states running a script now
 	running map[*scriptRun]struct{} // runs past the time limit, oldest first by started
 	busy    atomic.Int32            // len(running): the hot path's one load
 }
@@ -144,6 +145,7 @@ func newScripting(limit time.Duration) *scripting {
 		libs:    map[string]*library{},
 		funcs:   map[string]*libFunction{},
 		running: map[*scriptRun]struct{}{},
+		inuse:   map[*luaState]struct{}{},
 	}
 	s.limit.Store(int64(limit))
 	return s
@@ -161,7 +163,7 @@ func (s *Server) SetScriptTimeLimit(d time.Duration) {
 // ScriptTimeLimit is the current busy threshold.
 func (s *Server) ScriptTimeLimit() time.Duration { return time.Duration(s.scripts.limit.Load()) }
 
-func (s *scripting) get() *luaState {
+func (s *scripting) get(run *scriptRun) *luaState {
 	s.mu.Lock()
 	var st *luaState
 	if n := len(s.free); n > 0 {
@@ -176,6 +178,10 @@ func (s *scripting) get() *luaState {
 	if st == nil {
 		st = newLuaState(s)
 	}
+	s.mu.Lock()
+	st.run = run
+	s.inuse[st] = struct{}{}
+	s.mu.Unlock()
 	if st.gen != gen {
 		st.loadLibraries(libs)
 		st.gen = gen
@@ -184,13 +190,15 @@ func (s *scripting) get() *luaState {
 }
 
 func (s *scripting) put(st *luaState) {
-	st.run = nil
 	st.clean()
+	s.mu.Lock()
+	st.run = nil
+	delete(s.inuse, st)
 	if st.broken {
+		s.mu.Unlock()
 		st.close()
 		return
 	}
-	s.mu.Lock()
 	if len(s.free) < maxPooledStates {
 		s.free = append(s.free, st)
 		st = nil
@@ -439,13 +447,12 @@ func (c *conn) runScript(run *scriptRun, keys [][]byte, body func(st *luaState) 
 	mark, flushes := len(c.out.B), c.flushes
 	exec := func() {
 		s := c.srv.scripts
-		st := s.get()
+		st := s.get(run)
 		if st.broken { // a library failed to load in this state
 			s.put(st)
-			st = s.get()
+			st = s.get(run)
 		}
 		run.st = st
-		st.run = run
 		run.started = time.Now()
 		run.scratch = make([]byte, 0, 256)
 		limit := time.Duration(s.limit.Load())
@@ -601,6 +608,19 @@ func (s *scripting) finished(run *scriptRun) {
 		s.busy.Store(int32(len(s.running)))
 	}
 	s.mu.Unlock()
+}
+
+// killAll stops every script running (the server is closing: their
+// connections are being closed and must be able to end).
+func (s *scripting) killAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for st := range s.inuse {
+		if r := st.run; r != nil {
+			r.killed.Store(true)
+		}
+		st.cancel()
+	}
 }
 
 // oldestOverdue is the run past the limit that started first, or nil.

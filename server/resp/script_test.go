@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/server/resp"
 )
 
 // scriptOracle is run on a standalone redis-server 7.0 and on a lone Zaris
@@ -128,4 +132,102 @@ func TestScriptSameRepliesAsRedis(t *testing.T) {
 			require.Empty(t, diffs, "replies differ from Redis %s:\n%s", proto, strings.Join(diffs, "\n"))
 		})
 	}
+}
+
+// A script past the time limit: other clients get BUSY (polled, no
+// sleep), SCRIPT KILL stops a read-only one (its caller gets Redis's
+// error), the node serves again; one that wrote is UNKILLABLE and runs to
+// its end.
+func TestScriptBusyAndKill(t *testing.T) {
+	n, _ := startCustom(t, resp.Config{ScriptTimeLimit: 50 * time.Millisecond})
+	addr := n.RESPAddr().String()
+	t.Cleanup(func() { // a failed check must not leave a script spinning: the node could not stop
+		r := dialRaw(t, addr)
+		r.do("SCRIPT", "KILL")
+		r.do("FUNCTION", "KILL")
+	})
+	other := dialRaw(t, addr)
+	require.Equal(t, "-NOTBUSY No scripts in execution right now.\r\n", other.do("SCRIPT", "KILL"))
+
+	looper := dialRaw(t, addr)
+	looper.send(cmd("EVAL", "local i = 0\nwhile true do i = i + 1 end", "0"))
+	waitFor(t, 10*time.Second, "BUSY for another client", func() bool {
+		// PING: a command on a key of a segment the script holds would wait
+		// for the lock (it came before the limit passed).
+		return other.do("PING") == "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+	})
+	require.Equal(t, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n", other.do("GET", "x"))
+	require.Equal(t, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n", other.do("FUNCTION", "KILL"))
+	require.Equal(t, "+OK\r\n", other.do("SCRIPT", "KILL"))
+	reply := looper.reply()
+	require.True(t, strings.HasPrefix(reply, "-ERR Script killed by user with SCRIPT KILL... script: "), reply)
+	require.True(t, strings.HasSuffix(reply, ", on @user_script:2.\r\n"), reply)
+	require.Equal(t, "$-1\r\n", other.do("GET", "x"))
+	require.Equal(t, "+PONG\r\n", looper.do("PING"), "the killed script's connection serves on")
+
+	// A script that wrote cannot be killed; it ends by itself.
+	looper.send(cmd("EVAL", "redis.call('set', KEYS[1], 'w')\nlocal n, limit = 0, tonumber(ARGV[1])\nwhile n < limit do n = n + 1 end\nreturn n", "1", "w", "5000000"))
+	sawBusy := false
+	waitFor(t, 60*time.Second, "the writing script ends", func() bool {
+		switch r := other.do("SCRIPT", "KILL"); r {
+		case "-UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.\r\n":
+			sawBusy = true
+			return false
+		case "-NOTBUSY No scripts in execution right now.\r\n":
+			return sawBusy
+		default:
+			t.Fatalf("SCRIPT KILL: %q", r)
+			return true
+		}
+	})
+	require.Equal(t, ":5000000\r\n", looper.reply())
+	require.Equal(t, "$1\r\nw\r\n", other.do("GET", "w"))
+
+	// A function past the limit: FUNCTION KILL, and SCRIPT KILL refuses.
+	require.Equal(t, "$3\r\nspn\r\n", other.do("FUNCTION", "LOAD", "#!lua name=spn\nredis.register_function{function_name='spin', callback=function() while true do end end, flags={'no-writes'}}"))
+	looper.send(cmd("FCALL", "spin", "0"))
+	waitFor(t, 10*time.Second, "BUSY for another client", func() bool {
+		return other.do("PING") == "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n"
+	})
+	require.Equal(t, "-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n", other.do("SCRIPT", "KILL"))
+	require.Equal(t, "+OK\r\n", other.do("FUNCTION", "KILL"))
+	require.Equal(t, "-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.\r\n", looper.reply())
+	require.Equal(t, "+PONG\r\n", other.do("PING"))
+}
+
+// Hostile scripts: none takes the node down, each gets an answer.
+func TestScriptHostile(t *testing.T) {
+	n := startNode(t)
+	r := dialRaw(t, n.RESPAddr().String())
+	big, err := newClient(t, n, func(o *redis.Options) { o.ReadTimeout = time.Minute }).Eval(ctxT(t), "local t = {} for i = 1, 1000000 do t[i] = i end return t", nil).Slice()
+	require.NoError(t, err)
+	require.Len(t, big, 1000000)
+	require.Equal(t, int64(1), big[0])
+	require.Equal(t, int64(1000000), big[999999])
+	require.Equal(t, "*2\r\n$-1\r\n$13\r\nuser_script:1\r\n", r.do("EVAL", "local ok, e = pcall(function() error('boom') end) return {ok, string.sub(e, 1, 13)}", "0"))
+	require.Equal(t, "$1\r\nx\r\n", r.do("EVAL", "local ok, e = pcall(function() error({err='x'}) end) return e", "0"))
+	selfRef := r.do("EVAL", "local t = {} t[1] = t return t", "0")
+	require.True(t, strings.HasSuffix(selfRef, "-ERR reached lua stack limit\r\n"), "%.60q", selfRef)
+	deep := r.do("EVAL", "local function f(n) return f(n + 1) + 1 end return f(1)", "0")
+	require.True(t, strings.HasPrefix(deep, "-ERR "), deep)
+	rep := r.do("EVAL", "return string.rep('x', 1073741824)", "0")
+	require.True(t, strings.HasPrefix(rep, "-ERR user_script:1: resulting string too large script: "), rep)
+	require.Equal(t, ":1\r\n", r.do("EVAL", "return redis.call('rpush', KEYS[1], string.rep('y', 100))", "1", "l"))
+	for _, s := range []string{
+		"return redis.call('setrange', KEYS[1], 9223372036854775807, 'x')",
+		"return redis.call('lrange', KEYS[1], -9223372036854775808, 9223372036854775807)",
+		"return redis.call('expire', KEYS[1], 9223372036854775807)",
+		"return redis.call('set', KEYS[1], 'v', 'EX', 1e308)",
+		"return redis.call('incrbyfloat', KEYS[1], 0/0)",
+		"return redis.call(string.rep('x', 100000))",
+		"return cjson.decode(string.rep('[', 100000))",
+		"return cjson.encode(setmetatable({}, {__index = function() error('x') end}))",
+		"getmetatable('').__index.upper = nil",
+		"rawset(_G, 'leak', 1) return 1",
+	} {
+		require.NotContains(t, r.do("EVAL", s, "1", "h"), "internal error", s)
+	}
+	require.True(t, strings.HasPrefix(r.do("EVAL", "return leak", "0"), "-ERR user_script:1: Script attempted to access nonexistent global variable 'leak' script: "),
+		"a rawset into the globals does not outlive its script")
+	require.Equal(t, "+PONG\r\n", r.do("PING"))
 }

@@ -307,6 +307,7 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeAll() {
+	s.scripts.killAll()
 	s.mu.Lock()
 	for c := range s.clients {
 		_ = c.nc.Close()
