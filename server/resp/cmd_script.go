@@ -562,7 +562,7 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 			continue
 		}
 		if !c.served(placement.SegmentOf(k, c.srv.segs)) {
-			return fail("ERR Script attempted to access a non local key in a cluster node script")
+			return fail("ERR Script attempted to access a non local key in a cluster node")
 		}
 		return fail("ERR Script attempted to access keys that do not hash to the same slot")
 	}
