@@ -50,3 +50,32 @@ func FuzzLuaReplyConversion(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPooledLuaCall is the Lua side of one EVALSHA without the
+// network or a command: take a pooled state, set KEYS and ARGV, run the
+// cached script, convert its reply, give the state back.
+func BenchmarkPooledLuaCall(b *testing.B) {
+	s := newScripting(DefaultScriptTimeLimit)
+	es, _, msg := s.loadScript("return {KEYS[1], ARGV[1], #ARGV}")
+	if msg != "" {
+		b.Fatal(msg)
+	}
+	keys, argv := [][]byte{[]byte("k")}, [][]byte{[]byte("v"), []byte("w")}
+	w := Writer{Proto: 2}
+	b.ReportAllocs()
+	for b.Loop() {
+		run := &scriptRun{name: "x", resp: 2}
+		st := s.get(run)
+		st.globals.RawSetString("KEYS", luaStrings(st.L, keys))
+		st.globals.RawSetString("ARGV", luaStrings(st.L, argv))
+		fn := st.L.NewFunctionFromProto(es.proto)
+		fn.Env = st.env
+		v, m := st.call(fn)
+		if m != "" {
+			b.Fatal(m)
+		}
+		w.B = w.B[:0]
+		writeLuaReply(&w, v, 2, 0)
+		s.put(st)
+	}
+}

@@ -1,16 +1,23 @@
 package resp_test
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/testscale"
+	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
 )
 
@@ -143,4 +150,81 @@ func TestScriptOnThreeNodes(t *testing.T) {
 		raw.do("EVAL", "return redis.pcall('get', ARGV[1])", "1", k1, k2))
 	moved := dialRaw(t, cl.NonOwner(k1).RESPAddr().String()).do("EVAL", "return 1", "1", k1)
 	require.True(t, strings.HasPrefix(moved, "-MOVED "+strconv.Itoa(int(placement.Slot(k1)))+" "), moved)
+}
+
+// BenchmarkEvalSHA measures EVALSHA through go-redis on a lone node
+// (pooled Lua states) next to a plain INCRBY, and the same on a
+// redis-server when one is installed (side by side, same client): a
+// one-key read-modify-write script and a keyless one, parallel clients.
+func BenchmarkEvalSHA(b *testing.B) {
+	cfg := testConfig()
+	n, err := server.NewNode(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = n.Stop(context.Background()) }()
+	addrs := map[string]string{"zaris": n.RESPAddr().String()}
+	if bin, err := exec.LookPath("redis-server"); err == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		_ = ln.Close()
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", b.TempDir())
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		addrs["redis"] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	ctx := context.Background()
+	for _, target := range []string{"zaris", "redis"} {
+		addr, ok := addrs[target]
+		if !ok {
+			continue
+		}
+		rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+		defer rc.Close()
+		testscale.Eventually(b, 10*time.Second, 10*time.Millisecond, target+" answers", func() bool { return rc.Ping(ctx).Err() == nil })
+		for _, bc := range []struct {
+			name, script string
+			keys         int
+		}{
+			{"incrby_plain", "", 1},
+			{"evalsha_incrby_1key", "return redis.call('incrby', KEYS[1], ARGV[1])", 1},
+			{"evalsha_keyless", "return ARGV[1]", 0},
+		} {
+			sha := ""
+			if bc.script != "" {
+				if sha, err = rc.ScriptLoad(ctx, bc.script).Result(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Run(target+"/"+bc.name, func(b *testing.B) {
+				var id atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					key := []string{fmt.Sprint("bench:", id.Add(1))}
+					if bc.keys == 0 {
+						key = nil
+					}
+					for pb.Next() {
+						var err error
+						if sha == "" {
+							err = rc.IncrBy(ctx, key[0], 1).Err()
+						} else {
+							err = rc.EvalSha(ctx, sha, key, 1).Err()
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
 }

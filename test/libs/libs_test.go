@@ -262,7 +262,7 @@ func testAsynq(t *testing.T, tg target) {
 	}
 	var opt asynq.RedisConnOpt = asynq.RedisClientOpt{Addr: tg.addrs[0]}
 	if tg.cluster {
-		opt = asynq.RedisClusterClientOpt{Addrs: tg.addrs}
+		opt = asynq.RedisClusterClientOpt{Addrs: tg.addrs, MaxRedirects: 30}
 	}
 	client := asynq.NewClient(opt)
 	t.Cleanup(func() { _ = client.Close() })
