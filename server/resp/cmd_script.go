@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -575,11 +576,26 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 	if len(idx) > 0 {
 		c.curKey = args[idx[0]]
 	}
-	cmd.run(c, args)
+	c.runContained(cmd, args)
 	out := c.out.B
 	c.out, c.curKey, c.status, c.reply = saved, savedKey, savedStatus, savedReply
 	run.scratch = out
 	return out
+}
+
+// runContained runs a script's command; a panic (a bug) is logged and
+// counted like any contained panic and answered -ERR internal error to the
+// script (gopher-lua would otherwise turn it into a script error silently).
+func (c *conn) runContained(cmd *command, args [][]byte) {
+	mark := len(c.out.B)
+	defer func() {
+		if v := recover(); v != nil {
+			c.panicked(commandName(args), v, debug.Stack())
+			c.out.B = c.out.B[:mark]
+			c.out.Error(msgInternal)
+		}
+	}()
+	cmd.run(c, args)
 }
 
 // --- time limit: BUSY and KILL ---

@@ -228,3 +228,24 @@ func BenchmarkEvalSHA(b *testing.B) {
 		}
 	}
 }
+
+// A bug (panic) in a command a script calls is contained like one in a
+// plain command: counted, answered -ERR internal error inside the script
+// (redis.pcall returns it), the segment locks released, the node serving.
+func TestScriptCommandPanicContained(t *testing.T) {
+	n := startNode(t)
+	n.Store().InjectFault(func(key string) {
+		if key == "boom" {
+			panic("injected bug")
+		}
+	})
+	ctx := ctxT(t)
+	rc := newClient(t, n)
+	before := panicCount(t, n, "resp")
+	err := rc.Eval(ctx, "return redis.call('set', KEYS[1], 'v')", []string{"boom"}).Err()
+	require.ErrorContains(t, err, "ERR internal error script: ")
+	require.Equal(t, "ERR internal error", rc.Eval(ctx, "return redis.pcall('set', KEYS[1], 'v')['err']", []string{"boom"}).Val())
+	require.Equal(t, before+2, panicCount(t, n, "resp"))
+	require.NoError(t, rc.Set(ctx, "{boom}neighbour", "ok", 0).Err(), "the segment lock was released")
+	require.Equal(t, int64(0), rc.Exists(ctx, "boom").Val())
+}
