@@ -204,8 +204,14 @@ var configTable = []*configParam{
 		get:   func(s *Server) string { return strconv.FormatInt(s.live.latencyMs.Load(), 10) },
 		apply: func(s *Server, v string) { n, _ := strconv.ParseInt(v, 10, 64); s.live.latencyMs.Store(n) }},
 	{name: "busy-reply-threshold", aliases: []string{"lua-time-limit"}, kind: kindInt, min: 0, max: int64Max,
-		get:   func(s *Server) string { return strconv.FormatInt(s.live.busyReplyMs.Load(), 10) },
-		apply: func(s *Server, v string) { n, _ := strconv.ParseInt(v, 10, 64); s.live.busyReplyMs.Store(n) }},
+		get: func(s *Server) string {
+			return strconv.FormatInt(int64(time.Duration(s.scripts.limit.Load())/time.Millisecond), 10)
+		},
+		apply: func(s *Server, v string) {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			s.live.busyReplyMs.Store(n)
+			s.SetScriptTimeLimit(time.Duration(n) * time.Millisecond)
+		}},
 
 	// Fixed for the node's life.
 	{name: "databases", immutable: true, get: func(*Server) string { return "1" }},

@@ -23,15 +23,15 @@ const (
 
 func init() {
 	register(
-		&command{name: "ping", arity: -1, flags: connFlags, group: "connection", since: "1.0.0",
+		&command{name: "ping", arity: -1, flags: flagFast, group: "connection", since: "1.0.0",
 			summary: "Returns the server's liveliness response.", run: cmdPing},
-		&command{name: "echo", arity: 2, flags: connFlags, group: "connection", since: "1.0.0",
+		&command{name: "echo", arity: 2, flags: flagFast, group: "connection", since: "1.0.0",
 			summary: "Returns the given string.", run: cmdEcho},
 		&command{name: "auth", arity: -2, flags: authFlags, group: "connection", since: "1.0.0",
 			summary: "Authenticates the connection with the node's token.", run: cmdAuth},
 		&command{name: "hello", arity: -1, flags: authFlags, group: "connection", since: "6.0.0",
 			summary: "Handshakes with the server: protocol version (RESP2/RESP3), authentication, client name.", run: cmdHello},
-		&command{name: "select", arity: 2, flags: connFlags, group: "connection", since: "1.0.0",
+		&command{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", since: "1.0.0",
 			summary: "Changes the selected database: only database 0 exists (cluster mode).", run: cmdSelect},
 		&command{name: "quit", arity: -1, flags: authFlags, group: "connection", since: "1.0.0",
 			summary: "Closes the connection after replying.", run: cmdQuit},

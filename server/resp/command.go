@@ -201,6 +201,13 @@ func (c *conn) execute(args [][]byte) {
 		c.rejectCmd(cmd, "NOAUTH Authentication required.")
 		return
 	}
+	if c.srv.scripts.busy.Load() > 0 && cmd.flags&flagAllowBusy == 0 {
+		// A script runs past the time limit: only what may stop it runs.
+		if msg := c.srv.scripts.busyError(c); msg != "" {
+			c.refuse(msg)
+			return
+		}
+	}
 	if c.out.Proto == 2 && c.sub != nil && !subscribedModeCommands[baseName(cmd)] && c.subscribed() {
 		c.rejectCmd(cmd, subscribedModeError(cmd.name))
 		return

@@ -24,6 +24,7 @@ var groupTitles = []struct{ group, title string }{
 	{"stream", "Streams"},
 	{"pubsub", "Pub/Sub"},
 	{"transactions", "Transactions"},
+	{"scripting", "Scripting"},
 }
 
 // Docs renders docs/RESP.md: the notes below and one table per command
@@ -56,6 +57,7 @@ func Docs() string {
 				strings.ReplaceAll(cmd.summary, "|", `\|`))
 		}
 	}
+	b.WriteString(docsScripting)
 	b.WriteString(docsDiffTesting)
 	b.WriteString(docsOutro)
 	return b.String()

@@ -91,6 +91,11 @@ type Config struct {
 	// and replicas for INFO replication (zaris_partition_<n> lines).
 	// nil = only the counts of owned and replica partitions are reported.
 	Partitions func() []PartitionInfo
+
+	// ScriptTimeLimit is how long a script runs before other clients get
+	// BUSY and SCRIPT KILL may stop it (Redis's busy-reply-threshold).
+	// Default 5 s.
+	ScriptTimeLimit time.Duration
 }
 
 // PartitionInfo is one partition as INFO replication reports it.
@@ -131,6 +136,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.IdleTimeout < 0 {
 		return fmt.Errorf("resp: negative IdleTimeout %v", c.IdleTimeout)
+	}
+	if c.ScriptTimeLimit <= 0 {
+		c.ScriptTimeLimit = DefaultScriptTimeLimit
 	}
 	if c.MaxClients <= 0 {
 		c.MaxClients = DefaultMaxClients
@@ -181,6 +189,8 @@ type Server struct {
 	cmdStats cmdStatsTable // INFO commandstats/errorstats (cmd_info2.go)
 	monitors monitorSet    // MONITOR (monitor.go)
 	pause    clientPause   // CLIENT PAUSE (monitor.go)
+
+	scripts *scripting // EVAL's script cache, FUNCTION libraries, Lua states
 }
 
 // New validates cfg and returns a server ready to Serve.
@@ -202,6 +212,7 @@ func New(cfg Config) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		clients:   map[*conn]struct{}{},
 		sampler:   make(chan struct{}),
+		scripts:   newScripting(cfg.ScriptTimeLimit),
 	}
 	s.initConfig()
 	s.initObservability()
@@ -323,6 +334,7 @@ func (s *Server) Close() error {
 }
 
 func (s *Server) closeAll() {
+	s.scripts.killAll()
 	s.mu.Lock()
 	for c := range s.clients {
 		_ = c.nc.Close()

@@ -91,6 +91,9 @@ func (a *Atomic) segFor(key string) *Segment {
 	return nil
 }
 
+// Holds reports whether the view holds key's segment.
+func (a *Atomic) Holds(key string) bool { return a.segFor(key) != nil }
+
 var crossSegment = kv.Result{Status: kv.StatusBadRequest}
 
 // Get reads key.
