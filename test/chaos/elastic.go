@@ -180,7 +180,7 @@ func RunElastic(ctx context.Context, cfg ElasticConfig) (ElasticReport, error) {
 	account := func(from, to int) {
 		moved := rep.KeysMoved - stepStart
 		stepStart = rep.KeysMoved
-		rep.Steps = append(rep.Steps, fmt.Sprintf("step %d → %d nodes: moved_keys=%d (minimum %d of %d live keys at RF %d)",
+		rep.Steps = append(rep.Steps, fmt.Sprintf("step %d → %d nodes: moved_keys=%d (even-spread minimum ≈ %d of %d live keys at RF %d)",
 			from, to, moved, minimumMoved(liveKeys, max(o.RF, 1), from, to), liveKeys, max(o.RF, 1)))
 	}
 	for k := range 2 {
