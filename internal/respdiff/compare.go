@@ -135,6 +135,25 @@ var Allowlist = []*Accepted{
 		},
 	},
 	{
+		Name: "COPY to another database",
+		Reason: "DECISIONS D28: Zaris has database 0 only, as Redis Cluster; COPY … DB n (n from 1 to 15, read and " +
+			"range-checked as Redis does, after every other option) answers Redis Cluster's error where the " +
+			"standalone oracle copies into database n (its database 0 is unchanged).",
+		Match: func(cmd []string, r, z Value) bool {
+			if !strings.EqualFold(cmd[0], "copy") || r.IsError() || z.Str != "ERR Copying to another database is not allowed in cluster mode" {
+				return false
+			}
+			for j := 3; j+1 < len(cmd); j++ {
+				if strings.EqualFold(cmd[j], "DB") {
+					if n, err := strconv.Atoi(cmd[j+1]); err == nil && n >= 1 && n <= 15 {
+						return true
+					}
+				}
+			}
+			return false
+		},
+	},
+	{
 		Name: "node-wide commands inside MULTI",
 		Reason: "a transaction runs under its keys' segment locks; commands that walk or clear the whole node (KEYS, " +
 			"SCAN, DBSIZE, FLUSHALL, FLUSHDB, RANDOMKEY) are refused while queuing, as docs/RESP.md says.",
@@ -187,6 +206,9 @@ func compare(cmd []string, redis, zaris Value) (bool, string) {
 		}
 		return true, ""
 	case cursor:
+		if redis.Kind == '+' && zaris.Kind == '+' && redis.Str == zaris.Str {
+			return true, "" // QUEUED inside MULTI: the scan's reply comes with EXEC
+		}
 		if redis.Kind != zaris.Kind || len(redis.Elems) != 2 || len(zaris.Elems) != 2 {
 			return false, "cursor reply shape"
 		}

@@ -172,7 +172,7 @@ func cmdMemoryUsage(c *conn, args [][]byte) {
 // cmdCopy is COPY: the store copies the record (value or collection, TTL)
 // under both keys' locks.
 func cmdCopy(c *conn, args [][]byte) {
-	replace := false
+	replace, otherDB := false, false
 	for j := 3; j < len(args); j++ {
 		switch {
 		case eq(args[j], "REPLACE"):
@@ -191,15 +191,18 @@ func cmdCopy(c *conn, args [][]byte) {
 				c.err("ERR DB index is out of range")
 				return
 			}
-			if db != 0 {
-				c.err("ERR Copying to another database is not allowed in cluster mode")
-				return
-			}
+			otherDB = otherDB || db != 0
 			j++
 		default:
 			c.err(msgSyntax)
 			return
 		}
+	}
+	// Zaris has database 0 only, as Redis Cluster (D28): another database
+	// gets Redis Cluster's answer, after every option was read as Redis does.
+	if otherDB {
+		c.err("ERR Copying to another database is not allowed in cluster mode")
+		return
 	}
 	if bytes.Equal(args[1], args[2]) {
 		c.err("ERR source and destination objects are the same")
