@@ -57,7 +57,36 @@ var classes = map[string]class{
 }
 
 func classOf(cmd []string) class {
-	return classes[strings.ToLower(cmd[0])]
+	name := strings.ToLower(cmd[0])
+	if (name == "sort" || name == "sort_ro") && unsortedSort(cmd) {
+		// SORT … BY a pattern without '*' does not sort: a set comes in its
+		// own iteration order, which Redis leaves unspecified (its hash
+		// table's), as SMEMBERS. With LIMIT the page picked depends on that
+		// order: its size is all that can be compared.
+		for _, a := range cmd[2:] {
+			if strings.EqualFold(a, "LIMIT") {
+				return random
+			}
+		}
+		return unordered
+	}
+	return classes[name]
+}
+
+// unsortedSort reports a SORT whose BY pattern has no '*' (Redis's
+// dontsort) and that stores nothing (with STORE Redis sorts a set anyway).
+func unsortedSort(cmd []string) bool {
+	nosort := false
+	for j := 2; j < len(cmd); j++ {
+		switch {
+		case strings.EqualFold(cmd[j], "STORE"):
+			return false
+		case strings.EqualFold(cmd[j], "BY") && j+1 < len(cmd):
+			nosort = !strings.Contains(cmd[j+1], "*")
+			j++
+		}
+	}
+	return nosort
 }
 
 // Accepted is a known difference the comparison lets through, with the

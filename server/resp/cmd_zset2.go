@@ -747,11 +747,7 @@ func cmdZInterCard(c *conn, args [][]byte) {
 			if eq(opts[j], "LIMIT") && j+1 < len(opts) {
 				j++
 				v, ok := parseInt(opts[j])
-				if !ok {
-					c.err(msgNotInteger)
-					return
-				}
-				if v < 0 {
+				if !ok || v < 0 { // Redis gives the LIMIT message for a non-integer too
 					c.err("ERR LIMIT can't be negative")
 					return
 				}
