@@ -93,6 +93,9 @@ var diffRegressions = []struct {
 	{proto: 2, seq: [][]string{{"GEOPOS", "k3"}, {"GEOHASH", "k2"}, {"SET", "s", "1"}, {"GEOPOS", "s"}, {"GEOHASH", "s"}}},                                                                                        // redis: [] and WRONGTYPE | zaris: ERR wrong number of arguments for ZMSCORE
 	{proto: 2, seq: [][]string{{"ZINTERCARD", "1", "k4", "LIMIT", "-9223372036854775809"}, {"ZINTERCARD", "1", "k4", "LIMIT", "1.5"}}},                                                                            // redis: ERR LIMIT can't be negative | zaris: ERR not an integer
 	{proto: 3, seq: [][]string{{"SADD", "k4", "a", "a\r\nb"}, {"SORT", "k4", "BY", "[a-"}, {"SORT_RO", "k4", "BY", "x", "LIMIT", "0", "1"}, {"SORT", "k4", "BY", "x", "STORE", "d"}, {"LRANGE", "d", "0", "-1"}}}, // a set unsorted comes in its own order (unspecified): compared as SMEMBERS
+	{proto: 3, seq: [][]string{{"PFADD", "k3", "f"}, {"BITCOUNT", "k3", "-1", "-100", "1.5"}, {"BITCOUNT", "k3", "1", "2", "1.5"}}},                                                                               // redis: 0 (an empty negative range before the unit) | zaris: ERR syntax error
+	{proto: 3, seq: [][]string{{"ZADD", "k0", "LT", "+inf", "c", "1e308", "a", "-inf", "d", "-1", "e", "-1e300", "g", "9.3e18", "h", "1.8e19", "i", "-4e18", "j"}, // scores no GEOADD wrote decode as (uint64_t)score on x86-64
+		{"GEOPOS", "k0", "f", "c", "b", "d", "e", "g", "h", "i", "j"}, {"GEOHASH", "k0", "c", "d", "e", "g", "h", "i", "j"}}}, // redis: -179.99999731779098511 | zaris: 180
 }
 
 // TestDiffRegressions replays every row on redis-server and on Zaris.
