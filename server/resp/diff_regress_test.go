@@ -96,6 +96,7 @@ var diffRegressions = []struct {
 	{proto: 3, seq: [][]string{{"PFADD", "k3", "f"}, {"BITCOUNT", "k3", "-1", "-100", "1.5"}, {"BITCOUNT", "k3", "1", "2", "1.5"}}},                                                                               // redis: 0 (an empty negative range before the unit) | zaris: ERR syntax error
 	{proto: 3, seq: [][]string{{"ZADD", "k0", "LT", "+inf", "c", "1e308", "a", "-inf", "d", "-1", "e", "-1e300", "g", "9.3e18", "h", "1.8e19", "i", "-4e18", "j"}, // scores no GEOADD wrote decode as (uint64_t)score on x86-64
 		{"GEOPOS", "k0", "f", "c", "b", "d", "e", "g", "h", "i", "j"}, {"GEOHASH", "k0", "c", "d", "e", "g", "h", "i", "j"}}}, // redis: -179.99999731779098511 | zaris: 180
+	{proto: 2, seq: [][]string{{"RPUSH", "k2", "\x00\xff", "2\x00x", " 1"}, {"SORT_RO", "k2", "GET", "["}, {"SORT", "k2"}}}, // redis: sorted (strtod reads a C string) | zaris: ERR One or more scores can't be converted into double
 }
 
 // TestDiffRegressions replays every row on redis-server and on Zaris.
