@@ -17,10 +17,13 @@ const (
 	CmdZPop CmdOp = 163
 	// CmdZMScore: member, … → Array of scores or Nil.
 	CmdZMScore CmdOp = 164
-	// CmdZRandMember: count, withscores (0|1) → Array (count < 0: with
-	// repetitions, Redis's rule).
+	// CmdZRandMember: count (≥ 0), withscores (0|1) → Array of distinct
+	// members. Named ZRANDMEMBER.SPEC: its arguments are the front end's
+	// form, not Redis's (a negative count, members repeating, is streamed
+	// by the RESP front end from a snapshot of the set).
 	CmdZRandMember CmdOp = 165
-	// CmdZScan: cursor, pattern ("" = all), count → Array [cursor, Array].
+	// CmdZScan: cursor [MATCH pattern] [COUNT count] (Redis's ZSCAN
+	// arguments, read as SSCAN/HSCAN's) → Array [cursor, Array].
 	CmdZScan CmdOp = 166
 	// CmdZStore: score, member, … → Int: the key's content replaced by
 	// exactly these pairs (none: the key deleted). The effect of every
@@ -35,7 +38,7 @@ const (
 func init() {
 	nameOps(map[CmdOp]string{
 		CmdZRangeSpec: "ZRANGE.SPEC", CmdZLexCount: "ZLEXCOUNT", CmdZRemRange: "ZREMRANGE", CmdZPop: "ZPOP",
-		CmdZMScore: "ZMSCORE", CmdZRandMember: "ZRANDMEMBER", CmdZScan: "ZSCAN", CmdZStore: "ZSTORE",
+		CmdZMScore: "ZMSCORE", CmdZRandMember: "ZRANDMEMBER.SPEC", CmdZScan: "ZSCAN", CmdZStore: "ZSTORE",
 		CmdZScoreRanges: "ZSCORERANGES",
 	})
 }

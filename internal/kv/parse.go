@@ -118,3 +118,45 @@ func ParseDouble(b []byte) (float64, bool) {
 	}
 	return f, true
 }
+
+// ParseScoreBound reads a sorted-set score range bound as Redis's
+// zslParseRange does: an optional '(' (exclusive), then strtod over the
+// rest ("" is 0, 1e309 is +inf, 0x10 is 16, text after a NUL ignored);
+// NaN refused. Every BYSCORE path (ZRANGEBYSCORE, ZCOUNT, ZRANGE BYSCORE,
+// ZRANGESTORE, ZREMRANGEBYSCORE) reads its bounds with it.
+func ParseScoreBound(b []byte) (v float64, exclusive, ok bool) {
+	if len(b) > 0 && b[0] == '(' {
+		b, exclusive = b[1:], true
+	}
+	v, ok, _ = Strtod(b)
+	return v, exclusive, ok && !math.IsNaN(v)
+}
+
+// ParseCursor reads a SCAN cursor (SCAN, SSCAN, HSCAN, ZSCAN) as Redis's
+// strtoul does: up to a NUL byte, an optional sign ("-1" wraps to
+// 2^64-1), decimal digits, no leading space, within 64 bits; the empty
+// cursor is 0.
+func ParseCursor(b []byte) (uint64, bool) {
+	s := string(b)
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i] // strtoul reads a C string
+	}
+	if s == "" {
+		return 0, true
+	}
+	neg := s[0] == '-'
+	if neg || s[0] == '+' {
+		s = s[1:]
+	}
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}

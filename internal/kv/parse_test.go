@@ -62,3 +62,39 @@ func TestFormatFloatUsesPercentGNotation(t *testing.T) {
 		}
 	}
 }
+
+func TestParseScoreBoundIsZslParseRange(t *testing.T) {
+	for _, c := range []struct {
+		in        string
+		want      float64
+		exclusive bool
+		ok        bool
+	}{
+		{"1.5", 1.5, false, true}, {"(1.5", 1.5, true, true}, {"", 0, false, true}, {"(", 0, true, true},
+		{"1e309", math.Inf(1), false, true}, {"-1e309", math.Inf(-1), false, true}, {"(-inf", math.Inf(-1), true, true},
+		{"0x10", 16, false, true}, {"\x00\xff", 0, false, true}, {" 1", 1, false, true}, {"nan", 0, false, false},
+		{"(nan", 0, true, false}, {"x", 0, false, false}, {"((1", 0, true, false}, {"1 ", 0, false, false},
+	} {
+		got, ex, ok := ParseScoreBound([]byte(c.in))
+		if ok != c.ok || ex != c.exclusive || ok && got != c.want {
+			t.Errorf("ParseScoreBound(%q) = %v, %v, %v; want %v, %v, %v", c.in, got, ex, ok, c.want, c.exclusive, c.ok)
+		}
+	}
+}
+
+func TestParseCursorIsStrtoul(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"0", 0, true}, {"", 0, true}, {"\x00\xff", 0, true}, {"12\x00x", 12, true}, {"-1", math.MaxUint64, true},
+		{"+2", 2, true}, {"18446744073709551615", math.MaxUint64, true}, {"18446744073709551616", 0, false},
+		{" 1", 0, false}, {"1.5", 0, false}, {"x", 0, false}, {"-", 0, false},
+	} {
+		got, ok := ParseCursor([]byte(c.in))
+		if ok != c.ok || got != c.want {
+			t.Errorf("ParseCursor(%q) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -57,7 +57,36 @@ var classes = map[string]class{
 }
 
 func classOf(cmd []string) class {
-	return classes[strings.ToLower(cmd[0])]
+	name := strings.ToLower(cmd[0])
+	if (name == "sort" || name == "sort_ro") && unsortedSort(cmd) {
+		// SORT … BY a pattern without '*' does not sort: a set comes in its
+		// own iteration order, which Redis leaves unspecified (its hash
+		// table's), as SMEMBERS. With LIMIT the page picked depends on that
+		// order: its size is all that can be compared.
+		for _, a := range cmd[2:] {
+			if strings.EqualFold(a, "LIMIT") {
+				return random
+			}
+		}
+		return unordered
+	}
+	return classes[name]
+}
+
+// unsortedSort reports a SORT whose BY pattern has no '*' (Redis's
+// dontsort) and that stores nothing (with STORE Redis sorts a set anyway).
+func unsortedSort(cmd []string) bool {
+	nosort := false
+	for j := 2; j < len(cmd); j++ {
+		switch {
+		case strings.EqualFold(cmd[j], "STORE"):
+			return false
+		case strings.EqualFold(cmd[j], "BY") && j+1 < len(cmd):
+			nosort = !strings.Contains(cmd[j+1], "*")
+			j++
+		}
+	}
+	return nosort
 }
 
 // Accepted is a known difference the comparison lets through, with the
@@ -135,6 +164,25 @@ var Allowlist = []*Accepted{
 		},
 	},
 	{
+		Name: "COPY to another database",
+		Reason: "DECISIONS D28: Zaris has database 0 only, as Redis Cluster; COPY … DB n (n from 1 to 15, read and " +
+			"range-checked as Redis does, after every other option) answers Redis Cluster's error where the " +
+			"standalone oracle copies into database n (its database 0 is unchanged).",
+		Match: func(cmd []string, r, z Value) bool {
+			if !strings.EqualFold(cmd[0], "copy") || r.IsError() || z.Str != "ERR Copying to another database is not allowed in cluster mode" {
+				return false
+			}
+			for j := 3; j+1 < len(cmd); j++ {
+				if strings.EqualFold(cmd[j], "DB") {
+					if n, err := strconv.Atoi(cmd[j+1]); err == nil && n >= 1 && n <= 15 {
+						return true
+					}
+				}
+			}
+			return false
+		},
+	},
+	{
 		Name: "node-wide commands inside MULTI",
 		Reason: "a transaction runs under its keys' segment locks; commands that walk or clear the whole node (KEYS, " +
 			"SCAN, DBSIZE, FLUSHALL, FLUSHDB, RANDOMKEY) are refused while queuing, as docs/RESP.md says.",
@@ -187,6 +235,9 @@ func compare(cmd []string, redis, zaris Value) (bool, string) {
 		}
 		return true, ""
 	case cursor:
+		if redis.Kind == '+' && zaris.Kind == '+' && redis.Str == zaris.Str {
+			return true, "" // QUEUED inside MULTI: the scan's reply comes with EXEC
+		}
 		if redis.Kind != zaris.Kind || len(redis.Elems) != 2 || len(zaris.Elems) != 2 {
 			return false, "cursor reply shape"
 		}

@@ -1,6 +1,7 @@
 package respdiff
 
 import (
+	"math"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -135,7 +136,25 @@ func (g *Generator) Next() []string {
 			}
 		}
 	}
-	return append(words, fixClock(c.Name, args)...)
+	return append(words, fixCost(c.Name, fixClock(c.Name, args))...)
+}
+
+// fixCost bounds a random pick's negative count (members may repeat):
+// SRANDMEMBER k -4294967296 makes redis-server build a reply of 2^32
+// elements, a valid request, just too slow for a fuzz loop (the reason the
+// SETBIT offsets near 2^32 are left out). Counts Redis refuses as out of
+// range are kept: they answer at once.
+func fixCost(name string, args []string) []string {
+	switch name {
+	case "srandmember", "hrandfield", "zrandmember":
+		if len(args) > 1 {
+			n, err := strconv.ParseInt(args[1], 10, 64)
+			if err == nil && n < -1000 && n >= -math.MaxInt64/2 && args[1] == strconv.FormatInt(n, 10) {
+				args[1] = "-1000"
+			}
+		}
+	}
+	return args
 }
 
 // fixClock replaces a short positive expiry (under 100 s, or under 1 s in

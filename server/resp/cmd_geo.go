@@ -150,7 +150,11 @@ func cmdGeoAdd(c *conn, args [][]byte) {
 
 // geoScores reads the stored scores of members (nil: absent).
 func (c *conn) geoScores(key []byte, members [][]byte) ([]*float64, bool) {
-	r := c.execRaw(kv.CmdZMScore, key, members...)
+	op := kv.CmdZMScore
+	if len(members) == 0 {
+		op = kv.CmdZCard // GEOPOS/GEOHASH key alone: only the key's type is checked (Redis answers [])
+	}
+	r := c.execRaw(op, key, members...)
 	if r.Status != kv.StatusSuccess {
 		c.writeReply(r, shapePlain)
 		return nil, false

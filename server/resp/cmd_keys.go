@@ -382,30 +382,9 @@ func cmdKeys(c *conn, args [][]byte) {
 	}
 }
 
-// parseCursor reads a SCAN cursor as Redis's strtoul does: up to a NUL
-// byte, an optional sign ("-1" wraps to 2^64-1), decimal digits, no
-// leading space, within 64 bits; the empty cursor is 0.
-func parseCursor(b []byte) (uint64, bool) {
-	s := cString(string(b)) // strtoul reads a C string
-	if s == "" {
-		return 0, true
-	}
-	neg := s[0] == '-'
-	if neg || s[0] == '+' {
-		s = s[1:]
-	}
-	if s == "" || s[0] < '0' || s[0] > '9' {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
-}
+// parseCursor reads a SCAN cursor as Redis's strtoul does (kv.ParseCursor,
+// shared with the store's SSCAN/HSCAN/ZSCAN).
+func parseCursor(b []byte) (uint64, bool) { return kv.ParseCursor(b) }
 
 func cmdScan(c *conn, args [][]byte) {
 	cursor, ok := parseCursor(args[1])

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -172,7 +171,7 @@ func cmdMemoryUsage(c *conn, args [][]byte) {
 // cmdCopy is COPY: the store copies the record (value or collection, TTL)
 // under both keys' locks.
 func cmdCopy(c *conn, args [][]byte) {
-	replace := false
+	replace, otherDB := false, false
 	for j := 3; j < len(args); j++ {
 		switch {
 		case eq(args[j], "REPLACE"):
@@ -191,15 +190,18 @@ func cmdCopy(c *conn, args [][]byte) {
 				c.err("ERR DB index is out of range")
 				return
 			}
-			if db != 0 {
-				c.err("ERR Copying to another database is not allowed in cluster mode")
-				return
-			}
+			otherDB = otherDB || db != 0
 			j++
 		default:
 			c.err(msgSyntax)
 			return
 		}
+	}
+	// Zaris has database 0 only, as Redis Cluster (D28): another database
+	// gets Redis Cluster's answer, after every option was read as Redis does.
+	if otherDB {
+		c.err("ERR Copying to another database is not allowed in cluster mode")
+		return
 	}
 	if bytes.Equal(args[1], args[2]) {
 		c.err("ERR source and destination objects are the same")
@@ -379,22 +381,13 @@ func (c *conn) sortLookup(pattern, elem []byte, needs *sortNeeds) []byte {
 	return r.Bulk
 }
 
-// strtod parses a sort weight as Redis's strtod-based check does: leading
-// blanks allowed, the whole rest must be a number (the empty string is 0),
-// NaN and out-of-range values refused.
+// strtod parses a sort weight as Redis's strtod-based check does
+// (kv.Strtod: leading blanks allowed, the rest a number, the empty string
+// 0, text after a NUL byte ignored, as C reads the string); NaN and
+// out-of-range values refused.
 func strtod(b []byte) (float64, bool) {
-	s := strings.TrimLeft(string(b), " \t\n\v\f\r")
-	if s == "" {
-		return 0, true
-	}
-	if strings.ContainsRune(s, '_') {
-		return 0, false // Go's literal syntax, not strtod's
-	}
-	if hex := strings.TrimLeft(s, "+-"); len(hex) > 2 && (hex[:2] == "0x" || hex[:2] == "0X") && !strings.ContainsAny(hex, "pP") {
-		s += "p0" // strtod reads hexadecimal without an exponent
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(f) {
+	f, ok, overflow := kv.Strtod(b)
+	if !ok || overflow || math.IsNaN(f) {
 		return 0, false
 	}
 	return f, true

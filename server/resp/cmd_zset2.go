@@ -186,11 +186,10 @@ func checkRange(c *conn, by string, rev bool, a, b []byte) bool {
 	return true
 }
 
+// validScoreBound checks a bound with the store's parser (Redis's
+// zslParseRange), so the front end and the store agree on what is a float.
 func validScoreBound(b []byte) bool {
-	if len(b) > 0 && b[0] == '(' {
-		b = b[1:]
-	}
-	_, ok := parseFloat(b)
+	_, _, ok := kv.ParseScoreBound(b)
 	return ok
 }
 
@@ -748,11 +747,7 @@ func cmdZInterCard(c *conn, args [][]byte) {
 			if eq(opts[j], "LIMIT") && j+1 < len(opts) {
 				j++
 				v, ok := parseInt(opts[j])
-				if !ok {
-					c.err(msgNotInteger)
-					return
-				}
-				if v < 0 {
+				if !ok || v < 0 { // Redis gives the LIMIT message for a non-integer too
 					c.err("ERR LIMIT can't be negative")
 					return
 				}
@@ -819,14 +814,8 @@ func cmdZRandMember(c *conn, args [][]byte) {
 		}
 		return
 	}
-	ws := false
-	switch {
-	case len(args) == 4 && eq(args[3], "WITHSCORES"):
-		ws = true
-	case len(args) != 3:
-		c.err(msgSyntax)
-		return
-	}
+	// Redis reads the count before the rest: a bad count is refused even
+	// with a syntax error after it.
 	n, ok := parseInt(args[2])
 	if !ok {
 		c.err(msgNotInteger)
@@ -834,6 +823,14 @@ func cmdZRandMember(c *conn, args [][]byte) {
 	}
 	if n < -math.MaxInt64 {
 		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return
+	}
+	ws := false
+	switch {
+	case len(args) == 4 && eq(args[3], "WITHSCORES"):
+		ws = true
+	case len(args) != 3:
+		c.err(msgSyntax)
 		return
 	}
 	if ws && (n > math.MaxInt64/2 || n < -math.MaxInt64/2) {
@@ -907,65 +904,10 @@ func (c *conn) awaitDrain(limit int) bool {
 	return c.werr == nil
 }
 
-// cmdZScan is ZSCAN key cursor [MATCH pattern] [COUNT count]: the cursor
-// is checked first, then the key (a missing one answers an empty scan
-// whatever the options), then the options.
+// cmdZScan is ZSCAN key cursor [MATCH pattern] [COUNT count]: the store
+// reads the arguments as it does SSCAN/HSCAN's (the cursor first, then the
+// key, a missing one answering an empty scan whatever the options, then
+// the options), so the native op takes Redis's form too.
 func cmdZScan(c *conn, args [][]byte) {
-	cursor, ok := parseCursor(args[2])
-	if !ok {
-		c.err("ERR invalid cursor")
-		return
-	}
-	t := c.keyType(args[1])
-	switch t {
-	case "none":
-		c.out.Array(2)
-		c.out.BulkString("0")
-		c.out.Array(0)
-		return
-	case "zset":
-	default:
-		c.err(msgWrongType)
-		return
-	}
-	pattern, count := []byte{}, int64(10)
-	for j := 3; j < len(args); j += 2 {
-		if j+1 >= len(args) {
-			c.err(msgSyntax)
-			return
-		}
-		switch {
-		case eq(args[j], "COUNT"):
-			n, ok := parseInt(args[j+1])
-			if !ok {
-				c.err(msgNotInteger)
-				return
-			}
-			if n < 1 {
-				c.err(msgSyntax)
-				return
-			}
-			count = n
-		case eq(args[j], "MATCH"):
-			pattern = args[j+1]
-			if string(pattern) == "*" {
-				pattern = []byte{}
-			}
-		default:
-			c.err(msgSyntax)
-			return
-		}
-	}
-	r := c.execRaw(kv.CmdZScan, args[1], strconv.AppendUint(nil, cursor, 10), pattern, itoa(count))
-	if r.Status != kv.StatusSuccess {
-		c.writeReply(r, shapePlain)
-		return
-	}
-	c.out.Array(2)
-	c.out.Bulk(r.Array[0].Bulk)
-	items := r.Array[1].Array
-	c.out.Array(len(items))
-	for _, e := range items {
-		c.out.Bulk(e.Bulk)
-	}
+	c.writeReply(c.execRaw(kv.CmdZScan, args[1], args[2:]...), shapePlain)
 }

@@ -255,6 +255,11 @@ func init() {
 		if !ok2 {
 			return errNotInteger
 		}
+		// Redis 7.0 answers an empty negative range before it reads the
+		// unit: BITCOUNT k -1 -100 x is 0.
+		if start < 0 && end < 0 && start > end {
+			return kv.IntReply(0)
+		}
 		isBit := false
 		if len(args) == 3 {
 			switch {
@@ -264,9 +269,6 @@ func init() {
 			default:
 				return errSyntax
 			}
-		}
-		if start < 0 && end < 0 && start > end {
-			return kv.IntReply(0)
 		}
 		lo, hi, ok := bitRange(start, end, len(v), isBit)
 		if !ok {

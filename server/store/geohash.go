@@ -109,7 +109,27 @@ func GeoScore(lon, lat float64) (float64, bool) {
 
 // GeoPoint decodes a score to the point it stands for: its cell's centre.
 func GeoPoint(score float64) (lon, lat float64) {
-	return geoDecode(geoLonRange, geoLatRange, GeoHash{Bits: uint64(score), Step: geoStepMax}).centre()
+	return geoDecode(geoLonRange, geoLatRange, GeoHash{Bits: scoreBits(score), Step: geoStepMax}).centre()
+}
+
+// scoreBits converts a score to geohash bits as redis-server's
+// (uint64_t)score does on x86-64 (cvttsd2si; at or above 2^63 the value
+// less 2^63, the top bit flipped back), so a score no GEOADD wrote (ZADD
+// k inf m, 1e308) decodes to the point Redis shows: at or above 2^64 it
+// is 0, below -2^63 it is 2^63. Go leaves such conversions to the
+// platform.
+func scoreBits(score float64) uint64 {
+	const two63 = 1 << 63
+	cvtt := func(f float64) uint64 { // cvttsd2si: out of range or NaN is 0x8000000000000000
+		if !(f >= -two63 && f < two63) {
+			return 1 << 63
+		}
+		return uint64(int64(f))
+	}
+	if score >= two63 {
+		return cvtt(score-two63) ^ 1<<63
+	}
+	return cvtt(score)
 }
 
 const geoAlphabet = "0123456789bcdefghjkmnpqrstuvwxyz"

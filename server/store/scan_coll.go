@@ -29,15 +29,9 @@ type collScan struct {
 	match  []byte
 }
 
-// parseScanCursor parses SSCAN/HSCAN's cursor as Redis reads it (strtoull:
-// "-1" is 2^64-1).
-func parseScanCursor(b []byte) (uint64, bool) {
-	if n, err := strconv.ParseUint(string(b), 10, 64); err == nil {
-		return n, true
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return uint64(n), err == nil
-}
+// parseScanCursor parses SSCAN/HSCAN/ZSCAN's cursor as Redis reads it
+// (kv.ParseCursor: strtoul over a C string, "-1" is 2^64-1, "" is 0).
+func parseScanCursor(b []byte) (uint64, bool) { return kv.ParseCursor(b) }
 
 // parseCollScan parses [MATCH pattern] [COUNT n] with Redis's errors
 // (COUNT < 1 is a syntax error). Redis reads them after the key's type:

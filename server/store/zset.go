@@ -175,17 +175,10 @@ func zadd(x *execCtx) kv.Reply {
 	return kv.IntReply(int64(added))
 }
 
-// scoreBound parses a ZRANGEBYSCORE bound: "1.5", "(1.5" (exclusive), "-inf", "+inf".
 // scoreBound reads a ZRANGEBYSCORE/ZCOUNT bound as Redis's zslParseRange
-// does: strtod over the whole text ("" is 0, 1e309 is inf, 0x10 is 16),
-// NaN refused.
-func scoreBound(b []byte) (v float64, exclusive, ok bool) {
-	if len(b) > 0 && b[0] == '(' {
-		b, exclusive = b[1:], true
-	}
-	v, ok, _ = kv.Strtod(b)
-	return v, exclusive, ok && !math.IsNaN(v)
-}
+// does (kv.ParseScoreBound: strtod over the whole text, "" is 0, 1e309 is
+// inf, NaN refused).
+func scoreBound(b []byte) (v float64, exclusive, ok bool) { return kv.ParseScoreBound(b) }
 
 func rangeReply(nodes []*slNode, withScores bool) kv.Reply {
 	out := make([]kv.Reply, 0, len(nodes)*2)

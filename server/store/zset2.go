@@ -444,18 +444,17 @@ func zscanHash(m string) uint64 {
 	return h
 }
 
+// zscan is ZSCAN's cursor [MATCH pattern] [COUNT count], read like
+// SSCAN/HSCAN's (collScanStart: the cursor, then the key's kind, then the
+// options).
 func zscan(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 3, 3); !ok {
+	req, r, done := collScanStart(x, KindZSet)
+	if done {
 		return r
 	}
-	cursor, err := strconv.ParseUint(string(x.cmd.Args[0]), 10, 64)
-	if err != nil {
-		return kv.BadRequest("invalid cursor")
-	}
-	pattern := string(x.cmd.Args[1])
-	count, ok := argInt(x.cmd.Args[2])
-	if !ok || count < 1 {
-		return kv.BadRequest("syntax error")
+	cursor, count, pattern := req.cursor, int64(req.count), string(req.match)
+	if pattern == "*" {
+		pattern = ""
 	}
 	z := zsetOf(x)
 	keep := func(m string) bool { return pattern == "" || glob.Match(pattern, m) }
@@ -580,7 +579,7 @@ func init() {
 	register(kv.CmdZPop, handler{kind: KindZSet, write: true, run: zpop})
 	register(kv.CmdZMScore, handler{kind: KindZSet, run: zmscore})
 	register(kv.CmdZRandMember, handler{kind: KindZSet, run: zrandMember})
-	register(kv.CmdZScan, handler{kind: KindZSet, run: zscan})
+	register(kv.CmdZScan, handler{kind: kindAny, run: zscan})
 	register(kv.CmdZStore, handler{kind: KindZSet, write: true, create: true, run: zstore})
 	register(kv.CmdZScoreRanges, handler{kind: KindZSet, run: zscoreRanges})
 }
