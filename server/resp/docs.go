@@ -412,7 +412,7 @@ characters); ` + "`INFO server`" + ` shows both.
     no-LFU error (Zaris evicts by LRU or not at all), OBJECT REFCOUNT 2147483647
     for the small integers Redis shares, else 1. MEMORY USAGE is the bytes the
     key is charged against the memory budget (SAMPLES parsed, not needed); the
-    other MEMORY subcommands are not implemented.
+    other MEMORY subcommands (DOCTOR, STATS, PURGE, MALLOC-STATS) are not supported yet and answer Redis's unknown-subcommand error.
   - WAIT numreplicas timeout answers how many replicas have applied every write
     this connection made (the smallest count over the segments it wrote, read
     from the replication sessions' acknowledged revisions), waiting up to the
