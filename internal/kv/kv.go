@@ -188,7 +188,7 @@ type PutOptions struct {
 	// KeepTTL: a replace keeps the key's current expiry (Redis SET …
 	// KEEPTTL); without it a replace sets TTL (none when 0). With TTL > 0 it
 	// is BadRequest.
-	KeepTTL bool
-	ContentType    string        // optional metadata, "" = none
-	Labels         map[string]string
+	KeepTTL     bool
+	ContentType string // optional metadata, "" = none
+	Labels      map[string]string
 }

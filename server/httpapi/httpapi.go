@@ -5,6 +5,7 @@
 //	GET  /healthz              200 while the process is up (never authenticated)
 //	GET  /readyz               200 once the node serves traffic, else 503 (never authenticated)
 //	GET  /metrics              Prometheus text of the node's registry
+//	GET  /v1/openapi.json      the OpenAPI 3 document of this API (never authenticated)
 //	GET  /v1/info              node info as JSON (no secrets)
 //	GET  /v1/cluster           the cluster as this node sees it: mapVersion, leader, term, nodes, partitions
 //	POST /v1/cluster/rebalance
@@ -14,7 +15,7 @@
 //	                           400 for the leader itself)
 //	GET  /v1/keys/{key}        the value; ETag, X-Zaris-Revision, X-Zaris-TTL
 //	HEAD /v1/keys/{key}        the same headers, no body
-//	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30; If-Match, If-None-Match: *
+//	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30, ?keepttl=true; If-Match, If-None-Match: *
 //	DELETE /v1/keys/{key}      204, or 404 on a miss
 //
 // When a token is configured, /metrics and /v1/* require
@@ -35,6 +36,7 @@ package httpapi
 import (
 	"context"
 	"crypto/subtle"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"io"
@@ -95,6 +97,12 @@ type Options struct {
 	// once. nil = 404.
 	Decommission func()
 }
+
+// openAPIDocument is the OpenAPI 3 description of this API, served at
+// /v1/openapi.json (never authenticated: it holds no data).
+//
+//go:embed openapi.json
+var openAPIDocument []byte
 
 // ErrNotLeader is wrapped by a Rebalance error on a node that does not lead
 // the control plane.
@@ -171,6 +179,7 @@ func New(opts Options) (*Server, error) {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/v1/openapi.json", func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPIDocument) })
 	protected := e.Group("", s.authenticate)
 	if s.rec != nil {
 		protected.GET("/metrics", echo.WrapHandler(s.rec.Handler()))
