@@ -1,9 +1,12 @@
 package kv
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // FormatBytes renders a byte count for people: "1000 B", "4 MiB",
-// "1.5 GiB" (powers of 1024, one decimal when not exact). Messages that
+// "1.5 GiB", "1.95 KiB" (powers of 1024, at most two decimals). Messages that
 // name a limit use it so the user can compare it with the flag they set.
 func FormatBytes(n int64) string {
 	units := [...]string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
@@ -22,5 +25,6 @@ func FormatBytes(n int64) string {
 	if n%size == 0 {
 		return fmt.Sprintf("%d %s", n/size, units[i])
 	}
-	return fmt.Sprintf("%.1f %s", float64(n)/float64(size), units[i])
+	s := strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.2f", float64(n)/float64(size)), "0"), ".")
+	return s + " " + units[i]
 }
