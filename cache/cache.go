@@ -127,6 +127,9 @@ func (c *DistributedCache) slide(ctx context.Context, key string, r sdk.Result, 
 		return nil // already lives at least that long (absolute cap reached)
 	}
 	w, err := c.client.Put(ctx, c.prefix+key, r.Value, &sdk.PutOptions{IfMatchVersion: r.Version, TTL: ttl})
+	if errors.Is(err, sdk.ErrConflict) {
+		return nil // a newer write governs
+	}
 	if err != nil {
 		return err
 	}

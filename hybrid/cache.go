@@ -442,11 +442,11 @@ func (h *Cache) storeValue(ctx context.Context, key, l1k, l2k string, value any,
 	if !p.has(DisableDistributedCacheWrite) {
 		r, err := h.l2.Put(ctx, l2k, env.encode(), &sdk.PutOptions{TTL: time.Duration(env.physical - h.clock.NowNano())})
 		switch {
-		case err != nil:
-			h.l2Failure("write", key, err) // L1 still holds it for its (shorter) life
-		case !r.OK():
-			h.notCached(key, "L2 refused the value", r.Err())
+		case !r.OK(): // a status: L2 answered and refused (the error says why)
+			h.notCached(key, "L2 refused the value", err)
 			return
+		case err != nil: // no answer (transport, context)
+			h.l2Failure("write", key, err) // L1 still holds it for its (shorter) life
 		}
 	}
 	l1 := h.l1Copy(&env, p, h.clock.NowNano(), snap.at)

@@ -182,7 +182,7 @@ func (b *JournalBackplane) Publish(ctx context.Context, inv Invalidation) error 
 			return headError(r)
 		}
 		w, err := b.c.Put(ctx, b.seqKey, encodeHead(id, seq), opts)
-		if err != nil {
+		if err != nil && !errors.Is(err, sdk.ErrConflict) { // Conflict: retried below
 			return err
 		}
 		switch w.Status {

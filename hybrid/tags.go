@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -133,7 +134,7 @@ func (h *Cache) raiseMarker(ctx context.Context, c *sdk.Client, key string, ts i
 			return r.Err()
 		}
 		w, err := c.Put(ctx, key, encodeStamp(ts), opts)
-		if err != nil {
+		if err != nil && !errors.Is(err, sdk.ErrConflict) { // Conflict: retried below
 			return err
 		}
 		if w.OK() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start (or stop) a 3-node Zaris cluster on loopback, for a person to try.
 #
-#   scripts/cluster.sh start   build bin/zaris-server, start n1..n3 in the background, wait until ready
+#   scripts/cluster.sh start   build bin/zaris-server, start n1..n3 (RF 2, sync) in the background, wait until ready
 #   scripts/cluster.sh stop    stop them (SIGTERM, graceful)
 #   scripts/cluster.sh status  print /v1/cluster of n1
 #
@@ -16,16 +16,25 @@ bin=bin/zaris-server
 registry="n1@127.0.0.1:7861:7811:7946:6380:7801,n2@127.0.0.1:7862:7812:7947:6381:7802,n3@127.0.0.1:7863:7813:7948:6382:7803"
 
 stop() {
+	# SIGTERM to every node at once, then wait for all: a graceful stop
+	# takes each node about as long as one, not three in a row.
+	local pids=()
 	for i in 1 2 3; do
 		pidfile="$dir/n$i.pid"
 		if [ -f "$pidfile" ]; then
 			pid=$(cat "$pidfile")
 			if kill -0 "$pid" 2>/dev/null; then
 				kill -TERM "$pid"
-				for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+				pids+=("$pid")
 			fi
 			rm -f "$pidfile"
 		fi
+	done
+	for _ in $(seq 1 150); do
+		local alive=0
+		for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+		[ "$alive" = 0 ] && break
+		sleep 0.1
 	done
 	echo "cluster stopped"
 }
@@ -41,6 +50,7 @@ start() {
 	done
 	for i in 1 2 3; do
 		nohup "$bin" --node-id "n$i" --nodes "$registry" --cluster-id local \
+			--replication-factor 2 --replication-mode sync \
 			--memory-max-bytes 256MiB >"$dir/n$i.log" 2>&1 &
 		echo $! >"$dir/n$i.pid"
 	done
@@ -59,7 +69,8 @@ start() {
 		fi
 	done
 	cat <<MSG
-3-node cluster ready (logs in $dir/):
+3-node cluster ready: replication factor 2, sync (every write is on two nodes
+before it is acknowledged; one node may die without losing data). Logs in $dir/:
   SDK:        zaris://127.0.0.1:7861,127.0.0.1:7862,127.0.0.1:7863/default
   redis-cli:  redis-cli -c -p 6380
   HTTP:       curl -s http://127.0.0.1:7801/v1/cluster

@@ -70,28 +70,43 @@ func (c *Client) check(ctx context.Context) error {
 	return nil
 }
 
-// Get reads key. A miss is StatusNotFound, not an error.
+// refusal adds the error of a call that did not do what it was asked: every
+// status but Success and NotFound (a miss is an answer, not a failure)
+// comes back as its Result and as Result.Err(), so `if err != nil` catches a
+// refused write with its reason and errors.Is(err, ErrConflict) etc. branch.
+func refusal(r Result, err error) (Result, error) {
+	if err == nil && r.Status != StatusSuccess && r.Status != StatusNotFound {
+		err = r.Err()
+	}
+	return r, err
+}
+
+// Get reads key. A miss is StatusNotFound with a nil error; any other
+// failure returns the Result and its Err().
 func (c *Client) Get(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
-	return c.be.get(ctx, key)
+	return refusal(c.be.get(ctx, key))
 }
 
-// Put writes value under key. opts may be nil (unconditional, no TTL).
+// Put writes value under key. opts may be nil (unconditional, no TTL). A
+// write that did not happen returns its Result and a non-nil error:
+// errors.Is(err, ErrConflict) for a failed IfMatchVersion/IfAbsent,
+// ErrItemTooLarge with the size and the limit, ErrBadRequest with the reason…
 func (c *Client) Put(ctx context.Context, key string, value []byte, opts *PutOptions) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
-	return c.be.put(ctx, key, value, opts)
+	return refusal(c.be.put(ctx, key, value, opts))
 }
 
-// Delete removes key; StatusNotFound if it was absent.
+// Delete removes key; StatusNotFound (nil error) if it was absent.
 func (c *Client) Delete(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
-	return c.be.delete(ctx, key)
+	return refusal(c.be.delete(ctx, key))
 }
 
 // Expire sets a positive time to live on an existing key.
@@ -99,7 +114,7 @@ func (c *Client) Expire(ctx context.Context, key string, ttl time.Duration) (Res
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
-	return c.be.expire(ctx, key, ttl)
+	return refusal(c.be.expire(ctx, key, ttl))
 }
 
 // Persist removes the time to live of an existing key.
@@ -107,7 +122,7 @@ func (c *Client) Persist(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
-	return c.be.persist(ctx, key)
+	return refusal(c.be.persist(ctx, key))
 }
 
 // TimeToLive reports the remaining time to live in Result.TTL (0 = none).
@@ -115,7 +130,7 @@ func (c *Client) TimeToLive(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
-	return c.be.timeToLive(ctx, key)
+	return refusal(c.be.timeToLive(ctx, key))
 }
 
 // ExecuteBatch runs mixed operations. results[i] answers items[i]; every item

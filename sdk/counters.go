@@ -79,12 +79,12 @@ func (n *Counters) GetFloat(ctx context.Context, key string) (float64, error) {
 func (n *Counters) read(ctx context.Context, key string) ([]byte, bool, error) {
 	r, err := n.c.Get(ctx, key)
 	switch {
+	case r.Status != StatusSuccess && r.Status != StatusNotFound: // a refusal (err is its Err())
+		return nil, false, &CommandError{Op: kv.CmdNone, Key: key, Status: r.Status, Message: r.Detail}
 	case err != nil:
 		return nil, false, err
 	case r.Status == StatusNotFound:
 		return nil, false, nil
-	case r.Status != StatusSuccess:
-		return nil, false, &CommandError{Op: kv.CmdNone, Key: key, Status: r.Status}
 	}
 	return r.Value, true, nil
 }

@@ -91,7 +91,7 @@ func (b *embeddedBackend) get(ctx context.Context, key string) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return copyOut(b.st.Get(key)), nil
+	return copyOut(resultOf(b.st.Get(key))), nil
 }
 
 func (b *embeddedBackend) put(ctx context.Context, key string, value []byte, opts *PutOptions) (Result, error) {
@@ -104,39 +104,39 @@ func (b *embeddedBackend) put(ctx context.Context, key string, value []byte, opt
 // putOwned copies value (the engine keeps what it is given) and writes it.
 func (b *embeddedBackend) putOwned(key string, value []byte, opts *PutOptions) Result {
 	if len(value) > b.st.Config().MaxItemBytes {
-		return Result{Status: StatusItemTooLarge} // refuse before copying a huge value
+		return tooLarge(len(value), fmt.Sprintf("--max-item-bytes %d", b.st.Config().MaxItemBytes)) // refuse before copying a huge value
 	}
 	v := make([]byte, len(value))
 	copy(v, value)
-	return b.st.Put(key, v, opts)
+	return resultOf(b.st.Put(key, v, opts.kv()))
 }
 
 func (b *embeddedBackend) delete(ctx context.Context, key string) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return b.st.Delete(key), nil
+	return resultOf(b.st.Delete(key)), nil
 }
 
 func (b *embeddedBackend) expire(ctx context.Context, key string, ttl time.Duration) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return b.st.Expire(key, ttl), nil
+	return resultOf(b.st.Expire(key, ttl)), nil
 }
 
 func (b *embeddedBackend) persist(ctx context.Context, key string) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return b.st.Persist(key), nil
+	return resultOf(b.st.Persist(key)), nil
 }
 
 func (b *embeddedBackend) timeToLive(ctx context.Context, key string) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return b.st.TimeToLive(key), nil
+	return resultOf(b.st.TimeToLive(key)), nil
 }
 
 func (b *embeddedBackend) batch(ctx context.Context, items []BatchItem) ([]ItemResult, error) {
@@ -148,11 +148,11 @@ func (b *embeddedBackend) batch(ctx context.Context, items []BatchItem) ([]ItemR
 		out[i] = ItemResult{Index: i, Op: it.Op, Key: it.Key}
 		switch it.Op {
 		case BatchGet:
-			out[i].Result = copyOut(b.st.Get(it.Key))
+			out[i].Result = copyOut(resultOf(b.st.Get(it.Key)))
 		case BatchPut:
 			out[i].Result = b.putOwned(it.Key, it.Value, it.Options)
 		case BatchDelete:
-			out[i].Result = b.st.Delete(it.Key)
+			out[i].Result = resultOf(b.st.Delete(it.Key))
 		default:
 			out[i].Result = Result{Status: StatusBadRequest}
 		}

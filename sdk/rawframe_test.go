@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"bytes"
+	"github.com/zaris-io/zaris/internal/kv"
 	"io"
 	"net"
 	"testing"
@@ -38,7 +39,7 @@ func decodeOne(t *testing.T, b []byte) rawResponse {
 		}
 		return rawResponse{st: e.Status, isErr: true}
 	}
-	var r sdk.Result
+	var r kv.Result
 	if err := wire.DecodeResult(f.Body, &r); err != nil {
 		t.Fatal(err)
 	}

@@ -252,12 +252,13 @@ func (b *remoteBackend) result(ctx context.Context, op wire.Opcode, body func([]
 		if err := wire.DecodeErrorResponse(resp.body, &e); err != nil {
 			return Result{}, fmt.Errorf("zaris: undecodable error response: %w", err)
 		}
-		return Result{Status: e.Status}, nil
+		return Result{Status: e.Status, Detail: e.Message}, nil
 	}
-	var r Result
-	if err := wire.DecodeResult(resp.body, &r); err != nil {
+	var kr kv.Result
+	if err := wire.DecodeResult(resp.body, &kr); err != nil {
 		return Result{}, fmt.Errorf("zaris: undecodable %v response: %w", op, err)
 	}
+	r := resultOf(kr)
 	if len(r.Value) == 0 && r.Value != nil {
 		r.Value = []byte{}
 	}
@@ -274,12 +275,12 @@ func (b *remoteBackend) get(ctx context.Context, key string) (Result, error) {
 
 func (b *remoteBackend) put(ctx context.Context, key string, value []byte, opts *PutOptions) (Result, error) {
 	if len(value) > b.maxValue() {
-		return Result{Status: StatusItemTooLarge}, nil // would not fit a frame
+		return tooLarge(len(value), b.frameLimit()), nil // would not fit a frame
 	}
 	if value == nil {
 		value = []byte{}
 	}
-	return b.result(ctx, wire.OpPut, func(dst []byte) []byte { return wire.AppendPutRequest(dst, key, value, opts) })
+	return b.result(ctx, wire.OpPut, func(dst []byte) []byte { return wire.AppendPutRequest(dst, key, value, opts.kv()) })
 }
 
 func (b *remoteBackend) maxValue() int {
@@ -289,6 +290,11 @@ func (b *remoteBackend) maxValue() int {
 		max = c.maxFrame
 	}
 	return max - 64<<10 // room for the header, key and options
+}
+
+// frameLimit names maxValue for a refusal's detail.
+func (b *remoteBackend) frameLimit() string {
+	return fmt.Sprintf("the %d bytes a frame of this server carries", b.maxValue())
 }
 
 func (b *remoteBackend) delete(ctx context.Context, key string) (Result, error) {
@@ -362,14 +368,14 @@ func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, idx [
 		out[i] = ItemResult{Index: i, Op: items[i].Op, Key: items[i].Key}
 	}
 	if first := pick(idx, start); end-start == 1 && len(items[first].Value) > b.maxValue() {
-		out[first].Result = Result{Status: StatusItemTooLarge}
+		out[first].Result = tooLarge(len(items[first].Value), b.frameLimit())
 		return nil
 	}
 	resp, err := b.call(ctx, wire.OpBatch, func(dst []byte) []byte {
 		dst = wire.AppendBatchRequestHeader(dst, end-start)
 		for j := start; j < end; j++ {
 			it := &items[pick(idx, j)]
-			dst = wire.AppendBatchItem(dst, wire.BatchOp(it.Op), it.Key, it.Value, it.Options)
+			dst = wire.AppendBatchItem(dst, wire.BatchOp(it.Op), it.Key, it.Value, it.Options.kv())
 		}
 		return dst
 	})
@@ -382,7 +388,7 @@ func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, idx [
 			return fmt.Errorf("zaris: undecodable error response: %w", err)
 		}
 		for j := start; j < end; j++ {
-			out[pick(idx, j)].Result = Result{Status: e.Status}
+			out[pick(idx, j)].Result = Result{Status: e.Status, Detail: e.Message}
 		}
 		return nil
 	}
@@ -394,7 +400,7 @@ func (b *remoteBackend) batchChunk(ctx context.Context, items []BatchItem, idx [
 		return fmt.Errorf("zaris: batch of %d items answered with %d results", end-start, len(results))
 	}
 	for k := range results {
-		out[pick(idx, start+k)].Result = results[k]
+		out[pick(idx, start+k)].Result = resultOf(results[k])
 	}
 	return nil
 }

@@ -128,21 +128,30 @@ func runClientSuite(t *testing.T, connect func(t *testing.T) *sdk.Client) {
 	})
 	t.Run("BadInput", func(t *testing.T) {
 		c := connect(t)
+		// A refused write answers its status AND a non-nil error that
+		// errors.Is the status's sentinel and says why (issue #18).
 		cases := []struct {
-			name string
-			do   func() (sdk.Result, error)
-			want sdk.Status
+			name   string
+			do     func() (sdk.Result, error)
+			want   sdk.Status
+			sent   error
+			reason string // in the error's text
 		}{
-			{"empty key", func() (sdk.Result, error) { return c.Put(ctx, "", []byte("v"), nil) }, sdk.StatusBadRequest},
-			{"oversized key", func() (sdk.Result, error) { return c.Put(ctx, strings.Repeat("k", 16<<10+1), []byte("v"), nil) }, sdk.StatusBadRequest},
-			{"value over the item cap", func() (sdk.Result, error) { return c.Put(ctx, "big", make([]byte, 4<<20+1), nil) }, sdk.StatusItemTooLarge},
-			{"negative TTL", func() (sdk.Result, error) { return c.Put(ctx, "neg", []byte("v"), &sdk.PutOptions{TTL: -time.Second}) }, sdk.StatusBadRequest},
-			{"expire with zero TTL", func() (sdk.Result, error) { return c.Expire(ctx, "neg", 0) }, sdk.StatusBadRequest},
+			{"empty key", func() (sdk.Result, error) { return c.Put(ctx, "", []byte("v"), nil) }, sdk.StatusBadRequest, sdk.ErrBadRequest, "empty key"},
+			{"oversized key", func() (sdk.Result, error) { return c.Put(ctx, strings.Repeat("k", 16<<10+1), []byte("v"), nil) }, sdk.StatusBadRequest, sdk.ErrBadRequest,
+				"key of 16385 bytes exceeds the maximum key size of 16384 bytes"},
+			{"value over the item cap", func() (sdk.Result, error) { return c.Put(ctx, "big", make([]byte, 4<<20+1), nil) }, sdk.StatusItemTooLarge, sdk.ErrItemTooLarge,
+				"value of 4194305 bytes exceeds --max-item-bytes 4194304"},
+			{"negative TTL", func() (sdk.Result, error) { return c.Put(ctx, "neg", []byte("v"), &sdk.PutOptions{TTL: -time.Second}) }, sdk.StatusBadRequest, sdk.ErrBadRequest, "negative TTL -1s"},
+			{"keepttl with a TTL", func() (sdk.Result, error) {
+				return c.Put(ctx, "neg", []byte("v"), &sdk.PutOptions{TTL: time.Second, KeepTTL: true})
+			}, sdk.StatusBadRequest, sdk.ErrBadRequest, "KeepTTL and a TTL exclude each other"},
+			{"expire with zero TTL", func() (sdk.Result, error) { return c.Expire(ctx, "neg", 0) }, sdk.StatusBadRequest, sdk.ErrBadRequest, "bad request"},
 		}
 		for _, tc := range cases {
 			r, err := tc.do()
-			if err != nil || r.Status != tc.want {
-				t.Errorf("%s: %v %v, want %v", tc.name, r.Status, err, tc.want)
+			if r.Status != tc.want || !errors.Is(err, tc.sent) || err.Error() != r.Err().Error() || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("%s: %v %v, want %v and an error saying %q", tc.name, r.Status, err, tc.want, tc.reason)
 			}
 		}
 		for _, k := range []string{"big", "neg"} {

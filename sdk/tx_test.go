@@ -241,7 +241,7 @@ func runTxSuite(t *testing.T, open txOpener) {
 		mustPut(t, plain, "held", "before")
 		prepareRaw(t, coord, "tx-held", time.Minute, "held", "fresh")
 		for _, k := range []string{"held", "fresh"} {
-			if r, err := plain.Put(ctx, k, []byte("intruder"), nil); err != nil || r.Status != sdk.StatusConflict {
+			if r, err := plain.Put(ctx, k, []byte("intruder"), nil); !errors.Is(err, sdk.ErrConflict) || r.Status != sdk.StatusConflict {
 				t.Fatalf("put on reserved %s: %+v %v", k, r, err)
 			}
 		}
@@ -276,7 +276,7 @@ func runTxSuite(t *testing.T, open txOpener) {
 		deadline := time.Now().Add(10 * timeout)
 		for {
 			r, err := survivor.Put(ctx, "wedge", []byte("after"), nil)
-			if err != nil {
+			if err != nil && !errors.Is(err, sdk.ErrConflict) {
 				t.Fatal(err)
 			}
 			if r.OK() {

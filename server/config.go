@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/procmem"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/store"
@@ -382,6 +383,16 @@ func DefaultWorkers(cpus int) (maxWorkers, minWorkers int) {
 // ErrInvalidConfig is wrapped by every error Validate returns.
 var ErrInvalidConfig = errors.New("invalid config")
 
+// sizeOf renders a byte size in a config error: "4 MiB (4194304 B)", so the
+// user sees both the unit and the exact number the flag takes.
+func sizeOf(n int64) string {
+	h := kv.FormatBytes(n)
+	if strings.HasSuffix(h, " B") {
+		return h
+	}
+	return fmt.Sprintf("%s (%d B)", h, n)
+}
+
 // ConfigError is a field that Validate refused. Option is the flag name of
 // the field (the name an operator knows). LoadConfig fills Source with where
 // the refused value came from.
@@ -495,15 +506,15 @@ func (c Config) Validate() error {
 		return bad("memory-max-bytes", "%d: must be positive (there is no unlimited)", c.MemoryMaxBytes)
 	}
 	if c.MemoryMaxRSS != 0 && c.MemoryMaxRSS < c.MemoryMaxBytes {
-		return bad("memory-max-rss", "%d is below memory-max-bytes %d (0 = off)", c.MemoryMaxRSS, c.MemoryMaxBytes)
+		return bad("memory-max-rss", "%s is below memory-max-bytes %s (0 = off)", sizeOf(c.MemoryMaxRSS), sizeOf(c.MemoryMaxBytes))
 	}
 	switch {
 	case c.MaxItemBytes <= 0:
 		return bad("max-item-bytes", "%d: must be positive", c.MaxItemBytes)
 	case int64(c.MaxItemBytes) > c.MemoryMaxBytes:
-		return bad("max-item-bytes", "%d exceeds memory-max-bytes %d", c.MaxItemBytes, c.MemoryMaxBytes)
+		return bad("max-item-bytes", "%s exceeds memory-max-bytes %s: one item must fit in the cap", sizeOf(int64(c.MaxItemBytes)), sizeOf(c.MemoryMaxBytes))
 	case c.MaxItemBytes > MaxItemBytesLimit:
-		return bad("max-item-bytes", "%d exceeds the limit of %d", c.MaxItemBytes, MaxItemBytesLimit)
+		return bad("max-item-bytes", "%s exceeds the limit of %s", sizeOf(int64(c.MaxItemBytes)), sizeOf(MaxItemBytesLimit))
 	}
 	switch c.Eviction {
 	case store.EvictLRU, store.NoEviction:

@@ -517,6 +517,13 @@ func LoadConfig(args []string, lookupEnv func(string) (string, bool)) (Config, e
 		cfg.Timings.GossipProbeTimeout = half
 	}
 
+	// A cap below the default item size: blame the flag the user set, not
+	// the default they never touched, and say what to set.
+	if sources["max-item-bytes"] == "" && sources["memory-max-bytes"] != "" && cfg.MemoryMaxBytes > 0 && int64(cfg.MaxItemBytes) > cfg.MemoryMaxBytes {
+		return Config{}, &ConfigError{Option: "memory-max-bytes", Source: sources["memory-max-bytes"],
+			Problem: fmt.Sprintf("%s is below the default max-item-bytes %s (one item must fit in the cap): raise --memory-max-bytes or also set --max-item-bytes to at most %d",
+				sizeOf(cfg.MemoryMaxBytes), sizeOf(int64(cfg.MaxItemBytes)), cfg.MemoryMaxBytes)}
+	}
 	if err := cfg.Validate(); err != nil {
 		var ce *ConfigError
 		if errors.As(err, &ce) {

@@ -160,7 +160,22 @@ func TestMemoryMaxRSSDefaultAndBounds(t *testing.T) {
 	require.Equal(t, int64(3<<30), cfg.MemoryMaxRSS)
 	require.Equal(t, int64(3<<30), cfg.storeConfig(nil).MaxProcessBytes)
 	_, err = LoadConfig([]string{"--memory-max-bytes", "1GiB", "--memory-max-rss", "512MiB"}, nil)
-	require.EqualError(t, err, `invalid config: memory-max-rss: 536870912 is below memory-max-bytes 1073741824 (0 = off) (set by flag --memory-max-rss)`)
+	require.EqualError(t, err, `invalid config: memory-max-rss: 512 MiB (536870912 B) is below memory-max-bytes 1 GiB (1073741824 B) (0 = off) (set by flag --memory-max-rss)`)
+}
+
+// A cap below the default item size blames the flag the user set and says
+// what to set; an item cap the user set over the cap blames that one.
+func TestLoadConfigBlamesTheFlagTheUserSet(t *testing.T) {
+	_, err := LoadConfig([]string{"--memory-max-bytes", "1KB"}, nil)
+	require.EqualError(t, err, `invalid config: memory-max-bytes: 1000 B is below the default max-item-bytes 4 MiB (4194304 B) (one item must fit in the cap): raise --memory-max-bytes or also set --max-item-bytes to at most 1000 (set by flag --memory-max-bytes)`)
+	_, err = LoadConfig(nil, envMap(map[string]string{"ZARIS_MEMORY_MAX_BYTES": "2MiB"}))
+	require.ErrorContains(t, err, "memory-max-bytes: 2 MiB (2097152 B) is below the default max-item-bytes")
+	require.ErrorContains(t, err, "(set by env ZARIS_MEMORY_MAX_BYTES)")
+	_, err = LoadConfig([]string{"--memory-max-bytes", "1KB", "--max-item-bytes", "2KB"}, nil)
+	require.EqualError(t, err, `invalid config: max-item-bytes: 1.95 KiB (2000 B) exceeds memory-max-bytes 1000 B: one item must fit in the cap (set by flag --max-item-bytes)`)
+	cfg, err := LoadConfig([]string{"--memory-max-bytes", "1KB", "--max-item-bytes", "512"}, nil)
+	require.NoError(t, err)
+	require.EqualValues(t, 1000, cfg.MemoryMaxBytes)
 }
 
 func TestLoadConfigErrorsNameTheSource(t *testing.T) {

@@ -197,7 +197,7 @@ func (s *Store) rewrite(ctx context.Context, key string, record []byte, version 
 		return 0, nil
 	}
 	res, err := s.client.Put(ctx, key, record, &sdk.PutOptions{IfMatchVersion: version, TTL: ttl})
-	if err != nil {
+	if err != nil && !errors.Is(err, sdk.ErrConflict) { // Conflict: handled below
 		return 0, fmt.Errorf("session: refresh: %w", err)
 	}
 	switch res.Status {

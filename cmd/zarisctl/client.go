@@ -168,12 +168,12 @@ func (a *api) do(ctx context.Context, method, addr, path string, out any) error 
 	}
 	if resp.StatusCode/100 != 2 {
 		he := &httpError{Addr: addr, Code: resp.StatusCode, Msg: strings.TrimSpace(string(body))}
-		var eb struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
+		var eb struct { // an RFC 9457 problem document
+			Code   string `json:"code"`
+			Detail string `json:"detail"`
 		}
-		if json.Unmarshal(body, &eb) == nil && eb.Error != "" {
-			he.Status, he.Msg = eb.Status, eb.Error
+		if json.Unmarshal(body, &eb) == nil && eb.Detail != "" {
+			he.Status, he.Msg = eb.Code, eb.Detail
 		}
 		return he
 	}

@@ -65,6 +65,8 @@ func withClient(ctx context.Context, g *globals, op func(ctx context.Context, c 
 // NotFound, 2 any other status or an error.
 func resultCode(key string, r sdk.Result, err error) (int, error) {
 	switch {
+	case err != nil && !r.OK(): // a refusal: the error carries the reason
+		return exitError, fmt.Errorf("%q: %w", key, err)
 	case err != nil:
 		return exitError, err
 	case r.OK():

@@ -59,6 +59,9 @@ commands:
   get KEY                    print the value of KEY
   set KEY VALUE [--ttl D]    write KEY
   del KEY                    delete KEY
+  cert [--dir certs] [--hosts h1,ip2] [--days 365] [--force]
+                             make a development CA and a node and a client certificate
+                             (ECDSA P-256; the node's names localhost, 127.0.0.1 and --hosts)
 
 global flags (also accepted after the command):
   --http host:port[,...]     HTTP address of any node (default 127.0.0.1:7801); the others are
@@ -171,6 +174,7 @@ var commands = map[string]command{
 	"evict":      cmdEvict,
 	"drain":      cmdDrain,
 	"get":        cmdGet,
+	"cert":       cmdCert,
 	"set":        cmdSet,
 	"del":        cmdDel,
 }

@@ -142,14 +142,42 @@ type Result struct {
 	Version  uint64        // per-key ItemVersion: 1 on create, +1 per write
 	Revision uint64        // per-segment revision of the mutation that produced it
 	TTL      time.Duration // remaining time to live; 0 = none
+	// Detail says why a request was refused, with the limit it passed
+	// ("value of 2048 bytes exceeds --max-item-bytes 1024"); "" on success
+	// and when the status says it all.
+	Detail string
 }
 
 // OK reports Status == StatusSuccess.
 func (r Result) OK() bool { return r.Status == StatusSuccess }
 
 // Err is nil when OK; otherwise an error for which errors.Is(err, ErrX) holds
-// for the status's sentinel.
-func (r Result) Err() error { return r.Status.Err() }
+// for the status's sentinel. Its text carries Detail when there is one.
+func (r Result) Err() error { return StatusError(r.Status, r.Detail) }
+
+// StatusError is the error of a refused operation: the status's sentinel,
+// with detail (the reason and the limit) appended to its text when set. nil
+// for StatusSuccess.
+func StatusError(s Status, detail string) error {
+	base := s.Err()
+	if base == nil || detail == "" {
+		return base
+	}
+	return &DetailError{Status: s, Detail: detail}
+}
+
+// DetailError is a refusal with its reason: errors.Is(err, ErrItemTooLarge)
+// (the status's sentinel) holds, and Error() reads
+// "zaris: item too large: value of 2048 bytes exceeds --max-item-bytes 1024".
+type DetailError struct {
+	Status Status
+	Detail string
+}
+
+func (e *DetailError) Error() string { return e.Status.Err().Error() + ": " + e.Detail }
+
+// Unwrap returns the status's sentinel.
+func (e *DetailError) Unwrap() error { return e.Status.Err() }
 
 // PutOptions qualify a write. The zero value is an unconditional write
 // without expiry.
@@ -157,6 +185,10 @@ type PutOptions struct {
 	IfMatchVersion uint64        // 0 = unconditional; else Conflict unless current version matches
 	IfAbsent       bool          // create only; Conflict if the key exists
 	TTL            time.Duration // 0 = no expiry; negative = BadRequest
-	ContentType    string        // optional metadata, "" = none
-	Labels         map[string]string
+	// KeepTTL: a replace keeps the key's current expiry (Redis SET …
+	// KEEPTTL); without it a replace sets TTL (none when 0). With TTL > 0 it
+	// is BadRequest.
+	KeepTTL     bool
+	ContentType string // optional metadata, "" = none
+	Labels      map[string]string
 }

@@ -57,3 +57,25 @@ func TestFormatFloatLikeRedis(t *testing.T) {
 		t.Fatal("command names")
 	}
 }
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0 B", 1000: "1000 B", 1024: "1 KiB", 1536: "1.5 KiB", 4 << 20: "4 MiB",
+		256 << 20: "256 MiB", 3 << 30: "3 GiB", (1 << 30) + (1 << 29): "1.5 GiB", 1 << 62: "4 EiB", 2000: "1.95 KiB",
+	} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestResultErrCarriesDetail(t *testing.T) {
+	r := Result{Status: StatusItemTooLarge, Detail: "value of 2048 bytes exceeds --max-item-bytes 1024"}
+	err := r.Err()
+	if !errors.Is(err, ErrItemTooLarge) || err.Error() != "zaris: item too large: value of 2048 bytes exceeds --max-item-bytes 1024" {
+		t.Fatalf("Err() = %v", err)
+	}
+	if (Result{Status: StatusNotFound}).Err() != ErrNotFound || (Result{}).Err() != nil {
+		t.Fatal("a status without detail must return its sentinel; success nil")
+	}
+}

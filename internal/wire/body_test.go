@@ -323,8 +323,8 @@ func withExtraFields(t *testing.T, body []byte) []byte {
 }
 
 func TestDecodersSkipExtraFields(t *testing.T) {
-	opts := &kv.PutOptions{IfMatchVersion: 2, IfAbsent: true, TTL: 3, ContentType: "c", Labels: map[string]string{"l": "v"}}
-	res := kv.Result{Status: kv.StatusSuccess, Value: []byte("v"), Version: 1, Revision: 2, TTL: 3}
+	opts := &kv.PutOptions{IfMatchVersion: 2, IfAbsent: true, TTL: 3, ContentType: "c", Labels: map[string]string{"l": "v"}, KeepTTL: true}
+	res := kv.Result{Status: kv.StatusSuccess, Value: []byte("v"), Version: 1, Revision: 2, TTL: 3, Detail: "d"}
 
 	if key, err := DecodeKeyRequest(withExtraFields(t, AppendKeyRequest(nil, "k"))); err != nil || string(key) != "k" {
 		t.Errorf("key request: %q %v", key, err)

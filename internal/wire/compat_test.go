@@ -236,13 +236,13 @@ func TestOurDecodersReadLibraryBodies(t *testing.T) {
 
 func TestOurDecodersReadLibraryArraysOfOtherLengths(t *testing.T) {
 	// A newer peer: more fields than we know, of assorted types.
-	newer := []any{"k", []byte("v"), uint64(3), true, int64(10), "ct", map[string]string{"a": "b"},
+	newer := []any{"k", []byte("v"), uint64(3), true, int64(10), "ct", map[string]string{"a": "b"}, true,
 		"future field", 3.5, []any{1, "x", map[string]any{"deep": []any{nil}}}, time.Unix(1, 0)}
 	var req PutRequest
 	if err := DecodePutRequest(libEncode(t, newer, false), &req); err != nil {
 		t.Fatalf("newer put: %v", err)
 	}
-	if req.Options.IfMatchVersion != 3 || !req.Options.IfAbsent || req.Options.TTL != 10 || req.Options.Labels["a"] != "b" {
+	if req.Options.IfMatchVersion != 3 || !req.Options.IfAbsent || req.Options.TTL != 10 || req.Options.Labels["a"] != "b" || !req.Options.KeepTTL {
 		t.Fatalf("newer put = %+v", req)
 	}
 	// An older or terser peer: only the required fields.
@@ -256,7 +256,7 @@ func TestOurDecodersReadLibraryArraysOfOtherLengths(t *testing.T) {
 	if err := DecodeResult(libEncode(t, []any{uint8(1)}, false), &r); err != nil || r.Status != kv.StatusNotFound {
 		t.Fatalf("status-only result = %+v, %v", r, err)
 	}
-	if err := DecodeResult(libEncode(t, []any{0, []byte("v"), 1, 2, 3, "later", []int{1}}, true), &r); err != nil || r.TTL != 3 {
+	if err := DecodeResult(libEncode(t, []any{0, []byte("v"), 1, 2, 3, "why", "later", []int{1}}, true), &r); err != nil || r.TTL != 3 || r.Detail != "why" {
 		t.Fatalf("newer result = %+v, %v", r, err)
 	}
 }

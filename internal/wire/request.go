@@ -62,7 +62,8 @@ type PutRequest struct {
 //
 //	[Key str, Value bin|nil]                       (required)
 //	[IfMatchVersion uint, IfAbsent bool, TTL int (nanoseconds),
-//	 ContentType str, Labels map{str:str}|nil]     (optional)
+//	 ContentType str, Labels map{str:str}|nil,
+//	 KeepTTL bool]                                 (optional)
 //
 // It does not allocate beyond growing dst.
 func AppendPutRequest(dst []byte, key string, value []byte, opts *kv.PutOptions) []byte {
@@ -101,7 +102,7 @@ func DecodePutRequest(body []byte, req *PutRequest) error {
 }
 
 // putOptionCount is the number of PutOptions fields on the wire.
-const putOptionCount = 5
+const putOptionCount = 6
 
 // putOptionFields returns how many PutOptions fields must be written: the
 // trailing ones at their zero value are left out.
@@ -109,6 +110,8 @@ func putOptionFields(o *kv.PutOptions) int {
 	switch {
 	case o == nil:
 		return 0
+	case o.KeepTTL:
+		return 6
 	case len(o.Labels) > 0:
 		return 5
 	case o.ContentType != "":
@@ -139,6 +142,9 @@ func appendPutOptions(dst []byte, o *kv.PutOptions, k int) []byte {
 	}
 	if k > 4 {
 		dst = appendStringMap(dst, o.Labels)
+	}
+	if k > 5 {
+		dst = appendBool(dst, o.KeepTTL)
 	}
 	return dst
 }
@@ -176,6 +182,12 @@ func (d *decoder) readPutOptions(o *kv.PutOptions, avail int) error {
 	if avail > 4 {
 		d.field = "labels"
 		if o.Labels, err = d.readStringMap(); err != nil {
+			return err
+		}
+	}
+	if avail > 5 {
+		d.field = "keep ttl"
+		if o.KeepTTL, err = d.readBool(); err != nil {
 			return err
 		}
 	}

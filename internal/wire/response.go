@@ -18,13 +18,16 @@ import (
 //
 //	[Status uint]                                   (required)
 //	[Value bin|nil, Version uint, Revision uint,
-//	 TTL int (nanoseconds)]                         (optional)
+//	 TTL int (nanoseconds), Detail str]             (optional)
 //
-// Trailing zero fields are left out, so a miss is the two bytes [1]. It does
+// Detail (why a request was refused, with the limit) was appended after the
+// first release; an older peer skips it. Trailing zero fields are left out, so a miss is the two bytes [1]. It does
 // not allocate beyond growing dst.
 func AppendResult(dst []byte, r kv.Result) []byte {
 	n := 1
 	switch {
+	case r.Detail != "":
+		n = 6
 	case r.TTL != 0:
 		n = 5
 	case r.Revision != 0:
@@ -48,6 +51,9 @@ func AppendResult(dst []byte, r kv.Result) []byte {
 	if n > 4 {
 		dst = appendInt(dst, int64(r.TTL))
 	}
+	if n > 5 {
+		dst = appendStr(dst, r.Detail)
+	}
 	return dst
 }
 
@@ -63,7 +69,7 @@ func DecodeResult(body []byte, r *kv.Result) error {
 	return d.finish()
 }
 
-const resultFieldCount = 5
+const resultFieldCount = 6
 
 func (d *decoder) readResult(r *kv.Result) error {
 	*r = kv.Result{}
@@ -102,6 +108,12 @@ func (d *decoder) readResult(r *kv.Result) error {
 			return err
 		}
 		r.TTL = time.Duration(ttl)
+	}
+	if n > 5 {
+		d.field = "detail"
+		if r.Detail, err = d.readString(); err != nil {
+			return err
+		}
 	}
 	return d.endStruct(n, resultFieldCount)
 }

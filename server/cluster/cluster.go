@@ -400,7 +400,7 @@ func (c *Cluster) Start() (err error) {
 func (c *Cluster) peerAddr(n NodeInfo) string { return PeerTarget(n) }
 
 func (c *Cluster) startRaft() error {
-	hl := newHCLogger(c.log.With("component", "raft"))
+	hl := newHCLogger(c.log.With("component", "raft"), c.stopping)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(c.cfg.Self.ID)
 	// One millisecond above the configured timeout: a node alone lowers it
@@ -605,6 +605,16 @@ func (c *Cluster) Leave(timeout time.Duration) error {
 		return err
 	}
 	return c.ml.Leave(timeout)
+}
+
+// stopping reports whether Stop has begun.
+func (c *Cluster) stopping() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *Cluster) Stop() {

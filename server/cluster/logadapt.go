@@ -13,8 +13,14 @@ import (
 // raft (hclog, "[WARN]  raft: ...") write to the node's slog logger at the
 // level their prefix names. info lines of the libraries go to debug: the
 // cluster logs the events that matter to an operator itself.
+//
+// While the node stops (quiet reports true), raft's errors are the
+// expected echo of the stop — its transport closed under a read, a peer
+// stopping at the same time refusing a heartbeat — and go to debug, so a
+// normal stop logs no ERROR line.
 type levelWriter struct {
-	log *slog.Logger
+	log   *slog.Logger
+	quiet func() bool // nil = never
 }
 
 func (w levelWriter) Write(p []byte) (int, error) {
@@ -35,6 +41,9 @@ func (w levelWriter) Write(p []byte) (int, error) {
 		if strings.Contains(s, "heartbeat timeout reached, starting election") {
 			level = slog.LevelInfo // every election starts so, a lone node's first included
 		}
+		if level == slog.LevelError && w.quiet != nil && w.quiet() {
+			level = slog.LevelDebug
+		}
 		if w.log.Enabled(context.Background(), level) {
 			w.log.Log(context.Background(), level, s)
 		}
@@ -42,8 +51,8 @@ func (w levelWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func newHCLogger(log *slog.Logger) hclog.Logger {
+func newHCLogger(log *slog.Logger, quiet func() bool) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
-		Name: "raft", Level: hclog.Debug, Output: levelWriter{log: log}, DisableTime: true,
+		Name: "raft", Level: hclog.Debug, Output: levelWriter{log: log, quiet: quiet}, DisableTime: true,
 	})
 }

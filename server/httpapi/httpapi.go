@@ -5,6 +5,7 @@
 //	GET  /healthz              200 while the process is up (never authenticated)
 //	GET  /readyz               200 once the node serves traffic, else 503 (never authenticated)
 //	GET  /metrics              Prometheus text of the node's registry
+//	GET  /v1/openapi.json      the OpenAPI 3 document of this API (never authenticated)
 //	GET  /v1/info              node info as JSON (no secrets)
 //	GET  /v1/cluster           the cluster as this node sees it: mapVersion, leader, term, nodes, partitions
 //	POST /v1/cluster/rebalance
@@ -14,13 +15,17 @@
 //	                           400 for the leader itself)
 //	GET  /v1/keys/{key}        the value; ETag, X-Zaris-Revision, X-Zaris-TTL
 //	HEAD /v1/keys/{key}        the same headers, no body
-//	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30; If-Match, If-None-Match: *
+//	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30, ?keepttl=true; If-Match, If-None-Match: *
 //	DELETE /v1/keys/{key}      204, or 404 on a miss
 //
 // When a token is configured, /metrics and /v1/* require
-// "Authorization: Bearer <token>" (401 otherwise). Errors are JSON:
-// {"status":"NotFound","error":"zaris: not found"}, where status is the
-// kv.Status name.
+// "Authorization: Bearer <token>" (401 otherwise). Errors are RFC 9457
+// problem documents (application/problem+json, see Problem):
+// {"type":"about:blank","title":"Payload Too Large","status":413,
+// "detail":"value of 2048 bytes exceeds --max-item-bytes 1024",
+// "code":"ItemTooLarge","limit":1024}. Unknown query parameters are
+// refused (400) naming them; /v1/openapi.json is the OpenAPI 3 document of
+// this API.
 //
 // The handlers are thin: they parse the request, call one store method,
 // record the operation in the node's metrics.Recorder and render the
@@ -31,6 +36,8 @@ package httpapi
 import (
 	"context"
 	"crypto/subtle"
+	_ "embed"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -90,6 +97,12 @@ type Options struct {
 	// once. nil = 404.
 	Decommission func()
 }
+
+// openAPIDocument is the OpenAPI 3 description of this API, served at
+// /v1/openapi.json (never authenticated: it holds no data).
+//
+//go:embed openapi.json
+var openAPIDocument []byte
 
 // ErrNotLeader is wrapped by a Rebalance error on a node that does not lead
 // the control plane.
@@ -166,6 +179,7 @@ func New(opts Options) (*Server, error) {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/v1/openapi.json", func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPIDocument) })
 	protected := e.Group("", s.authenticate)
 	if s.rec != nil {
 		protected.GET("/metrics", echo.WrapHandler(s.rec.Handler()))
@@ -206,7 +220,7 @@ func (s *Server) Handler() http.Handler { return s.e }
 
 // Serve serves HTTP on l until Shutdown or Close; it then returns nil.
 func (s *Server) Serve(l net.Listener) error {
-	if err := s.hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+	if err := s.hs.Serve(problemListener{l}); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -219,18 +233,47 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.hs.Shutdown(ctx)
 // Close drops every connection at once.
 func (s *Server) Close() error { return s.hs.Close() }
 
-// errorBody is the JSON of every error response.
-type errorBody struct {
-	Status string `json:"status"`
-	Error  string `json:"error"`
+// Problem is the body of every error response: an RFC 9457 problem
+// document (Content-Type application/problem+json). Code is the kv.Status
+// name ("ItemTooLarge"); Limit, when the request passed a limit, is that
+// limit (bytes for sizes).
+type Problem struct {
+	Type   string `json:"type"`             // always "about:blank": Title is the HTTP status text
+	Title  string `json:"title"`            // http.StatusText(Status)
+	Status int    `json:"status"`           // the HTTP status code
+	Detail string `json:"detail,omitempty"` // what went wrong and what to do
+	Code   string `json:"code"`             // the kv.Status name
+	Limit  *int64 `json:"limit,omitempty"`  // the limit the request passed
 }
+
+// MIMEProblem is the media type of error bodies (RFC 9457).
+const MIMEProblem = "application/problem+json"
 
 // fail writes an error response for status st.
 func fail(c echo.Context, st kv.Status, msg string) error {
+	return failCode(c, HTTPStatus(st), st, msg, nil)
+}
+
+// failLimit is fail naming the limit the request passed.
+func failLimit(c echo.Context, st kv.Status, msg string, limit int64) error {
+	return failCode(c, HTTPStatus(st), st, msg, &limit)
+}
+
+// failCode writes a problem document with an explicit HTTP code.
+func failCode(c echo.Context, code int, st kv.Status, msg string, limit *int64) error {
 	if msg == "" {
 		msg = st.Err().Error()
 	}
-	return c.JSON(HTTPStatus(st), errorBody{Status: st.String(), Error: msg})
+	p := Problem{Type: "about:blank", Title: http.StatusText(code), Status: code, Detail: msg, Code: st.String(), Limit: limit}
+	if c.Request().Method == http.MethodHead {
+		c.Response().Header().Set(echo.HeaderContentType, MIMEProblem)
+		return c.NoContent(code)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return c.Blob(code, MIMEProblem, b)
 }
 
 // HTTPStatus maps an operation status to its HTTP status code.
@@ -281,25 +324,27 @@ func (s *Server) handleError(err error, c echo.Context) {
 	} else {
 		s.log.Error("http handler error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
-	status := kv.StatusInternal.String()
+	st := kv.StatusInternal
 	switch {
 	case code == http.StatusNotFound:
-		status = kv.StatusNotFound.String()
+		st = kv.StatusNotFound
+		msg = "no such endpoint: " + c.Request().URL.EscapedPath() + " (see /v1/openapi.json)"
+	case code == http.StatusMethodNotAllowed:
+		st = kv.StatusBadRequest
+		msg = c.Request().Method + " is not allowed on " + c.Request().URL.EscapedPath()
+		if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
+			msg += "; allowed: " + allow
+		}
 	case code == http.StatusUnauthorized:
-		status = kv.StatusUnauthorized.String()
+		st = kv.StatusUnauthorized
 	case code == http.StatusRequestEntityTooLarge:
-		status = kv.StatusItemTooLarge.String()
+		st = kv.StatusItemTooLarge
 	case code == http.StatusServiceUnavailable:
-		status = kv.StatusUnavailable.String()
+		st = kv.StatusUnavailable
 	case code >= 400 && code < 500:
-		status = kv.StatusBadRequest.String()
+		st = kv.StatusBadRequest
 	}
-	if c.Request().Method == http.MethodHead {
-		err = c.NoContent(code)
-	} else {
-		err = c.JSON(code, errorBody{Status: status, Error: msg})
-	}
-	if err != nil {
+	if err := failCode(c, code, st, msg, nil); err != nil {
 		s.log.Debug("http error response not written", "err", err)
 	}
 }
@@ -384,7 +429,7 @@ func (s *Server) rebalance(c echo.Context) error {
 	v, err := s.rebal(c.Request().Context())
 	switch {
 	case errors.Is(err, ErrNotLeader):
-		return c.JSON(http.StatusConflict, errorBody{Status: kv.StatusMoved.String(), Error: err.Error()})
+		return failCode(c, http.StatusConflict, kv.StatusMoved, err.Error(), nil)
 	case err != nil:
 		return fail(c, kv.StatusUnavailable, err.Error())
 	}
@@ -408,7 +453,7 @@ func (s *Server) evictNode(c echo.Context) error {
 	err := s.evict(c.Request().Context(), node)
 	switch {
 	case errors.Is(err, ErrNotLeader):
-		return c.JSON(http.StatusConflict, errorBody{Status: kv.StatusMoved.String(), Error: err.Error()})
+		return failCode(c, http.StatusConflict, kv.StatusMoved, err.Error(), nil)
 	case errors.Is(err, ErrUnknownNode):
 		return fail(c, kv.StatusNotFound, err.Error())
 	case errors.Is(err, ErrEvictSelf):

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -87,10 +88,14 @@ type response struct {
 
 func (r response) errStatus(t *testing.T) string {
 	t.Helper()
-	var e errorBody
+	require.Equal(t, MIMEProblem, r.header.Get("Content-Type"), "body %q", r.body)
+	var e Problem
 	require.NoError(t, json.Unmarshal(r.body, &e), "body %q", r.body)
-	require.NotEmpty(t, e.Error)
-	return e.Status
+	require.Equal(t, r.code, e.Status, "problem status vs HTTP code")
+	require.Equal(t, http.StatusText(r.code), e.Title)
+	require.Equal(t, "about:blank", e.Type)
+	require.NotEmpty(t, e.Detail)
+	return e.Code
 }
 
 // do sends one request; headers alternate name, value. The fixture's token,
@@ -202,12 +207,99 @@ func TestBadRequests(t *testing.T) {
 		{"if-none-match version on put", "PUT", key("k"), []string{"If-None-Match", `"1"`}},
 		{"both conditions", "PUT", key("k"), []string{"If-Match", `"1"`, "If-None-Match", "*"}},
 		{"conditional delete", "DELETE", key("k"), []string{"If-Match", `"1"`}},
-		{"key too long", "PUT", key(strings.Repeat("k", store.DefaultMaxKeyBytes+1)), nil},
+		{"unknown query parameter", "PUT", key("k") + "?tl=5s", nil},
+		{"query parameter on get", "GET", key("k") + "?ttl=5s", nil},
+		{"keepttl not a bool", "PUT", key("k") + "?keepttl=maybe", nil},
+		{"keepttl with ttl", "PUT", key("k") + "?keepttl=true&ttl=5s", nil},
 	} {
 		r := f.do(tc.method, tc.path, strings.NewReader("v"), tc.headers...)
 		require.Equal(t, http.StatusBadRequest, r.code, "%s: %s", tc.name, r.body)
 		require.Equal(t, "BadRequest", r.errStatus(t), tc.name)
 	}
+}
+
+// Every error names what went wrong and, where a limit was passed, the
+// limit: 413 for a value over --max-item-bytes, 414 for a key over the key
+// cap, 405 with the allowed methods, a refused query parameter by name, a
+// bad percent-escape (refused by net/http itself) as a problem too.
+func TestProblemDetails(t *testing.T) {
+	f := newFixture(t, withStore(func(c *store.Config) { c.MaxItemBytes = 1024 }))
+	problem := func(r response) Problem {
+		t.Helper()
+		r.errStatus(t)
+		var p Problem
+		require.NoError(t, json.Unmarshal(r.body, &p))
+		return p
+	}
+
+	r := f.do("PUT", key("big"), bytes.NewReader(make([]byte, 2048)))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
+	p := problem(r)
+	require.Equal(t, "ItemTooLarge", p.Code)
+	require.Equal(t, "value of 2048 bytes exceeds --max-item-bytes 1024", p.Detail)
+	require.NotNil(t, p.Limit)
+	require.EqualValues(t, 1024, *p.Limit)
+
+	// Just over the cap (within the body slack): the store's own answer.
+	r = f.do("PUT", key("big"), bytes.NewReader(make([]byte, 1025)))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.code)
+	require.Equal(t, "value of 1025 bytes exceeds --max-item-bytes 1024", problem(r).Detail)
+
+	long := strings.Repeat("k", 70_000)
+	r = f.do("PUT", key(long), strings.NewReader("v"))
+	require.Equal(t, http.StatusRequestURITooLong, r.code)
+	p = problem(r)
+	require.Equal(t, "BadRequest", p.Code)
+	require.Equal(t, "key of 70000 bytes exceeds the maximum key size of 16384 bytes", p.Detail)
+	require.EqualValues(t, 16384, *p.Limit)
+
+	r = f.do("PATCH", key("k"), strings.NewReader("v"))
+	require.Equal(t, http.StatusMethodNotAllowed, r.code)
+	p = problem(r)
+	require.Equal(t, "BadRequest", p.Code)
+	require.Contains(t, p.Detail, "PATCH is not allowed on /v1/keys/k")
+
+	r = f.do("PUT", key("k")+"?tl=5s&zz=1", strings.NewReader("v"))
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Equal(t, "unknown query parameter tl, zz (this endpoint takes ttl, keepttl)", problem(r).Detail)
+	require.False(t, f.store.Get("k").OK(), "a refused PUT stores nothing")
+
+	r = f.do("PUT", key("k")+"?ttl=5s", strings.NewReader("v"))
+	require.Equal(t, http.StatusCreated, r.code)
+	r = f.do("PUT", key("k"), strings.NewReader("v2"), "If-Match", `"7"`)
+	require.Equal(t, http.StatusPreconditionFailed, r.code)
+	require.Equal(t, "key is at version 1, IfMatchVersion 7", problem(r).Detail)
+
+	// A bad percent-escape never reaches a handler: net/http refuses it.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.url, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("GET /v1/keys/%zz HTTP/1.1\r\nHost: x\r\n\r\n"))
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	raw := response{code: resp.StatusCode, header: resp.Header, body: body}
+	require.Equal(t, http.StatusBadRequest, raw.code)
+	require.Equal(t, "BadRequest", raw.errStatus(t))
+	require.Contains(t, problem(raw).Detail, "percent-escape")
+}
+
+// Keep-TTL: a replace keeps the key's expiry only when asked (Redis SET …
+// KEEPTTL); a plain replace clears it.
+func TestKeepTTL(t *testing.T) {
+	f := newFixture(t)
+	require.Equal(t, http.StatusCreated, f.do("PUT", key("s")+"?ttl=30s", strings.NewReader("a")).code)
+	f.clock.Advance(10 * time.Second)
+	r := f.do("PUT", key("s")+"?keepttl=true", strings.NewReader("b"))
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	require.Equal(t, "20000", r.header.Get(HeaderTTL))
+	r = f.do("PUT", key("s"), strings.NewReader("c"), "If-Match", `"2"`)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Empty(t, r.header.Get(HeaderTTL), "a CAS replace without keepttl clears the TTL")
+	require.Zero(t, f.store.TimeToLive("s").TTL)
 }
 
 // Keys travel escaped in the path and are unescaped exactly once: "/" and

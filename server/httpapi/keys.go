@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,6 +100,61 @@ func (s *Server) refuse(c echo.Context, op metrics.Op, start time.Time, st kv.St
 	return fail(c, st, msg)
 }
 
+// checkRequest refuses what the key API does not understand before any
+// work: query parameters other than allowed (a misspelt ?tl=5s must not
+// store a key without a TTL) and a key over the store's key cap (414, with
+// the limit). It returns the key, or ok false once it has answered.
+func (s *Server) checkRequest(c echo.Context, op metrics.Op, start time.Time, allowed ...string) (key string, ok bool, err error) {
+	var unknown []string
+	for name := range c.Request().URL.Query() {
+		if !slices.Contains(allowed, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		msg := "unknown query parameter " + strings.Join(unknown, ", ")
+		if len(allowed) > 0 {
+			msg += " (this endpoint takes " + strings.Join(allowed, ", ") + ")"
+		} else {
+			msg += " (this endpoint takes none)"
+		}
+		return "", false, s.refuse(c, op, start, kv.StatusBadRequest, msg)
+	}
+	key, kerr := keyOf(c.Request())
+	if kerr != nil {
+		return "", false, s.refuse(c, op, start, kv.StatusBadRequest, kerr.Error())
+	}
+	if max := s.store.Config().MaxKeyBytes; len(key) > max {
+		s.rec.Op(op, kv.StatusBadRequest, time.Since(start))
+		return "", false, failCode(c, http.StatusRequestURITooLong, kv.StatusBadRequest,
+			fmt.Sprintf("key of %d bytes exceeds the maximum key size of %d bytes", len(key), max), ptr(int64(max)))
+	}
+	return key, true, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// failResult answers a store result that is not a success: its Detail
+// (why, with the limit) when it has one.
+func (s *Server) failResult(c echo.Context, res kv.Result) error {
+	msg := res.Detail
+	if msg == "" {
+		msg = unacknowledged(res.Status)
+	}
+	if res.Status == kv.StatusItemTooLarge {
+		return failLimit(c, res.Status, msg, s.maxItem)
+	}
+	return fail(c, res.Status, msg)
+}
+
+// tooLarge answers a PUT body over the item cap.
+func (s *Server) tooLarge(c echo.Context, start time.Time, size string) error {
+	s.rec.Op(metrics.OpPut, kv.StatusItemTooLarge, time.Since(start))
+	return failLimit(c, kv.StatusItemTooLarge,
+		fmt.Sprintf("value of %s bytes exceeds --max-item-bytes %d", size, s.maxItem), s.maxItem)
+}
+
 // getKey serves GET and HEAD. If-None-Match with the current version (or *)
 // answers 304 Not Modified.
 func (s *Server) getKey(c echo.Context) error {
@@ -106,14 +163,14 @@ func (s *Server) getKey(c echo.Context) error {
 		s.freeze(start)
 	}
 	r := c.Request()
-	key, err := keyOf(r)
-	if err != nil {
-		return s.refuse(c, metrics.OpGet, start, kv.StatusBadRequest, err.Error())
+	key, ok, err := s.checkRequest(c, metrics.OpGet, start)
+	if !ok {
+		return err
 	}
 	res := s.store.Get(key)
 	s.rec.Op(metrics.OpGet, res.Status, time.Since(start))
 	if !res.OK() {
-		return fail(c, res.Status, "")
+		return s.failResult(c, res)
 	}
 	h := c.Response().Header()
 	setResultHeaders(h, res, true)
@@ -156,13 +213,18 @@ func (s *Server) putKey(c echo.Context) error {
 		s.freeze(start)
 	}
 	r := c.Request()
-	key, err := keyOf(r)
-	if err != nil {
-		return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, err.Error())
+	key, ok, err := s.checkRequest(c, metrics.OpPut, start, "ttl", "keepttl")
+	if !ok {
+		return err
 	}
 	var opts kv.PutOptions
 	if opts.TTL, err = parseTTL(c.QueryParam("ttl")); err != nil {
 		return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, err.Error())
+	}
+	if q := c.QueryParam("keepttl"); q != "" {
+		if opts.KeepTTL, err = strconv.ParseBool(q); err != nil {
+			return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, "keepttl must be true or false, got "+strconv.Quote(q))
+		}
 	}
 	if im := r.Header.Get("If-Match"); im != "" {
 		v, ok := parseVersionTag(im)
@@ -182,13 +244,13 @@ func (s *Server) putKey(c echo.Context) error {
 	opts.ContentType = r.Header.Get(echo.HeaderContentType)
 
 	if r.ContentLength > s.maxItem {
-		return s.refuse(c, metrics.OpPut, start, kv.StatusItemTooLarge, "")
+		return s.tooLarge(c, start, strconv.FormatInt(r.ContentLength, 10))
 	}
 	value, err := readBody(c, s.maxItem+BodySlack)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return s.refuse(c, metrics.OpPut, start, kv.StatusItemTooLarge, "")
+			return s.tooLarge(c, start, "more than "+strconv.FormatInt(s.maxItem+BodySlack, 10))
 		}
 		return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, "reading the body: "+err.Error())
 	}
@@ -198,7 +260,7 @@ func (s *Server) putKey(c echo.Context) error {
 	res.Status = s.acknowledge(c, key, res)
 	s.rec.Op(metrics.OpPut, res.Status, time.Since(opStart))
 	if !res.OK() {
-		return fail(c, res.Status, unacknowledged(res.Status))
+		return s.failResult(c, res)
 	}
 	setResultHeaders(c.Response().Header(), res, true)
 	code := http.StatusOK
@@ -235,9 +297,9 @@ func (s *Server) deleteKey(c echo.Context) error {
 		s.freeze(start)
 	}
 	r := c.Request()
-	key, err := keyOf(r)
-	if err != nil {
-		return s.refuse(c, metrics.OpDelete, start, kv.StatusBadRequest, err.Error())
+	key, ok, err := s.checkRequest(c, metrics.OpDelete, start)
+	if !ok {
+		return err
 	}
 	if r.Header.Get("If-Match") != "" {
 		// The store's delete is unconditional; ignoring the precondition
@@ -248,7 +310,7 @@ func (s *Server) deleteKey(c echo.Context) error {
 	res.Status = s.acknowledge(c, key, res)
 	s.rec.Op(metrics.OpDelete, res.Status, time.Since(start))
 	if !res.OK() {
-		return fail(c, res.Status, unacknowledged(res.Status))
+		return s.failResult(c, res)
 	}
 	setResultHeaders(c.Response().Header(), res, false)
 	return c.NoContent(http.StatusNoContent)

@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -543,7 +544,8 @@ func (c *conn) badBody(f wire.Frame, err error) {
 func (c *conn) put(kb, vb []byte, opts *kv.PutOptions) kv.Result {
 	st := c.srv.cfg.Store
 	if len(vb) > st.Config().MaxItemBytes {
-		return kv.Result{Status: kv.StatusItemTooLarge}
+		return kv.Result{Status: kv.StatusItemTooLarge,
+			Detail: fmt.Sprintf("value of %d bytes exceeds --max-item-bytes %d", len(vb), st.Config().MaxItemBytes)}
 	}
 	key := string(kb)
 	value := make([]byte, len(vb))

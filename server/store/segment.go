@@ -98,6 +98,9 @@ func resultOf(r *Record, now int64) kv.Result {
 
 func status(s kv.Status) kv.Result { return kv.Result{Status: s} }
 
+// refused is a status with the reason a caller can act on (kv.Result.Detail).
+func refused(s kv.Status, detail string) kv.Result { return kv.Result{Status: s, Detail: detail} }
+
 // Get returns the live value of key. The returned Value is shared with the
 // store and must not be modified.
 func (g *Segment) Get(key string) kv.Result {
@@ -143,13 +146,18 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 	if opts != nil {
 		o = *opts
 	}
+	if d := s.keyProblem(key); d != "" {
+		return nil, o, 0, refused(kv.StatusBadRequest, d)
+	}
 	switch {
-	case s.checkKey(key) != kv.StatusSuccess:
-		return nil, o, 0, status(kv.StatusBadRequest)
 	case len(value) > s.cfg.MaxItemBytes:
-		return nil, o, 0, status(kv.StatusItemTooLarge)
-	case o.TTL < 0 || (o.IfAbsent && o.IfMatchVersion != 0):
-		return nil, o, 0, status(kv.StatusBadRequest)
+		return nil, o, 0, refused(kv.StatusItemTooLarge, fmt.Sprintf("value of %d bytes exceeds --max-item-bytes %d", len(value), s.cfg.MaxItemBytes))
+	case o.TTL < 0:
+		return nil, o, 0, refused(kv.StatusBadRequest, fmt.Sprintf("negative TTL %v", o.TTL))
+	case o.IfAbsent && o.IfMatchVersion != 0:
+		return nil, o, 0, refused(kv.StatusBadRequest, "IfAbsent and IfMatchVersion exclude each other")
+	case o.KeepTTL && o.TTL > 0:
+		return nil, o, 0, refused(kv.StatusBadRequest, "KeepTTL and a TTL exclude each other")
 	}
 	now := s.writeNow()
 	rec := &Record{Key: key, Value: value, CreatedAt: now, Meta: newMetadata(o.ContentType, o.Labels)}
@@ -177,13 +185,18 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	}
 	switch {
 	case o.IfAbsent && old != nil:
-		return status(kv.StatusConflict)
-	case o.IfMatchVersion != 0 && (old == nil || old.Version != o.IfMatchVersion):
-		return status(kv.StatusConflict)
+		return refused(kv.StatusConflict, fmt.Sprintf("key exists at version %d (IfAbsent)", old.Version))
+	case o.IfMatchVersion != 0 && old == nil:
+		return refused(kv.StatusConflict, fmt.Sprintf("key is absent, IfMatchVersion %d", o.IfMatchVersion))
+	case o.IfMatchVersion != 0 && old.Version != o.IfMatchVersion:
+		return refused(kv.StatusConflict, fmt.Sprintf("key is at version %d, IfMatchVersion %d", old.Version, o.IfMatchVersion))
 	}
 	if old != nil {
 		rec.Version = old.Version + 1
 		rec.CreatedAt = old.CreatedAt
+		if o.KeepTTL {
+			rec.ExpiresAt = old.ExpiresAt // Redis SET … KEEPTTL
+		}
 	} else {
 		rec.Version = 1
 	}
@@ -192,8 +205,9 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 		if prev := g.items[key]; prev != nil {
 			delta -= prev.accountedBytes()
 		}
-		if delta > 0 && s.owned.Load()+delta > s.maxMemory() {
-			return status(kv.StatusCapacityExceeded)
+		if used := s.owned.Load(); delta > 0 && used+delta > s.maxMemory() {
+			return refused(kv.StatusCapacityExceeded, fmt.Sprintf("%s more would pass --memory-max-bytes %s (%s in use) and eviction is off",
+				kv.FormatBytes(delta), kv.FormatBytes(s.maxMemory()), kv.FormatBytes(used)))
 		}
 	}
 	g.revision++

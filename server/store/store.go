@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -148,6 +149,18 @@ func (s *Store) checkKey(key string) kv.Status {
 		return kv.StatusBadRequest
 	}
 	return kv.StatusSuccess
+}
+
+// keyProblem says what is wrong with a key ("" when nothing is): the
+// Detail of the BadRequest checkKey answers.
+func (s *Store) keyProblem(key string) string {
+	switch {
+	case key == "":
+		return "empty key"
+	case len(key) > s.cfg.MaxKeyBytes:
+		return fmt.Sprintf("key of %d bytes exceeds the maximum key size of %d bytes", len(key), s.cfg.MaxKeyBytes)
+	}
+	return ""
 }
 
 // stamp converts a clock reading into a coarse access stamp (milliseconds
