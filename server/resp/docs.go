@@ -456,7 +456,7 @@ const docsOutro = `
 - The Redis 7.0 commands of the coverage table's "left out" column, for the
   reason given there; DUMP and RESTORE are in the table but answer an error
   that names the reason (see above).
-- From Redis 7.2: CLIENT NO-TOUCH; the ENTRIESREAD argument of XGROUP.
+- From Redis 7.2: CLIENT NO-TOUCH.
 - Any command not listed above answers ` + "`-ERR unknown command`" + `.
 
 ## Sorted sets and geo
