@@ -272,7 +272,7 @@ characters); ` + "`INFO server`" + ` shows both.
   no FIFO order among them), with a 250 ms re-check as a safety net.
 - Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims exactly like ` + "`=`" + `;
   XCLAIM and XAUTOCLAIM create the consumer they name (XREADGROUP only when it
-  serves something, as Redis); XGROUP's ENTRIESREAD option is refused.
+  serves something, as Redis); XGROUP CREATE/SETID take ENTRIESREAD.
   XREAD/XREADGROUP over several keys read each key in turn. ` + "`XINFO STREAM`" + `
   (` + "`FULL [COUNT n]`" + `), ` + "`XINFO GROUPS`" + `, ` + "`XINFO CONSUMERS`" + ` and ` + "`XSETID`" + `
   (` + "`ENTRIESADDED`" + `, ` + "`MAXDELETEDID`" + `) answer as Redis 7.0 (compared byte for byte,
