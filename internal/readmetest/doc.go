@@ -1,0 +1,27 @@
+// Package readmetest keeps README.md and docs/GETTING-STARTED.md true: its
+// tests (issue #18 item 1) check every snippet of those two pages against
+// the code, so the documentation fails the build the day it stops saying
+// what the code does.
+//
+//   - A ```go block must be the body of an Example function, named by the
+//     marker line just above it: <!-- example: DIR NAME --> (DIR relative to
+//     the repository root). The test compares the block with that body, and
+//     the Example must carry an "// Output:" comment, so `go test ./DIR`
+//     compiles it, runs it and checks what it prints.
+//   - A ```console block is a transcript, marked <!-- run: ENV --> with ENV
+//     "node" (one zaris-server, RF 1) or "cluster" (three, RF 2 sync, the
+//     server's default timings, as `make cluster` starts them); "retry" after
+//     ENV runs each command of the block again until its output matches or a
+//     deadline passes (for a failover). Lines starting with "$ " are run by
+//     bash in order, in one environment per page; the lines after one are the
+//     output expected from it (stdout and stderr). In expected output "..."
+//     matches any text within a line, and a line of just "..." any number
+//     of lines. The servers listen on ports from the kernel: the documented
+//     ports (7861…, 6380…, 7801…) are rewritten in the commands and back in
+//     the output, bin/zarisctl is the real zarisctl pointed at the page's
+//     cluster, and bin/cluster/nI.pid hold the nodes' pids.
+//   - ```sh blocks (make targets on the documented fixed ports, long-running
+//     commands) are not run by the tests.
+//
+// Only its tests hold code; the package exports nothing.
+package readmetest
