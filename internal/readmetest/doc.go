@@ -19,7 +19,8 @@
 //     of lines. The servers listen on ports from the kernel: the documented
 //     ports (7861…, 6380…, 7801…) are rewritten in the commands and back in
 //     the output, bin/zarisctl is the real zarisctl pointed at the page's
-//     cluster, and bin/cluster/nI.pid hold the nodes' pids.
+//     cluster, bin/cluster/nI.pid hold the nodes' pids, and redis-cli runs
+//     with --no-raw (it formats replies as on a terminal, as the pages show).
 //   - ```sh blocks (make targets on the documented fixed ports, long-running
 //     commands) are not run by the tests.
 //

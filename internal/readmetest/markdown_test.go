@@ -151,7 +151,7 @@ func exampleBody(dir, name string) (string, error) {
 func trimLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " \t")
+		lines[i] = strings.TrimRight(l, " \t\r")
 	}
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }

@@ -3,6 +3,8 @@ package readmetest
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,11 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/testenv"
 	"github.com/zaris-io/zaris/internal/testscale"
-	"github.com/zaris-io/zaris/test/chaos"
 )
 
 // The documented ports of node i (0-based) in the pages, as `make run` and
@@ -90,13 +93,24 @@ func parseTranscript(b block) []step {
 // env is a running set of servers and the working directory the commands
 // run in.
 type env struct {
-	kind string
-	dir  string
-	c    *chaos.Cluster
+	kind  string
+	dir   string
+	nodes []*node
 	// toReal and toDoc rewrite the documented ports into the real ones (in
 	// commands) and back (in output), as whole numbers only.
 	toReal, toDoc map[string]string
 }
+
+// node is one zaris-server process of an env.
+type node struct {
+	id    string
+	ports []int // documentedPorts' order: native, RESP, HTTP, peer, gossip
+	cmd   *exec.Cmd
+	log   *testenv.SyncBuffer
+	done  chan struct{}
+}
+
+func (n *node) httpAddr() string { return "127.0.0.1:" + strconv.Itoa(n.ports[2]) }
 
 var number = regexp.MustCompile(`\b\d{4,5}\b`)
 
@@ -137,45 +151,110 @@ func binaries(t *testing.T) string {
 	return binDir
 }
 
+// startEnv starts the servers of kind: "node", one server as `make run`
+// starts it (its own cluster of one); "cluster", three with the flags of
+// scripts/cluster.sh (registry, cluster id local, RF 2, sync, 256 MiB).
+// The processes are started here rather than by test/chaos: that harness
+// holds a killed node's ports, so a client would hang on them, where after
+// a real kill -9 it is refused at once — which is what the page shows.
 func startEnv(t *testing.T, kind string) *env {
 	t.Helper()
 	bins := binaries(t)
-	o := chaos.Options{Binary: filepath.Join(bins, "zaris-server"), Nodes: 1}
+	server := filepath.Join(bins, "zaris-server")
+	e := &env{kind: kind, dir: t.TempDir(), toReal: map[string]string{}, toDoc: map[string]string{}}
+	count := 1
 	if kind == "cluster" {
-		// What scripts/cluster.sh starts: RF 2, sync, the default timings.
-		o = chaos.Options{Binary: o.Binary, Nodes: 3, RF: 2, Mode: "sync", DefaultTimings: true}
+		count = 3
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(2*time.Minute))
-	defer cancel()
-	c, err := chaos.Start(ctx, o)
-	if err != nil {
-		t.Fatalf("start %s: %v", kind, err)
-	}
-	t.Cleanup(func() { c.Close() })
-
-	e := &env{kind: kind, dir: t.TempDir(), c: c, toReal: map[string]string{}, toDoc: map[string]string{}}
-	for i, entry := range strings.Split(c.Registry(), ",") {
-		// id@host:client:peer:gossip:resp:http
-		_, addr, _ := strings.Cut(entry, "@")
-		f := strings.Split(addr, ":")
-		real := []string{f[1], f[4], f[5], f[2], f[3]} // documentedPorts' order
+	var registry []string
+	ports := kernelPorts(t, 5*count) // all held until all are chosen: distinct
+	for i := range count {
+		n := &node{id: "n" + strconv.Itoa(i+1), ports: ports[5*i : 5*i+5], log: &testenv.SyncBuffer{}, done: make(chan struct{})}
+		e.nodes = append(e.nodes, n)
 		for j, doc := range documentedPorts(i) {
-			e.toReal[strconv.Itoa(doc)] = real[j]
-			e.toDoc[real[j]] = strconv.Itoa(doc)
+			e.toReal[strconv.Itoa(doc)] = strconv.Itoa(n.ports[j])
+			e.toDoc[strconv.Itoa(n.ports[j])] = strconv.Itoa(doc)
 		}
+		registry = append(registry, fmt.Sprintf("%s@127.0.0.1:%d:%d:%d:%d:%d", n.id, n.ports[0], n.ports[3], n.ports[4], n.ports[1], n.ports[2]))
+	}
+	for _, n := range e.nodes {
+		args := []string{"--node-id", n.id}
+		if kind == "cluster" {
+			args = append(args, "--nodes", strings.Join(registry, ","), "--cluster-id", "local",
+				"--replication-factor", "2", "--replication-mode", "sync", "--memory-max-bytes", "256MiB")
+		} else {
+			args = append(args, "--client-port", strconv.Itoa(n.ports[0]), "--resp-port", strconv.Itoa(n.ports[1]),
+				"--http-port", strconv.Itoa(n.ports[2]), "--peer-port", strconv.Itoa(n.ports[3]), "--gossip-port", strconv.Itoa(n.ports[4]))
+		}
+		n.cmd = exec.Command(server, args...)
+		n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
+		n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := n.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { n.cmd.Wait(); close(n.done) }()
+		t.Cleanup(func() {
+			n.cmd.Process.Kill()
+			<-n.done
+		})
+	}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for _, n := range e.nodes {
+		testscale.Eventually(t, 2*time.Minute, 100*time.Millisecond, n.id+" ready", func() bool {
+			select {
+			case <-n.done:
+				t.Fatalf("%s exited before it was ready:\n%s", n.id, n.log.String())
+			default:
+			}
+			resp, err := hc.Get("http://" + n.httpAddr() + "/readyz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
 	}
 
 	// bin/zarisctl is the real one, pointed at this env's first node
 	// (zarisctl's default --http is 127.0.0.1:7801); bin/zaris-server the
 	// real server; bin/cluster/nI.pid as scripts/cluster.sh writes them.
 	must(t, os.MkdirAll(filepath.Join(e.dir, "bin", "cluster"), 0o755))
-	wrapper := fmt.Sprintf("#!/bin/sh\nexec %s --http %s \"$@\"\n", filepath.Join(bins, "zarisctl"), c.HTTPAddr(0))
+	wrapper := fmt.Sprintf("#!/bin/sh\nexec %s --http %s \"$@\"\n", filepath.Join(bins, "zarisctl"), e.nodes[0].httpAddr())
 	must(t, os.WriteFile(filepath.Join(e.dir, "bin", "zarisctl"), []byte(wrapper), 0o755))
-	must(t, os.Symlink(o.Binary, filepath.Join(e.dir, "bin", "zaris-server")))
-	for i := range c.N() {
-		must(t, os.WriteFile(filepath.Join(e.dir, "bin", "cluster", chaos.NodeID(i)+".pid"), []byte(strconv.Itoa(c.Pid(i))+"\n"), 0o644))
+	must(t, os.Symlink(server, filepath.Join(e.dir, "bin", "zaris-server")))
+	for _, n := range e.nodes {
+		must(t, os.WriteFile(filepath.Join(e.dir, "bin", "cluster", n.id+".pid"), []byte(strconv.Itoa(n.cmd.Process.Pid)+"\n"), 0o644))
 	}
 	return e
+}
+
+// kernelPorts returns count distinct free ports from the kernel, each free
+// for TCP and for UDP (the gossip port needs both), released for the
+// server to bind.
+func kernelPorts(t *testing.T, count int) []int {
+	t.Helper()
+	var out []int
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for len(out) < count {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closers = append(closers, l.Close)
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue // that UDP port is taken: another one
+		}
+		closers = append(closers, u.Close)
+		out = append(out, port)
+	}
+	return out
 }
 
 func must(t *testing.T, err error) {
@@ -185,6 +264,12 @@ func must(t *testing.T, err error) {
 	}
 }
 
+// logTail is the end of the first node's log, for a failure message.
+func (e *env) logTail() string {
+	lines := strings.Split(strings.TrimRight(e.nodes[0].log.String(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-5):], "\n")
+}
+
 // check runs st and compares its output; with retry it runs it again until
 // the output matches or a deadline passes.
 func (e *env) check(t *testing.T, b block, st step, retry bool) {
@@ -192,7 +277,8 @@ func (e *env) check(t *testing.T, b block, st step, retry bool) {
 	if st.cmd == "" {
 		t.Fatalf("%s:%d: output before any \"$ \" command", b.page, st.line)
 	}
-	deadline := time.Now().Add(testscale.D(90 * time.Second))
+	start := time.Now()
+	deadline := start.Add(testscale.D(90 * time.Second))
 	var first, got string
 	for attempt := 0; ; attempt++ {
 		got = e.run(st.cmd)
@@ -200,6 +286,9 @@ func (e *env) check(t *testing.T, b block, st step, retry bool) {
 			first = got
 		}
 		if matchOutput(st.want, splitOutput(got)) {
+			if attempt > 0 {
+				t.Logf("%s:%d ($ %s): matched after %d attempts, %v", b.page, st.line, st.cmd, attempt+1, time.Since(start).Round(time.Millisecond))
+			}
 			return
 		}
 		if !retry || time.Now().After(deadline) {
@@ -208,7 +297,7 @@ func (e *env) check(t *testing.T, b block, st step, retry bool) {
 		time.Sleep(250 * time.Millisecond) // poll interval of the retry, not a synchronisation
 	}
 	t.Errorf("%s:%d ($ %s): the output differs from the page (%s env; logs of node 1:\n%s)\n--- page:\n%s\n--- got:\n%s\n--- first attempt:\n%s",
-		b.page, st.line, st.cmd, e.kind, e.c.LogTail(0, 5), strings.Join(st.want, "\n"), got, first)
+		b.page, st.line, st.cmd, e.kind, e.logTail(), strings.Join(st.want, "\n"), got, first)
 }
 
 // run runs one command line with bash in the env's directory and returns
@@ -216,7 +305,9 @@ func (e *env) check(t *testing.T, b block, st step, retry bool) {
 func (e *env) run(cmdline string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(time.Minute))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", rewrite(cmdline, e.toReal))
+	// redis-cli formats its replies as on a terminal, as the pages show.
+	cmdline = strings.ReplaceAll(rewrite(cmdline, e.toReal), "redis-cli ", "redis-cli --no-raw ")
+	cmd := exec.CommandContext(ctx, "bash", "-c", cmdline)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
