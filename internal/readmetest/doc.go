@@ -9,8 +9,10 @@
 //     the Example must carry an "// Output:" comment, so `go test ./DIR`
 //     compiles it, runs it and checks what it prints.
 //   - A ```console block is a transcript, marked <!-- run: ENV --> with ENV
-//     "node" (one zaris-server, RF 1) or "cluster" (three, RF 2 sync, the
-//     server's default timings, as `make cluster` starts them); "retry" after
+//     "node" (one zaris-server, as `make run` starts it), "cluster" (three,
+//     RF 2 sync, as `make cluster` starts them) or "echo-app" (such a
+//     cluster and two copies of examples/echo-app on it, on the documented
+//     ports 8080 and 8081, with one SESSION_KEY); "retry" after
 //     ENV runs each command of the block again until its output matches or a
 //     deadline passes (for a failover). Lines starting with "$ " are run by
 //     bash in order, in one environment per page; the lines after one are the

@@ -193,12 +193,12 @@ func TestEveryBlockHasAKnownKind(t *testing.T) {
 	}
 }
 
-var runMarker = regexp.MustCompile(`^<!-- run: (node|cluster)( retry)? -->$`)
+var runMarker = regexp.MustCompile(`^<!-- run: (node|cluster|echo-app)( retry)? -->$`)
 
 func parseRunMarker(marker string) (env string, retry bool, err error) {
 	m := runMarker.FindStringSubmatch(marker)
 	if m == nil {
-		return "", false, fmt.Errorf("a ```console block must follow a line <!-- run: node|cluster [retry] -->; found %q", marker)
+		return "", false, fmt.Errorf("a ```console block must follow a line <!-- run: node|cluster|echo-app [retry] -->; found %q", marker)
 	}
 	return m[1], m[2] != "", nil
 }

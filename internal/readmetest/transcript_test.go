@@ -129,7 +129,7 @@ var (
 	buildErr  error
 )
 
-// binaries builds zaris-server and zarisctl once per test process, without
+// binaries builds zaris-server, zarisctl and examples/echo-app once per test process, without
 // the race detector (the servers run at production speed).
 func binaries(t *testing.T) string {
 	t.Helper()
@@ -138,7 +138,7 @@ func binaries(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/zaris-server", "./cmd/zarisctl")
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/zaris-server", "./cmd/zarisctl", "./examples/echo-app")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -153,7 +153,9 @@ func binaries(t *testing.T) string {
 
 // startEnv starts the servers of kind: "node", one server as `make run`
 // starts it (its own cluster of one); "cluster", three with the flags of
-// scripts/cluster.sh (registry, cluster id local, RF 2, sync, 256 MiB).
+// scripts/cluster.sh (registry, cluster id local, RF 2, sync, 256 MiB);
+// "echo-app", such a cluster and two copies of examples/echo-app on it
+// (documented ports 8080 and 8081), sharing one SESSION_KEY.
 // The processes are started here rather than by test/chaos: that harness
 // holds a killed node's ports, so a client would hang on them, where after
 // a real kill -9 it is refused at once — which is what the page shows.
@@ -163,7 +165,7 @@ func startEnv(t *testing.T, kind string) *env {
 	server := filepath.Join(bins, "zaris-server")
 	e := &env{kind: kind, dir: t.TempDir(), toReal: map[string]string{}, toDoc: map[string]string{}}
 	count := 1
-	if kind == "cluster" {
+	if kind != "node" {
 		count = 3
 	}
 	var registry []string
@@ -179,7 +181,7 @@ func startEnv(t *testing.T, kind string) *env {
 	}
 	for _, n := range e.nodes {
 		args := []string{"--node-id", n.id}
-		if kind == "cluster" {
+		if kind != "node" {
 			args = append(args, "--nodes", strings.Join(registry, ","), "--cluster-id", "local",
 				"--replication-factor", "2", "--replication-mode", "sync", "--memory-max-bytes", "256MiB")
 		} else {
@@ -187,32 +189,30 @@ func startEnv(t *testing.T, kind string) *env {
 				"--http-port", strconv.Itoa(n.ports[2]), "--peer-port", strconv.Itoa(n.ports[3]), "--gossip-port", strconv.Itoa(n.ports[4]))
 		}
 		n.cmd = exec.Command(server, args...)
-		n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
-		n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := n.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { n.cmd.Wait(); close(n.done) }()
-		t.Cleanup(func() {
-			n.cmd.Process.Kill()
-			<-n.done
-		})
+		start(t, n)
 	}
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for _, n := range e.nodes {
-		testscale.Eventually(t, 2*time.Minute, 100*time.Millisecond, n.id+" ready", func() bool {
-			select {
-			case <-n.done:
-				t.Fatalf("%s exited before it was ready:\n%s", n.id, n.log.String())
-			default:
-			}
-			resp, err := hc.Get("http://" + n.httpAddr() + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		})
+		waitHTTP(t, hc, n, "http://"+n.httpAddr()+"/readyz", false)
+	}
+	if kind == "echo-app" {
+		var seeds []string
+		for _, n := range e.nodes {
+			seeds = append(seeds, "127.0.0.1:"+strconv.Itoa(n.ports[0]))
+		}
+		appPorts := kernelPorts(t, 2)
+		for i, doc := range []int{8080, 8081} {
+			app := &node{id: "echo-app " + strconv.Itoa(doc), ports: appPorts[i : i+1], log: &testenv.SyncBuffer{}, done: make(chan struct{})}
+			e.toReal[strconv.Itoa(doc)] = strconv.Itoa(app.ports[0])
+			e.toDoc[strconv.Itoa(app.ports[0])] = strconv.Itoa(doc)
+			app.cmd = exec.Command(filepath.Join(bins, "echo-app"))
+			app.cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:"+strconv.Itoa(app.ports[0]),
+				"ZARIS_URL=zaris://"+strings.Join(seeds, ",")+"/default", "SESSION_KEY=readme-test-session-key-of-32-bytes")
+			start(t, app)
+			// Any answer (404) to a path the app does not serve: the
+			// transcript starts with the app's state untouched.
+			waitHTTP(t, hc, app, "http://127.0.0.1:"+strconv.Itoa(app.ports[0])+"/readme-test-probe", true)
+		}
 	}
 
 	// bin/zarisctl is the real one, pointed at this env's first node
@@ -226,6 +226,40 @@ func startEnv(t *testing.T, kind string) *env {
 		must(t, os.WriteFile(filepath.Join(e.dir, "bin", "cluster", n.id+".pid"), []byte(strconv.Itoa(n.cmd.Process.Pid)+"\n"), 0o644))
 	}
 	return e
+}
+
+// start starts n's process, killed at cleanup (and with the test process).
+func start(t *testing.T, n *node) {
+	t.Helper()
+	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { n.cmd.Wait(); close(n.done) }()
+	t.Cleanup(func() {
+		n.cmd.Process.Kill()
+		<-n.done
+	})
+}
+
+// waitHTTP polls url until it answers 200 (with anyStatus, until it answers
+// at all); n exiting first fails the test.
+func waitHTTP(t *testing.T, hc *http.Client, n *node, url string, anyStatus bool) {
+	t.Helper()
+	testscale.Eventually(t, 2*time.Minute, 100*time.Millisecond, n.id+" ready", func() bool {
+		select {
+		case <-n.done:
+			t.Fatalf("%s exited before it was ready:\n%s", n.id, n.log.String())
+		default:
+		}
+		resp, err := hc.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return anyStatus || resp.StatusCode == http.StatusOK
+	})
 }
 
 // kernelPorts returns count distinct free ports from the kernel, each free
