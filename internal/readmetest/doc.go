@@ -23,8 +23,12 @@
 //     the output, bin/zarisctl is the real zarisctl pointed at the page's
 //     cluster, bin/cluster/nI.pid hold the nodes' pids, and redis-cli runs
 //     with --no-raw (it formats replies as on a terminal, as the pages show).
-//   - ```sh blocks (make targets on the documented fixed ports, long-running
-//     commands) are not run by the tests.
+//   - The README's TLS block (marked <!-- checked by TestTLSExampleAsWritten -->)
+//     is run by its own test: zarisctl cert, the server with the README's
+//     flags, then the block's redis-cli and curl lines and the SDK with the
+//     README's zariss:// connection string.
+//   - Other ```sh blocks (make targets on the documented fixed ports,
+//     long-running commands) are not run by the tests.
 //
 // Only its tests hold code; the package exports nothing.
 package readmetest
