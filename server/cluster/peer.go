@@ -290,7 +290,8 @@ func (m *PeerMux) route(c net.Conn) {
 		_ = c.Close()
 		return
 	}
-	if !m.authenticate(c, &b) {
+	peer, ok := m.authenticate(c, &b)
+	if !ok {
 		m.untrack(c)
 		_ = c.Close()
 		return
@@ -323,14 +324,19 @@ func (m *PeerMux) route(c net.Conn) {
 		m.log.Info("peer connection with an unknown protocol byte; closed", "byte", b[0], "remote", c.RemoteAddr().String())
 		return
 	}
+	if peer != "" {
+		h(&authedConn{Conn: c, peer: peer})
+		return
+	}
 	h(c)
 }
 
 // authenticate runs the acceptor's side of the peer authentication when
 // the connection opens with it (first byte authHello) or this node
 // requires it, and reads the protocol byte after it into b. It reports
-// whether the connection goes on.
-func (m *PeerMux) authenticate(c net.Conn, b *[1]byte) bool {
+// whether the connection goes on, and the node id the dialer proved the
+// secret for ("" when the port is open).
+func (m *PeerMux) authenticate(c net.Conn, b *[1]byte) (NodeID, bool) {
 	keys := m.secret.Keys()
 	switch {
 	case b[0] == authHello && len(keys) == 0:
@@ -341,23 +347,23 @@ func (m *PeerMux) authenticate(c net.Conn, b *[1]byte) bool {
 				"remote", c.RemoteAddr().String(), "self", m.self)
 		}
 		_, _ = c.Write([]byte{authNoSecret})
-		return false
+		return "", false
 	case b[0] == authHello:
 		peer, reason, err := acceptAuth(c, keys, m.self)
 		if err != nil {
 			m.refuse(c, reason, peer, err)
-			return false
+			return "", false
 		}
 		if _, err := io.ReadFull(c, b[:]); err != nil {
-			return false
+			return "", false
 		}
-		return true
+		return peer, true
 	case len(keys) > 0:
 		_, _ = c.Write([]byte{peerAuthRequired})
 		m.refuse(c, RefuseNoHandshake, "", nil)
-		return false
+		return "", false
 	}
-	return true
+	return "", true
 }
 
 // admit reads the node id a named connection is meant for (under the
@@ -409,6 +415,24 @@ func readPeerID(r io.Reader) (NodeID, error) {
 		return "", err
 	}
 	return NodeID(id), nil
+}
+
+// authedConn is a connection whose dialer proved the cluster secret as
+// node peer (AuthenticatedPeer).
+type authedConn struct {
+	net.Conn
+	peer NodeID
+}
+
+// AuthenticatedPeer is the node id the dialer of conn proved the cluster
+// secret for, when conn came through a secured peer port: a handler that
+// is told a sender id checks it against this one, so a node of the
+// cluster cannot speak in another's name.
+func AuthenticatedPeer(conn net.Conn) (NodeID, bool) {
+	if a, ok := conn.(*authedConn); ok {
+		return a.peer, true
+	}
+	return "", false
 }
 
 // trackedConn is a connection handed over to raft: closing it forgets it.

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"errors"
 	"io"
 	"net"
@@ -160,5 +162,57 @@ func BenchmarkPeerAuthHandshake(b *testing.B) {
 		}
 		d.Close()
 		a.Close()
+	}
+}
+
+// Over real peer muxes: a handler sees the node id the dialer proved the
+// secret for (replication checks its sender against it); an open port
+// hands over no identity.
+func TestAuthenticatedPeerReachesHandlers(t *testing.T) {
+	for _, secured := range []bool{true, false} {
+		var keys [][]byte
+		if secured {
+			keys = [][]byte{key(8)}
+		}
+		mux := func(id NodeID) *PeerMux {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := NewPeerMux(ln, id, nil, slog.New(slog.DiscardHandler))
+			if keys != nil {
+				s, err := NewSecret(keys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.UseSecret(s)
+			}
+			return m
+		}
+		acceptor, dialer := mux("a1"), mux("d7")
+		got := make(chan NodeID, 1)
+		acceptor.Handle(PeerReplication, func(c net.Conn) {
+			id, ok := AuthenticatedPeer(c)
+			if !ok {
+				id = "(none)"
+			}
+			got <- id
+		})
+		acceptor.Serve()
+		dialer.Serve()
+		c, err := dialer.DialNode(context.Background(), acceptor.Addr().String(), "a1", PeerReplication)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := NodeID("(none)")
+		if secured {
+			want = "d7"
+		}
+		if id := <-got; id != want {
+			t.Fatalf("secured %v: handler saw %q, want %q", secured, id, want)
+		}
+		c.Close()
+		acceptor.Close()
+		dialer.Close()
 	}
 }
