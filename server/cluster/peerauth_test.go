@@ -3,9 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"testing"
 )
