@@ -340,8 +340,7 @@ func acceptAuth(rw io.ReadWriter, keys [][]byte, self NodeID) (NodeID, string, e
 // open node got an encrypted one) is counted as a refusal and logged once
 // per remote, with what it means; other lines pass.
 func (c *Cluster) gossipRefusal(line string) bool {
-	l := strings.ToLower(line)
-	if !strings.Contains(l, "crypt") {
+	if !gossipCryptoRefusal(line) {
 		return true
 	}
 	if c.mux != nil {
@@ -360,6 +359,19 @@ func (c *Cluster) gossipRefusal(line string) bool {
 	}
 	c.log.Warn(what+"; further refusals of this remote are only counted (zaris_peer_auth_refused_total)",
 		"remote", remote, "detail", line)
+	return false
+}
+
+// gossipCryptoRefusal reports whether a memberlist log line is a message
+// refused for its encryption (and not, say, its warning about binding a
+// public address without encryption).
+func gossipCryptoRefusal(line string) bool {
+	l := strings.ToLower(line)
+	for _, s := range []string{"decrypt", "remote state is encrypted", "remote state is not encrypted", "no installed keys"} {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
 	return false
 }
 

@@ -216,3 +216,17 @@ func TestAuthenticatedPeerReachesHandlers(t *testing.T) {
 		dialer.Close()
 	}
 }
+
+func TestGossipCryptoRefusal(t *testing.T) {
+	for line, want := range map[string]bool{
+		"memberlist: Decrypt packet failed: No installed keys could decrypt the message from=127.0.0.1:1":  true,
+		"memberlist: failed to receive: encryption is configured but remote state is not encrypted from=x": true,
+		"memberlist: failed to receive: remote state is encrypted and encryption is not configured from=x": true,
+		"memberlist: Binding to public address without encryption!":                                        false,
+		"memberlist: Suspect n2 has failed, no acks received":                                              false,
+	} {
+		if gossipCryptoRefusal(line) != want {
+			t.Fatalf("%q: want %v", line, want)
+		}
+	}
+}
