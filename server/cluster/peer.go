@@ -278,7 +278,9 @@ func (m *PeerMux) route(c net.Conn) {
 		// The certificate check happens here, before any protocol byte,
 		// so that a refusal is counted and logged as such.
 		if err := tc.Handshake(); err != nil {
-			m.refuse(c, RefuseTLS, "", err)
+			if !errors.Is(err, io.EOF) { // a bare TCP connect (a probe) is no refusal
+				m.refuse(c, RefuseTLS, "", err)
+			}
 			m.untrack(c)
 			_ = c.Close()
 			return
