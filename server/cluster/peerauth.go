@@ -401,11 +401,16 @@ func (c *Cluster) ReloadSecret(keys [][]byte) error {
 		for _, k := range keys {
 			keep[string(k)] = true
 		}
+		// RemoveKey rewrites the ring's slice in place: list first, then drop.
+		var drop [][]byte
 		for _, k := range ring.GetKeys() {
 			if !keep[string(k)] {
-				if err := ring.RemoveKey(k); err != nil {
-					return fmt.Errorf("cluster: gossip keyring: %w", err)
-				}
+				drop = append(drop, bytes.Clone(k))
+			}
+		}
+		for _, k := range drop {
+			if err := ring.RemoveKey(k); err != nil {
+				return fmt.Errorf("cluster: gossip keyring: %w", err)
 			}
 		}
 	}
