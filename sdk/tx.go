@@ -567,7 +567,8 @@ type partCommit struct {
 // current owner of each of the part's keys, until the transaction's
 // deadline (then every copy has let it lapse) or ctx ends.
 //
-// Success and Conflict (expired, aborted) are definitive. NotFound
+// Success and Conflict (expired, aborted) are definitive; Timeout (applied,
+// not yet acknowledged by the replicas) is asked again. NotFound
 // ("unknown transaction") is definitive on the first attempt — the owner
 // never applied it — and, for an owner with writes to apply, past the
 // deadline; before it, the map may still be catching up with a failover.
@@ -603,6 +604,11 @@ func (c *coordinator) commitOne(ctx context.Context, p *txPart) partCommit {
 				delete(pending, owner) // nothing to apply there: its reservations lapse
 			case err == nil && r.Status == StatusNotFound && (first || pastDeadline):
 				return partCommit{lapsed: r.Message}
+			case err == nil && r.Status == StatusTimeout:
+				// Applied on the owner, not yet acknowledged by its replicas
+				// (a sync write barrier waiting out a dead replica): the
+				// same commit, asked again, answers again once they are.
+				last = fmt.Errorf("owner %q answered %v %s", owner, r.Status, r.Message)
 			case err == nil && (r.Status.Redirect() || r.Status == StatusNotFound):
 				last, rerouteNeeded = fmt.Errorf("owner %q answered %v %s", owner, r.Status, r.Message), true
 			case err == nil:
