@@ -15,6 +15,11 @@ package store
 // otherwise TX.ABORT. Reservations lapse by themselves after the timeout, so
 // a coordinator that crashed between the phases never wedges a key.
 //
+// The prepared state is replicated before the vote (txrepl.go, D39): a yes
+// logs a prepare marker in each segment involved, the commit and abort log
+// theirs, and a replica promoted before the commit holds the transaction
+// and commits it when the coordinator retries there.
+//
 // # Wire encoding
 //
 // All three are node-level commands (kv.CmdOp.NodeLevel); Cmd.Key is ignored.
@@ -45,6 +50,10 @@ package store
 //	            → NotFound "unknown transaction": never prepared here, or its
 //	              outcome is no longer remembered (TxOutcomeRetention); nothing
 //	              was applied by this call
+//	            → Moved: this node holds the transaction only as a replica of
+//	              its owner (it owns none of its segments); nothing applied
+//	            On a node promoted from replica, the array lists the writes of
+//	            the segments it owns (in request order).
 //	TX.ABORT    Args[0] transaction id
 //	            → OK: released (idempotent; an unknown id is recorded as aborted
 //	              so that a prepare delayed in the network is refused)
