@@ -231,6 +231,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if owners != "n1,n2,n3" {
 		t.Fatalf("partition owners shown %q, want n1,n2,n3", owners)
 	}
+	// Replication is reported by each partition's owner: n1 gathers it.
+	b.waitJS(10*time.Second, "every partition's replica streams",
+		`[...document.querySelectorAll('#partitions tbody tr td:nth-child(7)')].every(td => td.textContent.includes('streaming'))`)
 	b.noErrors("overview")
 	b.shoot("overview")
 
@@ -261,6 +264,21 @@ func TestConsoleInChromium(t *testing.T) {
 	close(stop)
 	<-done
 	t.Logf("ops/s chart rose %v after the traffic started", took)
+	if os.Getenv("ZARIS_CONSOLE_SCREENSHOTS") != "" {
+		// For the pictures only: a minute-like shape of mixed traffic.
+		miss := c.KeyOwnedBy("n1", "chart-miss:")
+		for round := 0; round < 12; round++ {
+			end := time.Now().Add(time.Second)
+			for i := 0; time.Now().Before(end) && i < 200*(1+round%4); i++ {
+				rdb.Set(ctx, own, i, 0)
+				rdb.Get(ctx, own)
+				if i%3 == 0 {
+					rdb.Get(ctx, miss)
+				}
+			}
+			time.Sleep(time.Until(end)) // pacing the picture's traffic, not synchronising
+		}
+	}
 	b.waitJS(3*time.Second, "hit ratio", `document.getElementById('v-hit').textContent.includes('%')`)
 	b.noErrors("charts")
 	b.shoot("charts")

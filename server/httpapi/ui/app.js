@@ -171,10 +171,17 @@ async function refreshCluster() {
   try {
     const c = await api('/cluster');
     state.cluster = c;
-    state.leaderCluster = c;
-    if (c.leader && c.leader !== state.node && aliveNodes().includes(c.leader)) {
-      // Migrations are driven, and reported, by the control-plane leader.
-      state.leaderCluster = await api(join('/cluster', q(c.leader)));
+    // Each partition's replication is reported by its active owner, the
+    // migrations by the control-plane leader: ask every live member.
+    const others = aliveNodes().filter(n => n !== state.node);
+    const docs = await Promise.allSettled(others.map(n => api(join('/cluster', q(n)))));
+    const byNode = new Map([[state.node, c]]);
+    docs.forEach((d, i) => { if (d.status === 'fulfilled') byNode.set(others[i], d.value); });
+    state.leaderCluster = byNode.get(c.leader) || c;
+    for (const p of c.partitions || []) {
+      const od = byNode.get(p.activeOwner);
+      const op = od && (od.partitions || []).find(x => x.id === p.id);
+      if (op && op.replication) { p.replication = op.replication; p.recovery = op.recovery; }
     }
     renderOverview();
     renderNodeSelect();
@@ -231,7 +238,7 @@ function renderOverview() {
       el('td', {}, (p.replicas || []).join(', ') || 'none'),
       el('td', {}, el('span', { class: 'badge ' + p.health }, p.health)),
       el('td', {}, p.epoch),
-      el('td', { class: 'mono' }, repl || (p.activeOwner === state.node ? 'no replica' : 'shown on ' + p.activeOwner)),
+      el('td', { class: 'mono' }, repl || ((p.replicas || []).length ? 'not reported' : 'no replica')),
       el('td', {}, mig || '–'),
     );
   }));
