@@ -64,7 +64,8 @@ function duration(ms) {
 function num(n) {
   if (n >= 1e6) return (n / 1e6).toFixed(2) + ' M';
   if (n >= 1e4) return (n / 1e3).toFixed(1) + ' k';
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+  if (n >= 100 || Number.isInteger(n)) return String(Math.round(n));
+  return n.toFixed(1);
 }
 
 function timeOf(iso) {
@@ -447,7 +448,8 @@ async function loadSlowlog() {
   // Newest first: by time (whole seconds), then by each node's entry id.
   rows.sort((a, b) => (Date.parse(b.at) - Date.parse(a.at)) || (a.node === b.node ? b.id - a.id : a.node < b.node ? -1 : 1));
   fill($('slowlog').tBodies[0], rows.length ? rows.map(e => el('tr', {},
-    el('td', {}, timeOf(e.at)), el('td', {}, e.node), el('td', {}, num(e.micros) + ' µs'),
+    el('td', {}, new Date(e.at).toLocaleTimeString([], { hour12: false })), el('td', {}, e.node),
+    el('td', {}, e.micros >= 1000 ? (e.micros / 1000).toFixed(e.micros >= 100000 ? 0 : 1) + ' ms' : e.micros + ' µs'),
     el('td', { class: 'mono' }, e.args.join(' ')), el('td', { class: 'mono' }, e.client + (e.clientName ? ' (' + e.clientName + ')' : '')),
   )) : [el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No slow command recorded.'))]);
 }
