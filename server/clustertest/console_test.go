@@ -264,6 +264,10 @@ func TestConsoleInChromium(t *testing.T) {
 	b.waitJS(10*time.Second, "charts sampling", `document.body.dataset.ready === 'true' && Number(document.getElementById('v-ops').dataset.samples) >= 3`)
 	// Nothing else sends n1 operations: the chart settles at 0 first.
 	b.waitJS(5*time.Second, "ops/s at rest", `document.getElementById('v-ops').dataset.value === '0'`)
+	// The clock starts once n1 has served the first read of the traffic.
+	if err := rdb.Get(ctx, own).Err(); err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { // bounded traffic: at most 5 s, stops when told
