@@ -6,6 +6,7 @@
 const POLL_STATS_MS = 1000;
 const POLL_CLUSTER_MS = 2000;
 const POLL_EVENTS_MS = 2000;
+const POLL_SLOWLOG_MS = 3000; // while the slow log is shown
 const HISTORY = 120; // chart samples kept (two minutes at 1/s)
 const PALETTE = ['#2f6fdf', '#1f9d55', '#d98b00', '#8e44ad', '#c0392b', '#16a085', '#7f8c8d', '#e67e22'];
 
@@ -157,6 +158,7 @@ async function start() {
   state.timers.push(setInterval(pollStats, POLL_STATS_MS));
   await pollEvents();
   state.timers.push(setInterval(pollEvents, POLL_EVENTS_MS));
+  state.timers.push(setInterval(() => { if (!$('view-slowlog').hidden) loadSlowlog(); }, POLL_SLOWLOG_MS));
   route();
   document.body.dataset.ready = 'true';
 }
