@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: run test test-short test-stress bench lint fuzz build tools cluster cluster-stop storm mem-per-key test-secret
+.PHONY: run test test-short test-stress bench lint fuzz build tools cluster cluster-stop storm mem-per-key test-secret console-screenshots
 
 ## run: build bin/zaris-server, then run a single-node server on the embedded default configuration (Ctrl-C stops it, exit 0)
 run:
@@ -36,6 +36,11 @@ build:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+## console-screenshots: rerun the web console's browser test against a live cluster and refresh docs/console/*.png (needs chromium)
+console-screenshots:
+	mkdir -p docs/console
+	ZARIS_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run '^TestConsoleInChromium$$' -v ./server/clustertest/
 
 ## test-stress: the whole suite while a CPU hog (internal/hog/cmd/hog) runs 2 × the CPU count of spinners; the hog stops when the suite ends, pass or fail. STRESS_SCALE sets ZARIS_TEST_TIME_SCALE (test deadlines and test-cluster timings)
 STRESS_SCALE ?= 2

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"fmt"
@@ -102,7 +103,7 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Registry: c.registryInfos(), Join: c.Join, ExpectNodes: c.ExpectNodes,
 		Partitions: c.Partitions, ReplicationFactor: c.ReplicationFactor, TotalSegments: n.store.Segments(),
 		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings, Secret: n.secret,
-		Logger:        n.log,
+		Logger:        slog.New(n.events.Tap(n.log.Handler())), // the console's timeline (server/events)
 		OnMap:         n.applyMap,
 		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
 		Possession:    n.repl.Possession,

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/events"
 	"github.com/zaris-io/zaris/server/httpapi"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/native"
@@ -117,6 +118,7 @@ type Node struct {
 	// cluster secret (nil = none).
 	tlsState *tlsState
 	secret   *cluster.Secret
+	events   *events.Ring // cluster events for the web console's timeline
 
 	mu        sync.Mutex // guards state, services, listeners, served, peer, cluster, startedAt
 	state     nodeState
@@ -203,6 +205,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		readyCh:  make(chan struct{}),
 		freeze:   newFreezeDetector(cfg.Timings.FreezeThreshold()),
 		fences:   newFenceCounter(),
+		events:   events.NewRing(cfg.NodeID, events.DefaultCapacity),
 		metrics: metrics.New(metrics.Options{
 			NodeID: cfg.NodeID, Store: cfg.Store, Version: Version(), Stats: st.Stats,
 		}),
@@ -232,6 +235,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Cluster:      func() any { return n.ClusterStatus() },
 			WriteBarrier: n.httpBarrier(),
 			FreezeCheck:  n.freezeCheck,
+			Console:      n.consoleOptions(),
 			// POST /v1/node/decommission: the handler has answered 202;
 			// the leave and the stop run on their own goroutine (the stop
 			// shuts this HTTP service down and waits for its handlers), and

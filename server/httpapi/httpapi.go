@@ -17,6 +17,7 @@
 //	HEAD /v1/keys/{key}        the same headers, no body
 //	PUT  /v1/keys/{key}        body = the value; ?ttl=30s|30, ?keepttl=true; If-Match, If-None-Match: *
 //	DELETE /v1/keys/{key}      204, or 404 on a miss
+//	GET  /ui/                  the web console (ui.go), its JSON under /ui/api/
 //
 // When a token is configured, /metrics and /v1/* require
 // "Authorization: Bearer <token>" (401 otherwise). Errors are RFC 9457
@@ -96,6 +97,9 @@ type Options struct {
 	// once, the node then announces its leave and stops. Called at most
 	// once. nil = 404.
 	Decommission func()
+	// Console wires the web console at /ui/ (ui.go); the zero value serves
+	// it with this node's store, metrics, info and cluster documents.
+	Console ConsoleOptions
 }
 
 // openAPIDocument is the OpenAPI 3 description of this API, served at
@@ -193,6 +197,7 @@ func New(opts Options) (*Server, error) {
 	protected.HEAD(keysPrefix+"*", s.getKey)
 	protected.PUT(keysPrefix+"*", s.putKey)
 	protected.DELETE(keysPrefix+"*", s.deleteKey)
+	s.mountConsole(e, opts.Token, opts.Console)
 	s.e = e
 
 	conns := s.rec.Conns(metrics.ProtoHTTP)
