@@ -86,28 +86,15 @@ const (
 	msgNoPassword = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 )
 
-// authenticate checks a user/password pair; the only user is "default",
-// whose password is the node's token.
-func (c *conn) authenticate(user, pass []byte) bool {
-	s := c.srv
-	if user != nil && string(user) != "default" {
-		return false
-	}
-	if !s.authRequired() {
-		return true // the default user has no password: anything is accepted
-	}
-	return s.tokenOK(pass)
-}
-
 func (c *conn) setAuthenticated(ok bool) {
 	c.authed = ok
 	c.lim.Unauthenticated = !ok
 }
 
-func (c *conn) authFailed() {
+func (c *conn) authFailed(msg string) {
 	c.status = kv.StatusUnauthorized
 	c.srv.cfg.Metrics.AuthFailure(metrics.ProtoRESP)
-	c.out.Error(msgWrongPass)
+	c.out.Error(msg)
 }
 
 func cmdAuth(c *conn, args [][]byte) {
@@ -125,8 +112,8 @@ func cmdAuth(c *conn, args [][]byte) {
 		c.err(msgSyntax)
 		return
 	}
-	if !c.authenticate(user, pass) {
-		c.authFailed()
+	if msg := c.authUser(user, pass); msg != "" {
+		c.authFailed(msg)
 		return
 	}
 	c.setAuthenticated(true)
@@ -168,8 +155,8 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if pass != nil {
-		if !c.authenticate(user, pass) {
-			c.authFailed()
+		if msg := c.authUser(user, pass); msg != "" {
+			c.authFailed(msg)
 			return
 		}
 		c.setAuthenticated(true)
@@ -229,6 +216,8 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.proto.Store(2)
 	c.name.Store(nil)
 	c.reply = replyOn
+	c.user.Store(nil)
+	c.aclSet = nil
 	c.setAuthenticated(!c.srv.authRequired())
 	c.out.Simple("RESET")
 }
@@ -378,7 +367,7 @@ func (c *conn) describe(now time.Time) string {
 	b.WriteString(" obl=0 oll=0 omem=" + strconv.Itoa(omem) + " tot-mem=" + strconv.FormatInt(qbuf+int64(omem), 10))
 	b.WriteString(" events=" + events)
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=default redir=-1")
+	b.WriteString(" user=" + c.userName() + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.proto.Load())))
 	b.WriteString(" lib-name=" + loadString(c.libName.Load()))
 	b.WriteString(" lib-ver=" + loadString(c.libVer.Load()))

@@ -3,7 +3,6 @@ package resp
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
@@ -33,6 +33,9 @@ type Config struct {
 	// <token> or HELLO <proto> AUTH default <token> before any other command
 	// (R-OPS-5). Empty = no authentication.
 	Token string
+	// ACL holds the users (Redis ACL); nil = a registry of its own whose
+	// default user has Token as its password.
+	ACL *acl.Registry
 	// Limits bound what a client may send (bulk length, arguments, inline
 	// size). Zero fields take their defaults.
 	Limits Limits
@@ -159,7 +162,7 @@ type Server struct {
 	log       *slog.Logger
 	store     *store.Store
 	segs      int
-	token     []byte
+	acl       *acl.Registry
 	clusterID string // 40 hex: CLUSTER MYID
 	runID     string // 40 hex, random per server: INFO run_id
 	started   time.Time
@@ -204,7 +207,7 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger.With("component", "resp"),
 		store:     cfg.Store,
 		segs:      cfg.Store.Segments(),
-		token:     []byte(cfg.Token),
+		acl:       cfg.ACL,
 		clusterID: redisNodeID(cfg.NodeID),
 		runID:     hex.EncodeToString(run[:]),
 		started:   time.Now(),
@@ -213,6 +216,10 @@ func New(cfg Config) (*Server, error) {
 		clients:   map[*conn]struct{}{},
 		sampler:   make(chan struct{}),
 		scripts:   newScripting(cfg.ScriptTimeLimit),
+	}
+	aclReady()
+	if s.acl == nil {
+		s.acl = acl.NewRegistry(cfg.Token)
 	}
 	s.initConfig()
 	s.initObservability()
@@ -370,11 +377,12 @@ func (s *Server) snapshotClients() []*conn {
 	return out
 }
 
-func (s *Server) tokenOK(presented []byte) bool {
-	return subtle.ConstantTimeCompare(presented, s.token) == 1
-}
+// authRequired: a new connection is not authenticated (the default user
+// has a password or is off).
+func (s *Server) authRequired() bool { return !s.defaultNoPass() }
 
-func (s *Server) authRequired() bool { return len(s.token) > 0 }
+// ACL returns the users the server enforces.
+func (s *Server) ACL() *acl.Registry { return s.acl }
 
 // NotifyKeyspaceEvents returns the notify-keyspace-events flags set with
 // CONFIG SET (normalised, "" = off).
