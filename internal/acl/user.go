@@ -48,11 +48,8 @@ type User struct {
 	Keys     []KeyPattern
 	AllChans bool // &* / allchannels
 	Chans    []string
-	// allCmds: the rules start from +@all (future commands allowed);
-	// rules are the command rules after that base, in order, as ACL LIST
-	// shows them.
+	// allCmds: the rules start from +@all (future commands allowed).
 	allCmds bool
-	rules   []string
 	allowed []uint64 // bit per catalog id
 
 	// Unrestricted: every command, key and channel — the hot path skips
@@ -92,7 +89,6 @@ func (u *User) clone() *User {
 	c.Hashes = slices.Clone(u.Hashes)
 	c.Keys = slices.Clone(u.Keys)
 	c.Chans = slices.Clone(u.Chans)
-	c.rules = slices.Clone(u.rules)
 	c.allowed = slices.Clone(u.allowed)
 	if need := currentCatalog().words; len(c.allowed) < need {
 		c.allowed = append(c.allowed, make([]uint64, need-len(c.allowed))...)
@@ -101,7 +97,14 @@ func (u *User) clone() *User {
 }
 
 func (u *User) refresh() {
-	u.Unrestricted = u.AllKeys && u.AllChans && u.allCmds && len(u.rules) == 0
+	all := u.allCmds
+	for id := range currentCatalog().cmds {
+		if !all {
+			break
+		}
+		all = u.has(id)
+	}
+	u.Unrestricted = u.AllKeys && u.AllChans && all
 }
 
 // CheckPassword reports whether p opens u (on, and nopass or a matching hash).
@@ -174,8 +177,10 @@ func (u *User) setAll(on bool) {
 			u.allowed[i] = ^uint64(0)
 		}
 	}
-	u.allCmds, u.rules = on, nil
+	u.allCmds = on
 }
+
+func (u *User) has(id int) bool { return u.allowed[id>>6]&(1<<(id&63)) != 0 }
 
 func (u *User) setBit(id int, on bool) {
 	if on {
@@ -183,20 +188,6 @@ func (u *User) setBit(id int, on bool) {
 	} else {
 		u.allowed[id>>6] &^= 1 << (id & 63)
 	}
-}
-
-// updateRules records a command rule: earlier rules on the same name (or
-// its subcommands) are dropped, the new one appended.
-func (u *User) updateRules(name string, allow bool) {
-	u.rules = slices.DeleteFunc(u.rules, func(r string) bool {
-		n := r[1:]
-		return n == name || strings.HasPrefix(n, name+"|")
-	})
-	sign := "-"
-	if allow {
-		sign = "+"
-	}
-	u.rules = append(u.rules, sign+name)
 }
 
 // The messages of ACL SETUSER errors, as Redis 7.0 words them.
@@ -378,7 +369,6 @@ func (u *User) applyCommand(name string, allow bool) error {
 				u.setBit(id, allow)
 			}
 		}
-		u.updateRules(name, allow)
 		return nil
 	}
 	id, ok := c.ids[name]
@@ -396,7 +386,6 @@ func (u *User) applyCommand(name string, allow bool) error {
 			u.setBit(sid, allow)
 		}
 	}
-	u.updateRules(name, allow)
 	return nil
 }
 
@@ -445,13 +434,90 @@ func (u *User) Flags() []string {
 	return f
 }
 
-// CommandsString is the command rules as ACL GETUSER's "commands" shows them.
+// CommandsString is the command rules as ACL GETUSER's "commands" shows
+// them. Like Redis 7.0, it is computed from the allowed set, not kept:
+// the base (+@all or -@all), then the categories that bring the set
+// closest, greedily, then the single commands still different, by name.
 func (u *User) CommandsString() string {
-	base := "-@all"
+	c := currentCatalog()
+	fake := make([]bool, len(c.cmds))
+	out := []string{"-@all"}
 	if u.allCmds {
-		base = "+@all"
+		out[0] = "+@all"
+		for i := range fake {
+			fake[i] = true
+		}
 	}
-	return strings.TrimSpace(base + " " + strings.Join(u.rules, " "))
+	applied := make([]bool, len(CategoryNames))
+	for {
+		best, bestGain := -1, 0
+		for j := range CategoryNames {
+			if applied[j] {
+				continue
+			}
+			cat := Cat(1) << j
+			gain := 0
+			for id, cmd := range c.cmds {
+				if cmd.Cats&cat == 0 || fake[id] != u.allCmds {
+					continue // only commands the rule would toggle
+				}
+				if u.has(id) != u.allCmds {
+					gain++ // toggling brings it to the target
+				} else {
+					gain--
+				}
+			}
+			if gain > bestGain {
+				best, bestGain = j, gain
+			}
+		}
+		if best < 0 {
+			break
+		}
+		applied[best] = true
+		cat := Cat(1) << best
+		for id, cmd := range c.cmds {
+			if cmd.Cats&cat != 0 {
+				fake[id] = !u.allCmds
+			}
+		}
+		sign := "+@"
+		if u.allCmds {
+			sign = "-@"
+		}
+		out = append(out, sign+CategoryNames[best])
+	}
+	emit := func(id int) {
+		if fake[id] == u.has(id) {
+			return
+		}
+		fake[id] = u.has(id)
+		sign := "-"
+		if fake[id] {
+			sign = "+"
+		}
+		out = append(out, sign+c.cmds[id].Name)
+	}
+	for id, cmd := range c.cmds {
+		if strings.Contains(cmd.Name, "|") {
+			continue // with its container, below
+		}
+		if len(cmd.Subs) > 0 && fake[id] != u.has(id) {
+			emit(id) // the container's rule covers its subcommands
+			for _, s := range cmd.Subs {
+				if sid, ok := c.ids[s]; ok {
+					fake[sid] = u.has(id)
+				}
+			}
+		}
+		emit(id)
+		for _, s := range cmd.Subs {
+			if sid, ok := c.ids[s]; ok {
+				emit(sid)
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // KeysString is the key rules as ACL GETUSER's "keys" shows them.

@@ -237,6 +237,27 @@ func (c *conn) aclCheck(cmd *command, args [][]byte, ctx string) bool {
 	return false
 }
 
+// aclScriptCheck is aclCheck for a command a script calls: the refusal
+// is Redis's script error ("" = allowed), logged with context "lua".
+func (c *conn) aclScriptCheck(cmd *command, args [][]byte) string {
+	u, ok := c.aclUser()
+	if !ok || u == nil {
+		return ""
+	}
+	reason, object := aclDenial(u, cmd, args)
+	if reason == "" {
+		return ""
+	}
+	c.srv.acl.Log.Add(reason, "lua", object, u.Name, c.describe(time.Now()), time.Now())
+	switch reason {
+	case "command":
+		return "ERR The user executing the script can't run this command or subcommand"
+	case "key":
+		return "ERR The user executing the script can't access at least one of the keys mentioned in the command"
+	}
+	return "ERR The user executing the script can't publish to the channel mentioned in the command"
+}
+
 func (c *conn) userName() string {
 	if p := c.user.Load(); p != nil {
 		return *p
@@ -414,16 +435,16 @@ func cmdACLLog(c *conn, args [][]byte) {
 			return
 		}
 		v, ok := parseInt(args[2])
-		if !ok || v < 0 {
-			c.err("ERR value is out of range, must be positive")
+		if !ok {
+			c.err(msgNotInteger)
 			return
 		}
-		n = v
+		n = v // negative: every entry, as in Redis
 	} else if len(args) > 3 {
 		c.err("ERR Unknown subcommand or wrong number of arguments for 'log'. Try ACL HELP.")
 		return
 	}
-	entries := c.srv.acl.Log.Entries(int(min(n, 1<<20)))
+	entries := c.srv.acl.Log.Entries(int(max(min(n, 1<<20), -1)))
 	now := time.Now()
 	c.out.Array(len(entries))
 	for _, e := range entries {
@@ -489,7 +510,7 @@ func (c *conn) authUser(user, pass []byte) string {
 	host := c.remoteHost()
 	if !reg.Limiter.Allowed(host, now) {
 		reg.Log.Add("auth", "toplevel", "AUTH", name, c.describe(now), now)
-				return msgAuthRate
+		return msgAuthRate
 	}
 	if reg.Authenticate(name, pass) == nil {
 		reg.Limiter.Failed(host, now)
@@ -510,4 +531,3 @@ func (s *Server) defaultNoPass() bool {
 	u := s.acl.Users().User("default")
 	return u != nil && u.On && u.NoPass
 }
-

@@ -58,8 +58,8 @@ type conn struct {
 	lim      Limits
 	out      Writer
 	authed   bool
-	aclSet   *acl.Set  // the user set aclU was looked up in (acl.go)
-	aclU     *acl.User // the connection's user in aclSet; nil: deleted
+	aclSet   *acl.Set            // the user set aclU was looked up in (acl.go)
+	aclU     *acl.User           // the connection's user in aclSet; nil: deleted
 	reply    uint8               // CLIENT REPLY mode
 	curKey   []byte              // the first key of the command being executed (MOVED)
 	multiSeg bool                // the command being executed writes keys of several segments
