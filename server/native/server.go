@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/store"
@@ -39,6 +40,10 @@ type Config struct {
 	// Token, when non-empty, must be presented in the handshake; a client
 	// without it gets Unauthorized and nothing else (R-OPS-5).
 	Token string
+	// ACL holds the users: the handshake names one (HandshakeRequest.User,
+	// "" = default) with its password in Token, and every request is
+	// checked against its permissions. nil = the token alone, no users.
+	ACL *acl.Registry
 	// TLS, when non-nil, wraps every accepted connection (zariss://).
 	TLS *tls.Config
 	// MaxFrameSize bounds a request frame. Default wire.DefaultMaxFrameSize.
@@ -131,6 +136,7 @@ type Server struct {
 	pool   *pool
 	segs   int
 	token  []byte
+	acl    *acl.Registry
 	counts counters
 
 	mu        sync.Mutex // guards listeners, conns, shutting
@@ -150,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 		pool:      newPool(cfg.MinWorkers, cfg.MaxWorkers),
 		segs:      cfg.Store.Segments(),
 		token:     []byte(cfg.Token),
+		acl:       cfg.ACL,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
 	}, nil
@@ -255,6 +262,25 @@ func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
+}
+
+// authenticate checks a handshake's user and password: against the users
+// when there is a registry, else against the token. It returns the user
+// name the connection runs as ("" when refused).
+func (s *Server) authenticate(user, presented string) string {
+	if s.acl == nil {
+		if user != "" && user != "default" || !s.tokenOK(presented) {
+			return ""
+		}
+		return "default"
+	}
+	if user == "" {
+		user = "default"
+	}
+	if s.acl.Authenticate(user, []byte(presented)) == nil {
+		return ""
+	}
+	return user
 }
 
 func (s *Server) tokenOK(presented string) bool {
