@@ -225,6 +225,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Metrics:      n.metrics,
 			Logger:       logger.With("component", "http"),
 			Token:        cfg.Token,
+			ACL:          n.acl,
 			Ready:        n.Ready,
 			Info:         func() any { return n.Info() },
 			Cluster:      func() any { return n.ClusterStatus() },

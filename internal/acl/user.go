@@ -136,6 +136,19 @@ func (u *User) CanRun(id int) bool {
 	return w < len(u.allowed) && u.allowed[w]&(1<<(id&63)) != 0
 }
 
+// CanRunAll reports whether u may run every command of category c.
+func (u *User) CanRunAll(c Cat) bool {
+	if u.Unrestricted {
+		return true
+	}
+	for id, cmd := range currentCatalog().cmds {
+		if cmd.Cats&c != 0 && !u.has(id) {
+			return false
+		}
+	}
+	return true
+}
+
 // CanKey reports whether u may access key with permission p.
 func (u *User) CanKey(key []byte, p Perm) bool {
 	if u.AllKeys {
