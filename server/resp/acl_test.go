@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server"
+	"github.com/zaris-io/zaris/server/resp"
 )
 
 // aclScript is run on a fresh redis-server and a fresh Zaris node; the
@@ -200,4 +203,15 @@ func TestACLFailedAuthLimited(t *testing.T) {
 	require.NotEmpty(t, log)
 	require.Equal(t, "auth", log[0].Reason)
 	require.Greater(t, log[0].Count, 10)
+}
+
+// TestAuthTimeoutClosesUnauthenticated: a connection that has not
+// authenticated within AuthTimeout is closed; one that has is not.
+func TestAuthTimeoutClosesUnauthenticated(t *testing.T) {
+	n, _ := startCustom(t, resp.Config{AuthTimeout: 300 * time.Millisecond}, func(c *server.Config) { c.Token = "tok" })
+	authed := dialRaw(t, n.RESPAddr().String())
+	require.Equal(t, "+OK\r\n", authed.do("AUTH", "tok"))
+	idle := dialRaw(t, n.RESPAddr().String())
+	idle.expectClosed(testscale.D(10 * time.Second))
+	require.Equal(t, "+PONG\r\n", authed.do("PING"), "an authenticated connection outlives the auth timeout")
 }

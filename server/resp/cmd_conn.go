@@ -89,6 +89,9 @@ const (
 func (c *conn) setAuthenticated(ok bool) {
 	c.authed = ok
 	c.lim.Unauthenticated = !ok
+	if ok {
+		c.everAuthed.Store(true)
+	}
 }
 
 func (c *conn) authFailed(msg string) {

@@ -82,6 +82,7 @@ type conn struct {
 	lastActive atomic.Int64 // Unix ns of the last command
 	name       atomic.Pointer[string]
 	user       atomic.Pointer[string] // the authenticated user; nil = default
+	everAuthed atomic.Bool            // authenticated once: the AuthTimeout no longer applies
 	libName    atomic.Pointer[string]
 	libVer     atomic.Pointer[string]
 	lastCmd    atomic.Pointer[command]
@@ -174,6 +175,18 @@ func (c *conn) peerClosed() bool {
 func (c *conn) serve() {
 	defer c.srv.forget(c)
 	defer c.finish()
+	if !c.authed {
+		// A connection that has not authenticated in time is closed: it
+		// cannot hold a client slot (maxclients) for ever.
+		t := time.AfterFunc(c.srv.cfg.AuthTimeout, func() {
+			if !c.everAuthed.Load() {
+				c.srv.stats.authTimeouts.Add(1)
+				c.logger().Info("closing a connection that did not authenticate in time", "auth_timeout", c.srv.cfg.AuthTimeout)
+				_ = c.nc.Close()
+			}
+		})
+		defer t.Stop()
+	}
 	if tc, ok := c.nc.(interface{ Handshake() error }); ok {
 		_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
 		if err := tc.Handshake(); err != nil {

@@ -53,6 +53,10 @@ type Config struct {
 	// IdleTimeout closes a connection that sends nothing for this long
 	// (Redis's timeout). Default 0: never.
 	IdleTimeout time.Duration
+	// AuthTimeout closes a connection that has not authenticated this long
+	// after it was accepted (when the default user needs a password).
+	// Default 10 s.
+	AuthTimeout time.Duration
 	// MaxClients bounds the open connections; one more is refused with
 	// "-ERR max number of clients reached". Default 10000.
 	MaxClients int
@@ -121,6 +125,7 @@ const (
 	DefaultOutputBufferLimit = 256 << 20
 	DefaultWriteTimeout      = 30 * time.Second
 	DefaultMaxClients        = 10000
+	DefaultAuthTimeout       = 10 * time.Second
 )
 
 func (c *Config) setDefaults() error {
@@ -142,6 +147,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ScriptTimeLimit <= 0 {
 		c.ScriptTimeLimit = DefaultScriptTimeLimit
+	}
+	if c.AuthTimeout <= 0 {
+		c.AuthTimeout = DefaultAuthTimeout
 	}
 	if c.MaxClients <= 0 {
 		c.MaxClients = DefaultMaxClients
@@ -398,6 +406,7 @@ func (s *Server) NotifyKeyspaceEvents() string {
 type stats struct {
 	connsReceived, rejected           atomic.Uint64
 	outputDisconnects                 atomic.Uint64 // connections closed over their output buffer limit
+	authTimeouts                      atomic.Uint64 // connections closed for not authenticating in time
 	cmds, netIn, netOut, hits, misses atomic.Uint64
 
 	mu      sync.Mutex // guards the fields below
