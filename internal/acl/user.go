@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/glob"
 )
@@ -154,7 +155,7 @@ func (u *User) CanKey(key []byte, p Perm) bool {
 	if u.AllKeys {
 		return true
 	}
-	k := string(key)
+	k := unsafe.String(unsafe.SliceData(key), len(key)) // read only, not retained
 	var have Perm
 	for _, kp := range u.Keys {
 		if kp.Perm&p&^have != 0 && glob.Match(kp.Pattern, k) {

@@ -172,11 +172,24 @@ func aclDenial(u *acl.User, cmd *command, args [][]byte) (reason, object string)
 	if !u.CanRun(cmd.aclID) {
 		return "command", cmd.name
 	}
-	if !u.AllKeys && cmd.step > 0 || cmd.keys != nil {
+	if !u.AllKeys && (cmd.step > 0 || cmd.keys != nil) {
 		perm := keyPerm(cmd, args)
-		for _, i := range cmd.keyIndexes(args) {
-			if !u.CanKey(args[i], perm) {
-				return "key", string(args[i])
+		if cmd.keys != nil {
+			for _, i := range cmd.keys(args) {
+				if !u.CanKey(args[i], perm) {
+					return "key", string(args[i])
+				}
+			}
+		} else if cmd.first > 0 && cmd.first < len(args) {
+			// keyIndexes without its slice: this runs on every command
+			last := cmd.last
+			if last < 0 {
+				last += len(args)
+			}
+			for i := cmd.first; i <= min(last, len(args)-1); i += cmd.step {
+				if !u.CanKey(args[i], perm) {
+					return "key", string(args[i])
+				}
 			}
 		}
 	}
