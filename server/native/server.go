@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/acl"
@@ -40,6 +41,9 @@ type Config struct {
 	// Token, when non-empty, must be presented in the handshake; a client
 	// without it gets Unauthorized and nothing else (R-OPS-5).
 	Token string
+	// MaxConns bounds the open connections; one more is closed at once
+	// (the native counterpart of RESP's maxclients). 0 = DefaultMaxConns.
+	MaxConns int
 	// ACL holds the users: the handshake names one (HandshakeRequest.User,
 	// "" = default) with its password in Token, and every request is
 	// checked against its permissions. nil = the token alone, no users.
@@ -142,16 +146,28 @@ type Server struct {
 	mu        sync.Mutex // guards listeners, conns, shutting
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
-	shutting  bool
-	connWG    sync.WaitGroup
+	// refusedConns counts connections closed over MaxConns.
+	refusedConns   atomic.Uint64
+	lastRefusalLog atomic.Value // time.Time
+	shutting       bool
+	connWG         sync.WaitGroup
 }
+
+// DefaultMaxConns is Config.MaxConns's default (RESP's maxclients default).
+const DefaultMaxConns = 10000
+
+// RefusedConns is the number of connections closed over MaxConns.
+func (s *Server) RefusedConns() uint64 { return s.refusedConns.Load() }
 
 // New validates cfg and returns a server ready to Serve.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Server{
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("component", "native"),
 		pool:      newPool(cfg.MinWorkers, cfg.MaxWorkers),
 		segs:      cfg.Store.Segments(),
@@ -159,7 +175,9 @@ func New(cfg Config) (*Server, error) {
 		acl:       cfg.ACL,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
-	}, nil
+	}
+	s.lastRefusalLog.Store(time.Time{})
+	return s, nil
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -209,6 +227,17 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Unlock()
 			_ = nc.Close()
 			return ErrServerClosed
+		}
+		if max := s.cfg.MaxConns; max > 0 && len(s.conns) >= max {
+			// Over the bound: closed before any byte is read, logged once a second at most.
+			s.mu.Unlock()
+			s.refusedConns.Add(1)
+			if now := time.Now(); now.Sub(s.lastRefusalLog.Load().(time.Time)) > time.Second {
+				s.lastRefusalLog.Store(now)
+				s.log.Warn("refusing a connection: max connections reached", "max_conns", max, "remote", nc.RemoteAddr().String())
+			}
+			_ = nc.Close()
+			continue
 		}
 		s.conns[c] = struct{}{}
 		s.connWG.Add(1)
