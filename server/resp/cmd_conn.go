@@ -28,7 +28,7 @@ func init() {
 		&command{name: "echo", arity: 2, flags: flagFast, group: "connection", since: "1.0.0",
 			summary: "Returns the given string.", run: cmdEcho},
 		&command{name: "auth", arity: -2, flags: authFlags, group: "connection", since: "1.0.0",
-			summary: "Authenticates the connection with the node's token.", run: cmdAuth},
+			summary: "Authenticates the connection as a user (default: the node's token).", run: cmdAuth},
 		&command{name: "hello", arity: -1, flags: authFlags, group: "connection", since: "6.0.0",
 			summary: "Handshakes with the server: protocol version (RESP2/RESP3), authentication, client name.", run: cmdHello},
 		&command{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", since: "1.0.0",
@@ -36,7 +36,7 @@ func init() {
 		&command{name: "quit", arity: -1, flags: authFlags, group: "connection", since: "1.0.0",
 			summary: "Closes the connection after replying.", run: cmdQuit},
 		&command{name: "reset", arity: 1, flags: authFlags, group: "connection", since: "6.2.0",
-			summary: "Resets the connection: RESP2, no name, unauthenticated when a token is set.", run: cmdReset},
+			summary: "Resets the connection: RESP2, no name, the default user (unauthenticated when it has a password).", run: cmdReset},
 		&command{name: "client", arity: -2, group: "connection", since: "2.4.0",
 			summary: "A container for client connection commands.", subs: []*command{
 				{name: "id", arity: 2, flags: connFlags, summary: "Returns the unique client ID of the connection.", run: cmdClientID},
