@@ -439,13 +439,14 @@ func eachOwner(nodes []*node, fn func(n *node) (kv.Reply, error)) ([]kv.Reply, e
 }
 
 // combineTxReplies merges the owners' answers to TX.COMMIT or TX.ABORT:
-// NotFound (never heard of it) only if every owner said so; else the first
-// refusal; else Success with the write results concatenated in owner order.
+// NotFound (never heard of it) or Moved (holds it only as a replica of its
+// owner, D39) only if every owner said so; else the first refusal; else
+// Success with the write results concatenated in owner order.
 func combineTxReplies(replies []kv.Reply) kv.Reply {
 	var out *kv.Reply
 	for _, r := range replies {
 		switch {
-		case r.Status == StatusNotFound:
+		case r.Status == StatusNotFound, r.Status == StatusMoved:
 		case r.Status != StatusSuccess:
 			return r
 		case out == nil:

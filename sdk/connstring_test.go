@@ -58,3 +58,20 @@ func TestConnectRejectsMalformedString(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestConnStringUserPassword: user= and password= name an ACL user and its
+// password (password= is token= under another name; both is an error),
+// and a password never shows in an error.
+func TestConnStringUserPassword(t *testing.T) {
+	cs, err := sdk.ParseConnString("zaris://h:1/s?user=app&password=pw")
+	if err != nil || cs.User != "app" || cs.Token != "pw" {
+		t.Fatalf("%+v %v", cs, err)
+	}
+	if _, err := sdk.ParseConnString("zaris://h:1/s?password=pw&token=t"); err == nil {
+		t.Fatal("password and token together accepted")
+	}
+	_, err = sdk.ParseConnString("zaris://h:1/s?password=hunter2&bogus=1")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("password leaked or accepted: %v", err)
+	}
+}

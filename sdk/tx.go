@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,6 +31,9 @@ import (
 // read, that no other transaction holds any of the keys, and reserves them
 // until the prepare timeout. If every owner voted yes, TX.COMMIT is sent to
 // all of them, else TX.ABORT. The wire encoding lives in server/store/tx.go.
+// An owner's prepared state is on its replicas before it votes (D39): if it
+// fails before the commit reaches it, the commit is sent again to the
+// promoted owner, which holds the transaction.
 //
 // A transaction is Serializable over the keys it read and wrote: it commits
 // only if none of them moved since it read them. It is heavier than one
@@ -102,6 +106,8 @@ type Tx struct {
 	writes []store.TxWrite
 	staged map[string]int // key → index in writes
 	done   bool
+	// prepared is called between the phases (OnPrepared).
+	prepared func(id string)
 }
 
 // Tx starts a transaction.
@@ -120,6 +126,17 @@ func (c *Client) Tx() *Tx {
 func (t *Tx) SetPrepareTimeout(d time.Duration) *Tx {
 	t.mu.Lock()
 	t.timeout = d
+	t.mu.Unlock()
+	return t
+}
+
+// OnPrepared sets a function Commit calls after every owner voted yes and
+// before the first TX.COMMIT is sent, with the transaction's id: the one
+// instant a failure leaves prepared state waiting for its commit. Tests use
+// it to stop an owner exactly there; it must not call this Tx.
+func (t *Tx) OnPrepared(fn func(id string)) *Tx {
+	t.mu.Lock()
+	t.prepared = fn
 	t.mu.Unlock()
 	return t
 }
@@ -231,7 +248,7 @@ func (t *Tx) Commit(ctx context.Context) (TxResult, error) {
 	for i, k := range t.order {
 		reads[i] = t.reads[k]
 	}
-	writes, timeout := t.writes, t.timeout
+	writes, timeout, hook := t.writes, t.timeout, t.prepared
 	t.mu.Unlock()
 	if len(reads) == 0 && len(writes) == 0 {
 		return TxResult{Status: StatusSuccess, Writes: []ItemResult{}}, nil
@@ -241,9 +258,12 @@ func (t *Tx) Commit(ctx context.Context) (TxResult, error) {
 	// key is not its own) changed nothing and was aborted everywhere: the
 	// keys are grouped again on the refreshed map, under a new id.
 	for attempt := 1; ; attempt++ {
-		c := coordinator{routes: t.routes, id: newTxID(), parts: splitByOwner(reads, writes, timeout, t.routes.ownerOf)}
+		c := newCoordinator(t.routes, splitByOwner(reads, writes, timeout, t.routes.ownerOf), timeout)
 		res, err, ok := c.prepare(ctx)
 		if ok {
+			if hook != nil {
+				hook(c.id)
+			}
 			return c.commit(ctx, writes)
 		}
 		if !res.Status.Redirect() || attempt >= txRedirectAttempts || !t.routes.reroute(ctx) {
@@ -298,6 +318,10 @@ func groupByOwner(keys []string, ownerOf func(string) txOwner) map[txOwner][]str
 
 // txPart is one owner's share of a transaction.
 type txPart struct {
+	// id names this part on its owner and on the owner's replicas: the
+	// transaction's id and the part's number, so that a node holding two
+	// parts (an owner promoted for another's partition) keeps them apart.
+	id       string
 	owner    txOwner
 	req      store.TxPrepareRequest
 	writeIdx []int // writeIdx[i]: the index in the staged writes of req.Writes[i]
@@ -353,6 +377,19 @@ type coordinator struct {
 	routes txRouter
 	id     string
 	parts  []*txPart
+	// deadline is when the owners' reservations lapse, at the latest (the
+	// prepare was sent after it was set): past it no copy commits anymore.
+	deadline time.Time
+}
+
+// newCoordinator names the transaction and each of its parts
+// ("<id>.<part>").
+func newCoordinator(routes txRouter, parts []*txPart, timeout time.Duration) *coordinator {
+	c := &coordinator{routes: routes, id: newTxID(), parts: parts, deadline: time.Now().Add(timeout)}
+	for i, p := range parts {
+		p.id = c.id + "." + strconv.Itoa(i)
+	}
+	return c
 }
 
 type phaseReply struct {
@@ -384,7 +421,7 @@ const abortTimeout = 2 * time.Second
 // every owner) and res, err are Commit's answer.
 func (c *coordinator) prepare(ctx context.Context) (res TxResult, err error, ok bool) {
 	votes := c.each(func(p *txPart) phaseReply {
-		cmd, err := store.TxPrepareCmd(c.id, &p.req)
+		cmd, err := store.TxPrepareCmd(p.id, &p.req)
 		if err != nil {
 			return phaseReply{err: err}
 		}
@@ -407,7 +444,7 @@ func (c *coordinator) prepare(ctx context.Context) (res TxResult, err error, ok 
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 	defer cancel()
 	c.each(func(p *txPart) phaseReply {
-		r, err := c.routes.doOn(actx, p.owner, store.TxAbortCmd(c.id))
+		r, err := c.routes.doOn(actx, p.owner, store.TxAbortCmd(p.id))
 		return phaseReply{r, err}
 	})
 	if failed.err != nil {
@@ -432,8 +469,11 @@ func (c *coordinator) commit(ctx context.Context, writes []store.TxWrite) (TxRes
 	outcomes := make([]commitOutcome, len(c.parts))
 	var why []string
 	res := TxResult{Status: StatusSuccess, Writes: make([]ItemResult, len(writes))}
-	answers := c.each(func(p *txPart) phaseReply {
-		return c.commitOne(ctx, p)
+	answers := make([]partCommit, len(c.parts))
+	c.each(func(p *txPart) phaseReply {
+		i := slices.Index(c.parts, p)
+		answers[i] = c.commitOne(ctx, p)
+		return phaseReply{}
 	})
 	for i, a := range answers {
 		p := c.parts[i]
@@ -441,15 +481,12 @@ func (c *coordinator) commit(ctx context.Context, writes []store.TxWrite) (TxRes
 		case a.err != nil:
 			outcomes[i] = commitUnknown
 			why = append(why, a.err.Error())
-		case a.reply.Status != StatusSuccess:
+		case a.lapsed != "":
 			outcomes[i] = commitLapsed
-			why = append(why, a.reply.Message)
-		case len(a.reply.Array) != len(p.writeIdx):
-			outcomes[i] = commitUnknown
-			why = append(why, fmt.Sprintf("commit answered %d results for %d writes", len(a.reply.Array), len(p.writeIdx)))
+			why = append(why, a.lapsed)
 		default:
 			for j, gi := range p.writeIdx {
-				w, r := writes[gi], a.reply.Array[j]
+				w, r := writes[gi], a.results[j]
 				op := BatchPut
 				if w.Op == store.TxDelete {
 					op = BatchDelete
@@ -488,40 +525,122 @@ const (
 	commitRetryMax = 250 * time.Millisecond
 )
 
-// commitOne sends TX.COMMIT to one owner until it answers definitively.
-// Success and a Conflict (expired, aborted) are definitive; so is NotFound
-// ("unknown transaction") on the first attempt — the owner never applied
-// it — but not after an attempt that may have been delivered, whose
-// outcome the owner may have forgotten.
-func (c *coordinator) commitOne(ctx context.Context, p *txPart) phaseReply {
+// regroupCommit is the owners a part's commit goes to after a map refresh:
+// every owner, in the map ownerOf reads, of a write still unconfirmed,
+// each with every write of the part it owns (an owner answers for all the
+// writes of the part in its segments, including ones another call already
+// confirmed). Owners of reads only need no answer: their reservations
+// lapse.
+func regroupCommit(pending map[txOwner][]int, writes []store.TxWrite, ownerOf func(string) txOwner) map[txOwner][]int {
+	open := map[int]bool{}
+	for _, js := range pending {
+		for _, j := range js {
+			open[j] = true
+		}
+	}
+	byOwner := map[txOwner][]int{}
+	for j, w := range writes {
+		o := ownerOf(w.Key)
+		byOwner[o] = append(byOwner[o], j)
+	}
+	next := map[txOwner][]int{}
+	for o, js := range byOwner {
+		if slices.ContainsFunc(js, func(j int) bool { return open[j] }) {
+			next[o] = js
+		}
+	}
+	return next
+}
+
+// partCommit is the outcome of phase two for one part: its writes'
+// results (in the part's order), or why it lapsed, or err when no
+// definitive answer came.
+type partCommit struct {
+	results []kv.Reply
+	lapsed  string
+	err     error
+}
+
+// commitOne sends TX.COMMIT for one part until it is answered
+// definitively. The first attempt goes to the owner that prepared. When a
+// call gets a routing status, a transport error or an answer that does not
+// cover the expected writes, the owner may have failed over (its replicas
+// hold the prepared state, server/store/txrepl.go) or the partition moved:
+// the map is refreshed and the commit, idempotent by id, is sent to the
+// current owner of each of the part's keys, until the transaction's
+// deadline (then every copy has let it lapse) or ctx ends.
+//
+// Success and Conflict (expired, aborted) are definitive; Timeout (applied,
+// not yet acknowledged by the replicas) is asked again. NotFound
+// ("unknown transaction") is definitive on the first attempt — the owner
+// never applied it — and, for an owner with writes to apply, past the
+// deadline; before it, the map may still be catching up with a failover.
+func (c *coordinator) commitOne(ctx context.Context, p *txPart) partCommit {
+	all := make([]int, len(p.req.Writes))
+	for j := range all {
+		all[j] = j
+	}
+	// pending: the owners still to confirm, each with the part's writes it
+	// answers for (indexes into p.req.Writes, in order).
+	pending := map[txOwner][]int{p.owner: all}
+	results := make([]kv.Reply, len(p.req.Writes))
 	delay := commitRetryMin
-	maybeDelivered := false
+	first := true
 	var last error
 	for {
-		r, err := c.routes.doOn(ctx, p.owner, store.TxCommitCmd(c.id))
-		switch {
-		case err == nil && r.Status == StatusSuccess, err == nil && r.Status == StatusConflict:
-			return phaseReply{reply: r}
-		case err == nil && r.Status == StatusNotFound && !maybeDelivered:
-			return phaseReply{reply: kv.Reply{Status: StatusConflict, Message: r.Message}}
-		case err == nil && r.Status.Redirect():
-			last = fmt.Errorf("owner answered %v", r.Status) // ownership moving: try again
-		case err == nil:
-			return phaseReply{err: fmt.Errorf("commit answered %v %s", r.Status, r.Message)}
-		default:
-			last, maybeDelivered = err, true
-			if errors.Is(err, ErrClosed) {
-				return phaseReply{err: err}
+		rerouteNeeded := false
+		for _, owner := range slices.Sorted(maps.Keys(pending)) {
+			js := pending[owner]
+			r, err := c.routes.doOn(ctx, owner, store.TxCommitCmd(p.id))
+			pastDeadline := time.Now().After(c.deadline)
+			switch {
+			case err == nil && r.Status == StatusSuccess && len(r.Array) == len(js):
+				for k, j := range js {
+					results[j] = r.Array[k]
+				}
+				delete(pending, owner)
+			case err == nil && r.Status == StatusSuccess:
+				last, rerouteNeeded = fmt.Errorf("commit on %q answered %d results for %d writes", owner, len(r.Array), len(js)), true
+			case err == nil && r.Status == StatusConflict:
+				return partCommit{lapsed: r.Message}
+			case err == nil && r.Status == StatusNotFound && len(js) == 0:
+				delete(pending, owner) // nothing to apply there: its reservations lapse
+			case err == nil && r.Status == StatusNotFound && (first || pastDeadline):
+				return partCommit{lapsed: r.Message}
+			case err == nil && r.Status == StatusTimeout:
+				// Applied on the owner, not yet acknowledged by its replicas
+				// (a sync write barrier waiting out a dead replica): the
+				// same commit, asked again, answers again once they are.
+				last = fmt.Errorf("owner %q answered %v %s", owner, r.Status, r.Message)
+			case err == nil && (r.Status.Redirect() || r.Status == StatusNotFound):
+				last, rerouteNeeded = fmt.Errorf("owner %q answered %v %s", owner, r.Status, r.Message), true
+			case err == nil:
+				return partCommit{err: fmt.Errorf("commit answered %v %s", r.Status, r.Message)}
+			default:
+				if errors.Is(err, ErrClosed) {
+					return partCommit{err: err}
+				}
+				last, rerouteNeeded = err, true
 			}
 		}
+		first = false
+		if len(pending) == 0 {
+			return partCommit{results: results}
+		}
 		if ctx.Err() != nil {
-			return phaseReply{err: fmt.Errorf("%w (last: %v)", ctx.Err(), last)}
+			return partCommit{err: fmt.Errorf("%w (last: %v)", ctx.Err(), last)}
+		}
+		if rerouteNeeded {
+			// Regroup what is still unconfirmed on the refreshed map: a
+			// confirmed owner is not asked again, so its results stand.
+			_ = c.routes.reroute(ctx)
+			pending = regroupCommit(pending, p.req.Writes, c.routes.ownerOf)
 		}
 		timer := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return phaseReply{err: fmt.Errorf("%w (last: %v)", ctx.Err(), last)}
+			return partCommit{err: fmt.Errorf("%w (last: %v)", ctx.Err(), last)}
 		case <-timer.C:
 		}
 		delay = min(2*delay, commitRetryMax)

@@ -205,6 +205,11 @@ func (e *encoder) ops(seg uint16, ops []store.Op) []byte {
 	enc := e.reset()
 	_ = enc.EncodeArrayLen(2)
 	_ = enc.EncodeUint(uint64(seg))
+	encodeOps(enc, ops)
+	return e.bytes()
+}
+
+func encodeOps(enc *msgpack.Encoder, ops []store.Op) {
 	_ = enc.EncodeArrayLen(len(ops))
 	for i := range ops {
 		op := &ops[i]
@@ -223,7 +228,6 @@ func (e *encoder) ops(seg uint16, ops []store.Op) []byte {
 			_ = enc.EncodeBytes(a)
 		}
 	}
-	return e.bytes()
 }
 
 func (e *encoder) snapBegin(seg uint16, rev uint64, count int) []byte {
@@ -246,11 +250,14 @@ func (e *encoder) snapChunk(seg uint16, recs []store.Record) []byte {
 	return e.bytes()
 }
 
-func (e *encoder) snapEnd(seg uint16, rev uint64) []byte {
+// snapEnd closes a snapshot; prepared are the segment's prepare markers
+// (store.Snapshot.Prepared), a trailing field an older reader skips.
+func (e *encoder) snapEnd(seg uint16, rev uint64, prepared []store.Op) []byte {
 	enc := e.reset()
-	_ = enc.EncodeArrayLen(2)
+	_ = enc.EncodeArrayLen(3)
 	_ = enc.EncodeUint(uint64(seg))
 	_ = enc.EncodeUint(rev)
+	encodeOps(enc, prepared)
 	return e.bytes()
 }
 
@@ -529,50 +536,59 @@ func decodeOps(body []byte) (uint16, []store.Op, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	n, err := d.list()
+	ops, err := d.ops()
 	if err != nil {
 		return 0, nil, err
+	}
+	return seg, ops, d.skip(extra)
+}
+
+// ops reads a list of ops.
+func (d *decoder) ops() ([]store.Op, error) {
+	n, err := d.list()
+	if err != nil {
+		return nil, err
 	}
 	ops := make([]store.Op, n)
 	for i := range ops {
 		op := &ops[i]
 		x, err := d.array(3)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		kind, err := d.uint()
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
-		if kind < uint64(store.OpPut) || kind > uint64(store.OpCommand) {
-			return 0, nil, protoErr("op kind %d", kind)
+		if kind < uint64(store.OpPut) || kind > uint64(store.LastOpKind) {
+			return nil, protoErr("op kind %d", kind)
 		}
 		op.Kind = store.OpKind(kind)
 		if op.Record, err = d.record(); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		if !d.isNil() {
 			cx, err := d.array(3)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
 			cop, err := d.uint()
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
 			cmd := &kv.Cmd{Op: kv.CmdOp(cop)}
 			if cmd.Key, err = d.str(); err != nil {
-				return 0, nil, err
+				return nil, err
 			}
 			na, err := d.list()
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
 			cmd.Args = make([][]byte, na)
 			for j := range cmd.Args {
 				b, err := d.raw()
 				if err != nil {
-					return 0, nil, err
+					return nil, err
 				}
 				if b == nil {
 					b = []byte{}
@@ -580,15 +596,15 @@ func decodeOps(body []byte) (uint16, []store.Op, error) {
 				cmd.Args[j] = b
 			}
 			if err := d.skip(cx); err != nil {
-				return 0, nil, err
+				return nil, err
 			}
 			op.Cmd = cmd
 		}
 		if err := d.skip(x); err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 	}
-	return seg, ops, d.skip(extra)
+	return ops, nil
 }
 
 func (d *decoder) record() (store.Record, error) {
@@ -695,17 +711,28 @@ func decodeSnapChunk(body []byte) (uint16, []store.Record, error) {
 	return seg, recs, d.skip(extra)
 }
 
-func decodeSnapEnd(body []byte) (seg uint16, rev uint64, err error) {
+func decodeSnapEnd(body []byte) (seg uint16, rev uint64, prepared []store.Op, err error) {
 	d := newDecoder(body)
 	extra, err := d.array(2)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if seg, err = d.segment(); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if err = d.fields(&rev); err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
-	return seg, rev, d.skip(extra)
+	if extra > 0 {
+		if prepared, err = d.ops(); err != nil {
+			return 0, 0, nil, err
+		}
+		extra--
+	}
+	for _, op := range prepared {
+		if op.Kind != store.OpTxPrepare {
+			return 0, 0, nil, protoErr("a snapshot carries a %v op", op.Kind)
+		}
+	}
+	return seg, rev, prepared, d.skip(extra)
 }

@@ -22,6 +22,10 @@ func sampleOps() []store.Op {
 		{Kind: store.OpExpired, Record: store.Record{Key: "b", Version: 3, Revision: 11, Deleted: true}},
 		{Kind: store.OpCommand, Record: store.Record{Key: "h", Version: 4, Revision: 12, Kind: store.KindHash},
 			Cmd: &kv.Cmd{Op: kv.CmdHSet, Key: "h", Args: [][]byte{[]byte("f"), {}}}},
+		// Transaction markers: no key, the marker in Cmd.
+		{Kind: store.OpTxPrepare, Record: store.Record{Revision: 13}, Cmd: &kv.Cmd{Op: kv.CmdTxPrepare, Args: [][]byte{[]byte("id"), []byte("body")}}},
+		{Kind: store.OpTxCommit, Record: store.Record{Revision: 14}, Cmd: &kv.Cmd{Op: kv.CmdTxCommit, Args: [][]byte{[]byte("id"), []byte("res")}}},
+		{Kind: store.OpTxAbort, Record: store.Record{Revision: 15}, Cmd: &kv.Cmd{Op: kv.CmdTxAbort, Args: [][]byte{[]byte("id2")}}},
 	}
 }
 
@@ -50,9 +54,17 @@ func TestCodecRoundTrip(t *testing.T) {
 	if err != nil || s != 5 || r != 77 || n != 3 {
 		t.Fatal(s, r, n, err)
 	}
-	s, r, err = decodeSnapEnd(append([]byte(nil), e.snapEnd(5, 77)...))
-	if err != nil || s != 5 || r != 77 {
+	s, r, prep, err := decodeSnapEnd(append([]byte(nil), e.snapEnd(5, 77, nil)...))
+	if err != nil || s != 5 || r != 77 || len(prep) != 0 {
 		t.Fatal(s, r, err)
+	}
+	prepared := ops[len(ops)-3 : len(ops)-2]
+	s, r, prep, err = decodeSnapEnd(append([]byte(nil), e.snapEnd(5, 77, prepared)...))
+	if err != nil || s != 5 || r != 77 || !reflect.DeepEqual(prep, prepared) {
+		t.Fatalf("snapshot end with prepared transactions: %v %+v", err, prep)
+	}
+	if _, _, _, err = decodeSnapEnd(append([]byte(nil), e.snapEnd(5, 77, ops[:1])...)); err == nil {
+		t.Fatal("a snapshot end carrying a put was accepted")
 	}
 
 	h := hello{Version: protoVersion, Store: "st", Cluster: "c", From: "n1", Partition: 2, Identity: "id", Generation: 3,
@@ -111,7 +123,7 @@ func FuzzDecode(f *testing.F) {
 		_, _, _ = decodeOps(b)
 		_, _, _ = decodeSnapChunk(b)
 		_, _, _, _ = decodeSnapBegin(b)
-		_, _, _ = decodeSnapEnd(b)
+		_, _, _, _ = decodeSnapEnd(b)
 		_, _ = decodeHello(b)
 		_, _ = decodeHelloReply(b)
 		_, _ = decodeAcks(b, nil)

@@ -33,7 +33,8 @@
 //	2 Ops        [segment, [op…]]   op = [kind, record, cmd|nil]
 //	3 SnapBegin  [segment, revision, count]
 //	4 SnapChunk  [segment, [record…]]
-//	5 SnapEnd    [segment, revision]
+//	5 SnapEnd    [segment, revision, [op…]]   the ops: the segment's live
+//	             transaction prepare markers (store.Snapshot.Prepared)
 //	6 Ping       []
 //
 // Replica → owner:

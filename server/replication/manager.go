@@ -335,6 +335,7 @@ func (m *Manager) dropStrayCopiesLocked(pm *cluster.PartitionMap) {
 			m.log.Info("replication: dropping the copy of a partition this node no longer holds",
 				"partition", p.ID, "segment", seg, "revision", g.Revision(), "keys", g.Len())
 			g.InstallSnapshot(store.Snapshot{Segment: uint16(seg)})
+			_ = g.InstallPreparedTx(nil) // and the transactions it held for its owner: never an error without markers
 			m.setLineage(uint16(seg), lineage{})
 		}
 	}

@@ -139,10 +139,15 @@ func (m *Manager) fenceForCutover(q cluster.MigrateRequest) cluster.MigrateReply
 	}
 	deadline := started.Add(wait)
 	// Prepared transactions commit after the fence (a commit never
-	// fails): wait for them to resolve before the revision is final.
+	// fails): wait for them to resolve before the revision is final
+	// (cutOverTxStep).
 	for seg := q.First; seg <= q.Last; seg++ {
-		for m.st.Segment(uint16(seg)).PendingTransactions() > 0 {
-			if time.Now().After(deadline) {
+		for {
+			step := cutOverTxStep(m.st.Segment(uint16(seg)).PendingTransactions(), time.Now(), deadline)
+			if step == txCutOverProceed {
+				break
+			}
+			if step == txCutOverAbort {
 				return fail(migration.FinalDeltaTimeout, "segment %d: prepared transactions did not resolve within %v", seg, wait)
 			}
 			time.Sleep(time.Millisecond)
@@ -276,4 +281,32 @@ func (m *Manager) Fenced() int {
 		n += f.last - f.first + 1
 	}
 	return n
+}
+
+// txCutOver is what a cut-over does about the prepared transactions of a
+// fenced segment.
+type txCutOver uint8
+
+const (
+	txCutOverProceed txCutOver = iota // none left: the revision read next is final
+	txCutOverWait                     // some prepared: poll again
+	txCutOverAbort                    // still some at the deadline: abort the cut-over, the source keeps the partition
+)
+
+// cutOverTxStep is the migration rule for prepared transactions (R-DS-4,
+// R-MIG-2): a partition never moves with prepared state. The fence already
+// refuses new prepares; the cut-over waits for the prepared ones to commit,
+// abort or lapse, and gives up at its deadline, leaving the partition (and
+// the transactions, which its replicas also hold) with the source. The
+// failure it prevents: a commit arriving after the cut-over recorded its
+// proof writes on the source past the fenced revision — a write the target
+// never receives, half of a transaction lost.
+func cutOverTxStep(pending int, now, deadline time.Time) txCutOver {
+	switch {
+	case pending == 0:
+		return txCutOverProceed
+	case now.After(deadline):
+		return txCutOverAbort
+	}
+	return txCutOverWait
 }

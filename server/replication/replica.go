@@ -104,6 +104,12 @@ func (m *Manager) applySnapshot(snap *store.Snapshot, fromSource bool, src linea
 	default:
 		g.InstallSnapshot(*snap)
 	}
+	// The transactions prepared on the source at the snapshot's revision
+	// (R-DS-4): whichever way the records were applied, this copy now holds
+	// exactly those.
+	if err := g.InstallPreparedTx(snap.Prepared); err != nil {
+		log.Warn("replication: dropping the prepared transactions of a snapshot", "segment", snap.Segment, "err", err)
+	}
 	if int(mode) < len(m.snapModes) {
 		m.snapModes[mode].Add(1)
 	}
@@ -169,6 +175,14 @@ func (m *Manager) ServePeer(conn net.Conn) {
 			return false
 		}
 		return w.Flush() == nil
+	}
+	if peer, ok := cluster.AuthenticatedPeer(conn); ok && peer != h.From {
+		// The dialer proved the cluster secret as another node than the
+		// sender it names (issue #15).
+		m.log.Warn("replication: refused a session whose sender is not the node that authenticated",
+			"authenticated", peer, "claimed_sender", h.From, "remote", conn.RemoteAddr().String())
+		reply(replyRefused, fmt.Sprintf("authenticated as node %q, not %q", peer, h.From), nil, 0)
+		return
 	}
 	if h.Version != protoVersion || h.Store != cfg.StoreName || h.Cluster != cfg.ClusterID ||
 		h.First < 0 || h.Last < h.First || h.Last >= m.st.Segments() {
@@ -287,9 +301,12 @@ func (m *Manager) ServePeer(conn net.Conn) {
 				}
 				snap.Records = append(snap.Records, recs...)
 			case fSnapEnd:
-				seg, rev, err := decodeSnapEnd(body)
+				seg, rev, prepared, err := decodeSnapEnd(body)
 				if err != nil {
 					return err
+				}
+				if snap != nil {
+					snap.Prepared = prepared
 				}
 				if snap == nil || seg != snap.Segment || rev != snap.Revision || len(snap.Records) != want {
 					return protoErr("snapshot end of segment %d", seg)

@@ -1,6 +1,9 @@
 package replication
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestPlanCatchUp(t *testing.T) {
 	owner := lineage{Identity: "p", Owner: "n1", Generation: 3, Incarnation: 7}
@@ -62,5 +65,29 @@ func TestQuorumNeed(t *testing.T) {
 		if got := QuorumNeed(c.q, c.replicas); got != c.want {
 			t.Errorf("%s: got %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+func TestCutOverTxStep(t *testing.T) {
+	deadline := time.Unix(100, 0)
+	for _, tc := range []struct {
+		name    string
+		pending int
+		now     time.Time
+		want    txCutOver
+	}{
+		{"nothing prepared: the revision is final", 0, deadline.Add(-time.Second), txCutOverProceed},
+		{"nothing prepared, even late", 0, deadline.Add(time.Second), txCutOverProceed},
+		// Proceeding here would let the commit, which never fails, write on
+		// the source after the proof: the target would miss that write.
+		{"a transaction prepared: wait for its commit or abort", 1, deadline.Add(-time.Second), txCutOverWait},
+		{"at the deadline itself: still waiting", 3, deadline, txCutOverWait},
+		{"past the deadline: abort the cut-over, the source keeps it", 1, deadline.Add(time.Nanosecond), txCutOverAbort},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cutOverTxStep(tc.pending, tc.now, deadline); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -407,7 +407,7 @@ func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, sn
 		}
 		recs = recs[k:]
 	}
-	if err := writeFrame(w, fSnapEnd, enc.snapEnd(seg, sn.Revision)); err != nil {
+	if err := writeFrame(w, fSnapEnd, enc.snapEnd(seg, sn.Revision, sn.Prepared)); err != nil {
 		return err
 	}
 	release()

@@ -81,12 +81,14 @@ func register(op kv.CmdOp, h handler) {
 	handlers[op] = &h
 }
 
-// CommandWrites reports whether op may mutate the store: a key command
-// registered as a write, or a node-level commit (TX.COMMIT, FLUSH). The
-// sync-replication write barrier waits only after those (R-REP-2).
+// CommandWrites reports whether op may mutate the store or its op-log: a
+// key command registered as a write, or a node-level write (the three
+// transaction phases, which log markers for the replicas, and FLUSH). The
+// sync-replication write barrier waits only after those (R-REP-2): a
+// TX.PREPARE votes yes only once its prepared state is on the replicas.
 func CommandWrites(op kv.CmdOp) bool {
 	if op.NodeLevel() {
-		return op == kv.CmdTxCommit || op == kv.CmdFlush
+		return op == kv.CmdTxPrepare || op == kv.CmdTxCommit || op == kv.CmdTxAbort || op == kv.CmdFlush
 	}
 	return int(op) < len(handlers) && handlers[op] != nil && handlers[op].write
 }

@@ -19,7 +19,22 @@ const (
 	OpExpired                   // the key reached its TTL; record is a tombstone
 	OpEvicted                   // the key was evicted under memory pressure; tombstone
 	OpCommand                   // a collection mutation: Record is the header, Cmd the effect
+	// The transaction markers (R-DS-4, txrepl.go) change no record: they
+	// carry a participant's prepared state to the partition's replicas so
+	// that a promoted replica holds it. Record has only the Revision (Key
+	// is empty); Cmd holds the marker. A consumer of record changes (a
+	// change feed, a watch) skips them: OpKind.TxMarker.
+	OpTxPrepare // a transaction prepared on this segment: Cmd is TX.PREPARE [id, txPrepareMarker]
+	OpTxCommit  // it committed: its writes are the OpPut/OpDelete records just before; Cmd is TX.COMMIT [id, txCommitMarker]
+	OpTxAbort   // it was aborted or expired on the owner: Cmd is TX.ABORT [id]
 )
+
+// LastOpKind is the highest OpKind a decoder accepts.
+const LastOpKind = OpTxAbort
+
+// TxMarker reports whether k is a transaction marker: an entry that changes
+// no record (skip it when following record changes).
+func (k OpKind) TxMarker() bool { return k >= OpTxPrepare && k <= OpTxAbort }
 
 func (k OpKind) String() string {
 	switch k {
@@ -37,6 +52,12 @@ func (k OpKind) String() string {
 		return "evicted"
 	case OpCommand:
 		return "command"
+	case OpTxPrepare:
+		return "tx-prepare"
+	case OpTxCommit:
+		return "tx-commit"
+	case OpTxAbort:
+		return "tx-abort"
 	}
 	return fmt.Sprintf("OpKind(%d)", uint8(k))
 }
@@ -108,6 +129,11 @@ func cmdBytes(c *kv.Cmd) int {
 		n += len(a)
 	}
 	return n
+}
+
+// appendMarker logs a transaction marker at revision rev.
+func (l *opLog) appendMarker(kind OpKind, rev uint64, cmd *kv.Cmd) {
+	l.push(logEntry{kind: kind, rec: &Record{Revision: rev}, cmd: cmd}, cmdBytes(cmd))
 }
 
 // append adds an operation. Its revision must exceed every logged revision.

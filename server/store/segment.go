@@ -47,6 +47,9 @@ type Segment struct {
 	// txLocks holds the keys a prepared transaction (R-DS-4) reserved until
 	// its commit, abort or lock expiry; other writers get Conflict.
 	txLocks map[string]txLock
+	// txPrepared holds the prepare marker of every transaction holding
+	// reservations here until its commit or abort marker (txrepl.go).
+	txPrepared map[string]txSegPrepared
 }
 
 // txLock is one key reserved by a prepared transaction.
@@ -525,6 +528,10 @@ type Snapshot struct {
 	Segment  uint16
 	Revision uint64
 	Records  []Record
+	// Prepared holds the prepare markers (OpTxPrepare) of the transactions
+	// prepared on the segment at Revision: a copy built from the snapshot
+	// holds them too (InstallPreparedTx).
+	Prepared []Op
 }
 
 // Snapshot returns the live records (no tombstones, no expired records) at
@@ -539,6 +546,7 @@ func (g *Segment) Snapshot() Snapshot {
 			snap.Records = append(snap.Records, r.exported())
 		}
 	}
+	snap.Prepared = g.preparedLocked(now)
 	return snap
 }
 
@@ -587,8 +595,12 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 }
 
 // ApplyOp applies one operation read from another node's op-log
-// (OperationsAfter): a record, or a collection mutation to replay.
+// (OperationsAfter): a record, a collection mutation to replay, or a
+// transaction marker (txrepl.go).
 func (g *Segment) ApplyOp(op Op) (applied bool, err error) {
+	if op.Kind.TxMarker() {
+		return g.applyTxMarker(op)
+	}
 	if op.Kind != OpCommand {
 		return g.ApplyRecord(op.Record, op.Kind)
 	}

@@ -15,6 +15,11 @@ package store
 // otherwise TX.ABORT. Reservations lapse by themselves after the timeout, so
 // a coordinator that crashed between the phases never wedges a key.
 //
+// The prepared state is replicated before the vote (txrepl.go, D39): a yes
+// logs a prepare marker in each segment involved, the commit and abort log
+// theirs, and a replica promoted before the commit holds the transaction
+// and commits it when the coordinator retries there.
+//
 // # Wire encoding
 //
 // All three are node-level commands (kv.CmdOp.NodeLevel); Cmd.Key is ignored.
@@ -45,6 +50,10 @@ package store
 //	            → NotFound "unknown transaction": never prepared here, or its
 //	              outcome is no longer remembered (TxOutcomeRetention); nothing
 //	              was applied by this call
+//	            → Moved: this node holds the transaction only as a replica of
+//	              its owner (it owns none of its segments); nothing applied
+//	            On a node promoted from replica, the array lists the writes of
+//	            the segments it owns (in request order).
 //	TX.ABORT    Args[0] transaction id
 //	            → OK: released (idempotent; an unknown id is recorded as aborted
 //	              so that a prepare delayed in the network is refused)
@@ -347,6 +356,9 @@ func (k txOutcomeKind) String() string {
 }
 
 // txEntry is a transaction being prepared, prepared, or being committed.
+// An entry built from the prepare markers of owners this node replicates
+// (replicated) may hold only some segments of the transaction, and loses
+// each segment (portion) when that segment's commit or abort marker arrives.
 type txEntry struct {
 	// busy is non-nil while a phase of this id runs outside txTable.mu; it is
 	// closed when that phase ends.
@@ -356,8 +368,17 @@ type txEntry struct {
 	keys    []string // every reserved key, distinct
 	keySegs []uint16 // keySegs[i] is the segment of keys[i]
 	segs    []uint16 // the distinct segments, ascending
+	reads   []TxRead
 	writes  []TxWrite
-	bytes   int64 // staged bytes, counted in txTable.staged
+	// writeIdx[i] is the position of writes[i] in the prepare request (the
+	// commit answers in that order); writeSegs[i] its segment.
+	writeIdx  []int
+	writeSegs []uint16
+	// prepRev is, per segment, the revision of its prepare marker: a record
+	// of a reserved key above it was written by this transaction's commit.
+	prepRev    map[uint16]uint64
+	replicated bool
+	bytes      int64 // staged bytes, counted in txTable.staged
 }
 
 // txApplied is the result of one committed write.
@@ -366,11 +387,21 @@ type txApplied struct {
 	version, revision uint64
 }
 
+// txAppliedAt is a committed write's result with its position in the
+// prepare request and its segment (a commit marker carries them).
+type txAppliedAt struct {
+	Index    int       `msgpack:"i"`
+	Seg      uint16    `msgpack:"g"`
+	Status   kv.Status `msgpack:"s,omitempty"`
+	Version  uint64    `msgpack:"v,omitempty"`
+	Revision uint64    `msgpack:"rv,omitempty"`
+}
+
 // txOutcome is a finished transaction, remembered until forget.
 type txOutcome struct {
 	kind    txOutcomeKind
 	forget  int64 // Unix ns
-	applied []txApplied
+	applied []txAppliedAt
 }
 
 type txDeadline struct {
@@ -442,7 +473,17 @@ func (t *txTable) sweepLocked(now int64) []lapsedTx {
 	return lapsed
 }
 
+// finishLocked records id's outcome. A commit already recorded for some of
+// its segments is kept: a later portion's commit adds its writes, a later
+// expiry or abort of a portion held for another owner changes nothing.
 func (t *txTable) finishLocked(id string, o txOutcome, timeout time.Duration, now int64) {
+	if old, ok := t.done[id]; ok && old.kind == txCommitted {
+		if o.kind == txCommitted {
+			o.applied = append(slices.Clone(old.applied), o.applied...)
+		} else {
+			o = old
+		}
+	}
 	o.forget = now + int64(txRetention(timeout))
 	t.done[id] = o
 	heap.Push(&t.deadlines, txDeadline{at: o.forget, id: id, done: true})
@@ -472,7 +513,7 @@ func (s *Store) txAcquire(id string) (*txTable, int64) {
 		if lapsed := t.sweepLocked(now); len(lapsed) > 0 {
 			t.mu.Unlock()
 			for _, l := range lapsed {
-				s.releaseReservations(l.id, l.e)
+				s.releaseReservations(l.id, l.e, false)
 			}
 			continue
 		}
@@ -504,8 +545,10 @@ func (s *Store) txUnlockSegments(segs []uint16) {
 
 // releaseReservations drops the reservations id still holds, one segment at
 // a time. A key re-reserved by another transaction after ours lapsed keeps
-// its new holder.
-func (s *Store) releaseReservations(id string, e *txEntry) {
+// its new holder. abort logs an abort marker on each owned segment holding
+// id's prepare marker, so that its replicas drop it too; an expiry logs
+// none (every copy expires the entry at the same deadline).
+func (s *Store) releaseReservations(id string, e *txEntry, abort bool) {
 	for _, si := range e.segs {
 		g := s.segments[si]
 		func() {
@@ -516,6 +559,10 @@ func (s *Store) releaseReservations(id string, e *txEntry) {
 					g.txReleaseLocked(k, id)
 				}
 			}
+			if _, marked := g.txPrepared[id]; marked && abort && g.owned {
+				g.logTxResolvedLocked(id, OpTxAbort, nil)
+			}
+			delete(g.txPrepared, id)
 		}()
 	}
 }
@@ -605,35 +652,92 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 		}
 		g.txLocks[k] = txLock{txID: id, expires: expires}
 	}
+	// The prepared state goes to the op-log of every segment involved, so
+	// that the partition's replicas hold it before this node votes yes (the
+	// caller's write barrier waits for them).
+	for _, seg := range e.segs {
+		e.prepRev[seg] = s.segments[seg].logTxPrepareLocked(id, s.txPortion(e, seg, expires))
+	}
 	return kv.StatusSuccess, ""
 }
 
-// commitTxLocked applies e's staged writes if every reservation of e is still
-// held by id at now; otherwise it applies nothing (ok=false). Either way it
-// releases id's reservations. The caller holds the write locks of every
-// segment of e, so the release and the writes are one atomic step: nobody
-// can slip a write in between.
-func (s *Store) commitTxLocked(id string, e *txEntry, now int64) (applied []txApplied, ok bool) {
-	ok = true
+// txCommitResult is what commitTxLocked did on this node.
+type txCommitResult struct {
+	segs    []uint16 // the segments of the entry this node owns: committed or lapsed
+	ok      bool     // the writes of segs were applied
+	applied []txAppliedAt
+}
+
+// commitTxLocked applies the staged writes of e that fall in segments this
+// node owns, if every reservation of those segments is still held by id at
+// now; otherwise it applies nothing (ok=false). Either way it releases those
+// reservations and logs a commit (or abort) marker on each of those
+// segments, after the writes' own records. Segments this node only
+// replicates are left alone: their owner commits them. The caller holds the
+// write locks of every segment of e, so the release and the writes are one
+// atomic step: nobody can slip a write in between.
+func (s *Store) commitTxLocked(id string, e *txEntry, now int64) (r txCommitResult) {
+	for _, seg := range e.segs {
+		if s.segments[seg].owned {
+			r.segs = append(r.segs, seg)
+		}
+	}
+	if len(r.segs) == 0 {
+		return r
+	}
+	r.ok = true
 	for i, k := range e.keys {
+		if !slices.Contains(r.segs, e.keySegs[i]) {
+			continue
+		}
 		l, held := s.segments[e.keySegs[i]].txLocks[k]
 		if !held || l.txID != id || now >= l.expires {
-			ok = false
+			r.ok = false
 			break
 		}
 	}
 	for i, k := range e.keys {
-		s.segments[e.keySegs[i]].txReleaseLocked(k, id)
+		if slices.Contains(r.segs, e.keySegs[i]) {
+			s.segments[e.keySegs[i]].txReleaseLocked(k, id)
+		}
 	}
-	if !ok {
-		return nil, false
+	if !r.ok {
+		for _, seg := range r.segs {
+			g := s.segments[seg]
+			if _, marked := g.txPrepared[id]; marked {
+				g.logTxResolvedLocked(id, OpTxAbort, nil)
+			}
+		}
+		return r
 	}
-	applied = make([]txApplied, len(e.writes))
 	for i := range e.writes {
-		w := &e.writes[i]
-		applied[i] = s.SegmentFor(w.Key).applyTxWriteLocked(w, now)
+		seg := e.writeSegs[i]
+		if !slices.Contains(r.segs, seg) {
+			continue
+		}
+		g := s.segments[seg]
+		a, done := txApplied{}, false
+		if e.replicated {
+			// This node was a replica when the owner prepared: the owner
+			// may have committed and shipped some of the writes before it
+			// died. Those are not applied twice.
+			a, done = g.txAlreadyAppliedLocked(&e.writes[i], e.prepRev[seg])
+		}
+		if !done {
+			a = g.applyTxWriteLocked(&e.writes[i], now)
+		}
+		r.applied = append(r.applied, txAppliedAt{Index: e.writeIdx[i], Seg: seg, Status: a.status, Version: a.version, Revision: a.revision})
 	}
-	return applied, true
+	for _, seg := range r.segs {
+		var mine []txAppliedAt
+		for _, a := range r.applied {
+			if a.Seg == seg {
+				mine = append(mine, a)
+			}
+		}
+		s.segments[seg].logTxResolvedLocked(id, OpTxCommit, mine)
+	}
+	return r
 }
 
 // applyTxWriteLocked applies one staged write like Put or Delete would,
@@ -661,10 +765,19 @@ func (g *Segment) applyTxWriteLocked(w *TxWrite, now int64) txApplied {
 	return txApplied{version: rec.Version, revision: rec.Revision}
 }
 
-func txCommitReply(applied []txApplied) kv.Reply {
-	a := make([]kv.Reply, len(applied))
-	for i, x := range applied {
-		a[i] = kv.Reply{Status: x.status, Type: kv.ReplyOK, Version: x.version, Revision: x.revision}
+// txCommitReply answers a commit: the results of the writes in segments
+// this node owns, in request order.
+func (s *Store) txCommitReply(applied []txAppliedAt) kv.Reply {
+	mine := make([]txAppliedAt, 0, len(applied))
+	for _, x := range applied {
+		if s.segments[x.Seg].Owned() {
+			mine = append(mine, x)
+		}
+	}
+	slices.SortFunc(mine, func(a, b txAppliedAt) int { return a.Index - b.Index })
+	a := make([]kv.Reply, len(mine))
+	for i, x := range mine {
+		a[i] = kv.Reply{Status: x.Status, Type: kv.ReplyOK, Version: x.Version, Revision: x.Revision}
 	}
 	return kv.ArrayReply(a)
 }
@@ -680,10 +793,12 @@ func (s *Store) TxPrepare(id string, req TxPrepareRequest) kv.Reply {
 	if st, why := validateTxPrepare(id, &req, lim); st != kv.StatusSuccess {
 		return kv.Reply{Status: st, Message: why}
 	}
-	e := &txEntry{timeout: req.Timeout, writes: req.Writes}
+	e := &txEntry{timeout: req.Timeout, reads: req.Reads, writes: req.Writes, prepRev: map[uint16]uint64{}}
 	e.keys, e.keySegs, e.segs = s.txKeys(&req)
-	for _, w := range req.Writes {
-		e.bytes += int64(len(w.Key) + len(w.Value))
+	for i, w := range req.Writes {
+		e.bytes += txWriteBytes(&w)
+		e.writeIdx = append(e.writeIdx, i)
+		e.writeSegs = append(e.writeSegs, s.SegmentFor(w.Key).id)
 	}
 
 	t, _ := s.txAcquire(id)
@@ -731,50 +846,63 @@ func (s *Store) TxPrepare(id string, req TxPrepareRequest) kv.Reply {
 }
 
 // TxCommit is phase two on this node: it applies the staged writes of a
-// prepared id, all or nothing (see the file comment for the replies).
+// prepared id, all or nothing (see the file comment for the replies). On a
+// node that holds the transaction because it replicated its owner and was
+// promoted, it commits the segments it now owns; the answer lists their
+// writes.
 func (s *Store) TxCommit(id string) kv.Reply {
 	if !validTxID(id) {
 		return kv.BadRequest(fmt.Sprintf("transaction id must be 1..%d bytes", MaxTxIDBytes))
 	}
 	t, _ := s.txAcquire(id)
-	if o, ok := t.done[id]; ok {
-		t.mu.Unlock()
-		if o.kind == txCommitted {
-			return txCommitReply(o.applied)
-		}
-		return kv.Reply{Status: kv.StatusConflict, Message: "transaction " + o.kind.String()}
-	}
 	e := t.live[id]
 	if e == nil {
+		o, ok := t.done[id]
+		applied := slices.Clone(o.applied)
 		t.mu.Unlock()
-		return kv.Reply{Status: kv.StatusNotFound, Message: "unknown transaction"}
+		switch {
+		case !ok:
+			return kv.Reply{Status: kv.StatusNotFound, Message: "unknown transaction"}
+		case o.kind == txCommitted:
+			return s.txCommitReply(applied)
+		}
+		return kv.Reply{Status: kv.StatusConflict, Message: "transaction " + o.kind.String()}
 	}
 	done := make(chan struct{})
 	e.busy = done
 	t.mu.Unlock()
 
 	now := s.clock.NowNano()
-	applied, ok := func() ([]txApplied, bool) {
+	r := func() txCommitResult {
 		s.txLockSegments(e.segs)
 		defer s.txUnlockSegments(e.segs) // a panic must not leave the segments locked
 		return s.commitTxLocked(id, e, now)
 	}()
 
 	t.mu.Lock()
-	delete(t.live, id)
-	t.staged -= e.bytes
-	o := txOutcome{kind: txCommitted, applied: applied}
-	if !ok {
-		o.kind = txExpired
+	var applied []txAppliedAt
+	if len(r.segs) > 0 {
+		t.staged -= e.dropSegs(r.segs)
+		if len(e.segs) == 0 {
+			delete(t.live, id)
+		}
+		o := txOutcome{kind: txCommitted, applied: r.applied}
+		if !r.ok {
+			o.kind = txExpired
+		}
+		t.finishLocked(id, o, e.timeout, now)
+		applied = slices.Clone(t.done[id].applied)
 	}
-	t.finishLocked(id, o, e.timeout, now)
 	e.busy = nil
 	close(done)
 	t.mu.Unlock()
-	if !ok {
+	switch {
+	case len(r.segs) == 0:
+		return kv.Reply{Status: kv.StatusMoved, Message: "the transaction's segments are not owned by this node"}
+	case !r.ok:
 		return kv.Reply{Status: kv.StatusConflict, Message: "transaction expired"}
 	}
-	return txCommitReply(applied)
+	return s.txCommitReply(applied)
 }
 
 // TxAbort releases everything id holds on this node. It is idempotent, and
@@ -801,7 +929,7 @@ func (s *Store) TxAbort(id string) kv.Reply {
 	t.finishLocked(id, txOutcome{kind: txAborted}, timeout, now)
 	t.mu.Unlock()
 	if e != nil {
-		s.releaseReservations(id, e)
+		s.releaseReservations(id, e, true)
 	}
 	return kv.OKReply()
 }

@@ -209,14 +209,19 @@ func TestTxCommitAppliesEveryWriteThroughTheOpLog(t *testing.T) {
 		t.Fatalf("%d reservations left after commit", n)
 	}
 	// The writes are ordinary op-log entries with their revisions: replicas
-	// and watchers see them like any write.
+	// and watchers see them like any write. Around them, the prepare and
+	// commit markers that carry the prepared state to the replicas.
 	for i, want := range map[int]OpKind{0: OpPut, 1: OpPut, 3: OpDelete} {
 		ops, err := s.SegmentFor(k[i]).OperationsAfter(revs[k[i]])
-		if err != nil || len(ops) != 1 || ops[0].Kind != want || ops[0].Record.Key != k[i] || ops[0].Revision() != r.Array[i].Revision {
+		if err != nil || len(ops) != 3 || ops[0].Kind != OpTxPrepare || ops[2].Kind != OpTxCommit ||
+			ops[1].Kind != want || ops[1].Record.Key != k[i] || ops[1].Revision() != r.Array[i].Revision {
 			t.Fatalf("op-log of %s: %+v %v", k[i], ops, err)
 		}
+		if !ops[0].Kind.TxMarker() || !ops[2].Kind.TxMarker() || ops[1].Kind.TxMarker() {
+			t.Fatalf("TxMarker: %v %v %v", ops[0].Kind, ops[1].Kind, ops[2].Kind)
+		}
 	}
-	if ops, _ := s.SegmentFor(k[2]).OperationsAfter(revs[k[2]]); len(ops) != 0 {
+	if ops, _ := s.SegmentFor(k[2]).OperationsAfter(revs[k[2]]); len(ops) != 2 || ops[0].Kind != OpTxPrepare || ops[1].Kind != OpTxCommit {
 		t.Fatalf("a delete of an absent key was logged: %+v", ops)
 	}
 	if st := s.TxStats(); st.Live != 0 || st.StagedBytes != 0 || st.Remembered != 1 {
