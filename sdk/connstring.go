@@ -23,7 +23,8 @@ type ConnString struct {
 	Endpoints []string // host:port bootstrap endpoints (remote only)
 	Store     string
 
-	Token       string        // token=
+	Token       string        // token= (or password=): the user's password
+	User        string        // user= the ACL user (default: "default")
 	CAFile      string        // ca=
 	CertFile    string        // cert=  (mutual TLS)
 	KeyFile     string        // key=   (mutual TLS)
@@ -32,7 +33,7 @@ type ConnString struct {
 	DialTimeout time.Duration // dialTimeout=
 }
 
-var connOptions = map[string]bool{"token": true, "ca": true, "cert": true, "key": true, "servername": true, "timeout": true, "dialTimeout": true}
+var connOptions = map[string]bool{"user": true, "password": true, "token": true, "ca": true, "cert": true, "key": true, "servername": true, "timeout": true, "dialTimeout": true}
 
 // ParseConnString parses a Zaris connection string (R-CLIENT-1). Errors wrap
 // ErrInvalidConnString and say what is wrong.
@@ -103,7 +104,13 @@ func ParseConnString(s string) (ConnString, error) {
 			return bad("option %q given %d times", k, len(v))
 		}
 	}
-	cs.Token = values.Get("token")
+	cs.Token, cs.User = values.Get("token"), values.Get("user")
+	if pw := values.Get("password"); pw != "" {
+		if cs.Token != "" {
+			return bad("give password or token, not both")
+		}
+		cs.Token = pw
+	}
 	cs.CAFile, cs.CertFile, cs.KeyFile = values.Get("ca"), values.Get("cert"), values.Get("key")
 	cs.ServerName = values.Get("servername")
 	if (cs.CertFile == "") != (cs.KeyFile == "") {
@@ -136,15 +143,19 @@ func validStoreName(name string) error {
 	return nil
 }
 
-// redact hides a token in an error message.
+// redact hides a token or password in an error message.
 func redact(s string) string {
-	i := strings.Index(s, "token=")
-	if i < 0 {
-		return s
+	for _, opt := range []string{"token=", "password="} {
+		i := strings.Index(s, opt)
+		if i < 0 {
+			continue
+		}
+		j := strings.IndexByte(s[i:], '&')
+		if j < 0 {
+			s = s[:i] + opt + "REDACTED"
+		} else {
+			s = s[:i] + opt + "REDACTED" + s[i+j:]
+		}
 	}
-	j := strings.IndexByte(s[i:], '&')
-	if j < 0 {
-		return s[:i] + "token=REDACTED"
-	}
-	return s[:i] + "token=REDACTED" + s[i+j:]
+	return s
 }

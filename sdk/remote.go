@@ -192,7 +192,7 @@ func (b *remoteBackend) dial(ctx context.Context, ep string) (*rconn, error) {
 		nc = tlsConn
 	}
 	c, err := handshake(dctx, nc, ep, wire.HandshakeRequest{
-		ProtocolVersion: wire.ProtocolVersion, Store: b.cs.Store, Token: b.cs.Token, ClientName: "zaris-go-sdk",
+		ProtocolVersion: wire.ProtocolVersion, Store: b.cs.Store, Token: b.cs.Token, User: b.cs.User, ClientName: "zaris-go-sdk",
 	})
 	if err != nil {
 		nc.Close()

@@ -104,6 +104,7 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Partitions: c.Partitions, ReplicationFactor: c.ReplicationFactor, TotalSegments: n.store.Segments(),
 		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings, Secret: n.secret,
 		Logger:        slog.New(n.events.Tap(n.log.Handler())), // the console's timeline (server/events)
+		ACL:           n.acl,
 		OnMap:         n.applyMap,
 		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
 		Possession:    n.repl.Possession,

@@ -27,6 +27,7 @@ func (n *Node) newNativeService() (*native.Server, error) {
 		ReplicationFactor: n.cfg.ReplicationFactor,
 		Version:           Version(),
 		Token:             n.cfg.Token,
+		ACL:               n.acl,
 		MinWorkers:        n.cfg.MinWorkers,
 		MaxWorkers:        n.cfg.MaxWorkers,
 		Routing:           n.routing,

@@ -18,12 +18,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/events"
 	"github.com/zaris-io/zaris/server/httpapi"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/replication"
+	"github.com/zaris-io/zaris/server/resp"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -154,7 +156,14 @@ type Node struct {
 	freezeStop chan struct{}  // closed by stopFreezeDetector (under ownMu)
 	bg         sync.WaitGroup // the detector's goroutines
 	fences     prometheus.Counter
+
+	// acl is the node's users (Redis ACL), shared by RESP, the native
+	// protocol and HTTP; in a cluster folded from the raft log.
+	acl *acl.Registry
 }
+
+// ACL returns the node's users and permissions.
+func (n *Node) ACL() *acl.Registry { return n.acl }
 
 // NewNode validates cfg, creates the store and the metrics recorder, loads
 // the TLS material and builds the HTTP service (unless HTTPPort is 0). It
@@ -211,6 +220,8 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		}),
 	}
 	n.freezeStop = make(chan struct{})
+	resp.RegisterACLCatalog() // the command categories users are built on
+	n.acl = acl.NewRegistry(cfg.Token)
 	repl, err := n.newReplication()
 	if err != nil {
 		_ = st.Close()
@@ -230,6 +241,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Metrics:      n.metrics,
 			Logger:       logger.With("component", "http"),
 			Token:        cfg.Token,
+			ACL:          n.acl,
 			Ready:        n.Ready,
 			Info:         func() any { return n.Info() },
 			Cluster:      func() any { return n.ClusterStatus() },

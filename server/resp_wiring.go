@@ -43,6 +43,7 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		NodeID:       n.cfg.NodeID,
 		Version:      Version(),
 		Token:        n.cfg.Token,
+		ACL:          n.acl,
 		Metrics:      n.metrics,
 		Logger:       n.log,
 		Routing:      n.routing,

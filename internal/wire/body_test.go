@@ -341,7 +341,7 @@ func TestDecodersSkipExtraFields(t *testing.T) {
 		t.Errorf("result: %+v %v", r, err)
 	}
 	var hreq HandshakeRequest
-	if err := DecodeHandshakeRequest(withExtraFields(t, AppendHandshakeRequest(nil, HandshakeRequest{ProtocolVersion: 1, ClientName: "c"})), &hreq); err != nil || hreq.ClientName != "c" {
+	if err := DecodeHandshakeRequest(withExtraFields(t, AppendHandshakeRequest(nil, HandshakeRequest{ProtocolVersion: 1, ClientName: "c", User: "u"})), &hreq); err != nil || hreq.ClientName != "c" || hreq.User != "u" {
 		t.Errorf("handshake request: %v", err)
 	}
 	var hresp HandshakeResponse
@@ -573,5 +573,23 @@ func TestEncodeDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%.1f allocs per encode", allocs)
+	}
+}
+
+// TestHandshakeUserCompatible: a request without a user is the four fields
+// older servers know; one with a user decodes it, and a four-field request
+// decodes with no user.
+func TestHandshakeUserCompatible(t *testing.T) {
+	old := AppendHandshakeRequest(nil, HandshakeRequest{ProtocolVersion: 1, Store: "s", Token: "t", ClientName: "c"})
+	if old[0] != mpFixArray|4 {
+		t.Fatalf("a request without a user has %#x as its header, want a 4-array", old[0])
+	}
+	var h HandshakeRequest
+	if err := DecodeHandshakeRequest(old, &h); err != nil || h.User != "" || h.Token != "t" {
+		t.Fatalf("%+v %v", h, err)
+	}
+	withUser := AppendHandshakeRequest(nil, HandshakeRequest{ProtocolVersion: 1, Store: "s", Token: "t", ClientName: "c", User: "app"})
+	if err := DecodeHandshakeRequest(withUser, &h); err != nil || h.User != "app" || h.Token != "t" {
+		t.Fatalf("%+v %v", h, err)
 	}
 }

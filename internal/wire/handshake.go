@@ -40,6 +40,9 @@ type HandshakeRequest struct {
 	Store           string // must equal the cluster's store name
 	Token           string // authentication token; "" when security is off
 	ClientName      string // free text for logs and diagnostics
+	// User names the user Token is the password of ("" = default); sent
+	// only when set, so older servers see the four fields they know.
+	User string
 }
 
 // String redacts the token so that logging a request cannot leak it.
@@ -54,11 +57,19 @@ func (h HandshakeRequest) String() string {
 
 // AppendHandshakeRequest appends a handshake request body.
 func AppendHandshakeRequest(dst []byte, h HandshakeRequest) []byte {
-	dst = append(dst, mpFixArray|4)
+	n := 4
+	if h.User != "" {
+		n = 5
+	}
+	dst = append(dst, mpFixArray|byte(n))
 	dst = appendUint(dst, uint64(h.ProtocolVersion))
 	dst = appendStr(dst, h.Store)
 	dst = appendStr(dst, h.Token)
-	return appendStr(dst, h.ClientName)
+	dst = appendStr(dst, h.ClientName)
+	if h.User != "" {
+		dst = appendStr(dst, h.User)
+	}
+	return dst
 }
 
 // DecodeHandshakeRequest decodes a handshake request body into h,
@@ -76,8 +87,8 @@ func DecodeHandshakeRequest(body []byte, h *HandshakeRequest) error {
 		return err
 	}
 	h.ProtocolVersion = uint16(v)
-	fields := [...]*string{&h.Store, &h.Token, &h.ClientName}
-	names := [...]string{"store", "token", "client name"}
+	fields := [...]*string{&h.Store, &h.Token, &h.ClientName, &h.User}
+	names := [...]string{"store", "token", "client name", "user"}
 	for i := 0; i < len(fields) && i < n-1; i++ {
 		d.field = names[i]
 		if *fields[i], err = d.readString(); err != nil {

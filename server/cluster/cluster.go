@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/cluster/failover"
 )
@@ -174,6 +175,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the cluster's log lines; nil discards them.
 	Logger *slog.Logger
+	// ACL, when set, is the node's user registry: the FSM folds EntryACL
+	// into it and its changes are committed through the log (CommitACL).
+	ACL *acl.Registry
 	// OnMap is called on the control loop with every newly applied map,
 	// before it counts as applied: the node aligns its store's ownership
 	// (runtime ownership) to it there.
@@ -363,6 +367,10 @@ func New(cfg Config) (*Cluster, error) {
 		done:          make(chan struct{}),
 		failoverDone:  make(chan struct{}),
 		migrationDone: make(chan struct{}),
+	}
+	if cfg.ACL != nil {
+		c.fsm.aclReg, c.fsm.users = cfg.ACL, cfg.ACL.Users()
+		cfg.ACL.SetCommitter(c.CommitACL)
 	}
 	return c, nil
 }

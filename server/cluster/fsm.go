@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/internal/acl"
 )
 
 // fsm is the raft state machine: the fold of the control-plane log. Raft
@@ -32,6 +34,12 @@ type fsm struct {
 	// entries only): with the last snapshot's index it says how far the
 	// fold got (Reconfirm).
 	index atomic.Uint64
+	// users is the folded user set (EntryACL), published to aclReg; nil
+	// when the node enforces no users. aclTouched: the log changed them
+	// (only then do snapshots carry them). Guarded by mu.
+	users      *acl.Set
+	aclReg     *acl.Registry
+	aclTouched bool
 }
 
 func newFSM(store, clusterID string) *fsm {
@@ -132,6 +140,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 		f.mu.Unlock()
 		return nil
 	}
+	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryACL {
+		return f.applyACL(l.Data)
+	}
 	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryDrain {
 		id, err := DecodeDrain(l.Data)
 		if err != nil {
@@ -151,7 +162,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return mapSnapshot{m: f.cur, evicted: f.evicted, draining: f.draining, target: f.target}, nil
+	var users []acl.Op
+	if f.aclTouched && f.users != nil {
+		users = f.users.Lines()
+	}
+	return mapSnapshot{m: f.cur, evicted: f.evicted, draining: f.draining, target: f.target, users: users}, nil
 }
 
 // snapshotV2 marks a snapshot holding fsmState; an older snapshot is the
@@ -163,6 +178,7 @@ type fsmState struct {
 	Evicted  []NodeID         `msgpack:"ev,omitempty"`
 	Draining []NodeID         `msgpack:"dr,omitempty"`
 	Target   *RebalanceTarget `msgpack:"rt,omitempty"`
+	ACL      []acl.Op         `msgpack:"acl,omitempty"`
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
@@ -181,8 +197,20 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	slices.Sort(ev)
 	dr := slices.Clone(st.Draining)
 	slices.Sort(dr)
+	var users *acl.Set
+	if len(st.ACL) > 0 {
+		u, err := acl.FromLines(st.ACL)
+		if err != nil {
+			return err
+		}
+		users = u
+	}
 	f.mu.Lock()
 	f.cur, f.evicted, f.draining, f.target = st.Map, slices.Compact(ev), slices.Compact(dr), st.Target
+	if users != nil && f.aclReg != nil {
+		f.users, f.aclTouched = users, true
+		f.aclReg.Publish(users)
+	}
 	f.mu.Unlock()
 	f.signal()
 	return nil
@@ -193,6 +221,7 @@ type mapSnapshot struct {
 	evicted  []NodeID
 	draining []NodeID
 	target   *RebalanceTarget
+	users    []acl.Op
 }
 
 func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -200,7 +229,7 @@ func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return err
 	}
-	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted, Draining: s.draining, Target: s.target}); err != nil {
+	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted, Draining: s.draining, Target: s.target, ACL: s.users}); err != nil {
 		_ = sink.Cancel()
 		return err
 	}

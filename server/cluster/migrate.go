@@ -45,6 +45,8 @@ type MigrateRequest struct {
 	// delta to be applied.
 	WaitMillis int64  `msgpack:"w,omitempty"`
 	Node       NodeID `msgpack:"n,omitempty"`
+	// ACL is an encoded EntryACL a follower forwards (MigrateACL).
+	ACL []byte `msgpack:"acl,omitempty"`
 }
 
 // MigrateReply answers a MigrateRequest.
@@ -58,6 +60,8 @@ type MigrateReply struct {
 	Proof []migration.SegmentProof `msgpack:"p,omitempty"`
 	// Leader names the leader when a drain reached a follower.
 	Leader NodeID `msgpack:"ld,omitempty"`
+	// Index is the log index of a forwarded ACL change.
+	Index uint64 `msgpack:"ix,omitempty"`
 }
 
 func serveMigrate(c net.Conn, answer func(MigrateRequest) MigrateReply) {
@@ -84,6 +88,9 @@ func (m *PeerMux) migrateRequest(ctx context.Context, addr string, q MigrateRequ
 // answerMigrate serves PeerMigrate on this node: drains are the leader's,
 // fences the replication manager's (Config.Migrate).
 func (c *Cluster) answerMigrate(q MigrateRequest) MigrateReply {
+	if q.Op == MigrateACL {
+		return c.answerACL(q)
+	}
 	if q.Op == MigrateDrain {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*c.t.RaftHeartbeat)
 		defer cancel()

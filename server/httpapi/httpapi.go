@@ -50,6 +50,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/panics"
 	"github.com/zaris-io/zaris/server/metrics"
@@ -69,6 +70,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Token, when set, protects /metrics and /v1/* with a bearer token.
 	Token string
+	// ACL, when set, replaces Token: requests authenticate as a user
+	// (Basic or Bearer) and are checked against its permissions (acl.go).
+	ACL *acl.Registry
 	// Ready reports whether the node serves traffic (/readyz). nil = ready
 	// whenever the HTTP service runs.
 	Ready func() bool
@@ -140,6 +144,7 @@ type Server struct {
 	barrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
 	freeze  func(now time.Time)
 	bearer  []byte // "Bearer <token>" material; nil = no authentication
+	acl     *acl.Registry
 	maxItem int64
 
 	e  *echo.Echo
@@ -163,6 +168,7 @@ func New(opts Options) (*Server, error) {
 		barrier: opts.WriteBarrier,
 		freeze:  opts.FreezeCheck,
 		maxItem: int64(opts.Store.Config().MaxItemBytes),
+		acl:     opts.ACL,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -376,6 +382,9 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 // authenticate requires "Authorization: Bearer <token>" when a token is set.
 // The comparison is constant-time.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.acl != nil {
+		return s.aclAuthenticate(next)
+	}
 	if s.bearer == nil {
 		return next
 	}

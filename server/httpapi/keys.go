@@ -130,6 +130,12 @@ func (s *Server) checkRequest(c echo.Context, op metrics.Op, start time.Time, al
 		return "", false, failCode(c, http.StatusRequestURITooLong, kv.StatusBadRequest,
 			fmt.Sprintf("key of %d bytes exceeds the maximum key size of %d bytes", len(key), max), ptr(int64(max)))
 	}
+	if s.acl != nil {
+		if msg := s.keyPermission(c, op, key); msg != "" {
+			s.rec.Op(op, kv.StatusUnauthorized, time.Since(start))
+			return "", false, failCode(c, http.StatusForbidden, kv.StatusUnauthorized, msg, nil)
+		}
+	}
 	return key, true, nil
 }
 

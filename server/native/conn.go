@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/internal/wire"
@@ -27,9 +28,13 @@ import (
 type conn struct {
 	srv *Server
 	nc  net.Conn
-	dr  *deadlineReader
-	fr  *wire.FrameReader
-	out []byte // responses of the current read batch, reader-owned
+	// the user the handshake authenticated, and its cached lookup (acl.go)
+	userName string
+	aclSet   *acl.Set
+	aclU     *acl.User
+	dr       *deadlineReader
+	fr       *wire.FrameReader
+	out      []byte // responses of the current read batch, reader-owned
 
 	wmu     sync.Mutex // guards writes to nc and werr
 	werr    error
@@ -371,7 +376,7 @@ func (c *conn) handshake() bool {
 	resp := wire.HandshakeResponse{NodeID: cfg.NodeID, ServerVersion: cfg.Version, MaxFrameSize: uint32(cfg.MaxFrameSize)}
 	if err := wire.DecodeHandshakeRequest(f.Body, &req); err != nil {
 		resp.Status, resp.Message = kv.StatusBadRequest, "malformed handshake: "+err.Error()
-	} else if !c.srv.tokenOK(req.Token) {
+	} else if c.userName = c.srv.authenticate(req.User, req.Token); c.userName == "" {
 		// Checked before anything else so an unauthenticated client learns
 		// nothing about the store — not even its name.
 		resp.Status, resp.Message = kv.StatusUnauthorized, "authentication failed"
@@ -416,6 +421,9 @@ func (c *conn) dispatch(f wire.Frame) {
 		began = time.Now()
 	}
 	c.srv.counts.requests.Add(1)
+	if !c.permit(f) {
+		return
+	}
 	var (
 		res  kv.Result
 		wkey []byte // the key a write changed (the write barrier's segment)

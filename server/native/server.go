@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/store"
@@ -39,6 +41,13 @@ type Config struct {
 	// Token, when non-empty, must be presented in the handshake; a client
 	// without it gets Unauthorized and nothing else (R-OPS-5).
 	Token string
+	// MaxConns bounds the open connections; one more is closed at once
+	// (the native counterpart of RESP's maxclients). 0 = DefaultMaxConns.
+	MaxConns int
+	// ACL holds the users: the handshake names one (HandshakeRequest.User,
+	// "" = default) with its password in Token, and every request is
+	// checked against its permissions. nil = the token alone, no users.
+	ACL *acl.Registry
 	// TLS, when non-nil, wraps every accepted connection (zariss://).
 	TLS *tls.Config
 	// MaxFrameSize bounds a request frame. Default wire.DefaultMaxFrameSize.
@@ -131,28 +140,44 @@ type Server struct {
 	pool   *pool
 	segs   int
 	token  []byte
+	acl    *acl.Registry
 	counts counters
 
 	mu        sync.Mutex // guards listeners, conns, shutting
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
-	shutting  bool
-	connWG    sync.WaitGroup
+	// refusedConns counts connections closed over MaxConns.
+	refusedConns   atomic.Uint64
+	lastRefusalLog atomic.Value // time.Time
+	shutting       bool
+	connWG         sync.WaitGroup
 }
+
+// DefaultMaxConns is Config.MaxConns's default (RESP's maxclients default).
+const DefaultMaxConns = 10000
+
+// RefusedConns is the number of connections closed over MaxConns.
+func (s *Server) RefusedConns() uint64 { return s.refusedConns.Load() }
 
 // New validates cfg and returns a server ready to Serve.
 func New(cfg Config) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Server{
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	s := &Server{
 		cfg: cfg, log: cfg.Logger.With("component", "native"),
 		pool:      newPool(cfg.MinWorkers, cfg.MaxWorkers),
 		segs:      cfg.Store.Segments(),
 		token:     []byte(cfg.Token),
+		acl:       cfg.ACL,
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[*conn]struct{}{},
-	}, nil
+	}
+	s.lastRefusalLog.Store(time.Time{})
+	return s, nil
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -202,6 +227,17 @@ func (s *Server) Serve(l net.Listener) error {
 			s.mu.Unlock()
 			_ = nc.Close()
 			return ErrServerClosed
+		}
+		if max := s.cfg.MaxConns; max > 0 && len(s.conns) >= max {
+			// Over the bound: closed before any byte is read, logged once a second at most.
+			s.mu.Unlock()
+			s.refusedConns.Add(1)
+			if now := time.Now(); now.Sub(s.lastRefusalLog.Load().(time.Time)) > time.Second {
+				s.lastRefusalLog.Store(now)
+				s.log.Warn("refusing a connection: max connections reached", "max_conns", max, "remote", nc.RemoteAddr().String())
+			}
+			_ = nc.Close()
+			continue
 		}
 		s.conns[c] = struct{}{}
 		s.connWG.Add(1)
@@ -255,6 +291,25 @@ func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
+}
+
+// authenticate checks a handshake's user and password: against the users
+// when there is a registry, else against the token. It returns the user
+// name the connection runs as ("" when refused).
+func (s *Server) authenticate(user, presented string) string {
+	if s.acl == nil {
+		if user != "" && user != "default" || !s.tokenOK(presented) {
+			return ""
+		}
+		return "default"
+	}
+	if user == "" {
+		user = "default"
+	}
+	if s.acl.Authenticate(user, []byte(presented)) == nil {
+		return ""
+	}
+	return user
 }
 
 func (s *Server) tokenOK(presented string) bool {

@@ -28,7 +28,7 @@ func init() {
 		&command{name: "echo", arity: 2, flags: flagFast, group: "connection", since: "1.0.0",
 			summary: "Returns the given string.", run: cmdEcho},
 		&command{name: "auth", arity: -2, flags: authFlags, group: "connection", since: "1.0.0",
-			summary: "Authenticates the connection with the node's token.", run: cmdAuth},
+			summary: "Authenticates the connection as a user (default: the node's token).", run: cmdAuth},
 		&command{name: "hello", arity: -1, flags: authFlags, group: "connection", since: "6.0.0",
 			summary: "Handshakes with the server: protocol version (RESP2/RESP3), authentication, client name.", run: cmdHello},
 		&command{name: "select", arity: 2, flags: flagLoading | flagStale | flagFast, group: "connection", since: "1.0.0",
@@ -36,7 +36,7 @@ func init() {
 		&command{name: "quit", arity: -1, flags: authFlags, group: "connection", since: "1.0.0",
 			summary: "Closes the connection after replying.", run: cmdQuit},
 		&command{name: "reset", arity: 1, flags: authFlags, group: "connection", since: "6.2.0",
-			summary: "Resets the connection: RESP2, no name, unauthenticated when a token is set.", run: cmdReset},
+			summary: "Resets the connection: RESP2, no name, the default user (unauthenticated when it has a password).", run: cmdReset},
 		&command{name: "client", arity: -2, group: "connection", since: "2.4.0",
 			summary: "A container for client connection commands.", subs: []*command{
 				{name: "id", arity: 2, flags: connFlags, summary: "Returns the unique client ID of the connection.", run: cmdClientID},
@@ -86,28 +86,18 @@ const (
 	msgNoPassword = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 )
 
-// authenticate checks a user/password pair; the only user is "default",
-// whose password is the node's token.
-func (c *conn) authenticate(user, pass []byte) bool {
-	s := c.srv
-	if user != nil && string(user) != "default" {
-		return false
-	}
-	if !s.authRequired() {
-		return true // the default user has no password: anything is accepted
-	}
-	return s.tokenOK(pass)
-}
-
 func (c *conn) setAuthenticated(ok bool) {
 	c.authed = ok
 	c.lim.Unauthenticated = !ok
+	if ok {
+		c.everAuthed.Store(true)
+	}
 }
 
-func (c *conn) authFailed() {
+func (c *conn) authFailed(msg string) {
 	c.status = kv.StatusUnauthorized
 	c.srv.cfg.Metrics.AuthFailure(metrics.ProtoRESP)
-	c.out.Error(msgWrongPass)
+	c.out.Error(msg)
 }
 
 func cmdAuth(c *conn, args [][]byte) {
@@ -125,8 +115,8 @@ func cmdAuth(c *conn, args [][]byte) {
 		c.err(msgSyntax)
 		return
 	}
-	if !c.authenticate(user, pass) {
-		c.authFailed()
+	if msg := c.authUser(user, pass); msg != "" {
+		c.authFailed(msg)
 		return
 	}
 	c.setAuthenticated(true)
@@ -168,8 +158,8 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if pass != nil {
-		if !c.authenticate(user, pass) {
-			c.authFailed()
+		if msg := c.authUser(user, pass); msg != "" {
+			c.authFailed(msg)
 			return
 		}
 		c.setAuthenticated(true)
@@ -229,6 +219,8 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.proto.Store(2)
 	c.name.Store(nil)
 	c.reply = replyOn
+	c.user.Store(nil)
+	c.aclSet = nil
 	c.setAuthenticated(!c.srv.authRequired())
 	c.out.Simple("RESET")
 }
@@ -378,7 +370,7 @@ func (c *conn) describe(now time.Time) string {
 	b.WriteString(" obl=0 oll=0 omem=" + strconv.Itoa(omem) + " tot-mem=" + strconv.FormatInt(qbuf+int64(omem), 10))
 	b.WriteString(" events=" + events)
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=default redir=-1")
+	b.WriteString(" user=" + c.userName() + " redir=-1")
 	b.WriteString(" resp=" + strconv.Itoa(int(c.proto.Load())))
 	b.WriteString(" lib-name=" + loadString(c.libName.Load()))
 	b.WriteString(" lib-ver=" + loadString(c.libVer.Load()))

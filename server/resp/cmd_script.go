@@ -551,6 +551,9 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 	if cmd.flags&flagNoScript != 0 {
 		return fail("ERR This Redis command is not allowed from script")
 	}
+	if msg := c.aclScriptCheck(cmd, args); msg != "" {
+		return fail(msg)
+	}
 	if cmd.flags&flagWrite != 0 {
 		if run.readOnly {
 			return fail(msgROWrite)

@@ -159,44 +159,14 @@ func writeKeySpecs(c *conn, cmd *command) {
 	c.out.Int(0)
 }
 
-// aclCategories derives the ACL categories Redis would list.
+// aclCategories lists the command's ACL categories as COMMAND INFO does
+// (acl.go derives them).
 func (cmd *command) aclCategories() []string {
-	var out []string
-	switch {
-	case cmd.flags&flagWrite != 0:
-		out = append(out, "@write")
-	case cmd.flags&flagReadonly != 0:
-		out = append(out, "@read")
+	names := aclCats(cmd).Names()
+	for i, n := range names {
+		names[i] = "@" + n
 	}
-	switch cmd.group {
-	case "string":
-		out = append(out, "@string")
-	case "hash":
-		out = append(out, "@hash")
-	case "list":
-		out = append(out, "@list")
-	case "set":
-		out = append(out, "@set")
-	case "sorted-set":
-		out = append(out, "@sortedset")
-	case "stream":
-		out = append(out, "@stream")
-	case "pubsub":
-		out = append(out, "@pubsub")
-	case "generic":
-		out = append(out, "@keyspace")
-	case "connection":
-		out = append(out, "@connection")
-	}
-	if cmd.flags&flagAdmin != 0 {
-		out = append(out, "@admin", "@dangerous")
-	}
-	if cmd.flags&flagFast != 0 {
-		out = append(out, "@fast")
-	} else {
-		out = append(out, "@slow")
-	}
-	return out
+	return names
 }
 
 func cmdCommandDocs(c *conn, args [][]byte) {

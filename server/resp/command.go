@@ -75,6 +75,7 @@ type command struct {
 	subs   []*command // subcommands, dispatched on args[1]
 	parent *command
 	idx    int // position in indexedCmds: the per-server statistics slot
+	aclID  int // the acl catalog id (acl.go)
 }
 
 // commandTable is the table of every command the front end serves, by
@@ -199,6 +200,9 @@ func (c *conn) execute(args [][]byte) {
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
 		c.rejectCmd(cmd, "NOAUTH Authentication required.")
+		return
+	}
+	if !c.aclCheck(cmd, args, "toplevel") {
 		return
 	}
 	if c.srv.scripts.busy.Load() > 0 && cmd.flags&flagAllowBusy == 0 {

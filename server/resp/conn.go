@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -57,6 +58,8 @@ type conn struct {
 	lim      Limits
 	out      Writer
 	authed   bool
+	aclSet   *acl.Set            // the user set aclU was looked up in (acl.go)
+	aclU     *acl.User           // the connection's user in aclSet; nil: deleted
 	reply    uint8               // CLIENT REPLY mode
 	curKey   []byte              // the first key of the command being executed (MOVED)
 	multiSeg bool                // the command being executed writes keys of several segments
@@ -78,6 +81,8 @@ type conn struct {
 	created    time.Time
 	lastActive atomic.Int64 // Unix ns of the last command
 	name       atomic.Pointer[string]
+	user       atomic.Pointer[string] // the authenticated user; nil = default
+	everAuthed atomic.Bool            // authenticated once: the AuthTimeout no longer applies
 	libName    atomic.Pointer[string]
 	libVer     atomic.Pointer[string]
 	lastCmd    atomic.Pointer[command]
@@ -122,7 +127,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		buf:     make([]byte, initialReadBuffer),
 		lim:     s.cfg.Limits,
 		out:     Writer{Proto: 2, B: make([]byte, 0, 4<<10)},
-		authed:  !s.authRequired(),
+		authed:  s.defaultNoPass(),
 		created: time.Now(),
 		wdone:   make(chan struct{}),
 		stop:    make(chan struct{}),
@@ -170,6 +175,18 @@ func (c *conn) peerClosed() bool {
 func (c *conn) serve() {
 	defer c.srv.forget(c)
 	defer c.finish()
+	if !c.authed {
+		// A connection that has not authenticated in time is closed: it
+		// cannot hold a client slot (maxclients) for ever.
+		t := time.AfterFunc(c.srv.cfg.AuthTimeout, func() {
+			if !c.everAuthed.Load() {
+				c.srv.stats.authTimeouts.Add(1)
+				c.logger().Info("closing a connection that did not authenticate in time", "auth_timeout", c.srv.cfg.AuthTimeout)
+				_ = c.nc.Close()
+			}
+		})
+		defer t.Stop()
+	}
 	if tc, ok := c.nc.(interface{ Handshake() error }); ok {
 		_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
 		if err := tc.Handshake(); err != nil {

@@ -94,12 +94,20 @@ through ` + "`store.Exec`" + `), never a second implementation.
   are written at once.
 - Inline commands (` + "`PING`" + `, ` + "`SET k \"a b\"`" + ` typed into telnet) are split like
   Redis splits them, quotes and escapes included.
-- Authentication: with a node token (` + "`--token`" + `), every command but AUTH,
+- Authentication: with a node token (` + "`--token`" + `, the ` + "`default`" + ` user's password), every command but AUTH,
   HELLO, QUIT and RESET answers ` + "`-NOAUTH Authentication required.`" + ` until
-  ` + "`AUTH <token>`" + `, ` + "`AUTH default <token>`" + ` or ` + "`HELLO 3 AUTH default <token>`" + `
-  succeeds; a wrong token is ` + "`-WRONGPASS …`" + ` and counts in
+  ` + "`AUTH <token>`" + `, ` + "`AUTH <user> <password>`" + ` or ` + "`HELLO 3 AUTH <user> <password>`" + `
+  succeeds; a wrong password is ` + "`-WRONGPASS …`" + ` and counts in
   ` + "`zaris_auth_failures_total{protocol=\"resp\"}`" + `. Before authentication a
-  command may have at most 10 arguments of 16 KiB (as in Redis).
+  command may have at most 10 arguments of 16 KiB (as in Redis), and a connection
+  that has not authenticated 10 s after it was accepted is closed. Failed AUTHs are
+  limited per remote host (20, then 2 per second; past it
+  ` + "`-ERR too many failed authentication attempts from this address; retry later`" + `).
+- Users and permissions (Redis 7.0 ACL): ` + "`ACL SETUSER/GETUSER/DELUSER/LIST/USERS/WHOAMI/CAT/LOG/DRYRUN/GENPASS`" + `,
+  command categories as redis-server 7.0 defines them, key patterns (` + "`~`" + `, ` + "`%R~`" + `, ` + "`%W~`" + `)
+  and channel patterns (` + "`&`" + `); refusals are Redis's ` + "`-NOPERM …`" + ` texts. Users live in
+  the cluster's raft log (every node enforces the same set). Not supported: selectors,
+  first-argument rules, ACL LOAD/SAVE. See docs/OPERATIONS.md "Users and permissions".
 - Errors are Redis's, byte for byte where Redis defines them: ` + "`-ERR unknown command …`" + `,
   ` + "`-ERR wrong number of arguments for 'get' command`" + `, ` + "`-WRONGTYPE …`" + `,
   ` + "`-ERR syntax error`" + `, ` + "`-CROSSSLOT …`" + `, ` + "`-NOAUTH …`" + `. Store statuses map to:

@@ -3,7 +3,6 @@ package resp
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
@@ -33,6 +33,9 @@ type Config struct {
 	// <token> or HELLO <proto> AUTH default <token> before any other command
 	// (R-OPS-5). Empty = no authentication.
 	Token string
+	// ACL holds the users (Redis ACL); nil = a registry of its own whose
+	// default user has Token as its password.
+	ACL *acl.Registry
 	// Limits bound what a client may send (bulk length, arguments, inline
 	// size). Zero fields take their defaults.
 	Limits Limits
@@ -50,6 +53,10 @@ type Config struct {
 	// IdleTimeout closes a connection that sends nothing for this long
 	// (Redis's timeout). Default 0: never.
 	IdleTimeout time.Duration
+	// AuthTimeout closes a connection that has not authenticated this long
+	// after it was accepted (when the default user needs a password).
+	// Default 10 s.
+	AuthTimeout time.Duration
 	// MaxClients bounds the open connections; one more is refused with
 	// "-ERR max number of clients reached". Default 10000.
 	MaxClients int
@@ -118,6 +125,7 @@ const (
 	DefaultOutputBufferLimit = 256 << 20
 	DefaultWriteTimeout      = 30 * time.Second
 	DefaultMaxClients        = 10000
+	DefaultAuthTimeout       = 10 * time.Second
 )
 
 func (c *Config) setDefaults() error {
@@ -140,6 +148,9 @@ func (c *Config) setDefaults() error {
 	if c.ScriptTimeLimit <= 0 {
 		c.ScriptTimeLimit = DefaultScriptTimeLimit
 	}
+	if c.AuthTimeout <= 0 {
+		c.AuthTimeout = DefaultAuthTimeout
+	}
 	if c.MaxClients <= 0 {
 		c.MaxClients = DefaultMaxClients
 	}
@@ -159,7 +170,7 @@ type Server struct {
 	log       *slog.Logger
 	store     *store.Store
 	segs      int
-	token     []byte
+	acl       *acl.Registry
 	clusterID string // 40 hex: CLUSTER MYID
 	runID     string // 40 hex, random per server: INFO run_id
 	started   time.Time
@@ -204,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger.With("component", "resp"),
 		store:     cfg.Store,
 		segs:      cfg.Store.Segments(),
-		token:     []byte(cfg.Token),
+		acl:       cfg.ACL,
 		clusterID: redisNodeID(cfg.NodeID),
 		runID:     hex.EncodeToString(run[:]),
 		started:   time.Now(),
@@ -213,6 +224,10 @@ func New(cfg Config) (*Server, error) {
 		clients:   map[*conn]struct{}{},
 		sampler:   make(chan struct{}),
 		scripts:   newScripting(cfg.ScriptTimeLimit),
+	}
+	aclReady()
+	if s.acl == nil {
+		s.acl = acl.NewRegistry(cfg.Token)
 	}
 	s.initConfig()
 	s.initObservability()
@@ -370,11 +385,12 @@ func (s *Server) snapshotClients() []*conn {
 	return out
 }
 
-func (s *Server) tokenOK(presented []byte) bool {
-	return subtle.ConstantTimeCompare(presented, s.token) == 1
-}
+// authRequired: a new connection is not authenticated (the default user
+// has a password or is off).
+func (s *Server) authRequired() bool { return !s.defaultNoPass() }
 
-func (s *Server) authRequired() bool { return len(s.token) > 0 }
+// ACL returns the users the server enforces.
+func (s *Server) ACL() *acl.Registry { return s.acl }
 
 // NotifyKeyspaceEvents returns the notify-keyspace-events flags set with
 // CONFIG SET (normalised, "" = off).
@@ -390,6 +406,7 @@ func (s *Server) NotifyKeyspaceEvents() string {
 type stats struct {
 	connsReceived, rejected           atomic.Uint64
 	outputDisconnects                 atomic.Uint64 // connections closed over their output buffer limit
+	authTimeouts                      atomic.Uint64 // connections closed for not authenticating in time
 	cmds, netIn, netOut, hits, misses atomic.Uint64
 
 	mu      sync.Mutex // guards the fields below
