@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/native"
 )
@@ -112,7 +113,7 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings,
 		Logger:        n.log,
 		OnMap:         n.applyMap,
-		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
+		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer, bus.Proto: n.bus.Serve},
 		Possession:    n.repl.Possession,
 		Migrate:       n.repl.Migrate,
 		AutoRebalance: c.AutoRebalance,
@@ -163,6 +164,7 @@ func (n *Node) applyMap(m *cluster.PartitionMap) {
 	if !n.fenced.Load() {
 		n.applyOwnership(m, true)
 	}
+	go n.bus.Sync() // the pub/sub links follow the members (Sync reads the map itself)
 }
 
 // openTraffic starts serving the client and RESP listeners (the traffic

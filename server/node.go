@@ -19,11 +19,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/httpapi"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/replication"
+	"github.com/zaris-io/zaris/server/resp"
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -127,6 +129,8 @@ type Node struct {
 
 	native    *native.Server // the built-in native service (request counters)
 	repl      *replication.Manager
+	bus       *bus.Bus     // cluster pub/sub (pubsub_wiring.go)
+	respSrv   *resp.Server // the built-in RESP service (nil without a RESP port)
 	routing   *clusterRouting
 	readyCh   chan struct{} // closed when the traffic gate opens
 	readyOnce sync.Once
@@ -201,6 +205,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n.repl = repl
+	n.bus = n.newBus()
 	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences,
 		metrics.NewMigrationCollector(n.migrationStats))
 	fail := func(err error) (*Node, error) {
@@ -281,6 +286,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			return fail(err)
 		}
 		n.services[EndpointRESP] = rs
+		n.respSrv = rs
 		n.builtin[EndpointRESP] = true
 	}
 	if cfg.Token != "" && tlsConfig == nil {
@@ -555,6 +561,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.stopFreezeDetector()
 		n.repl.Close()
 		n.cluster.Stop()
+		n.bus.Close()
 		shut(EndpointHTTP)
 
 		done := make(chan struct{})

@@ -49,6 +49,7 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		Arriving:     n.arriving,
 		MaxRSSBytes:  n.cfg.MemoryMaxRSS,
 		Partitions:   n.respPartitions,
+		Bus:          n.bus,
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -91,11 +92,28 @@ type Config struct {
 	// and replicas for INFO replication (zaris_partition_<n> lines).
 	// nil = only the counts of owned and replica partitions are reported.
 	Partitions func() []PartitionInfo
+	// Bus, when set, is the node's cluster pub/sub bus: PUBSUB CHANNELS /
+	// NUMSUB / NUMPAT ask every member through it, and CONFIG SET
+	// notify-keyspace-events is sent to every member on it.
+	Bus *bus.Bus
+	// Cluster, when set, describes the cluster for CLUSTER INFO (state,
+	// failing slots, epoch). nil: a node on its own, always ok.
+	Cluster func() ClusterInfo
 
 	// ScriptTimeLimit is how long a script runs before other clients get
 	// BUSY and SCRIPT KILL may stop it (Redis's busy-reply-threshold).
 	// Default 5 s.
 	ScriptTimeLimit time.Duration
+}
+
+// ClusterInfo is the cluster's health as CLUSTER INFO reports it.
+type ClusterInfo struct {
+	// FailSlots are the slots of partitions that no node serves
+	// (Unavailable: no live copy to promote).
+	FailSlots int
+	// CurrentEpoch is the committed map's version; MyEpoch the highest
+	// epoch of the partitions this node owns.
+	CurrentEpoch, MyEpoch uint64
 }
 
 // PartitionInfo is one partition as INFO replication reports it.
@@ -182,6 +200,7 @@ type Server struct {
 	notifyEvents string            // CONFIG SET notify-keyspace-events, normalised
 	cfgVals      map[string]string // CONFIG parameters without a live home (cmd_config.go)
 	notify       notifier          // the keyspace-notification publisher
+	shards       shardSubs         // connections with shard subscriptions (pubsub_cluster.go)
 	live         liveLimits        // limits CONFIG SET changes while connections read them
 
 	slowlog  slowlog       // SLOWLOG (slowlog.go)
@@ -303,6 +322,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.stopNotify()
+	s.stopShardWatch()
 
 	done := make(chan struct{})
 	go func() { s.connWG.Wait(); close(done) }()
@@ -328,6 +348,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.stopNotify()
+	s.stopShardWatch()
 	s.closeAll()
 	s.connWG.Wait()
 	return nil
