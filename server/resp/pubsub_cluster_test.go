@@ -320,3 +320,42 @@ func TestShardedPubSubFollowsTheSlot(t *testing.T) {
 func placementSegment(key string, m *cluster.PartitionMap) int {
 	return int(placement.SegmentOf(key, m.TotalSegments))
 }
+
+// The keyspace events of a script of commands equal redis-server's, in
+// order — SPOP and SINTERSTORE / SUNIONSTORE / SDIFFSTORE included (issue
+// #14 item 2: they used to be "srem" and "sadd"), and a collection
+// emptied by its command notifies the command, then "del".
+func TestKeyspaceEventNamesAsRedis(t *testing.T) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	script := [][]any{
+		{"SADD", "{s}a", "x", "y", "z"}, {"SADD", "{s}b", "y"}, {"SPOP", "{s}a"}, {"SPOP", "{s}b", "5"},
+		{"SADD", "{s}b", "y", "z"}, {"SINTERSTORE", "{s}d", "{s}a", "{s}b"}, {"SUNIONSTORE", "{s}d", "{s}a", "{s}b"},
+		{"SDIFFSTORE", "{s}d", "{s}b", "{s}b"}, {"SADD", "{s}d", "q"}, {"SREM", "{s}d", "q"},
+		{"HSET", "{s}h", "f", "v"}, {"HDEL", "{s}h", "f"}, {"RPUSH", "{s}l", "a"}, {"LPOP", "{s}l"},
+		{"ZADD", "{s}z", "1", "m"}, {"ZREM", "{s}z", "m"}, {"SET", "{s}k", "v"}, {"DEL", "{s}k"},
+		{"SET", "{s}end", "1"},
+	}
+	events := func(addr string) []string {
+		ctx := context.Background()
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		require.NoError(t, c.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err())
+		ps := c.PSubscribe(ctx, "__keyevent@0__:*")
+		defer ps.Close()
+		_ = receiveWithin(t, ps, 10*time.Second)
+		for _, cmd := range script {
+			_ = c.Do(ctx, cmd...).Err()
+		}
+		var out []string
+		for {
+			m, ok := receiveWithin(t, ps, 10*time.Second).(*redis.Message)
+			require.True(t, ok)
+			out = append(out, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+			if m.Payload == "{s}end" {
+				return out
+			}
+		}
+	}
+	require.Equal(t, events(redisAddr), events(n.RESPAddr().String()))
+}

@@ -122,6 +122,19 @@ type PartitionInfo struct {
 	Owner     string   // node id
 	Replicas  []string // node ids
 	Revision  uint64   // the owner's latest revision as this node knows it
+	Epoch     uint64   // the failover epoch
+	// Health: healthy, degraded, recovering, unavailable, suspect.
+	Health string
+	// ReplicaOffsets: on the owner, each replica's applied revision (the
+	// owner's revision less the replica's lag) and its session state.
+	ReplicaOffsets []ReplicaOffset
+}
+
+// ReplicaOffset is one replica's progress as its partition's owner sees it.
+type ReplicaOffset struct {
+	Node   string
+	State  string // connecting, streaming, disconnected, held
+	Offset uint64
 }
 
 // RoutingSource yields the cluster's current routing map (nil before the
