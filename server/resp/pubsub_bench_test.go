@@ -117,4 +117,3 @@ func warmUp(b *testing.B, cl *clustertest.Cluster, ps *redis.PubSub, channel str
 		}
 	}
 }
-

@@ -2,12 +2,14 @@ package resp
 
 import (
 	"context"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/panics"
 	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/store"
@@ -184,7 +186,6 @@ func (s *Server) stopShardWatch() {
 }
 
 func (s *Server) watchShardOwners(stop chan struct{}) {
-	defer func() { _ = recover() }() // a check must not end the process; the next tick retries
 	t := time.NewTicker(shardCheckInterval)
 	defer t.Stop()
 	for {
@@ -193,15 +194,26 @@ func (s *Server) watchShardOwners(stop chan struct{}) {
 			return
 		case <-t.C:
 		}
-		s.shards.mu.Lock()
-		conns := make([]*conn, 0, len(s.shards.conns))
-		for c := range s.shards.conns {
-			conns = append(conns, c)
+		s.checkShardOwners()
+	}
+}
+
+// checkShardOwners runs one owner check; a panic (a bug) is logged and the
+// next tick checks again.
+func (s *Server) checkShardOwners() {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("panic in the shard-channel owner check", "panic", panics.Describe(v), "stack", string(debug.Stack()))
 		}
-		s.shards.mu.Unlock()
-		for _, c := range conns {
-			c.dropMovedShardChannels()
-		}
+	}()
+	s.shards.mu.Lock()
+	conns := make([]*conn, 0, len(s.shards.conns))
+	for c := range s.shards.conns {
+		conns = append(conns, c)
+	}
+	s.shards.mu.Unlock()
+	for _, c := range conns {
+		c.dropMovedShardChannels()
 	}
 }
 
@@ -374,7 +386,7 @@ func (s *Server) ApplyClusterSetting(name, value string) {
 	}
 }
 
-// subCountLabel is CLIENT LIST's ssub field.
+// shardSubCount is CLIENT LIST's ssub field.
 func (c *conn) shardSubCount() string {
 	if sp := c.ssubShared.Load(); sp != nil {
 		return strconv.Itoa(sp.Count())
