@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: run test test-short test-stress bench lint fuzz build tools cluster cluster-stop storm mem-per-key
+.PHONY: run test test-short test-stress bench lint fuzz build tools cluster cluster-stop storm mem-per-key test-secret
 
 ## run: build bin/zaris-server, then run a single-node server on the embedded default configuration (Ctrl-C stops it, exit 0)
 run:
@@ -48,6 +48,10 @@ test-stress:
 	echo "test-stress: exit $$rc after $$(( $$(date +%s) - start )) s (hog: 2 x $$(nproc) spinners, ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE))"; \
 	exit $$rc
 
+## test-secret: the cluster tests with every test cluster secured by a cluster secret (ZARIS_TEST_CLUSTER_SECRET=1: encrypted gossip, authenticated peer connections)
+test-secret:
+	ZARIS_TEST_CLUSTER_SECRET=1 $(GO) test -count=1 -timeout 30m ./server/clustertest/ ./server/replication/ ./server/resp/ ./sdk/
+
 ## test-short: the quick suite (skips multi-process end-to-end tests)
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
@@ -66,6 +70,8 @@ bench-migration:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzSlot -fuzztime $(FUZZTIME) ./internal/placement/
+	$(GO) test -run '^$$' -fuzz FuzzPeerAuthAccept -fuzztime $(FUZZTIME) ./server/cluster/
+	$(GO) test -run '^$$' -fuzz FuzzPeerAuthDial -fuzztime $(FUZZTIME) ./server/cluster/
 	$(GO) test -run '^$$' -fuzz FuzzNativeMatchesRESP -fuzztime $(FUZZTIME) ./server/resp/
 
 ## fuzz-resp: the differential fuzzer (internal/respdiff) against a real redis-server for FUZZTIME (make fuzz-resp FUZZTIME=10m), seeded by the clock (FUZZSEED=n replays a seed); prints the seed, commands/s and the mismatches with their reproducers

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -95,22 +94,15 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		gossip = 0
 	}
 	var dial cluster.Dialer
-	if n.tls != nil {
-		base := &tls.Config{Certificates: n.tls.Certificates, RootCAs: n.tls.RootCAs, MinVersion: tls.VersionTLS12}
-		dial = func(ctx context.Context, addr string) (net.Conn, error) {
-			host, _, _ := net.SplitHostPort(addr)
-			tc := base.Clone()
-			tc.ServerName = host
-			d := tls.Dialer{Config: tc}
-			return d.DialContext(ctx, "tcp", addr)
-		}
+	if n.tlsState != nil {
+		dial = n.tlsState.dialPeer
 	}
 	return cluster.New(cluster.Config{
 		Self: self, Store: c.Store, ClusterID: c.ClusterID,
 		GossipBind: c.Bind, GossipPort: gossip,
 		Registry: c.registryInfos(), Join: c.Join, ExpectNodes: c.ExpectNodes,
 		Partitions: c.Partitions, ReplicationFactor: c.ReplicationFactor, TotalSegments: n.store.Segments(),
-		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings,
+		DataDir: c.DataDir, PeerListener: peer, Dial: dial, Timings: c.Timings, Secret: n.secret,
 		Logger:        n.log,
 		OnMap:         n.applyMap,
 		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer, bus.Proto: n.bus.Serve},

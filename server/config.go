@@ -193,6 +193,21 @@ type Config struct {
 	// chain to it. Requires TLSCert and TLSKey. Default "" = no client
 	// certificate verification.
 	TLSCA string
+	// TLSClientAuth is what the client-facing listeners (native, RESP,
+	// HTTP) ask of a client's certificate (--tls-client-auth): none, request
+	// (a certificate, when presented, must chain to TLSCA) or require (every
+	// client presents one chaining to TLSCA). Default "" = require when
+	// TLSCA is set, else none. The peer port always requires and verifies
+	// a certificate of TLSCA, whatever this says.
+	TLSClientAuth string
+
+	// ClusterSecretFile names the cluster secret (--cluster-secret-file):
+	// one base64 key (16, 24 or 32 bytes) a line, the first the primary.
+	// With it gossip is encrypted (AES-GCM) and every peer connection
+	// authenticates before its protocol (challenge-response over the
+	// secret); re-read on SIGHUP (key rotation, docs/OPERATIONS.md
+	// "Security"). Default "" = the cluster plane is open.
+	ClusterSecretFile string
 
 	// MaxWorkers bounds the dispatch worker pool that runs long operations
 	// (--max-workers; env ZARIS_SERVER_MAX_WORKERS, R-OPS-3). Default
@@ -533,6 +548,15 @@ func (c Config) Validate() error {
 	if c.TLSCA != "" && c.TLSCert == "" {
 		return bad("tls-ca", "needs tls-cert and tls-key (the CA verifies peers of a TLS listener)")
 	}
+	switch c.TLSClientAuth {
+	case "", TLSClientAuthNone:
+	case TLSClientAuthRequest, TLSClientAuthRequire:
+		if c.TLSCA == "" {
+			return bad("tls-client-auth", "%s needs tls-ca (the CA client certificates must chain to)", c.TLSClientAuth)
+		}
+	default:
+		return bad("tls-client-auth", "%q: want none, request or require", c.TLSClientAuth)
+	}
 
 	if c.MaxWorkers < 1 || c.MaxWorkers > MaxWorkersLimit {
 		return bad("max-workers", "%d out of range 1..%d", c.MaxWorkers, MaxWorkersLimit)
@@ -634,6 +658,24 @@ func checkHostPort(addr string) error {
 	return nil
 }
 
+// The values of TLSClientAuth.
+const (
+	TLSClientAuthNone    = "none"
+	TLSClientAuthRequest = "request"
+	TLSClientAuthRequire = "require"
+)
+
+// ClientAuthMode is the effective TLSClientAuth: its default resolved.
+func (c Config) ClientAuthMode() string {
+	switch {
+	case c.TLSClientAuth != "":
+		return c.TLSClientAuth
+	case c.TLSCA != "":
+		return TLSClientAuthRequire
+	}
+	return TLSClientAuthNone
+}
+
 // TLSEnabled reports whether the node's listeners speak TLS.
 func (c Config) TLSEnabled() bool { return c.TLSCert != "" }
 
@@ -664,6 +706,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("eviction", c.Eviction.String()),
 		slog.Bool("auth", c.AuthEnabled()),
 		slog.Bool("tls", c.TLSEnabled()),
+		slog.String("tls_client_auth", c.ClientAuthMode()),
+		slog.Bool("cluster_secret", c.ClusterSecretFile != ""),
 		slog.Int("max_workers", c.MaxWorkers),
 		slog.Int("min_workers", c.MinWorkers),
 		slog.String("shutdown_timeout", c.ShutdownTimeout.String()),

@@ -149,6 +149,12 @@ var options = []option{
 	{name: "tls-ca", arg: "F", usage: "PEM CA bundle that peer and client certificates must chain to",
 		set:  func(c *Config, v string) error { c.TLSCA = v; return nil },
 		show: func(c Config) string { return c.TLSCA }},
+	{name: "tls-client-auth", arg: "MODE", usage: "client certificates: none, request or require (default: require with --tls-ca, else none)",
+		set:  func(c *Config, v string) error { c.TLSClientAuth = v; return nil },
+		show: func(c Config) string { return c.TLSClientAuth }},
+	{name: "cluster-secret-file", arg: "F", usage: "cluster secret: base64 keys, one a line, first = primary; encrypts gossip, authenticates peers (SIGHUP re-reads)",
+		set:  func(c *Config, v string) error { c.ClusterSecretFile = v; return nil },
+		show: func(c Config) string { return c.ClusterSecretFile }},
 
 	{name: "cluster-id", arg: "ID", usage: "cluster name; a node of another cluster is refused",
 		set:  func(c *Config, v string) error { c.ClusterID = v; return nil },

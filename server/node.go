@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -115,7 +114,11 @@ type Node struct {
 	log     *slog.Logger
 	store   *store.Store
 	metrics *metrics.Recorder
-	tls     *tls.Config // nil = plain TCP
+	tls     *tls.Config // the client-facing listeners'; nil = plain TCP
+	// tlsState is the reloadable TLS material (security.go); secret the
+	// cluster secret (nil = none).
+	tlsState *tlsState
+	secret   *cluster.Secret
 
 	mu        sync.Mutex // guards state, services, listeners, served, peer, cluster, startedAt
 	state     nodeState
@@ -172,7 +175,15 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	logger = logger.With("node_id", cfg.NodeID, "store", cfg.Store)
 
-	tlsConfig, err := loadTLS(cfg)
+	tlsSt, err := loadTLSState(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var tlsConfig *tls.Config
+	if tlsSt != nil {
+		tlsConfig = tlsSt.listenerConfig(false)
+	}
+	secret, err := loadSecret(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -185,15 +196,17 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		st.Segment(uint16(i)).SetOwned(false)
 	}
 	n := &Node{
-		cfg:     cfg,
-		log:     logger,
-		store:   st,
-		tls:     tlsConfig,
-		failed:  make(chan error, 1),
-		routing: &clusterRouting{idle: make(chan struct{})},
-		readyCh: make(chan struct{}),
-		freeze:  newFreezeDetector(cfg.Timings.FreezeThreshold()),
-		fences:  newFenceCounter(),
+		cfg:      cfg,
+		log:      logger,
+		store:    st,
+		tls:      tlsConfig,
+		tlsState: tlsSt,
+		secret:   secret,
+		failed:   make(chan error, 1),
+		routing:  &clusterRouting{idle: make(chan struct{})},
+		readyCh:  make(chan struct{}),
+		freeze:   newFreezeDetector(cfg.Timings.FreezeThreshold()),
+		fences:   newFenceCounter(),
 		metrics: metrics.New(metrics.Options{
 			NodeID: cfg.NodeID, Store: cfg.Store, Version: Version(), Stats: st.Stats,
 		}),
@@ -207,7 +220,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.repl = repl
 	n.bus = n.newBus()
 	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences,
-		metrics.NewMigrationCollector(n.migrationStats))
+		metrics.NewMigrationCollector(n.migrationStats), peerAuthCollector{n: n})
 	fail := func(err error) (*Node, error) {
 		repl.Close()
 		_ = st.Close()
@@ -315,31 +328,6 @@ func NodeIDFromHostname(host string) string {
 	return id
 }
 
-func loadTLS(cfg Config) (*tls.Config, error) {
-	if !cfg.TLSEnabled() {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-	if err != nil {
-		return nil, fmt.Errorf("server: tls-cert/tls-key: %w", err)
-	}
-	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if cfg.TLSCA != "" {
-		pem, err := os.ReadFile(cfg.TLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("server: tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("server: tls-ca: no PEM certificate in %s", cfg.TLSCA)
-		}
-		tc.ClientCAs = pool
-		tc.ClientAuth = tls.VerifyClientCertIfGiven
-		tc.RootCAs = pool // for the node's own outgoing peer connections
-	}
-	return tc, nil
-}
-
 // Attach plugs a protocol front end into the node's client or RESP
 // endpoint. It must be called before Start; on the client endpoint it
 // replaces the built-in native-protocol service. The HTTP endpoint is built in;
@@ -407,7 +395,7 @@ func (n *Node) startLocked(ctx context.Context) (standalone bool, err error) {
 	}
 
 	var lc net.ListenConfig
-	listen := func(what string, port int) (net.Listener, error) {
+	listen := func(what string, port int, tc *tls.Config) (net.Listener, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("server: start: %w", err)
 		}
@@ -419,8 +407,8 @@ func (n *Node) startLocked(ctx context.Context) (standalone bool, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: %s listener on %s: %w", what, addr, err)
 		}
-		if n.tls != nil {
-			ln = tls.NewListener(ln, n.tls)
+		if tc != nil {
+			ln = tls.NewListener(ln, tc)
 		}
 		return ln, nil
 	}
@@ -428,14 +416,18 @@ func (n *Node) startLocked(ctx context.Context) (standalone bool, err error) {
 		if n.services[ep] == nil {
 			continue
 		}
-		ln, err := listen(ep.String(), n.cfg.port(ep))
+		ln, err := listen(ep.String(), n.cfg.port(ep), n.tls)
 		if err != nil {
 			n.closeListenersLocked()
 			return false, err
 		}
 		n.listeners[ep] = ln
 	}
-	peer, err := listen("peer", n.cfg.PeerPort)
+	var peerTLS *tls.Config
+	if n.tlsState != nil {
+		peerTLS = n.tlsState.listenerConfig(true)
+	}
+	peer, err := listen("peer", n.cfg.PeerPort, peerTLS)
 	if err != nil {
 		n.closeListenersLocked()
 		return false, err

@@ -64,6 +64,20 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
 
+	// SIGHUP re-reads the TLS material and the cluster secret (certificate
+	// renewal, secret rotation) without a restart.
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
+	go func() {
+		for range hups {
+			logger.Info("SIGHUP received, reloading the TLS material and the cluster secret")
+			if err := node.Reload(); err != nil {
+				logger.Error("reload failed; the material that failed to load stays as it was", "err", err)
+			}
+		}
+	}()
+
 	if err := node.Start(context.Background()); err != nil {
 		logger.Error("cannot start the node", "err", err)
 		_ = node.Stop(context.Background())

@@ -355,3 +355,20 @@ func (fr *FrameReader) HasFrame() bool {
 	}
 	return uint64(fr.r.Buffered()) >= LengthSize+uint64(n)
 }
+
+// PeekHeader returns the next frame's header fields (ID, Op, Flags; no
+// body) without consuming anything: a server can refuse a frame by its
+// opcode before waiting for its body (a connection whose first frame is
+// not a handshake is refused at once). A header Next would refuse (a
+// malformed or too large length) is an error here: Next reports it.
+func (fr *FrameReader) PeekHeader() (Frame, error) {
+	if fr.err != nil || fr.skip > 0 {
+		return Frame{}, errors.New("wire: no header to peek")
+	}
+	hdr, err := fr.r.Peek(HeaderSize)
+	if err != nil {
+		return Frame{}, err
+	}
+	f, _, err := parseHeader(hdr, fr.max)
+	return f, err
+}

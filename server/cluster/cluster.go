@@ -202,6 +202,11 @@ type Config struct {
 	// handler owns its connection until it returns (the mux closes it then,
 	// and on Stop).
 	PeerHandlers map[byte]func(net.Conn)
+	// Secret, when it holds a key, secures the cluster plane (peerauth.go):
+	// gossip is encrypted under its keyring and every peer connection
+	// authenticates before its protocol. nil = open (the default). Rotate
+	// its keys with ReloadSecret.
+	Secret *Secret
 }
 
 // Standalone reports whether the node forms a cluster of its own: nobody
@@ -248,6 +253,9 @@ type Cluster struct {
 	bolt  *boltStore
 	ml    *memberlist.Memberlist
 	bq    *memberlist.TransmitLimitedQueue
+	// gossipRing is memberlist's keyring when the cluster has a secret
+	// (ReloadSecret rotates it; memberlist guards it itself).
+	gossipRing *memberlist.Keyring
 
 	evMu     sync.Mutex // guards evQueue
 	evQueue  []memberEvent
@@ -364,6 +372,7 @@ func New(cfg Config) (*Cluster, error) {
 func (c *Cluster) Start() (err error) {
 	c.startedAt = c.now()
 	c.mux = NewPeerMux(c.cfg.PeerListener, c.cfg.Self.ID, c.cfg.Dial, c.log.With("component", "peer"))
+	c.mux.UseSecret(c.cfg.Secret)
 	c.mux.Handle(PeerMapFetch, func(conn net.Conn) { serveMapFetch(conn, c.Map) })
 	c.mux.Handle(PeerPossession, func(conn net.Conn) { servePossession(conn, c.cfg.Possession) })
 	c.mux.Handle(PeerMigrate, func(conn net.Conn) { serveMigrate(conn, c.answerMigrate) })
@@ -516,7 +525,17 @@ func (c *Cluster) startMemberlist() error {
 	d := &delegate{c: c}
 	mc.Delegate, mc.Events, mc.Merge, mc.Alive, mc.Conflict = d, d, d, d, d
 	mc.Ping = d
-	mc.Logger = log.New(levelWriter{log: c.log.With("component", "gossip")}, "", 0)
+	mc.Logger = log.New(levelWriter{log: c.log.With("component", "gossip"), filter: c.gossipRefusal}, "", 0)
+	if keys := c.cfg.Secret.Keys(); len(keys) > 0 {
+		// AES-GCM on every gossip packet and stream; a message that no key
+		// of the ring opens is dropped (GossipVerifyIncoming, the default).
+		kr, err := memberlist.NewKeyring(keys, keys[0])
+		if err != nil {
+			return fmt.Errorf("cluster: gossip keyring: %w", err)
+		}
+		mc.Keyring, c.gossipRing = kr, kr
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+	}
 	c.bq = &memberlist.TransmitLimitedQueue{NumNodes: func() int {
 		if c.ml == nil {
 			return 1
@@ -910,7 +929,13 @@ func (c *Cluster) tryJoin() {
 	n, err := c.ml.Join(seeds)
 	if err != nil || n == 0 {
 		if !c.joinLogged {
-			c.log.Warn("cannot join the cluster yet; retrying", "seeds", seeds, "err", err)
+			hint := "the seeds do not answer yet"
+			if c.cfg.Secret.Enabled() {
+				hint += ", or they do not hold this node's cluster secret"
+			} else {
+				hint += ", or the cluster is secured and this node has no --cluster-secret-file"
+			}
+			c.log.Warn("cannot join the cluster yet; retrying", "seeds", seeds, "err", err, "hint", hint)
 			c.joinLogged = true
 		}
 		return

@@ -21,6 +21,8 @@ import (
 type levelWriter struct {
 	log   *slog.Logger
 	quiet func() bool // nil = never
+	// filter, when set, sees every line first; false drops it.
+	filter func(line string) bool
 }
 
 func (w levelWriter) Write(p []byte) (int, error) {
@@ -37,6 +39,9 @@ func (w levelWriter) Write(p []byte) (int, error) {
 				}
 				s = strings.TrimSpace(s[i+j+1:])
 			}
+		}
+		if w.filter != nil && !w.filter(s) {
+			continue
 		}
 		if strings.Contains(s, "heartbeat timeout reached, starting election") {
 			level = slog.LevelInfo // every election starts so, a lone node's first included

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -112,7 +113,21 @@ type PeerMux struct {
 	wg     sync.WaitGroup
 
 	misdirected atomic.Uint64 // connections refused: they named another node
+
+	// secret, when it holds a key, makes every connection authenticate
+	// before its protocol byte (peerauth.go); refusals counts the
+	// connections refused, by reason; refusedLogged remembers the
+	// (remote host, reason) pairs already logged, so that a remote that
+	// keeps trying fills no log.
+	secret        *Secret
+	refusals      map[string]*atomic.Uint64 // read-only after NewPeerMux
+	refusedMu     sync.Mutex
+	refusedLogged map[string]bool
 }
+
+// maxRefusedLogged bounds the remembered refused remotes: past it the
+// memory starts again (a remote is then logged once more).
+const maxRefusedLogged = 4096
 
 // NewPeerMux wraps ln for node self. Register handlers, then Serve.
 func NewPeerMux(ln net.Listener, self NodeID, dial Dialer, log *slog.Logger) *PeerMux {
@@ -122,9 +137,81 @@ func NewPeerMux(ln net.Listener, self NodeID, dial Dialer, log *slog.Logger) *Pe
 			return d.DialContext(ctx, "tcp", addr)
 		}
 	}
-	return &PeerMux{ln: ln, self: self, log: log, dl: dial, raftConns: make(chan net.Conn),
+	m := &PeerMux{ln: ln, self: self, log: log, dl: dial, raftConns: make(chan net.Conn),
 		handlers: map[byte]func(net.Conn){}, conns: map[net.Conn]struct{}{}, warned: map[string]bool{},
-		done: make(chan struct{})}
+		done: make(chan struct{}), refusals: map[string]*atomic.Uint64{}, refusedLogged: map[string]bool{}}
+	for _, r := range RefuseReasons {
+		m.refusals[r] = new(atomic.Uint64)
+	}
+	return m
+}
+
+// UseSecret makes every connection, accepted or dialed, authenticate with
+// the keys s holds at the time (peerauth.go); s may be reloaded while the
+// mux runs. nil (or a secret without key) leaves the port open. It must be
+// called before Serve.
+func (m *PeerMux) UseSecret(s *Secret) { m.secret = s }
+
+// Refusals counts the connections refused by reason (RefuseReasons).
+func (m *PeerMux) Refusals() map[string]uint64 {
+	out := make(map[string]uint64, len(m.refusals))
+	for r, n := range m.refusals {
+		out[r] = n.Load()
+	}
+	return out
+}
+
+// CountRefusal counts one refusal of reason outside the peer port (gossip).
+func (m *PeerMux) CountRefusal(reason string) {
+	if n := m.refusals[reason]; n != nil {
+		n.Add(1)
+	}
+}
+
+// firstRefusal reports whether (remote host, what) is logged for the first
+// time: refusals are logged once per remote.
+func (m *PeerMux) firstRefusal(remote, what string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	key := host + " " + what
+	m.refusedMu.Lock()
+	defer m.refusedMu.Unlock()
+	if m.refusedLogged[key] {
+		return false
+	}
+	if len(m.refusedLogged) >= maxRefusedLogged {
+		clear(m.refusedLogged)
+	}
+	m.refusedLogged[key] = true
+	return true
+}
+
+// refuse counts and logs (once per remote host and reason) a connection
+// refused before its protocol.
+func (m *PeerMux) refuse(c net.Conn, reason string, peer NodeID, err error) {
+	m.CountRefusal(reason)
+	remote := c.RemoteAddr().String()
+	if !m.firstRefusal(remote, reason) {
+		return
+	}
+	msg := map[string]string{
+		RefuseNoHandshake: "refused a peer connection that did not authenticate: this node requires the cluster secret " +
+			"(the remote has no --cluster-secret-file, or is not a node of this cluster)",
+		RefuseBadSecret: "refused a peer connection: the remote holds no key of this cluster's secret " +
+			"(another cluster, a stale secret file, or an attacker)",
+		RefuseMalformed: "refused a peer connection: malformed authentication",
+		RefuseTLS:       "refused a peer connection: TLS handshake failed (a peer must present a certificate of the cluster CA)",
+	}[reason]
+	attrs := []any{"reason", reason, "remote", remote, "self", m.self}
+	if peer != "" {
+		attrs = append(attrs, "claimed_node", peer)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	m.log.Warn(msg+"; further refusals of this remote are only counted (zaris_peer_auth_refused_total)", attrs...)
 }
 
 // Misdirected counts the connections refused because they named another
@@ -186,9 +273,27 @@ func (m *PeerMux) untrack(c net.Conn) {
 }
 
 func (m *PeerMux) route(c net.Conn) {
-	_ = c.SetReadDeadline(time.Now().Add(peerHeaderTimeout))
+	_ = c.SetDeadline(time.Now().Add(peerHeaderTimeout))
+	if tc, ok := c.(*tls.Conn); ok {
+		// The certificate check happens here, before any protocol byte,
+		// so that a refusal is counted and logged as such.
+		if err := tc.Handshake(); err != nil {
+			if !errors.Is(err, io.EOF) { // a bare TCP connect (a probe) is no refusal
+				m.refuse(c, RefuseTLS, "", err)
+			}
+			m.untrack(c)
+			_ = c.Close()
+			return
+		}
+	}
 	var b [1]byte
 	if _, err := io.ReadFull(c, b[:]); err != nil {
+		m.untrack(c)
+		_ = c.Close()
+		return
+	}
+	peer, ok := m.authenticate(c, &b)
+	if !ok {
 		m.untrack(c)
 		_ = c.Close()
 		return
@@ -202,7 +307,7 @@ func (m *PeerMux) route(c net.Conn) {
 			return
 		}
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	_ = c.SetDeadline(time.Time{})
 	if proto == PeerRaft {
 		// Raft owns the connection from here; its Close untracks it, and
 		// the mux's Close still closes it.
@@ -221,7 +326,46 @@ func (m *PeerMux) route(c net.Conn) {
 		m.log.Info("peer connection with an unknown protocol byte; closed", "byte", b[0], "remote", c.RemoteAddr().String())
 		return
 	}
+	if peer != "" {
+		h(&authedConn{Conn: c, peer: peer})
+		return
+	}
 	h(c)
+}
+
+// authenticate runs the acceptor's side of the peer authentication when
+// the connection opens with it (first byte authHello) or this node
+// requires it, and reads the protocol byte after it into b. It reports
+// whether the connection goes on, and the node id the dialer proved the
+// secret for ("" when the port is open).
+func (m *PeerMux) authenticate(c net.Conn, b *[1]byte) (NodeID, bool) {
+	keys := m.secret.Keys()
+	switch {
+	case b[0] == authHello && len(keys) == 0:
+		// A node of a secured cluster dials this open one.
+		if m.firstRefusal(c.RemoteAddr().String(), "offered-secret") {
+			m.log.Warn("refused a peer connection that authenticates with a cluster secret: this node has no "+
+				"--cluster-secret-file (give it the cluster's secret to join a secured cluster)",
+				"remote", c.RemoteAddr().String(), "self", m.self)
+		}
+		_, _ = c.Write([]byte{authNoSecret})
+		return "", false
+	case b[0] == authHello:
+		peer, reason, err := acceptAuth(c, keys, m.self)
+		if err != nil {
+			m.refuse(c, reason, peer, err)
+			return "", false
+		}
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			return "", false
+		}
+		return peer, true
+	case len(keys) > 0:
+		_, _ = c.Write([]byte{peerAuthRequired})
+		m.refuse(c, RefuseNoHandshake, "", nil)
+		return "", false
+	}
+	return "", true
 }
 
 // admit reads the node id a named connection is meant for (under the
@@ -273,6 +417,24 @@ func readPeerID(r io.Reader) (NodeID, error) {
 		return "", err
 	}
 	return NodeID(id), nil
+}
+
+// authedConn is a connection whose dialer proved the cluster secret as
+// node peer (AuthenticatedPeer).
+type authedConn struct {
+	net.Conn
+	peer NodeID
+}
+
+// AuthenticatedPeer is the node id the dialer of conn proved the cluster
+// secret for, when conn came through a secured peer port: a handler that
+// is told a sender id checks it against this one, so a node of the
+// cluster cannot speak in another's name.
+func AuthenticatedPeer(conn net.Conn) (NodeID, bool) {
+	if a, ok := conn.(*authedConn); ok {
+		return a.peer, true
+	}
+	return "", false
 }
 
 // trackedConn is a connection handed over to raft: closing it forgets it.
@@ -333,6 +495,13 @@ func (m *PeerMux) DialNode(ctx context.Context, addr string, id NodeID, proto by
 		dl = time.Now().Add(peerHeaderTimeout)
 	}
 	_ = c.SetDeadline(dl)
+	if keys := m.secret.Keys(); len(keys) > 0 {
+		if _, err := dialAuth(c, keys, m.self); err != nil {
+			_ = c.Close()
+			m.dialRefused(addr, err)
+			return nil, fmt.Errorf("cluster: peer %s (node %q): authentication: %w", addr, id, err)
+		}
+	}
 	hdr := []byte{proto}
 	if id != "" {
 		hdr = appendPeerID([]byte{proto | peerNamed}, id)
@@ -344,11 +513,23 @@ func (m *PeerMux) DialNode(ctx context.Context, addr string, id NodeID, proto by
 	if id != "" {
 		if err := readAdmission(c, addr, id); err != nil {
 			_ = c.Close()
+			m.dialRefused(addr, err)
 			return nil, err
 		}
 	}
 	_ = c.SetDeadline(time.Time{})
 	return c, nil
+}
+
+// dialRefused logs, once per peer address, a dial the peer refused for
+// the cluster secret: the clear line on the refused side.
+func (m *PeerMux) dialRefused(addr string, err error) {
+	if !errors.Is(err, ErrPeerAuthRequired) && !errors.Is(err, ErrPeerNoSecret) && !errors.Is(err, ErrPeerBadSecret) {
+		return
+	}
+	if m.firstRefusal(addr, "dial") {
+		m.log.Error("a peer refused this node's connection: the cluster secrets differ", "peer", addr, "self", m.self, "err", err)
+	}
 }
 
 // readAdmission reads the acceptor's answer to a named connection.
@@ -363,6 +544,8 @@ func readAdmission(c net.Conn, addr string, id NodeID) error {
 	case peerRefuse:
 		got, _ := readPeerID(c)
 		return &WrongPeerError{Addr: addr, Want: id, Got: got}
+	case peerAuthRequired:
+		return fmt.Errorf("cluster: peer %s (node %q): %w", addr, id, ErrPeerAuthRequired)
 	}
 	return fmt.Errorf("cluster: peer %s (node %q) answered %#x to a named connection", addr, id, b[0])
 }

@@ -507,6 +507,9 @@ func TestForeignNodesAreRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := NodeConfig("intruder-"+strings.ReplaceAll(tc.name, " ", "-"), Options{Store: tc.store, ClusterID: tc.cluster})
 			cfg.Join = []string{seed}
+			// The foreign node holds the cluster's secret, if any: what
+			// refuses it here is its store or cluster id.
+			cfg.ClusterSecretFile = c.SecretFile()
 			x, err := server.NewNode(cfg, nil)
 			if err != nil {
 				t.Fatal(err)

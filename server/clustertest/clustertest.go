@@ -21,6 +21,8 @@ package clustertest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +60,36 @@ type Options struct {
 	// Timeout bounds formation and convergence (default 30 s), before
 	// scaling by ZARIS_TEST_TIME_SCALE.
 	Timeout time.Duration
+	// Secret runs the cluster with a cluster secret (a fresh random key in
+	// a file of the test's temporary directory, Cluster.SecretFile): gossip
+	// encrypted, peer connections authenticated. ZARIS_TEST_CLUSTER_SECRET=1
+	// turns it on for every test cluster, so the whole suite can run
+	// secured.
+	Secret bool
+}
+
+// SecretEnv names the variable that runs every test cluster with a
+// cluster secret (Options.Secret).
+const SecretEnv = "ZARIS_TEST_CLUSTER_SECRET"
+
+// NewSecretFile writes a cluster secret file holding one fresh random
+// 32-byte key in dir and returns its path and the key's base64 line.
+func NewSecretFile(t testing.TB, dir string) (path, key string) {
+	t.Helper()
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	key = base64.StdEncoding.EncodeToString(raw)
+	f, err := os.CreateTemp(dir, "cluster-secret-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name(), key
 }
 
 // Cluster is a running test cluster.
@@ -69,7 +101,21 @@ type Cluster struct {
 	nodes   []*server.Node
 	stopped map[*server.Node]bool
 	next    int
+
+	secretFile string // the cluster secret's file ("" = none)
 }
+
+// nodeConfig is NodeConfig with the cluster's secret.
+func (c *Cluster) nodeConfig(id string) server.Config {
+	cfg := NodeConfig(id, c.opts)
+	if c.secretFile != "" && cfg.ClusterSecretFile == "" {
+		cfg.ClusterSecretFile = c.secretFile
+	}
+	return cfg
+}
+
+// SecretFile is the cluster secret's file, "" when the cluster has none.
+func (c *Cluster) SecretFile() string { return c.secretFile }
 
 // Timings are the cluster timings of test nodes: cluster.TestTimings
 // (tolerant of a loaded two-CPU machine running -race) scaled by
@@ -122,6 +168,9 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 	}
 	opts.Timeout = testscale.D(opts.Timeout)
 	c := &Cluster{t: t, opts: opts, stopped: map[*server.Node]bool{}}
+	if opts.Secret || os.Getenv(SecretEnv) == "1" {
+		c.secretFile, _ = NewSecretFile(t, t.TempDir())
+	}
 	t.Cleanup(c.StopAll)
 	first := c.startNode("n1", n, nil)
 	seed := []string{GossipAddr(first)}
@@ -151,9 +200,17 @@ func (c *Cluster) waitFormed(n int, timeout time.Duration) {
 
 func (c *Cluster) startNode(id string, expect int, join []string) *server.Node {
 	c.t.Helper()
-	cfg := NodeConfig(id, c.opts)
+	return c.startNodeWith(id, expect, join, nil)
+}
+
+func (c *Cluster) startNodeWith(id string, expect int, join []string, mutate func(*server.Config)) *server.Node {
+	c.t.Helper()
+	cfg := c.nodeConfig(id)
 	cfg.ExpectNodes = expect
 	cfg.Join = join
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	logger := c.opts.Logger
 	if logger == nil && os.Getenv("ZARIS_TEST_LOG") != "" {
 		// Debugging a test: every node's log lines on stderr.
@@ -178,7 +235,11 @@ func (c *Cluster) startNode(id string, expect int, join []string) *server.Node {
 
 // AddNode starts one more node that joins the cluster (it becomes a spare:
 // a member owning nothing until a rebalance) and waits for it to be ready.
-func (c *Cluster) AddNode() *server.Node {
+func (c *Cluster) AddNode() *server.Node { return c.AddNodeWith(nil) }
+
+// AddNodeWith is AddNode with mutate applied last to the new node's
+// configuration (nil = none).
+func (c *Cluster) AddNodeWith(mutate func(*server.Config)) *server.Node {
 	c.t.Helper()
 	c.mu.Lock()
 	id := fmt.Sprint("n", c.next)
@@ -188,7 +249,7 @@ func (c *Cluster) AddNode() *server.Node {
 	for _, nd := range c.Running() {
 		seeds = append(seeds, GossipAddr(nd))
 	}
-	nd := c.startNode(id, 1, seeds)
+	nd := c.startNodeWith(id, 1, seeds, mutate)
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
 	defer cancel()
 	if err := nd.WaitReady(ctx); err != nil {
@@ -361,7 +422,7 @@ func (c *Cluster) restart(nd *server.Node, id string, whileDown func()) *server.
 	for _, r := range c.Running() {
 		seeds = append(seeds, GossipAddr(r))
 	}
-	cfg := NodeConfig(id, c.opts)
+	cfg := c.nodeConfig(id)
 	cfg.ClientPort, cfg.PeerPort, cfg.GossipPort = ports.Client, ports.Peer, ports.Gossip
 	if cfg.RESPPort != 0 {
 		cfg.RESPPort = ports.RESP

@@ -320,6 +320,18 @@ func appendError(dst []byte, id uint32, op wire.Opcode, st kv.Status, msg string
 	return wire.EndFrame(dst, start)
 }
 
+// refuseNotHandshake answers a first frame that is not a handshake and
+// ends the connection.
+func (c *conn) refuseNotHandshake(f wire.Frame) {
+	st := kv.StatusBadRequest
+	if len(c.srv.token) > 0 {
+		st = kv.StatusUnauthorized
+	}
+	c.out = appendError(c.out, f.ID, f.Op, st, "the first frame must be a handshake")
+	c.flush()
+	c.log.Info("rejected a connection that did not start with a handshake", "op", f.Op)
+}
+
 // handshake runs the first exchange. It reports whether the connection may
 // go on.
 func (c *conn) handshake() bool {
@@ -333,6 +345,13 @@ func (c *conn) handshake() bool {
 		}
 	}
 	c.dr.armed = true // the handshake deadline covers the first frame
+	// Refuse a first frame that is not a handshake by its header, before
+	// waiting for its body: anything else on this port (an HTTP request,
+	// another protocol) is closed at once (issue #15 item 4).
+	if h, err := c.fr.PeekHeader(); err == nil && h.Op != wire.OpHandshake {
+		c.refuseNotHandshake(h)
+		return false
+	}
 	f, err := c.fr.Next()
 	if err != nil {
 		var tooLarge *wire.FrameTooLargeError
@@ -345,13 +364,7 @@ func (c *conn) handshake() bool {
 	}
 	c.consumed += int64(wire.HeaderSize + len(f.Body))
 	if f.Op != wire.OpHandshake {
-		st := kv.StatusBadRequest
-		if len(c.srv.token) > 0 {
-			st = kv.StatusUnauthorized
-		}
-		c.out = appendError(c.out, f.ID, f.Op, st, "the first frame must be a handshake")
-		c.flush()
-		c.log.Info("rejected a connection that did not start with a handshake", "op", f.Op)
+		c.refuseNotHandshake(f)
 		return false
 	}
 	var req wire.HandshakeRequest

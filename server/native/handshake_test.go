@@ -190,3 +190,35 @@ func (h *harness) startHealthyWithToken(token string) *healthy {
 	}
 	return h.startHealthyAs(wire.HandshakeRequest{ProtocolVersion: wire.ProtocolVersion, Store: storeName, Token: token})
 }
+
+// Issue #15 item 4: the native port refuses anything that is not its
+// handshake at once — by the first frame's header, without waiting for a
+// body that may never come (the handshake timeout here is a minute), and
+// an HTTP request line is refused as soon as its first bytes arrive.
+func TestNotAHandshakeRefusedAtOnce(t *testing.T) {
+	for name, send := range map[string][]byte{
+		"a Put header, no body": frame(7, wire.OpPut, make([]byte, 500))[:wire.HeaderSize],
+		"an HTTP request":       []byte("POST / HTTP/1.1\r\nHost: x\r\n\r\nSET pwned yes\r\n"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, func(c *native.Config) { c.HandshakeTimeout = time.Minute })
+			hc := h.startHealthy()
+			c := h.dial()
+			c.write(send)
+			start := time.Now()
+			frames := c.expectClosed(ioWait)
+			if len(frames) != 1 {
+				t.Fatalf("answered %v, want one refusal", ids(frames))
+			}
+			if e := errorOf(t, frames[0]); e.Status != kv.StatusBadRequest {
+				t.Fatalf("answered %+v", e)
+			}
+			if d := time.Since(start); d >= time.Minute {
+				t.Fatalf("closed after %v: waited for the handshake timeout", d)
+			}
+			h.waitConns(1)
+			hc.progress(10)
+			hc.finish()
+		})
+	}
+}

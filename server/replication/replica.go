@@ -170,6 +170,14 @@ func (m *Manager) ServePeer(conn net.Conn) {
 		}
 		return w.Flush() == nil
 	}
+	if peer, ok := cluster.AuthenticatedPeer(conn); ok && peer != h.From {
+		// The dialer proved the cluster secret as another node than the
+		// sender it names (issue #15).
+		m.log.Warn("replication: refused a session whose sender is not the node that authenticated",
+			"authenticated", peer, "claimed_sender", h.From, "remote", conn.RemoteAddr().String())
+		reply(replyRefused, fmt.Sprintf("authenticated as node %q, not %q", peer, h.From), nil, 0)
+		return
+	}
 	if h.Version != protoVersion || h.Store != cfg.StoreName || h.Cluster != cfg.ClusterID ||
 		h.First < 0 || h.Last < h.First || h.Last >= m.st.Segments() {
 		reply(replyRefused, fmt.Sprintf("this node serves store %q of cluster %q with %d segments, protocol %d",

@@ -211,6 +211,10 @@ func (c *conn) handleBuffered() bool {
 		if len(args) == 0 {
 			continue
 		}
+		if crossProtocol(args[0]) {
+			c.srv.crossProtocolAttack(c)
+			return false
+		}
 		c.executeContained(args)
 		if c.closing {
 			return true

@@ -97,6 +97,12 @@ var diffRegressions = []struct {
 	{proto: 3, seq: [][]string{{"ZADD", "k0", "LT", "+inf", "c", "1e308", "a", "-inf", "d", "-1", "e", "-1e300", "g", "9.3e18", "h", "1.8e19", "i", "-4e18", "j"}, // scores no GEOADD wrote decode as (uint64_t)score on x86-64
 		{"GEOPOS", "k0", "f", "c", "b", "d", "e", "g", "h", "i", "j"}, {"GEOHASH", "k0", "c", "d", "e", "g", "h", "i", "j"}}}, // redis: -179.99999731779098511 | zaris: 180
 	{proto: 2, seq: [][]string{{"RPUSH", "k2", "\x00\xff", "2\x00x", " 1"}, {"SORT_RO", "k2", "GET", "["}, {"SORT", "k2"}}}, // redis: sorted (strtod reads a C string) | zaris: ERR One or more scores can't be converted into double
+	{proto: 2, seq: [][]string{{"XADD", "s", "1-1", "a", "1"}, {"XADD", "s", "2-1", "a", "1"}, {"XADD", "s", "3-1", "a", "1"}, // XGROUP ENTRIESREAD (Redis 7.0): the counter, the lag, the errors
+		{"XGROUP", "CREATE", "s", "g1", "0", "ENTRIESREAD", "1"}, {"XGROUP", "CREATE", "s", "g2", "0", "ENTRIESREAD", "-2"},
+		{"XGROUP", "CREATE", "s", "g3", "0", "ENTRIESREAD", "+1"}, {"XGROUP", "CREATE", "s", "g4", "0", "ENTRIESREAD"},
+		{"XGROUP", "CREATE", "s2", "g5", "$", "ENTRIESREAD", "5", "MKSTREAM"}, {"XGROUP", "CREATE", "s", "g6", "0", "ENTRIESREAD", "1", "ENTRIESREAD", "2"},
+		{"XGROUP", "SETID", "s", "g1", "2-1", "ENTRIESREAD", "2"}, {"XGROUP", "SETID", "s", "g6", "2-1", "FOO", "3"},
+		{"XINFO", "GROUPS", "s"}, {"XINFO", "GROUPS", "s2"}, {"XGROUP", "SETID", "s", "g1", "2-1"}, {"XINFO", "GROUPS", "s"}}},
 }
 
 // TestDiffRegressions replays every row on redis-server and on Zaris.

@@ -57,6 +57,7 @@ func Docs() string {
 				strings.ReplaceAll(cmd.summary, "|", `\|`))
 		}
 	}
+	b.WriteString(docsCoverage())
 	b.WriteString(docsScripting)
 	b.WriteString(docsDiffTesting)
 	b.WriteString(docsOutro)
@@ -271,7 +272,7 @@ characters); ` + "`INFO server`" + ` shows both.
   no FIFO order among them), with a 250 ms re-check as a safety net.
 - Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims exactly like ` + "`=`" + `;
   XCLAIM and XAUTOCLAIM create the consumer they name (XREADGROUP only when it
-  serves something, as Redis); XGROUP's ENTRIESREAD option is refused.
+  serves something, as Redis); XGROUP CREATE/SETID take ENTRIESREAD.
   XREAD/XREADGROUP over several keys read each key in turn. ` + "`XINFO STREAM`" + `
   (` + "`FULL [COUNT n]`" + `), ` + "`XINFO GROUPS`" + `, ` + "`XINFO CONSUMERS`" + ` and ` + "`XSETID`" + `
   (` + "`ENTRIESADDED`" + `, ` + "`MAXDELETEDID`" + `) answer as Redis 7.0 (compared byte for byte,
@@ -488,9 +489,10 @@ for its replies but reads requests with its own parser and connection loop
 const docsOutro = `
 ## Not supported yet
 
-- Sharded pub/sub (SSUBSCRIBE, SPUBLISH), CLIENT TRACKING, CLIENT NO-TOUCH
-  (Redis 7.2), XGROUP ... ENTRIESREAD.
-- DUMP/RESTORE (refused, see above); MEMORY DOCTOR/STATS/PURGE/MALLOC-STATS.
+- The Redis 7.0 commands of the coverage table's "left out" column, for the
+  reason given there; DUMP and RESTORE are in the table but answer an error
+  that names the reason (see above).
+- From Redis 7.2: CLIENT NO-TOUCH.
 - Any command not listed above answers ` + "`-ERR unknown command`" + `.
 
 ## Sorted sets and geo

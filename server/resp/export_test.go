@@ -14,3 +14,13 @@ func CommandNames() []string {
 	}
 	return out
 }
+
+// RedisCommandSnapshot is testdata/redis-7.0-commands.tsv as name → group
+// and version, for the test that checks it against a live redis-server.
+func RedisCommandSnapshot() map[string][2]string {
+	out := map[string][2]string{}
+	for _, rc := range redisCommandSnapshot() {
+		out[rc.name] = [2]string{rc.group, rc.since}
+	}
+	return out
+}

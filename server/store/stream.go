@@ -31,8 +31,8 @@ import (
 //     it got the consumer).
 //   - XCLAIM processes each id once (a repeated id is ignored) and accepts an
 //     empty id list (it then only creates the consumer and applies LASTID).
-//   - XGROUP's ENTRIESREAD option is refused (the group's read counter and
-//     lag are kept as Redis keeps them otherwise: stream_info.go).
+//   - XGROUP CREATE/SETID's ENTRIESREAD sets the group's read counter, from
+//     which XINFO derives the lag as Redis 7.0 does (stream_info.go).
 //   - An emptied stream keeps existing (as in Redis: it keeps its last id and
 //     groups), so count() never reports 0; only DEL/expiry remove it.
 //
@@ -1072,15 +1072,26 @@ func xgroup(x *execCtx) kv.Reply {
 	missing := x.rec == nil
 	switch {
 	case isWord(sub, "CREATE"):
-		if len(args) < 3 || len(args) > 4 {
-			return kv.BadRequest("wrong number of arguments for XGROUP CREATE")
+		if len(args) < 3 || len(args) > 6 {
+			return errSubcommandSyntax("XGROUP", sub)
 		}
 		mk := false
-		if len(args) == 4 {
-			if !isWord(args[3], "MKSTREAM") {
-				return errSyntax
+		entriesRead := int64(invalidEntriesRead)
+		for i := 3; i < len(args); {
+			switch {
+			case isWord(args[i], "MKSTREAM"):
+				mk = true
+				i++
+			case isWord(args[i], "ENTRIESREAD") && i+1 < len(args):
+				n, bad := parseEntriesRead(args[i+1])
+				if bad != nil {
+					return *bad
+				}
+				entriesRead = n
+				i += 2
+			default:
+				return errSubcommandSyntax("XGROUP", sub)
 			}
-			mk = true
 		}
 		if missing && !mk {
 			return errNoKey
@@ -1099,10 +1110,13 @@ func xgroup(x *execCtx) kv.Reply {
 		if !x.streamFits(s, s.entries.live, int64(streamGroupOverhead+len(name))) {
 			return x.tooLarge()
 		}
-		s.addGroup(string(name), last)
+		s.addGroup(string(name), last).entriesRead = entriesRead
 		effect := [][]byte{args[0], name, last.bytes()}
 		if mk {
-			effect = append(effect, args[3])
+			effect = append(effect, []byte("MKSTREAM"))
+		}
+		if entriesRead != invalidEntriesRead {
+			effect = append(effect, []byte("ENTRIESREAD"), strconv.AppendInt(nil, entriesRead, 10))
 		}
 		x.changedAs(kv.CmdXGroup, effect...)
 		return kv.OKReply()
@@ -1121,8 +1135,20 @@ func xgroup(x *execCtx) kv.Reply {
 		x.changed()
 		return kv.IntReply(1)
 	case isWord(sub, "SETID"):
-		if len(args) != 3 {
-			return kv.BadRequest("wrong number of arguments for XGROUP SETID")
+		if len(args) != 3 && len(args) != 5 {
+			return errSubcommandSyntax("XGROUP", sub)
+		}
+		// Redis parses SETID's ENTRIESREAD before the key and group lookups.
+		entriesRead := int64(invalidEntriesRead)
+		if len(args) == 5 {
+			if !isWord(args[3], "ENTRIESREAD") {
+				return errSubcommandSyntax("XGROUP", sub)
+			}
+			n, bad := parseEntriesRead(args[4])
+			if bad != nil {
+				return *bad
+			}
+			entriesRead = n
 		}
 		if missing {
 			return errNoKey
@@ -1139,9 +1165,14 @@ func xgroup(x *execCtx) kv.Reply {
 			}
 			last = id
 		}
-		if g.last != last || g.entriesRead != -1 {
-			g.last, g.entriesRead = last, -1 // Redis: SETID without ENTRIESREAD makes the counter unknown
-			x.changedAs(kv.CmdXGroup, args[0], name, last.bytes())
+		if g.last != last || g.entriesRead != entriesRead {
+			// Redis: SETID without ENTRIESREAD makes the counter unknown.
+			g.last, g.entriesRead = last, entriesRead
+			effect := [][]byte{args[0], name, last.bytes()}
+			if entriesRead != invalidEntriesRead {
+				effect = append(effect, []byte("ENTRIESREAD"), strconv.AppendInt(nil, entriesRead, 10))
+			}
+			x.changedAs(kv.CmdXGroup, effect...)
 		}
 		return kv.OKReply()
 	case isWord(sub, "CREATECONSUMER"), isWord(sub, "DELCONSUMER"):
@@ -1728,4 +1759,25 @@ func init() {
 	register(kv.CmdXClaim, handler{kind: KindStream, write: true, run: xclaim})
 	register(kv.CmdXAutoClaim, handler{kind: KindStream, write: true, run: xautoclaim})
 	register(kv.CmdXRead, handler{kind: KindStream, run: xread})
+}
+
+// parseEntriesRead reads XGROUP's ENTRIESREAD value: an integer, at least 0
+// or exactly -1 ("unknown"), with Redis 7.0's errors.
+func parseEntriesRead(arg []byte) (int64, *kv.Reply) {
+	n, ok := kv.ParseInt(arg)
+	if !ok {
+		r := errNotInteger
+		return 0, &r
+	}
+	if n < 0 && n != invalidEntriesRead {
+		r := kv.BadRequest("value for ENTRIESREAD must be positive or -1")
+		return 0, &r
+	}
+	return n, nil
+}
+
+// errSubcommandSyntax is Redis's reply to a subcommand's bad options or
+// argument count, naming the subcommand as the client spelled it.
+func errSubcommandSyntax(cmd string, sub []byte) kv.Reply {
+	return kv.BadRequest("unknown subcommand or wrong number of arguments for '" + string(sub) + "'. Try " + cmd + " HELP.")
 }
