@@ -14,6 +14,7 @@ import (
 	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/sdk"
+	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/native"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -37,6 +38,8 @@ type clusterNode struct {
 	srv   *native.Server
 	obs   *opCounter
 	done  chan error
+	bus   *bus.Bus     // the cluster pub/sub bus, as a server node runs it
+	busLn net.Listener // its peer listener (the bus protocol only)
 }
 
 // clusterConfig tunes startCluster.
@@ -102,6 +105,7 @@ func startCluster(t testing.TB, n int, cc clusterConfig) *testCluster {
 		go func() { cn.done <- cn.srv.Serve(l) }()
 		tc.nodes = append(tc.nodes, cn)
 	}
+	tc.startBus(t)
 	t.Cleanup(func() {
 		for _, cn := range tc.nodes {
 			cn.stop()
@@ -110,7 +114,66 @@ func startCluster(t testing.TB, n int, cc clusterConfig) *testCluster {
 	return tc
 }
 
+// startBus joins the nodes' brokers with the cluster pub/sub bus
+// (server/bus) over loopback, as server nodes do over their peer port: a
+// message published on one node reaches the subscribers of every node.
+func (tc *testCluster) startBus(t testing.TB) {
+	t.Helper()
+	peers := make([]bus.Peer, len(tc.nodes))
+	for i, cn := range tc.nodes {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cn.busLn = l
+		peers[i] = bus.Peer{ID: cn.id, Addr: l.Addr().String()}
+	}
+	for _, cn := range tc.nodes {
+		cn.bus = bus.New(bus.Config{Self: cn.id, Broker: cn.store.PubSub(),
+			Peers: func() []bus.Peer { return peers },
+			Dial: func(ctx context.Context, p bus.Peer) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "tcp", p.Addr)
+			}})
+		cn.store.PubSub().SetForwarder(cn.bus.Forward)
+		go func() {
+			for {
+				c, err := cn.busLn.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); cn.bus.Serve(c) }()
+			}
+		}()
+		cn.bus.Sync()
+	}
+	// Each link is up once a message crosses it.
+	for _, from := range tc.nodes {
+		for _, to := range tc.nodes {
+			if from == to {
+				continue
+			}
+			sub := to.store.PubSub().NewSubscription(64)
+			sub.Subscribe("bus-probe")
+			waitFor(t, 10*time.Second, "the bus link "+from.id+" → "+to.id, func() bool {
+				from.store.PubSub().Publish("bus-probe", nil)
+				select {
+				case <-sub.Messages():
+					return true
+				case <-time.After(20 * time.Millisecond):
+					return false
+				}
+			})
+			sub.Close()
+		}
+	}
+}
+
 func (cn *clusterNode) stop() {
+	if cn.bus != nil {
+		cn.bus.Close()
+		_ = cn.busLn.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = cn.srv.Shutdown(ctx)

@@ -15,16 +15,17 @@ package sdk
 // the client learned the new map cannot be replayed, and the gap-free
 // promise holds only for a watch opened again with a snapshot.
 //
-// Pub/sub. A publish goes to the channel's home node: the owner of the
-// channel name's segment, through the same placement function as a key.
-// Every subscription — channels and patterns alike — holds one stream on
-// every owner. A message is published on exactly one node, so each
-// subscriber receives it once, and Publish's count (the home node's
-// subscribers) counts every subscriber. An ownership change moves no
-// subscription; when a node joins the owners, every live subscription opens
-// a stream on it, and the stream of a node that leaves is closed. Messages
-// are fire-and-forget: one published on a newly joined node before a
-// subscription's stream there is open is not delivered to it.
+// Pub/sub. The servers carry every message to every node (the cluster
+// bus, server/bus): a subscription needs one stream, on one node, and a
+// publish one call, on any node. A publish goes to the channel's home node
+// (the owner of the channel name's segment, through the same placement
+// function as a key); its count is that node's subscribers, as Redis
+// Cluster's PUBLISH. A subscription holds one stream, on the home node of
+// its first channel or pattern when it opens (spreading subscriptions over
+// the nodes); it stays there while that node is an owner, and when the node
+// leaves the owners the stream is closed and one is opened on the current
+// home — never two at once, so no message is delivered twice. Messages are
+// fire-and-forget: one published while the subscription moves is lost.
 
 import (
 	"context"
@@ -277,21 +278,13 @@ func (b *clusterBackend) subscribe(ctx context.Context, req wire.SubscribeReques
 	if len(t.owners) == 0 {
 		return nil, errNoOwner
 	}
-	parts := make([]*Subscription, len(t.owners))
-	errs := make([]error, len(t.owners))
-	fanOut(len(t.owners), func(i int) { parts[i], errs[i] = t.owners[i].be.subscribe(ctx, req) })
-	for i, err := range errs {
-		if err != nil {
-			for _, p := range parts {
-				if p != nil {
-					p.Close()
-				}
-			}
-			return nil, fmt.Errorf("zaris: subscribing on node %s: %w", t.owners[i].id, err)
-		}
+	cs := &clusterSub{b: b, req: req, opening: map[*node]bool{}}
+	home := cs.home(t)
+	p, err := home.be.subscribe(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("zaris: subscribing on node %s: %w", home.id, err)
 	}
 	s := &Subscription{messages: make(chan Message, 64), done: make(chan struct{})}
-	cs := &clusterSub{b: b, req: req, opening: map[*node]bool{}}
 	cs.fan = newFanIn(s.messages, s.done, s.fail)
 	s.stop = func() {
 		b.mu.Lock()
@@ -299,9 +292,7 @@ func (b *clusterBackend) subscribe(ctx context.Context, req wire.SubscribeReques
 		b.mu.Unlock()
 		cs.fan.finish(nil)
 	}
-	for i, p := range parts {
-		cs.fan.add(t.owners[i], p, p.messages, nil)
-	}
+	cs.fan.add(home, p, p.messages, nil)
 	b.installMu.Lock()
 	b.mu.Lock()
 	closed := b.closed
@@ -320,26 +311,44 @@ func (b *clusterBackend) subscribe(ctx context.Context, req wire.SubscribeReques
 	return s, nil
 }
 
-// retarget makes the subscription's streams follow t's owners: it closes
-// the streams of nodes that left and opens streams on nodes that joined.
-// Called with installMu held.
+// home is the node a subscription opens its stream on in t: the home of
+// its first channel or pattern, else the first owner.
+func (s *clusterSub) home(t *routingTable) *node {
+	name := ""
+	if len(s.req.Channels) > 0 {
+		name = s.req.Channels[0]
+	} else if len(s.req.Patterns) > 0 {
+		name = s.req.Patterns[0]
+	}
+	if n := t.homeOf(name); n != nil && slices.Contains(t.owners, n) {
+		return n
+	}
+	return t.owners[0]
+}
+
+// retarget keeps the subscription's one stream on an owner of t: while its
+// node is an owner nothing changes; when it left, its stream is closed and
+// one is opened on the current home. Called with installMu held.
 func (s *clusterSub) retarget(t *routingTable) {
+	kept := false
 	for _, n := range s.fanNodes() {
-		if !slices.Contains(t.owners, n) {
-			s.fan.remove(n)
+		if slices.Contains(t.owners, n) && !kept {
+			kept = true
+			continue
 		}
+		s.fan.remove(n)
 	}
-	for _, n := range t.owners {
-		s.mu.Lock()
-		open := s.opening[n] || s.fan.has(n)
-		if !open {
-			s.opening[n] = true
-		}
-		s.mu.Unlock()
-		if !open {
-			s.b.goFunc(func() { s.openOn(n) })
-		}
+	s.mu.Lock()
+	opening := len(s.opening) > 0
+	s.mu.Unlock()
+	if kept || opening || len(t.owners) == 0 {
+		return
 	}
+	n := s.home(t)
+	s.mu.Lock()
+	s.opening[n] = true
+	s.mu.Unlock()
+	s.b.goFunc(func() { s.openOn(n) })
 }
 
 func (s *clusterSub) fanNodes() []*node {
@@ -352,8 +361,8 @@ func (s *clusterSub) fanNodes() []*node {
 	return nodes
 }
 
-// openOn subscribes on n, a node that joined the owners, and adds its
-// stream if n is still an owner. A failure ends the subscription, as a lost
+// openOn subscribes on n, the subscription's new home, and adds its
+// stream if n is still an owner and no other stream was opened meanwhile. A failure ends the subscription, as a lost
 // connection does.
 func (s *clusterSub) openOn(n *node) {
 	b := s.b
@@ -371,8 +380,8 @@ func (s *clusterSub) openOn(n *node) {
 	}
 	b.installMu.Lock()
 	defer b.installMu.Unlock()
-	if !slices.Contains(b.table.Load().owners, n) {
-		p.Close() // it left again meanwhile
+	if !slices.Contains(b.table.Load().owners, n) || len(s.fanNodes()) > 0 {
+		p.Close() // it left again meanwhile, or another stream serves
 		return
 	}
 	s.fan.add(n, p, p.messages, nil)

@@ -30,10 +30,11 @@ type Message struct {
 // dropped; the subscription ended.
 var ErrSubscriberOverflow = errors.New("zaris: subscriber fell behind; messages were dropped")
 
-// Publish sends payload to channel and returns how many subscribers got it.
-// On a cluster the message is published on the channel's home node (the
-// owner of the channel name's segment) and every subscription listens on
-// every owner, so each subscriber gets it once.
+// Publish sends payload to channel and returns how many subscribers of the
+// node it was published on got it (on one node: every subscriber). On a
+// cluster the message is published on the channel's home node (the owner of
+// the channel name's segment), which forwards it to every other node: each
+// subscriber, wherever it is connected, gets it once.
 func (p *PubSub) Publish(ctx context.Context, channel string, payload []byte) (int, error) {
 	if err := p.c.check(ctx); err != nil {
 		return 0, err

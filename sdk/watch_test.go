@@ -127,8 +127,11 @@ func runWatchSuite(t *testing.T, connect func(t *testing.T) *sdk.Client) {
 			t.Fatal(err)
 		}
 		defer psub.Close()
+		// The count is the publishing node's subscribers: both on one
+		// node; on a cluster, where each subscription lives on the home
+		// node of its channel or pattern, at least the channel's.
 		n, err := c.PubSub().Publish(ctx, "news", []byte("hello"))
-		if err != nil || n != 2 {
+		if err != nil || n < 1 || n > 2 {
 			t.Fatalf("publish: %d %v", n, err)
 		}
 		if m := recvMessage(t, sub); m.Channel != "news" || string(m.Payload) != "hello" || m.Pattern != "" {

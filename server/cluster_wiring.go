@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/native"
 )
@@ -106,7 +107,7 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Logger:        slog.New(n.events.Tap(n.log.Handler())), // the console's timeline (server/events)
 		ACL:           n.acl,
 		OnMap:         n.applyMap,
-		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer},
+		PeerHandlers:  map[byte]func(net.Conn){cluster.PeerReplication: n.repl.ServePeer, bus.Proto: n.bus.Serve},
 		Possession:    n.repl.Possession,
 		Migrate:       n.repl.Migrate,
 		AutoRebalance: c.AutoRebalance,
@@ -157,6 +158,7 @@ func (n *Node) applyMap(m *cluster.PartitionMap) {
 	if !n.fenced.Load() {
 		n.applyOwnership(m, true)
 	}
+	go n.bus.Sync() // the pub/sub links follow the members (Sync reads the map itself)
 }
 
 // openTraffic starts serving the client and RESP listeners (the traffic

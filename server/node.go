@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zaris-io/zaris/internal/acl"
+	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/events"
 	"github.com/zaris-io/zaris/server/httpapi"
@@ -134,6 +135,8 @@ type Node struct {
 
 	native    *native.Server // the built-in native service (request counters)
 	repl      *replication.Manager
+	bus       *bus.Bus     // cluster pub/sub (pubsub_wiring.go)
+	respSrv   *resp.Server // the built-in RESP service (nil without a RESP port)
 	routing   *clusterRouting
 	readyCh   chan struct{} // closed when the traffic gate opens
 	readyOnce sync.Once
@@ -228,6 +231,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	n.repl = repl
+	n.bus = n.newBus()
 	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences,
 		metrics.NewMigrationCollector(n.migrationStats), peerAuthCollector{n: n})
 	fail := func(err error) (*Node, error) {
@@ -310,6 +314,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			return fail(err)
 		}
 		n.services[EndpointRESP] = rs
+		n.respSrv = rs
 		n.builtin[EndpointRESP] = true
 	}
 	if cfg.Token != "" && tlsConfig == nil {
@@ -563,6 +568,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.stopFreezeDetector()
 		n.repl.Close()
 		n.cluster.Stop()
+		n.bus.Close()
 		shut(EndpointHTTP)
 
 		done := make(chan struct{})

@@ -227,21 +227,25 @@ func cmdClusterInfo(c *conn, _ [][]byte) {
 			size++
 		}
 	}
+	info := ClusterInfo{CurrentEpoch: 1, MyEpoch: 1}
+	if f := c.srv.cfg.Cluster; f != nil {
+		info = f()
+	}
 	state := "ok"
-	if assigned < placement.SlotCount {
+	if assigned < placement.SlotCount || info.FailSlots > 0 {
 		state = "fail"
 	}
 	var b strings.Builder
 	for _, kv := range [][2]string{
 		{"cluster_state", state},
 		{"cluster_slots_assigned", strconv.Itoa(assigned)},
-		{"cluster_slots_ok", strconv.Itoa(assigned)},
+		{"cluster_slots_ok", strconv.Itoa(max(0, assigned-info.FailSlots))},
 		{"cluster_slots_pfail", "0"},
-		{"cluster_slots_fail", "0"},
+		{"cluster_slots_fail", strconv.Itoa(info.FailSlots)},
 		{"cluster_known_nodes", strconv.Itoa(len(nodes))},
 		{"cluster_size", strconv.Itoa(size)},
-		{"cluster_current_epoch", "1"},
-		{"cluster_my_epoch", "1"},
+		{"cluster_current_epoch", strconv.FormatUint(info.CurrentEpoch, 10)},
+		{"cluster_my_epoch", strconv.FormatUint(info.MyEpoch, 10)},
 		{"cluster_stats_messages_sent", "0"},
 		{"cluster_stats_messages_received", "0"},
 		{"total_cluster_links_buffer_limit_exceeded", "0"},

@@ -187,7 +187,11 @@ var configTable = []*configParam{
 	{name: "client-output-buffer-limit", kind: kindCustom, parse: nil, // set in init (needs the current value)
 		get: func(s *Server) string { return s.live.outLimits.Load().String() }},
 	{name: "notify-keyspace-events", kind: kindCustom, parse: parseNotifyKeyspaceEvents,
-		get: func(s *Server) string { return s.NotifyKeyspaceEvents() }, apply: applyNotifyKeyspaceEvents},
+		get: func(s *Server) string { return s.NotifyKeyspaceEvents() },
+		apply: func(s *Server, v string) {
+			applyNotifyKeyspaceEvents(s, v)
+			s.shareSetting("notify-keyspace-events", v)
+		}},
 
 	// Observability: live.
 	{name: "slowlog-log-slower-than", kind: kindInt, min: -1, max: int64Max,

@@ -214,6 +214,11 @@ func cmdReset(c *conn, _ [][]byte) {
 		c.sub.PUnsubscribe()
 		c.pmu.Unlock()
 	}
+	if c.ssub != nil {
+		c.pmu.Lock()
+		c.ssub.Unsubscribe()
+		c.pmu.Unlock()
+	}
 	c.txReset()
 	c.out.Proto = 2
 	c.proto.Store(2)
@@ -365,7 +370,7 @@ func (c *conn) describe(now time.Time) string {
 	if sp := c.subShared.Load(); sp != nil {
 		sub, psub = len(sp.Channels(false)), len(sp.Channels(true))
 	}
-	b.WriteString(" flags=" + flags + " db=0 sub=" + strconv.Itoa(sub) + " psub=" + strconv.Itoa(psub) + " ssub=0 multi=-1")
+	b.WriteString(" flags=" + flags + " db=0 sub=" + strconv.Itoa(sub) + " psub=" + strconv.Itoa(psub) + " ssub=" + c.shardSubCount() + " multi=-1")
 	b.WriteString(" qbuf=" + strconv.FormatInt(qbuf, 10) + " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0")
 	b.WriteString(" obl=0 oll=0 omem=" + strconv.Itoa(omem) + " tot-mem=" + strconv.FormatInt(qbuf+int64(omem), 10))
 	b.WriteString(" events=" + events)

@@ -212,7 +212,7 @@ func (c *conn) execute(args [][]byte) {
 			return
 		}
 	}
-	if c.out.Proto == 2 && c.sub != nil && !subscribedModeCommands[baseName(cmd)] && c.subscribed() {
+	if c.out.Proto == 2 && (c.sub != nil || c.ssub != nil) && !subscribedModeCommands[baseName(cmd)] && c.subscribed() {
 		c.rejectCmd(cmd, subscribedModeError(cmd.name))
 		return
 	}

@@ -65,6 +65,7 @@ type conn struct {
 	multiSeg bool                // the command being executed writes keys of several segments
 	written  map[uint16]uint64   // segments this client wrote, for WAIT (cmd_keys2.go); nil without Config.Replicas
 	sub      *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
+	ssub     *store.Subscription // shard pub/sub; nil until the first SSUBSCRIBE
 	closing  bool                // close once the replies so far are written (QUIT, protocol error)
 	status   kv.Status           // outcome of the command being executed, for metrics
 	readErr  error               // a read error that came with data, reported after it is handled
@@ -114,6 +115,7 @@ type conn struct {
 	softSince time.Time
 
 	subShared  atomic.Pointer[store.Subscription] // sub, for the output limits' class (read under wmu)
+	ssubShared atomic.Pointer[store.Subscription] // ssub, likewise
 	inBuf      atomic.Int64                       // unparsed input bytes (CLIENT LIST qbuf)
 	blocked    atomic.Bool                        // waiting in a blocking command or a CLIENT PAUSE
 	errReplies uint64                             // error replies written (reader-owned)
@@ -484,6 +486,10 @@ func (c *conn) finish() {
 	}
 	if c.sub != nil {
 		c.sub.Close()
+	}
+	if c.ssub != nil {
+		c.srv.untrackShardConn(c)
+		c.ssub.Close()
 	}
 	c.wmu.Lock()
 	c.wclosing = true

@@ -291,26 +291,54 @@ characters); ` + "`INFO server`" + ` shows both.
   the entries would fill (there is no radix tree), and a consumer's
   ` + "`seen-time`" + `/` + "`idle`" + ` is node-local (a replica counts from when it got the
   consumer).
-- Pub/Sub runs on the node's broker (R-DS-7): at-most-once delivery to the
-  subscribers connected when a message is published. A subscriber that stops
+- Pub/Sub spans the cluster (R-DS-7, issue #14): a message published on any
+  node reaches the subscribers of every node, each once. The node delivers it to
+  its own subscribers and forwards it once per other member over the peer port
+  (the cluster bus, protocol byte 12, ` + "`server/bus`" + `), whatever the number of
+  subscribers. ` + "`PUBLISH`" + ` answers the number of subscribers of the node it ran
+  on — what Redis Cluster answers — so it never waits for another node.
+  ` + "`PUBSUB CHANNELS`" + `, ` + "`NUMSUB`" + ` and ` + "`NUMPAT`" + ` answer for the whole cluster (every
+  member is asked; one that does not answer within 2 s is left out;
+  NUMPAT counts the distinct patterns). Delivery is at most once to the
+  subscribers connected when a message is published: a member that is down
+  misses it, a link that falls 16384 messages behind drops the excess. A
+  subscriber that stops
   reading is disconnected by the pubsub class of ` + "`client-output-buffer-limit`" + `
   (default 32 MiB hard, 8 MiB for 60 s soft; measured: with ` + "`pubsub 4mb 1mb 60`" + `
   a subscriber that never reads was cut after 7 MiB queued, the node's heap
   peaking at 10–15 MiB while 128–256 MiB were published), or when it falls 4096
   messages behind its forwarder.
-  In RESP2 a subscribed connection accepts only (P)SUBSCRIBE, (P)UNSUBSCRIBE,
-  PING, QUIT and RESET, as in Redis; in RESP3 messages are push replies and
-  every command is allowed.
+  In RESP2 a subscribed connection accepts only (P|S)SUBSCRIBE,
+  (P|S)UNSUBSCRIBE, PING, QUIT and RESET, as in Redis; in RESP3 messages are
+  push replies and every command is allowed.
+- Sharded pub/sub as Redis 7: ` + "`SSUBSCRIBE`" + `, ` + "`SUNSUBSCRIBE`" + ` and ` + "`SPUBLISH`" + ` name a
+  shard channel, which lives on the owner of its slot (the channel name hashes
+  like a key): elsewhere they answer ` + "`MOVED`" + `, so a cluster client routes them.
+  Shard channels are a namespace of their own (` + "`smessage`" + `; a PUBLISH never
+  reaches an SSUBSCRIBE) and are not forwarded. When the slot's partition moves
+  or fails over, the node that lost it sends each subscriber Redis's
+  ` + "`sunsubscribe`" + ` push for the channel (within 100 ms), and the client subscribes
+  again on the new owner. ` + "`PUBSUB SHARDCHANNELS`" + `/` + "`SHARDNUMSUB`" + ` answer for the node,
+  as in Redis Cluster.
 - Keyspace notifications (R-RESP-3): ` + "`CONFIG SET notify-keyspace-events`" + ` takes
   Redis's flags (K, E, A, g, $, l, s, h, z, x, e, t; validated and normalised
-  as Redis does). With K and/or E set, every change the store applies — the
-  sweeper's expirations and the evictor's evictions included, through a store
-  watch of all keys — is published on ` + "`__keyspace@0__:<key>`" + ` and
-  ` + "`__keyevent@0__:<event>`" + `. Event names follow what the store applies: a value
-  write is ` + "`set`" + ` (INCR and APPEND included), a collection change is named after
-  its logged effect (HINCRBY notifies ` + "`hset`" + `). Not published: the 'n' (new
-  key) and 'm' (key miss) classes, XGROUP/XREADGROUP/XCLAIM bookkeeping.
-  Notifications are node-local, like Redis Cluster's.
+  as Redis does) and is a cluster setting: set on one node, it is sent to
+  every member over the cluster bus (the last one set wins, by time and node
+  id), and a node that joins or restarts learns it from its peers. With K
+  and/or E set, every change the store applies — the sweeper's expirations and
+  the evictor's evictions included, through a store watch of all keys — is
+  published on ` + "`__keyspace@0__:<key>`" + ` and ` + "`__keyevent@0__:<event>`" + ` by the node that
+  owns the key (a replica's applies are not published), through the cluster
+  bus: a subscriber on any node gets every owner's events once. Event names
+  follow what the store applies: a value write is ` + "`set`" + ` (INCR and APPEND
+  included), a collection change is named after its logged effect (HINCRBY
+  notifies ` + "`hset`" + `), except that SPOP, SINTERSTORE, SUNIONSTORE and SDIFFSTORE
+  notify their own names and a collection emptied by SREM/HDEL/LPOP/ZREM/…
+  notifies the command then ` + "`del`" + `, as Redis does (compared with redis-server:
+  ` + "`TestKeyspaceEventNamesAsRedis`" + `). Not published: the 'n' (new key) and 'm'
+  (key miss) classes, XGROUP/XREADGROUP/XCLAIM bookkeeping. Around a
+  partition's cut-over an event may be lost or published twice (the old and
+  the new owner decide by their ownership when their publisher reads it).
 - ` + "`CONFIG GET`" + ` (several glob patterns, aliases such as ` + "`hash-max-ziplist-entries`" + `
   listed too) and ` + "`CONFIG SET`" + ` (several parameters at once, all or nothing)
   take Redis 7.0's names, value syntax (` + "`1gb`" + `, ` + "`yes`" + `/` + "`no`" + `, enums in any case)
@@ -346,9 +374,17 @@ characters); ` + "`INFO server`" + ` shows both.
   histogram of 12.5 % resolution), cluster and keyspace
   (` + "`db0:keys=,expires=,avg_ttl=`" + `). replication reports ` + "`role:master`" + ` while the
   node owns any partition (` + "`slave`" + ` when it holds only replica copies), Redis's
-  fields, and Zaris's: ` + "`zaris_owned_partitions`" + `, ` + "`zaris_replica_partitions`" + `
-  and one ` + "`zaris_partition_<n>:owner=<node>,replicas=<a|b>,revision=<n>`" + ` line
-  per partition of the applied map.
+  fields — ` + "`connected_slaves`" + ` and one ` + "`slave<i>:ip=<node>,port=0,state=online,offset=<n>,lag=0`" + `
+  per node that keeps a copy of a partition this node owns (its offset: the
+  revisions it applied; ` + "`wait_bgsave`" + ` while its session is not streaming) — and
+  Zaris's: ` + "`zaris_owned_partitions`" + `, ` + "`zaris_replica_partitions`" + ` and one
+  ` + "`zaris_partition_<n>:owner=<node>,replicas=<a|b>,revision=<n>,epoch=<n>,health=<h>,role=master|replica|none`" + `
+  line per partition of the map (with ` + "`,replica_offsets=<node>:<rev>|…`" + ` on its
+  owner). ` + "`CLUSTER INFO`" + ` answers ` + "`cluster_state:fail`" + ` while a partition is
+  unavailable (no live copy), its slots counted in ` + "`cluster_slots_fail`" + ` and left
+  out of ` + "`cluster_slots_ok`" + `; ` + "`cluster_current_epoch`" + ` is the highest partition
+  failover epoch (at least 1), ` + "`cluster_my_epoch`" + ` the highest of the partitions
+  this node owns.
 - ` + "`SLOWLOG GET [n]/LEN/RESET`" + ` keep the commands slower than
   ` + "`slowlog-log-slower-than`" + ` µs (default 10000; -1 off) up to ` + "`slowlog-max-len`" + `
   (128), entries in Redis's shape (id, Unix time, µs, arguments — at most 32,

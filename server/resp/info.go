@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -217,10 +218,13 @@ func infoStats(s *Server, b *strings.Builder, _ time.Time) {
 }
 
 // infoReplication: Redis's fields with the node's role — master while it
-// owns any partition (segment), replica when it holds only copies — and, in
-// Zaris's own fields, its partitions: how many it owns, how many it keeps a
-// replica of, and the owned ones' revision (the replication offset's
-// counterpart, per partition).
+// owns any partition (segment), replica when it holds only copies — and its
+// replicas as Redis lists them (slave<i>: one per node that keeps a copy
+// of a partition this node owns, its offset the sum of its applied
+// revisions), then Zaris's own fields: its partitions, how many it owns and
+// copies, and per partition (zaris_partition_<n>) the owner, the replicas,
+// the revision, the failover epoch, the health, this node's role and, on
+// the owner, each replica's applied revision.
 func infoReplication(s *Server, b *strings.Builder, _ time.Time) {
 	var owned, copies []int
 	var offset uint64
@@ -235,12 +239,43 @@ func infoReplication(s *Server, b *strings.Builder, _ time.Time) {
 			copies = append(copies, i)
 		}
 	}
+	var parts []PartitionInfo
+	if s.cfg.Partitions != nil {
+		parts = s.cfg.Partitions()
+	}
 	role := "master"
 	if len(owned) == 0 && len(copies) > 0 {
 		role = "slave"
 	}
+	type replica struct {
+		state  string
+		offset uint64
+	}
+	replicas := map[string]*replica{}
+	var order []string
+	for _, p := range parts {
+		if p.Owner != s.cfg.NodeID {
+			continue
+		}
+		for _, r := range p.ReplicaOffsets {
+			rp := replicas[r.Node]
+			if rp == nil {
+				rp = &replica{state: "online"}
+				replicas[r.Node] = rp
+				order = append(order, r.Node)
+			}
+			rp.offset += r.Offset
+			if r.State != "streaming" {
+				rp.state = "wait_bgsave" // Redis's state of a replica not streaming yet
+			}
+		}
+	}
 	field(b, "role", role)
-	field(b, "connected_slaves", 0)
+	field(b, "connected_slaves", len(order))
+	for i, id := range order {
+		field(b, "slave"+strconv.Itoa(i), "ip="+id+",port=0,state="+replicas[id].state+",offset="+
+			strconv.FormatUint(replicas[id].offset, 10)+",lag=0")
+	}
 	field(b, "master_failover_state", "no-failover")
 	field(b, "master_replid", s.runID)
 	field(b, "master_replid2", "0000000000000000000000000000000000000000")
@@ -253,11 +288,25 @@ func infoReplication(s *Server, b *strings.Builder, _ time.Time) {
 	field(b, "zaris_partitions", s.segs)
 	field(b, "zaris_owned_partitions", len(owned))
 	field(b, "zaris_replica_partitions", len(copies))
-	if s.cfg.Partitions != nil {
-		for _, p := range s.cfg.Partitions() {
-			field(b, "zaris_partition_"+strconv.Itoa(p.Partition), "owner="+p.Owner+",replicas="+strings.Join(p.Replicas, "|")+
-				",revision="+strconv.FormatUint(p.Revision, 10))
+	for _, p := range parts {
+		mine := "none"
+		switch {
+		case p.Owner == s.cfg.NodeID:
+			mine = "master"
+		case slices.Contains(p.Replicas, s.cfg.NodeID):
+			mine = "replica"
 		}
+		line := "owner=" + p.Owner + ",replicas=" + strings.Join(p.Replicas, "|") +
+			",revision=" + strconv.FormatUint(p.Revision, 10) + ",epoch=" + strconv.FormatUint(p.Epoch, 10) +
+			",health=" + p.Health + ",role=" + mine
+		if len(p.ReplicaOffsets) > 0 {
+			offs := make([]string, len(p.ReplicaOffsets))
+			for i, r := range p.ReplicaOffsets {
+				offs[i] = r.Node + ":" + strconv.FormatUint(r.Offset, 10)
+			}
+			line += ",replica_offsets=" + strings.Join(offs, "|")
+		}
+		field(b, "zaris_partition_"+strconv.Itoa(p.Partition), line)
 	}
 }
 

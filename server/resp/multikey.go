@@ -87,7 +87,9 @@ func (c *conn) served(seg uint16) bool { return c.srv.store.Segment(seg).Owned()
 // wait (each try runs on its own), WATCH takes the locks itself.
 var unlockedCommands = map[string]bool{"blpop": true, "brpop": true, "xread": true, "xreadgroup": true, "watch": true,
 	"bzpopmin": true, "bzpopmax": true, "bzmpop": true,
-	"sort": true} // SORT locks what its patterns reach itself (cmd_keys2.go)
+	"sort": true, // SORT locks what its patterns reach itself (cmd_keys2.go)
+	// Shard channels are no data: the command checks their slot's owner.
+	"ssubscribe": true, "sunsubscribe": true}
 
 // runLocked runs cmd with the write locks of segs held, through the locked
 // view (c.tx), unless a transaction's view is already in place (EXEC holds

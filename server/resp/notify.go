@@ -24,7 +24,15 @@ import (
 // Event names come from what the store applies: a value write is "set"
 // (whatever string command produced it: INCR and APPEND also notify "set"),
 // a collection mutation is named after its logged effect (HINCRBY is logged
-// as an HSET and notifies "hset"). Stream group bookkeeping (XGROUP,
+// as an HSET and notifies "hset"), except where Redis names the command
+// (SPOP, S*STORE: eventNames).
+//
+// On a cluster every node runs its publisher on its own store and publishes
+// only the changes of the segments it owns — a replica's applies are the
+// owner's events already — on the broker, which forwards them to every
+// other member (server/bus): a subscriber on any node gets each owner's
+// events once. notify-keyspace-events is a cluster setting: CONFIG SET on
+// one node is sent to every member (pubsub_cluster.go). Stream group bookkeeping (XGROUP,
 // XREADGROUP, XCLAIM) and the 'n' (new key) and 'm' (key miss) classes are
 // not published.
 
@@ -116,15 +124,19 @@ func (s *Server) publishEvents(w *store.Watch, classes [256]bool, stop, done cha
 					ended = true
 					break
 				}
-				name, class := eventName(ev)
-				if name == "" || !classes[class] {
-					continue
+				if !s.store.Segment(ev.Segment).Owned() {
+					continue // a replica's apply: the owner publishes it
 				}
-				if classes['K'] {
-					broker.Publish("__keyspace@0__:"+ev.Key, []byte(name))
-				}
-				if classes['E'] {
-					broker.Publish("__keyevent@0__:"+name, []byte(ev.Key))
+				for _, e := range eventNames(ev) {
+					if e.name == "" || !classes[e.class] {
+						continue
+					}
+					if classes['K'] {
+						broker.Publish("__keyspace@0__:"+ev.Key, []byte(e.name))
+					}
+					if classes['E'] {
+						broker.Publish("__keyevent@0__:"+e.name, []byte(ev.Key))
+					}
 				}
 			}
 		}
@@ -140,29 +152,71 @@ func (s *Server) publishEvents(w *store.Watch, classes [256]bool, stop, done cha
 	}
 }
 
-// eventName is the Redis event name and class of a store change ("" when
-// it is not published).
-func eventName(ev store.Event) (string, byte) {
+type notifyEvent struct {
+	name  string
+	class byte
+}
+
+// eventNames are the Redis events of a store change, in Redis's order
+// (none when it is not published). The logged effect names most of them;
+// the command that produced it (Event.Origin) names those Redis calls
+// after the command: SPOP (logged as SREM), SINTERSTORE / SUNIONSTORE /
+// SDIFFSTORE (logged as a delete and an SADD), and a collection command
+// that emptied its key, which Redis notifies as the command and then "del".
+func eventNames(ev store.Event) []notifyEvent {
 	switch ev.Kind {
 	case store.EventPut:
-		return "set", '$'
+		return []notifyEvent{{"set", '$'}}
 	case store.EventDelete:
-		return "del", 'g'
-	case store.EventExpire:
-		return "expire", 'g'
-	case store.EventPersist:
-		return "persist", 'g'
-	case store.EventExpired:
-		return "expired", 'x'
-	case store.EventEvicted:
-		return "evicted", 'e'
-	case store.EventCommand:
-		if e, ok := commandEvents[ev.Command]; ok {
-			return e.name, e.class
+		if ev.Replaced {
+			return nil // the first half of a S*STORE: its own event follows
 		}
+		if e, ok := originEvents[ev.Origin]; ok && !storeOrigins[ev.Origin] {
+			return []notifyEvent{e, {"del", 'g'}}
+		}
+		if e, ok := commandEvents[ev.Origin]; ok {
+			return []notifyEvent{e, {"del", 'g'}}
+		}
+		return []notifyEvent{{"del", 'g'}}
+	case store.EventExpire:
+		return []notifyEvent{{"expire", 'g'}}
+	case store.EventPersist:
+		return []notifyEvent{{"persist", 'g'}}
+	case store.EventExpired:
+		return []notifyEvent{{"expired", 'x'}}
+	case store.EventEvicted:
+		return []notifyEvent{{"evicted", 'e'}}
+	case store.EventCommand:
+		if e, ok := originEvents[ev.Origin]; ok {
+			return []notifyEvent{e}
+		}
+		if e, ok := commandEvents[ev.Command]; ok {
+			return []notifyEvent{{e.name, e.class}}
+		}
+	}
+	return nil
+}
+
+// eventName is the first Redis event of a store change ("" when none).
+func eventName(ev store.Event) (string, byte) {
+	if es := eventNames(ev); len(es) > 0 {
+		return es[0].name, es[0].class
 	}
 	return "", 0
 }
+
+// originEvents name the events of commands whose logged effect is another
+// command.
+var originEvents = map[kv.CmdOp]notifyEvent{
+	kv.CmdSPop:        {"spop", 's'},
+	kv.CmdSInterStore: {"sinterstore", 's'},
+	kv.CmdSUnionStore: {"sunionstore", 's'},
+	kv.CmdSDiffStore:  {"sdiffstore", 's'},
+}
+
+// storeOrigins: an S*STORE whose result is empty deletes its destination,
+// which Redis notifies as "del" alone.
+var storeOrigins = map[kv.CmdOp]bool{kv.CmdSInterStore: true, kv.CmdSUnionStore: true, kv.CmdSDiffStore: true}
 
 var commandEvents = func() map[kv.CmdOp]struct {
 	name  string

@@ -164,6 +164,9 @@ var oracleScript = [][]string{
 	{"PUBLISH", "och", "m"}, {"PUBSUB", "NUMSUB", "och", "x"}, {"PUBSUB", "NUMPAT"}, {"PUBSUB", "CHANNELS"}, {"UNSUBSCRIBE"}, {"PUNSUBSCRIBE", "p*"},
 	{"SUBSCRIBE", "och"}, {"PING"}, {"PING", "x"}, {"GET", "x"}, {"PUBSUB", "CHANNELS", "o*"}, {"PUBSUB", "NUMSUB", "och"}, {"UNSUBSCRIBE", "och"},
 	{"PSUBSCRIBE", "o*"}, {"PUBSUB", "NUMPAT"}, {"PUNSUBSCRIBE"}, {"PUBSUB", "FOO"},
+	{"SPUBLISH", "sch", "m"}, {"PUBSUB", "SHARDNUMSUB", "sch", "x"}, {"PUBSUB", "SHARDCHANNELS"}, {"SUNSUBSCRIBE"},
+	{"SSUBSCRIBE", "sch"}, {"PING"}, {"PUBSUB", "SHARDCHANNELS", "s*"}, {"SUNSUBSCRIBE", "sch"}, {"SUNSUBSCRIBE"},
+	{"SSUBSCRIBE", "{t}a", "{t}b"}, {"SUNSUBSCRIBE", "{t}b", "{t}a"},
 	{"DBSIZE"}, {"FLUSHALL", "FOO"}, {"FLUSHALL"}, {"DBSIZE"}, {"KEYS", "*"}, {"RANDOMKEY"},
 }
 

@@ -99,6 +99,9 @@ func (c *conn) outputClass() outputClass {
 	if sub := c.subShared.Load(); sub != nil && sub.Count() > 0 {
 		return classPubSub
 	}
+	if sub := c.ssubShared.Load(); sub != nil && sub.Count() > 0 {
+		return classPubSub
+	}
 	return classNormal
 }
 

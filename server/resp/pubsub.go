@@ -49,11 +49,14 @@ func init() {
 // subscribedMode: a RESP2 connection with subscriptions accepts only these.
 var subscribedModeCommands = map[string]bool{
 	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
+	"ssubscribe": true, "sunsubscribe": true,
 	"ping": true, "quit": true, "reset": true,
 }
 
 // subscribed reports whether the connection has any subscription.
-func (c *conn) subscribed() bool { return c.sub != nil && c.sub.Count() > 0 }
+func (c *conn) subscribed() bool {
+	return c.sub != nil && c.sub.Count() > 0 || c.ssub != nil && c.ssub.Count() > 0
+}
 
 // subscription returns the connection's subscription, creating it and its
 // forwarder on first use.
@@ -107,7 +110,10 @@ drain: // batch what is already waiting into one write
 }
 
 func appendMessage(w *Writer, m store.Message) []byte {
-	if m.Pattern != "" {
+	if m.Sharded {
+		w.Push(3)
+		w.BulkString("smessage")
+	} else if m.Pattern != "" {
 		w.Push(4)
 		w.BulkString("pmessage")
 		w.BulkString(m.Pattern)
@@ -209,8 +215,7 @@ func cmdPubSubChannels(c *conn, args [][]byte) {
 		c.err("ERR unknown subcommand or wrong number of arguments for '" + cString(truncate(args[1], 128)) + "'. Try PUBSUB HELP.")
 		return
 	}
-	chans := c.srv.store.PubSub().ActiveChannels(pattern)
-	sort.Strings(chans)
+	chans := c.clusterChannels(pattern)
 	c.out.Array(len(chans))
 	for _, ch := range chans {
 		c.out.BulkString(ch)
@@ -218,21 +223,27 @@ func cmdPubSubChannels(c *conn, args [][]byte) {
 }
 
 func cmdPubSubNumSub(c *conn, args [][]byte) {
-	b := c.srv.store.PubSub()
-	c.out.Array(2 * (len(args) - 2))
-	for _, ch := range args[2:] {
+	names := make([]string, len(args)-2)
+	for i, ch := range args[2:] {
+		names[i] = string(ch)
+	}
+	counts := c.clusterNumSub(names)
+	c.out.Array(2 * len(names))
+	for i, ch := range args[2:] {
 		c.out.Bulk(ch)
-		c.out.Int(int64(b.NumSub(string(ch))))
+		c.out.Int(counts[i])
 	}
 }
 
-func cmdPubSubNumPat(c *conn, _ [][]byte) { c.out.Int(int64(c.srv.store.PubSub().NumPat())) }
+func cmdPubSubNumPat(c *conn, _ [][]byte) { c.out.Int(int64(c.clusterNumPat())) }
 
 func cmdPubSubHelp(c *conn, _ [][]byte) {
 	writeHelp(c, "PUBSUB", []string{
 		"CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
 		"NUMPAT", "    Return number of subscriptions to patterns.",
 		"NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding pattern subscriptions(default: no channels).",
+		"SHARDCHANNELS [<pattern>]", "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+		"SHARDNUMSUB [<shardchannel> ...]", "    Return the number of subscribers for the specified shard level channel(s)",
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -98,11 +99,28 @@ type Config struct {
 	// and replicas for INFO replication (zaris_partition_<n> lines).
 	// nil = only the counts of owned and replica partitions are reported.
 	Partitions func() []PartitionInfo
+	// Bus, when set, is the node's cluster pub/sub bus: PUBSUB CHANNELS /
+	// NUMSUB / NUMPAT ask every member through it, and CONFIG SET
+	// notify-keyspace-events is sent to every member on it.
+	Bus *bus.Bus
+	// Cluster, when set, describes the cluster for CLUSTER INFO (state,
+	// failing slots, epoch). nil: a node on its own, always ok.
+	Cluster func() ClusterInfo
 
 	// ScriptTimeLimit is how long a script runs before other clients get
 	// BUSY and SCRIPT KILL may stop it (Redis's busy-reply-threshold).
 	// Default 5 s.
 	ScriptTimeLimit time.Duration
+}
+
+// ClusterInfo is the cluster's health as CLUSTER INFO reports it.
+type ClusterInfo struct {
+	// FailSlots are the slots of partitions that no node serves
+	// (Unavailable: no live copy to promote).
+	FailSlots int
+	// CurrentEpoch is the committed map's version; MyEpoch the highest
+	// epoch of the partitions this node owns.
+	CurrentEpoch, MyEpoch uint64
 }
 
 // PartitionInfo is one partition as INFO replication reports it.
@@ -111,6 +129,19 @@ type PartitionInfo struct {
 	Owner     string   // node id
 	Replicas  []string // node ids
 	Revision  uint64   // the owner's latest revision as this node knows it
+	Epoch     uint64   // the failover epoch
+	// Health: healthy, degraded, recovering, unavailable, suspect.
+	Health string
+	// ReplicaOffsets: on the owner, each replica's applied revision (the
+	// owner's revision less the replica's lag) and its session state.
+	ReplicaOffsets []ReplicaOffset
+}
+
+// ReplicaOffset is one replica's progress as its partition's owner sees it.
+type ReplicaOffset struct {
+	Node   string
+	State  string // connecting, streaming, disconnected, held
+	Offset uint64
 }
 
 // RoutingSource yields the cluster's current routing map (nil before the
@@ -193,6 +224,7 @@ type Server struct {
 	notifyEvents string            // CONFIG SET notify-keyspace-events, normalised
 	cfgVals      map[string]string // CONFIG parameters without a live home (cmd_config.go)
 	notify       notifier          // the keyspace-notification publisher
+	shards       shardSubs         // connections with shard subscriptions (pubsub_cluster.go)
 	live         liveLimits        // limits CONFIG SET changes while connections read them
 
 	slowlog  slowlog       // SLOWLOG (slowlog.go)
@@ -318,6 +350,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.stopNotify()
+	s.stopShardWatch()
 
 	done := make(chan struct{})
 	go func() { s.connWG.Wait(); close(done) }()
@@ -343,6 +376,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	s.stopNotify()
+	s.stopShardWatch()
 	s.closeAll()
 	s.connWG.Wait()
 	return nil

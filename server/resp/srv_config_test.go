@@ -260,7 +260,7 @@ func TestInfoSectionsLikeRedis(t *testing.T) {
 	require.Regexp(t, `(?m)^latency_percentiles_usec_get:p50=\d+\.\d{3},p99=\d+\.\d{3},p99\.9=\d+\.\d{3}\r$`, zi)
 	require.Regexp(t, `(?m)^role:master\r$`, zi)
 	require.Regexp(t, `(?m)^zaris_owned_partitions:[1-9]\d*\r$`, zi)
-	require.Regexp(t, `(?m)^zaris_partition_0:owner=resp-test,replicas=,revision=\d+\r$`, zi, "the node's partition map, per partition")
+	require.Regexp(t, `(?m)^zaris_partition_0:owner=resp-test,replicas=,revision=\d+,epoch=\d+,health=healthy,role=master\r$`, zi, "the node's partition map, per partition")
 	// The same lines on Redis (the format is Redis's, not ours).
 	ri := info(rd, "everything")
 	require.Regexp(t, `(?m)^cmdstat_get:calls=1,usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=1,failed_calls=0\r$`, ri)

@@ -62,6 +62,7 @@ var txKeyless = map[string]bool{
 	"command|docs": true, "command|list": true, "command|getkeys": true,
 	"wait":            true, // answers at once inside EXEC, as in Redis
 	"pubsub|channels": true, "pubsub|numsub": true, "pubsub|numpat": true, "pubsub|help": true,
+	"pubsub|shardchannels": true, "pubsub|shardnumsub": true,
 }
 
 // txState is a connection's transaction: reader-owned.

@@ -253,6 +253,8 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 // collection does not exist), or bumps the record's version and revision,
 // then logs the effect.
 func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revision uint64) {
+	g.origin = x.cmd.Op
+	defer func() { g.origin = 0 }()
 	rec := x.rec
 	if rec != nil && x.coll.count() == 0 {
 		g.settleLocked(x.coll.size() - before) // the elements just removed

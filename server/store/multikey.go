@@ -119,7 +119,9 @@ func (c *execCtx) commit() {
 // leaves the key deleted.
 func (c *execCtx) replace(coll collection, effect *kv.Cmd) {
 	if c.rec != nil {
+		c.seg.origin, c.seg.replacing = c.cmd.Op, coll.count() > 0
 		c.seg.tombstoneLocked(c.rec, OpDelete, c.now)
+		c.seg.origin, c.seg.replacing = 0, false
 		c.rec = nil
 	}
 	if coll.count() == 0 {

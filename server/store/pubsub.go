@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zaris-io/zaris/internal/glob"
 )
@@ -12,10 +13,17 @@ import (
 // connected at publish time. It is not data: nothing is stored or
 // replicated. (Keyspace notifications are published on it by the RESP
 // front end from a store Watch.)
+//
+// On a cluster, Publish also hands the message to the broker's forwarder
+// (SetForwarder: the node's cluster bus), which delivers it on every other
+// node through PublishLocal, so a subscriber anywhere receives it once.
 type Broker struct {
 	mu       sync.RWMutex // guards channels, patterns
 	channels map[string]map[*Subscription]struct{}
 	patterns map[string]map[*Subscription]struct{}
+	sharded  bool // Redis 7 shard channels: messages are "smessage", never forwarded
+
+	forward atomic.Pointer[func(channel string, payload []byte)]
 }
 
 // Message is one published message. Pattern is set when it was delivered
@@ -24,6 +32,7 @@ type Message struct {
 	Channel string
 	Pattern string
 	Payload []byte
+	Sharded bool // published with SPUBLISH on a shard channel
 }
 
 // ErrSubscriberOverflow ends a subscription whose consumer fell behind by
@@ -48,6 +57,21 @@ func newBroker() *Broker {
 
 // PubSub returns the store's broker.
 func (s *Store) PubSub() *Broker { return s.pubsub }
+
+// ShardPubSub returns the store's broker of shard channels (SSUBSCRIBE,
+// SPUBLISH): a namespace of its own, served by the owner of the channel's
+// slot and never forwarded to other nodes.
+func (s *Store) ShardPubSub() *Broker { return s.shardPubSub }
+
+// SetForwarder makes Publish hand every message to f too (nil: local
+// only). f must not block: it queues. A shard broker never forwards.
+func (b *Broker) SetForwarder(f func(channel string, payload []byte)) {
+	if f == nil {
+		b.forward.Store(nil)
+		return
+	}
+	b.forward.Store(&f)
+}
 
 // NewSubscription creates a subscription with a message buffer (default 1024).
 func (b *Broker) NewSubscription(buffer int) *Subscription {
@@ -178,13 +202,25 @@ func (s *Subscription) deliver(m Message) bool {
 }
 
 // Publish delivers payload to every subscriber of channel and of every
-// matching pattern, and returns how many received it.
+// matching pattern on this node, forwards it to the other nodes (see
+// SetForwarder), and returns how many subscribers of this node received it
+// (Redis Cluster's PUBLISH reply).
 func (b *Broker) Publish(channel string, payload []byte) int {
+	n := b.PublishLocal(channel, payload)
+	if f := b.forward.Load(); f != nil && !b.sharded {
+		(*f)(channel, payload)
+	}
+	return n
+}
+
+// PublishLocal delivers payload to this node's subscribers only (a message
+// forwarded by another node) and returns how many received it.
+func (b *Broker) PublishLocal(channel string, payload []byte) int {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	n := 0
 	for s := range b.channels[channel] {
-		if s.deliver(Message{Channel: channel, Payload: payload}) {
+		if s.deliver(Message{Channel: channel, Payload: payload, Sharded: b.sharded}) {
 			n++
 		}
 	}
@@ -217,6 +253,36 @@ func (b *Broker) NumPat() int {
 		n += len(subs)
 	}
 	return n
+}
+
+// ActivePatterns lists the patterns with subscribers (the cluster's
+// PUBSUB NUMPAT counts their union).
+func (b *Broker) ActivePatterns() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := make([]string, 0, len(b.patterns))
+	for p := range b.patterns {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Subscriptions returns every subscription with at least one channel (a
+// shard broker's owner change unsubscribes those whose slot moved).
+func (b *Broker) Subscriptions() []*Subscription {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	seen := map[*Subscription]bool{}
+	var out []*Subscription
+	for _, subs := range b.channels {
+		for s := range subs {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 // ActiveChannels lists channels with subscribers matching pattern ("" = all).

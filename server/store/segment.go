@@ -20,6 +20,12 @@ type Segment struct {
 	id    uint16
 
 	mu sync.RWMutex // guards every field below
+	// origin is the client command whose effect is being committed (0
+	// outside one), and replacing is set while a key is deleted to be
+	// replaced at once (S*STORE): watches see them as Event.Origin and
+	// Event.Replaced, for Redis's keyspace-notification names.
+	origin    kv.CmdOp
+	replacing bool
 	// items holds live records, expired-but-unswept records and tombstones.
 	items map[string]*Record
 	// expiring indexes the records that carry a TTL, for the sweeper.

@@ -41,10 +41,11 @@ type Store struct {
 
 	puts, deletes, expired, evicted, retimes atomic.Uint64
 
-	watches watchRegistry
-	pubsub  *Broker
-	tx      *txTable   // prepared transactions (tx.go)
-	scan    *scanState // scan sessions and sorted-key snapshots (scan.go)
+	watches     watchRegistry
+	pubsub      *Broker
+	shardPubSub *Broker    // Redis 7 shard channels
+	tx          *txTable   // prepared transactions (tx.go)
+	scan        *scanState // scan sessions and sorted-key snapshots (scan.go)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -71,6 +72,8 @@ func New(cfg Config) (*Store, error) {
 	s.policy.Store(uint32(cfg.Eviction))
 	s.resetWake()
 	s.pubsub = newBroker()
+	s.shardPubSub = newBroker()
+	s.shardPubSub.sharded = true
 	s.tx = newTxTable()
 	s.scan = newScanState(cfg.Segments)
 	s.segments = make([]*Segment, cfg.Segments)
@@ -99,6 +102,7 @@ func (s *Store) Close() error {
 		s.wg.Wait()
 		s.closeWatches()
 		s.pubsub.closeAll()
+		s.shardPubSub.closeAll()
 		if s.coarse != nil {
 			s.coarse.close()
 		}

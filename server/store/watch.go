@@ -62,6 +62,14 @@ type Event struct {
 	Value     []byte    // the new value of a put, when the watch asked for values
 	Command   kv.CmdOp  // for EventCommand
 	KeyKind   ValueKind // the kind of value the key holds (after the change)
+	// Origin is the client command that produced the change when it is
+	// not the logged effect itself (SPOP logged as SREM, SINTERSTORE as an
+	// SADD, an SREM that emptied its set logged as a delete); 0 otherwise
+	// and on a replica's apply.
+	Origin kv.CmdOp
+	// Replaced marks the delete of a key that the same command replaces at
+	// once with a new value (SINTERSTORE over an existing key).
+	Replaced bool
 }
 
 // WatchOptions select what a watch sees. Exactly one of Key or Prefix
@@ -284,6 +292,10 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		if cmd != nil {
 			ev.Command = cmd.Op
 		}
+		if g.origin != ev.Command {
+			ev.Origin = g.origin
+		}
+		ev.Replaced = g.replacing
 		if w.opts.IncludeValues && kind == OpPut && rec.coll == nil {
 			ev.Value = rec.Value
 		}

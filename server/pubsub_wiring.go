@@ -1,0 +1,63 @@
+package server
+
+import (
+	"context"
+
+	"net"
+
+	"github.com/zaris-io/zaris/server/bus"
+	"github.com/zaris-io/zaris/server/cluster"
+)
+
+// The cluster pub/sub bus (R-DS-7, R-RESP-3): the node's broker forwards
+// every message published here to the other members of the applied map,
+// one frame per member, and delivers the messages they forward. The links
+// follow the map (applyMap calls Sync); cluster settings
+// (notify-keyspace-events) travel on them too.
+
+// newBus builds the node's bus (called by New, before the cluster starts).
+func (n *Node) newBus() *bus.Bus {
+	b := bus.New(bus.Config{
+		Self:   n.cfg.NodeID,
+		Broker: n.store.PubSub(),
+		Peers:  n.busPeers,
+		Dial: func(ctx context.Context, p bus.Peer) (net.Conn, error) {
+			c := n.Cluster()
+			if c == nil {
+				return nil, ErrStopped
+			}
+			return c.DialPeerNode(ctx, p.Addr, cluster.NodeID(p.ID), bus.Proto)
+		},
+		OnSetting: n.applyClusterSetting,
+		Log:       n.log.With("component", "pubsub-bus"),
+	})
+	n.store.PubSub().SetForwarder(b.Forward)
+	return b
+}
+
+// busPeers are the other nodes of the applied map.
+func (n *Node) busPeers() []bus.Peer {
+	c := n.Cluster()
+	if c == nil {
+		return nil
+	}
+	m := c.Map()
+	if m == nil {
+		return nil
+	}
+	out := make([]bus.Peer, 0, len(m.Nodes))
+	for _, ni := range m.Nodes {
+		if string(ni.ID) != n.cfg.NodeID {
+			out = append(out, bus.Peer{ID: string(ni.ID), Addr: cluster.PeerAddr(ni)})
+		}
+	}
+	return out
+}
+
+// applyClusterSetting applies a setting another node made (the RESP front
+// end owns the settings the bus carries).
+func (n *Node) applyClusterSetting(name, value string) {
+	if r := n.respSrv; r != nil {
+		r.ApplyClusterSetting(name, value)
+	}
+}

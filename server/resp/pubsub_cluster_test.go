@@ -1,0 +1,361 @@
+package resp_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/testscale"
+	"github.com/zaris-io/zaris/server"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/clustertest"
+)
+
+func nodeClient(t *testing.T, nd *server.Node) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: nd.RESPAddr().String(), DialTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// receiveWithin reads the subscription's next message or push.
+func receiveWithin(t *testing.T, ps *redis.PubSub, d time.Duration) any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(d))
+	defer cancel()
+	m, err := ps.Receive(ctx)
+	require.NoError(t, err)
+	return m
+}
+
+// linksUp waits until a message published on every node reaches a
+// subscriber of sub on the node it is connected to: the bus links between
+// the nodes are connected (they are dialled when the map is applied; a
+// message published before is dropped, as pub/sub is fire-and-forget).
+func linksUp(t *testing.T, cl *clustertest.Cluster, ps *redis.PubSub, probe string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, nd := range cl.Running() {
+		c := nodeClient(t, nd)
+		mark := "probe:" + nd.Config().NodeID
+		testscale.Eventually(t, 30*time.Second, 50*time.Millisecond, "the bus link from "+nd.Config().NodeID, func() bool {
+			require.NoError(t, c.Publish(ctx, probe, mark).Err())
+			for {
+				rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				m, err := ps.ReceiveMessage(rctx)
+				cancel()
+				if err != nil {
+					return false
+				}
+				if m.Channel == probe && m.Payload == mark {
+					return true
+				}
+			}
+		})
+	}
+	// Drain the probes still in flight: a publish is fire-and-forget, the
+	// Eventually above may have sent several.
+	require.NoError(t, ps.Unsubscribe(ctx, probe))
+	for {
+		m := receiveWithin(t, ps, 10*time.Second)
+		if s, ok := m.(*redis.Subscription); ok && s.Kind == "unsubscribe" && s.Channel == probe {
+			return
+		}
+	}
+}
+
+// R-DS-7 (issue #14 item 1): a subscriber on node 1 receives a message
+// published once on each of the 3 nodes — 3 of 3, each once — and PUBSUB
+// answers for the whole cluster from any node.
+func TestClusterPublishReachesEveryNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	cl := clustertest.Start(t, 3, clustertest.Options{})
+	ctx := context.Background()
+	nodes := cl.Running()
+	sub := nodeClient(t, nodes[0])
+	ps := sub.Subscribe(ctx, "probe", "news")
+	t.Cleanup(func() { _ = ps.Close() })
+	for range 2 {
+		_, ok := receiveWithin(t, ps, 10*time.Second).(*redis.Subscription)
+		require.True(t, ok)
+	}
+	require.NoError(t, ps.PSubscribe(ctx, "ne*"))
+	_, ok := receiveWithin(t, ps, 10*time.Second).(*redis.Subscription)
+	require.True(t, ok)
+	linksUp(t, cl, ps, "probe")
+
+	for i, nd := range nodes {
+		n, err := nodeClient(t, nd).Publish(ctx, "news", fmt.Sprint("m", i)).Result()
+		require.NoError(t, err)
+		// Redis Cluster's reply: the subscribers of the node published on.
+		if i == 0 {
+			require.Equal(t, int64(2), n) // the channel and the pattern subscription
+		} else {
+			require.Equal(t, int64(0), n)
+		}
+	}
+	// A last message from node 1 closes the series: anything duplicated
+	// would arrive before it (a node forwards in publish order).
+	require.NoError(t, nodeClient(t, nodes[0]).Publish(ctx, "news", "end").Err())
+	got := map[string]int{}
+	for done := false; !done; {
+		switch m := receiveWithin(t, ps, 10*time.Second).(type) {
+		case *redis.Message:
+			got[m.Pattern+"|"+m.Payload]++
+			done = m.Payload == "end" && got["ne*|end"] == 1 && got["|end"] == 1
+		default:
+			t.Fatalf("unexpected %T %v", m, m)
+		}
+	}
+	require.Equal(t, map[string]int{"|m0": 1, "|m1": 1, "|m2": 1, "ne*|m0": 1, "ne*|m1": 1, "ne*|m2": 1, "|end": 1, "ne*|end": 1}, got)
+
+	// PUBSUB over the cluster, asked on another node than the subscriber's.
+	other := nodeClient(t, nodes[2])
+	require.Equal(t, map[string]int64{"news": 1, "none": 0}, other.PubSubNumSub(ctx, "news", "none").Val())
+	require.Equal(t, []string{"news"}, other.PubSubChannels(ctx, "n*").Val())
+	require.Equal(t, int64(1), other.PubSubNumPat(ctx).Val())
+	// A second subscriber on node 3 counts too.
+	ps3 := other.Subscribe(ctx, "news")
+	t.Cleanup(func() { _ = ps3.Close() })
+	_ = receiveWithin(t, ps3, 10*time.Second)
+	require.Equal(t, map[string]int64{"news": 2}, nodeClient(t, nodes[1]).PubSubNumSub(ctx, "news").Val())
+}
+
+// R-RESP-3 (issue #14 item 2): notify-keyspace-events set on one node
+// applies on every node (and on a node that joins later); a subscriber on
+// node 1 gets each of 30 SETs made through a cluster client exactly once,
+// whichever node owns the key, and replicas do not double them.
+func TestClusterKeyspaceNotifications(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	cl := clustertest.Start(t, 3, clustertest.Options{Mutate: func(c *server.Config) { c.ReplicationFactor = 2 }})
+	ctx := context.Background()
+	nodes := cl.Running()
+	require.NoError(t, nodeClient(t, nodes[1]).ConfigSet(ctx, "notify-keyspace-events", "KEA").Err())
+	for _, nd := range nodes {
+		c := nodeClient(t, nd)
+		testscale.Eventually(t, 30*time.Second, 20*time.Millisecond, "the setting on "+nd.Config().NodeID, func() bool {
+			return c.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"] == "AKE"
+		})
+	}
+	sub := nodeClient(t, nodes[0])
+	ps := sub.PSubscribe(ctx, "__keyevent@0__:*")
+	t.Cleanup(func() { _ = ps.Close() })
+	_ = receiveWithin(t, ps, 10*time.Second)
+	require.NoError(t, ps.Subscribe(ctx, "probe"))
+	_ = receiveWithin(t, ps, 10*time.Second)
+	linksUp(t, cl, ps, "probe")
+
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].RESPAddr().String()}, DialTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = cc.Close() })
+	owners := map[string]bool{}
+	for i := range 30 {
+		k := fmt.Sprint("nk:", i)
+		owners[cl.Owner(k).Config().NodeID] = true
+		require.NoError(t, cc.Set(ctx, k, i, 0).Err())
+	}
+	require.Len(t, owners, 3, "the keys span every owner")
+	// A closing write on node 1's own key: every earlier event of node 1
+	// precedes it; the other owners' are waited for by count.
+	last := cl.KeyOwnedBy(nodes[0].Config().NodeID, "nk-last:")
+	require.NoError(t, cc.Set(ctx, last, 1, 0).Err())
+	got := map[string]int{}
+	deadline := time.Now().Add(testscale.D(20 * time.Second))
+	for len(got) < 31 && time.Now().Before(deadline) {
+		m, ok := receiveWithin(t, ps, 20*time.Second).(*redis.Message)
+		require.True(t, ok)
+		require.Equal(t, "__keyevent@0__:set", m.Channel)
+		got[m.Payload]++
+	}
+	// Anything doubled would have come by now with the replicas' applies:
+	// one more write on each node, read back, closes the window.
+	for _, nd := range nodes {
+		k := cl.KeyOwnedBy(nd.Config().NodeID, "nk-close:")
+		require.NoError(t, cc.Del(ctx, k).Err())
+		require.NoError(t, cc.Set(ctx, k, 1, 0).Err())
+		for {
+			m := receiveWithin(t, ps, 20*time.Second).(*redis.Message)
+			if m.Payload == k && m.Channel == "__keyevent@0__:set" {
+				break
+			}
+			got[m.Payload]++
+		}
+	}
+	require.Len(t, got, 31)
+	for k, n := range got {
+		require.Equal(t, 1, n, "notifications of %s", k)
+	}
+
+	// A node that joins learns the cluster's setting.
+	n4 := cl.AddNode()
+	c4 := nodeClient(t, n4)
+	testscale.Eventually(t, 30*time.Second, 20*time.Millisecond, "the setting on the joiner", func() bool {
+		return c4.ConfigGet(ctx, "notify-keyspace-events").Val()["notify-keyspace-events"] == "AKE"
+	})
+}
+
+// Redis 7's sharded pub/sub (issue #14 item 1): SSUBSCRIBE and SPUBLISH are
+// served by the channel's slot owner (MOVED elsewhere); when the slot's
+// partition moves to a node that joined, its subscribers get Redis's
+// "sunsubscribe" push, and those of the partitions that stayed do not.
+func TestShardedPubSubFollowsTheSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	cl := clustertest.Start(t, 3, clustertest.Options{Partitions: 6})
+	ctx := context.Background()
+	// One shard channel per segment, each subscribed on its owner (a
+	// connection per node).
+	m := cl.Map()
+	channels := map[int]string{} // segment → channel
+	for i := 0; len(channels) < m.TotalSegments && i < 1_000_000; i++ {
+		ch := fmt.Sprint("sch:", i)
+		if seg := placementSegment(ch, m); channels[seg] == "" {
+			channels[seg] = ch
+		}
+	}
+	require.Len(t, channels, m.TotalSegments)
+	subs := map[string]*redis.PubSub{} // node → its shard subscriber
+	ownerOf := map[string]string{}     // channel → node at subscription
+	for _, ch := range channels {
+		owner := cl.Owner(ch)
+		id := owner.Config().NodeID
+		ownerOf[ch] = id
+		if subs[id] == nil {
+			subs[id] = nodeClient(t, owner).SSubscribe(ctx, ch)
+			t.Cleanup(func() { _ = subs[id].Close() })
+		} else {
+			require.NoError(t, subs[id].SSubscribe(ctx, ch))
+		}
+		s, ok := receiveWithin(t, subs[id], 10*time.Second).(*redis.Subscription)
+		require.True(t, ok)
+		require.Equal(t, "ssubscribe", s.Kind)
+		require.Equal(t, ch, s.Channel)
+	}
+	// Elsewhere: MOVED to the owner. On the owner: delivered as
+	// "smessage"; a PUBLISH does not reach a shard channel.
+	ch := channels[0]
+	owner := cl.Owner(ch)
+	err := nodeClient(t, cl.NonOwner(ch)).Do(ctx, "SPUBLISH", ch, "x").Err()
+	require.ErrorContains(t, err, "MOVED ")
+	require.True(t, strings.HasSuffix(err.Error(), owner.RESPAddr().String()), err.Error())
+	err = nodeClient(t, cl.NonOwner(ch)).Do(ctx, "SSUBSCRIBE", ch).Err()
+	require.ErrorContains(t, err, "MOVED ")
+	oc := nodeClient(t, owner)
+	require.Equal(t, int64(0), oc.Publish(ctx, ch, "plain").Val())
+	require.Equal(t, int64(1), oc.SPublish(ctx, ch, "hello").Val())
+	msg, ok := receiveWithin(t, subs[owner.Config().NodeID], 10*time.Second).(*redis.Message)
+	require.True(t, ok)
+	require.Equal(t, "hello", msg.Payload)
+	require.Equal(t, ch, msg.Channel)
+	// Through a cluster client: routed to each channel's owner.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl.Running()[0].RESPAddr().String()}, DialTimeout: 5 * time.Second})
+	t.Cleanup(func() { _ = cc.Close() })
+	for seg := 0; seg < m.TotalSegments; seg += max(1, m.TotalSegments/16) {
+		ch := channels[seg]
+		require.Equal(t, int64(1), cc.SPublish(ctx, ch, "routed").Val(), ch)
+		msg, ok := receiveWithin(t, subs[ownerOf[ch]], 10*time.Second).(*redis.Message)
+		require.True(t, ok)
+		require.Equal(t, "routed", msg.Payload)
+		require.Equal(t, ch, msg.Channel)
+	}
+
+	n4 := cl.AddNode()
+	id4 := cluster.NodeID(n4.Config().NodeID)
+	cl.Rebalance()
+	cl.Eventually(90*time.Second, "the joiner owns a partition, nothing migrating", func() bool {
+		m := cl.Map()
+		owns := false
+		for _, p := range m.Partitions {
+			if p.Migrating() {
+				return false
+			}
+			owns = owns || p.ActiveOwner == id4
+		}
+		return owns
+	})
+	want := map[string]map[string]bool{} // node → the channels that left it
+	for _, ch := range channels {
+		if now := cl.Owner(ch).Config().NodeID; now != ownerOf[ch] {
+			if want[ownerOf[ch]] == nil {
+				want[ownerOf[ch]] = map[string]bool{}
+			}
+			want[ownerOf[ch]][ch] = true
+		}
+	}
+	require.NotEmpty(t, want, "the joiner took segments")
+	for id, chans := range want {
+		got := map[string]bool{}
+		for len(got) < len(chans) {
+			s, ok := receiveWithin(t, subs[id], 20*time.Second).(*redis.Subscription)
+			require.True(t, ok)
+			require.Equal(t, "sunsubscribe", s.Kind)
+			require.True(t, chans[s.Channel], "sunsubscribe of %s, which did not move", s.Channel)
+			got[s.Channel] = true
+		}
+	}
+	// A channel that stayed keeps its subscriber, and nothing else came.
+	for _, ch := range channels {
+		if cl.Owner(ch).Config().NodeID != ownerOf[ch] {
+			continue
+		}
+		require.Equal(t, int64(1), cc.SPublish(ctx, ch, "still").Val(), ch)
+		msg, ok := receiveWithin(t, subs[ownerOf[ch]], 10*time.Second).(*redis.Message)
+		require.True(t, ok)
+		require.Equal(t, "still", msg.Payload)
+		require.Equal(t, ch, msg.Channel)
+		break
+	}
+}
+
+func placementSegment(key string, m *cluster.PartitionMap) int {
+	return int(placement.SegmentOf(key, m.TotalSegments))
+}
+
+// The keyspace events of a script of commands equal redis-server's, in
+// order — SPOP and SINTERSTORE / SUNIONSTORE / SDIFFSTORE included (issue
+// #14 item 2: they used to be "srem" and "sadd"), and a collection
+// emptied by its command notifies the command, then "del".
+func TestKeyspaceEventNamesAsRedis(t *testing.T) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	script := [][]any{
+		{"SADD", "{s}a", "x", "y", "z"}, {"SADD", "{s}b", "y"}, {"SPOP", "{s}a"}, {"SPOP", "{s}b", "5"},
+		{"SADD", "{s}b", "y", "z"}, {"SINTERSTORE", "{s}d", "{s}a", "{s}b"}, {"SUNIONSTORE", "{s}d", "{s}a", "{s}b"},
+		{"SDIFFSTORE", "{s}d", "{s}b", "{s}b"}, {"SADD", "{s}d", "q"}, {"SREM", "{s}d", "q"},
+		{"HSET", "{s}h", "f", "v"}, {"HDEL", "{s}h", "f"}, {"RPUSH", "{s}l", "a"}, {"LPOP", "{s}l"},
+		{"ZADD", "{s}z", "1", "m"}, {"ZREM", "{s}z", "m"}, {"SET", "{s}k", "v"}, {"DEL", "{s}k"},
+		{"SET", "{s}end", "1"},
+	}
+	events := func(addr string) []string {
+		ctx := context.Background()
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		require.NoError(t, c.ConfigSet(ctx, "notify-keyspace-events", "KEA").Err())
+		ps := c.PSubscribe(ctx, "__keyevent@0__:*")
+		defer ps.Close()
+		_ = receiveWithin(t, ps, 10*time.Second)
+		for _, cmd := range script {
+			_ = c.Do(ctx, cmd...).Err()
+		}
+		var out []string
+		for {
+			m, ok := receiveWithin(t, ps, 10*time.Second).(*redis.Message)
+			require.True(t, ok)
+			out = append(out, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+			if m.Payload == "{s}end" {
+				return out
+			}
+		}
+	}
+	require.Equal(t, events(redisAddr), events(n.RESPAddr().String()))
+}
