@@ -169,13 +169,18 @@ func (l *opLog) after(rev uint64) ([]Op, error) {
 	if rev < l.floor {
 		return nil, fmt.Errorf("%w: asked after %d, floor %d", ErrBelowTrimFloor, rev, l.floor)
 	}
-	start := sort.Search(l.n, func(i int) bool { return l.at(i).rec.Revision > rev })
+	start := l.firstAfter(rev)
 	ops := make([]Op, 0, l.n-start)
 	for i := start; i < l.n; i++ {
 		e := l.at(i)
 		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported(), Cmd: e.cmd})
 	}
 	return ops, nil
+}
+
+// firstAfter is the index of the first entry with revision > rev (n if none).
+func (l *opLog) firstAfter(rev uint64) int {
+	return sort.Search(l.n, func(i int) bool { return l.at(i).rec.Revision > rev })
 }
 
 // reset empties the log and sets its floor (after a snapshot install).
