@@ -6,7 +6,7 @@ package wire
 // with a prefix.
 //
 //	[Key str, Prefix str, Snapshot bool, IncludeValues bool, Buffer uint,
-//	 From array of [Segment uint, Revision uint, Key str, Version uint],
+//	 From array of [Segment uint, Revision uint, Key str, Version uint, Epoch uint],
 //	 Marks bool]
 //
 // From (optional) resumes a watch: only its segments are watched, each
@@ -31,6 +31,7 @@ type WatchPosition struct {
 	Revision uint64
 	Key      string
 	Version  uint64
+	Epoch    uint64 // the partition's ownership epoch when the position was handed out
 }
 
 // MaxWatchPositions bounds From: one position per segment at most.
@@ -54,11 +55,12 @@ func AppendWatchRequest(dst []byte, r WatchRequest) []byte {
 			dst = appendArrayHeader(dst, len(r.From))
 		}
 		for _, p := range r.From {
-			dst = appendArrayHeader(dst, 4)
+			dst = appendArrayHeader(dst, 5)
 			dst = appendUint(dst, uint64(p.Segment))
 			dst = appendUint(dst, p.Revision)
 			dst = appendStr(dst, p.Key)
 			dst = appendUint(dst, p.Version)
+			dst = appendUint(dst, p.Epoch)
 		}
 		dst = appendBool(dst, r.Marks)
 	}
@@ -97,7 +99,12 @@ func (d *decoder) readWatchPositions() ([]WatchPosition, error) {
 		if p.Version, err = d.readUint(^uint64(0)); err != nil {
 			return nil, err
 		}
-		if err := d.skip(m - 4); err != nil {
+		if m > 4 {
+			if p.Epoch, err = d.readUint(^uint64(0)); err != nil {
+				return nil, err
+			}
+		}
+		if err := d.skip(max(0, m-5)); err != nil {
 			return nil, err
 		}
 		out = append(out, p)
@@ -179,7 +186,7 @@ const (
 // end-of-snapshot marker, or an event.
 //
 //	[Kind uint, Key str, Value bin|nil, Version uint, Revision uint,
-//	 ExpiresAt int, Command uint, KeyKind uint, Segment uint]
+//	 ExpiresAt int, Command uint, KeyKind uint, Segment uint, Epoch uint]
 type WatchItem struct {
 	Kind      uint8
 	Key       string
@@ -190,10 +197,11 @@ type WatchItem struct {
 	Command   uint16
 	KeyKind   uint8
 	Segment   uint16
+	Epoch     uint64
 }
 
 func AppendWatchItem(dst []byte, it *WatchItem) []byte {
-	dst = appendArrayHeader(dst, 9)
+	dst = appendArrayHeader(dst, 10)
 	dst = appendUint(dst, uint64(it.Kind))
 	dst = appendStr(dst, it.Key)
 	if it.Value == nil {
@@ -206,7 +214,8 @@ func AppendWatchItem(dst []byte, it *WatchItem) []byte {
 	dst = appendInt(dst, it.ExpiresAt)
 	dst = appendUint(dst, uint64(it.Command))
 	dst = appendUint(dst, uint64(it.KeyKind))
-	return appendUint(dst, uint64(it.Segment))
+	dst = appendUint(dst, uint64(it.Segment))
+	return appendUint(dst, it.Epoch)
 }
 
 // DecodeWatchItem decodes a watch item; Value aliases body.
@@ -240,6 +249,7 @@ func DecodeWatchItem(body []byte, it *WatchItem) error {
 		func() error { v, err := d.readUint(0xffff); it.Command = uint16(v); return err },
 		func() error { v, err := d.readUint(0xff); it.KeyKind = uint8(v); return err },
 		func() error { v, err := d.readUint(0xffff); it.Segment = uint16(v); return err },
+		func() (err error) { it.Epoch, err = d.readUint(^uint64(0)); return err },
 	}
 	for i := 2; i < n && i-2 < len(fields); i++ {
 		d.field = "watch item field"
@@ -247,7 +257,7 @@ func DecodeWatchItem(body []byte, it *WatchItem) error {
 			return err
 		}
 	}
-	if err := d.endStruct(n, 9); err != nil {
+	if err := d.endStruct(n, 10); err != nil {
 		return err
 	}
 	return d.finish()

@@ -13,7 +13,7 @@ func TestStreamBodiesRoundTrip(t *testing.T) {
 	}
 	for _, wr := range []WatchRequest{
 		{Prefix: "p", Marks: true},
-		{Key: "k", From: []WatchPosition{{Segment: 7, Revision: 1 << 63, Key: "k", Version: 3}, {Segment: 65535}}, Marks: true},
+		{Key: "k", From: []WatchPosition{{Segment: 7, Revision: 1 << 63, Key: "k", Version: 3, Epoch: 9}, {Segment: 65535}}, Marks: true},
 		{Prefix: "p", From: []WatchPosition{}},
 	} {
 		var got WatchRequest
@@ -21,7 +21,7 @@ func TestStreamBodiesRoundTrip(t *testing.T) {
 			t.Fatalf("%+v → %+v %v", wr, got, err)
 		}
 	}
-	it := WatchItem{Kind: 3, Key: "k", Value: []byte("v"), Version: 2, Revision: 9, ExpiresAt: -1, Command: 12, KeyKind: 1, Segment: 200}
+	it := WatchItem{Kind: 3, Key: "k", Value: []byte("v"), Version: 2, Revision: 9, ExpiresAt: -1, Command: 12, KeyKind: 1, Segment: 200, Epoch: 4}
 	var gotIt WatchItem
 	if err := DecodeWatchItem(AppendWatchItem(nil, &it), &gotIt); err != nil || !reflect.DeepEqual(gotIt, it) {
 		t.Fatalf("%+v %v", gotIt, err)

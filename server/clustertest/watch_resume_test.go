@@ -13,6 +13,7 @@ import (
 	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server"
+	"github.com/zaris-io/zaris/server/cluster/failover"
 	"github.com/zaris-io/zaris/server/clustertest"
 )
 
@@ -273,7 +274,7 @@ func TestWatchResumesAcrossOwnerKill(t *testing.T) {
 			c.Eventually(60*time.Second, "every partition healthy with two copies", func() bool {
 				m := c.Map()
 				for _, p := range m.Partitions {
-					if p.HealthState().String() != "Healthy" || len(p.ReplicaNodeIDs) < 1 {
+					if p.HealthState() != failover.Healthy {
 						return false
 					}
 				}

@@ -144,7 +144,7 @@ func (c *conn) watch(f wire.Frame) {
 		if !req.Marks && req.From == nil {
 			break // a client that predates marks would take them for records
 		}
-		it := wire.WatchItem{Kind: wire.WatchItemMark, Key: m.Key, Version: m.Version, Revision: m.Revision, Segment: m.Segment}
+		it := wire.WatchItem{Kind: wire.WatchItemMark, Key: m.Key, Version: m.Version, Revision: m.Revision, Segment: m.Segment, Epoch: m.Epoch}
 		c.out = c.streamItem(c.out, id, f.Op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
 	}
 	done := wire.WatchItem{Kind: wire.WatchItemSnapshotDone}
@@ -181,7 +181,7 @@ func (c *conn) watch(f wire.Frame) {
 
 func (c *conn) appendEvent(dst []byte, id uint32, op wire.Opcode, ev store.Event) []byte {
 	it := wire.WatchItem{Kind: uint8(ev.Kind), Key: ev.Key, Value: ev.Value, Version: ev.Version, Revision: ev.Revision,
-		ExpiresAt: ev.ExpiresAt, Command: uint16(ev.Command), KeyKind: uint8(ev.KeyKind), Segment: ev.Segment}
+		ExpiresAt: ev.ExpiresAt, Command: uint16(ev.Command), KeyKind: uint8(ev.KeyKind), Segment: ev.Segment, Epoch: ev.Epoch}
 	return c.streamItem(dst, id, op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
 }
 

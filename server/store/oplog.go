@@ -77,6 +77,9 @@ type opLog struct {
 	maxOps   int
 	maxBytes int
 	pins     map[uint64]int // pinned floors → pin count
+	// spill receives each entry the log trims, with the floor before the
+	// trim (the change feed's retention); nil = dropped.
+	spill func(e logEntry, floor uint64)
 }
 
 func newOpLog(maxOps, maxBytes int) opLog {
@@ -143,6 +146,9 @@ func (l *opLog) trimOne(full bool) bool {
 	oldest := l.at(0)
 	if pin, ok := l.pinnedFloor(); ok && oldest.rec.Revision > pin {
 		return false
+	}
+	if l.spill != nil {
+		l.spill(*oldest, l.floor)
 	}
 	l.floor = oldest.rec.Revision
 	if oldest.cmd != nil {

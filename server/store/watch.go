@@ -57,6 +57,7 @@ type Event struct {
 	Kind      EventKind
 	Key       string
 	Segment   uint16
+	Epoch     uint64 // the ownership epoch of the segment's partition at the change (SetEpoch)
 	Revision  uint64 // the segment revision of the change: per-segment order
 	Version   uint64
 	ExpiresAt int64     // Unix ns, 0 = none (after the change)
@@ -95,6 +96,10 @@ type WatchPosition struct {
 	Revision uint64
 	Key      string
 	Version  uint64
+	// Epoch is the ownership epoch of the segment's partition when the
+	// position was handed out (informational: the history check is the
+	// key and version at Revision).
+	Epoch uint64
 }
 
 // WatchResync says a resumed segment's history no longer reaches back to
@@ -219,12 +224,12 @@ func (w *Watch) resume(from []WatchPosition) error {
 		now := s.clock.NowNano()
 		g.mu.RLock()
 		if g.holdsLocked(f) {
-			for i := g.log.firstAfter(f.Revision); i < g.log.n; i++ {
-				e := g.log.at(i)
+			g.eachAfterLocked(f.Revision, func(e *logEntry) {
 				if w.matches(e.rec.Key) {
-					w.deliver(eventOfLog(g.id, e, w.opts.IncludeValues))
+					w.deliver(eventOfLog(g.id, g.epoch, e, w.opts.IncludeValues))
 				}
-			}
+			})
+			f.Epoch = g.epoch
 			w.marks = append(w.marks, f)
 		} else {
 			w.resyncs = append(w.resyncs, WatchResync{Segment: g.id, Records: w.collectLocked(g, now, nil)})
@@ -237,27 +242,26 @@ func (w *Watch) resume(from []WatchPosition) error {
 }
 
 // holdsLocked reports whether the segment's history contains position p
-// and every change after it (the op-log reaches back to it, and the change
-// logged at its revision is the one p names).
+// and every change after it (the feed log and op-log reach back to it, and
+// the change logged at its revision is the one p names: revisions of
+// another history — a failover that lost the change p names — never
+// pass for it, whatever the epochs say).
 func (g *Segment) holdsLocked(p WatchPosition) bool {
-	if p.Revision > g.revision || p.Revision < g.log.floor {
+	floor := g.historyFloorLocked()
+	if p.Revision > g.revision || p.Revision < floor {
 		return false
 	}
-	if p.Key == "" || p.Revision == g.log.floor {
+	if p.Key == "" || p.Revision == floor {
 		return true
 	}
-	i := g.log.firstAfter(p.Revision - 1)
-	if i >= g.log.n {
-		return false
-	}
-	e := g.log.at(i)
-	return e.rec.Revision == p.Revision && e.rec.Key == p.Key && e.rec.Version == p.Version
+	e, ok := g.historyEntryLocked(p.Revision)
+	return ok && e.rec.Key == p.Key && e.rec.Version == p.Version
 }
 
 // markLocked is the segment's current position: its revision and the
 // change logged at it when the log holds it.
 func (g *Segment) markLocked() WatchPosition {
-	m := WatchPosition{Segment: g.id, Revision: g.revision}
+	m := WatchPosition{Segment: g.id, Revision: g.revision, Epoch: g.epoch}
 	if g.log.n > 0 {
 		if e := g.log.at(g.log.n - 1); e.rec.Revision == g.revision {
 			m.Key, m.Version = e.rec.Key, e.rec.Version
@@ -267,9 +271,9 @@ func (g *Segment) markLocked() WatchPosition {
 }
 
 // eventOfLog is the watch event of a logged operation.
-func eventOfLog(seg uint16, e *logEntry, values bool) Event {
+func eventOfLog(seg uint16, epoch uint64, e *logEntry, values bool) Event {
 	r := e.rec
-	ev := Event{Kind: eventKindOf(e.kind), Key: r.Key, Segment: seg, Revision: r.Revision,
+	ev := Event{Kind: eventKindOf(e.kind), Key: r.Key, Segment: seg, Epoch: epoch, Revision: r.Revision,
 		Version: r.Version, ExpiresAt: r.ExpiresAt, KeyKind: r.Kind}
 	if r.Deleted {
 		ev.ExpiresAt = 0
@@ -403,7 +407,7 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		if (w.seg >= 0 && w.seg != int(g.id)) || !w.active[g.id].Load() || !w.matches(rec.Key) {
 			continue
 		}
-		ev := Event{Kind: eventKindOf(kind), Key: rec.Key, Segment: g.id, Revision: rec.Revision,
+		ev := Event{Kind: eventKindOf(kind), Key: rec.Key, Segment: g.id, Epoch: g.epoch, Revision: rec.Revision,
 			Version: rec.Version, ExpiresAt: rec.ExpiresAt, KeyKind: rec.Kind}
 		if rec.Deleted {
 			ev.ExpiresAt = 0
