@@ -196,7 +196,14 @@ func (b *clusterBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wat
 	var rs retryState
 	for {
 		t := b.table.Load()
-		s, w, err := b.openWatch(ctx, t, req)
+		var s *WatchStream
+		var w *clusterWatch
+		var err error
+		if req.From != nil {
+			s, w = b.resumeWatch(t, req) // every segment opens in the reconciler
+		} else {
+			s, w, err = b.openWatch(ctx, t, req)
+		}
 		if err != nil {
 			if b.again(ctx, &rs, t.version, retryDecision(0, err, true)) {
 				continue // opening a watch changes nothing: safe to repeat
@@ -222,6 +229,43 @@ func (b *clusterBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wat
 		}
 		return s, nil
 	}
+}
+
+// resumeWatch makes a watch that starts from the positions of req.From
+// (a change-feed cursor): no stream is open yet; the reconciler opens one
+// per owner from those positions.
+func (b *clusterBackend) resumeWatch(t *routingTable, req wire.WatchRequest) (*WatchStream, *clusterWatch) {
+	segs := watchedSegments(t, req)
+	s := &WatchStream{events: make(chan WatchEvent, 64), done: make(chan struct{})}
+	w := &clusterWatch{b: b, req: req, segs: segs, out: s.events, done: s.done, fail: s.fail,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		pos: make(map[uint16]wire.WatchPosition, len(segs)), src: map[uint16]*watchPart{}, parts: map[*watchPart]struct{}{}}
+	for _, sg := range segs {
+		w.pos[sg] = wire.WatchPosition{Segment: sg}
+	}
+	for _, p := range req.From {
+		if w.watches(p.Segment) {
+			w.pos[p.Segment] = p
+		}
+	}
+	w.req.From = nil
+	s.stop = func() {
+		b.mu.Lock()
+		delete(b.watches, w)
+		b.mu.Unlock()
+		w.finish(nil)
+	}
+	s.marks = w.positions()
+	return s, w
+}
+
+// positions copies the per-segment positions.
+func (w *clusterWatch) positions() []wire.WatchPosition {
+	out := make([]wire.WatchPosition, 0, len(w.pos))
+	for _, p := range w.pos {
+		out = append(out, p)
+	}
+	return out
 }
 
 // watchedSegments are the segments a request concerns in table t.
@@ -300,6 +344,7 @@ func (b *clusterBackend) openWatch(ctx context.Context, t *routingTable, req wir
 			}
 		}
 	}
+	s.marks = w.positions() // where the events start: a change feed's first cursor
 	return s, w, nil
 }
 
@@ -500,8 +545,14 @@ func (w *clusterWatch) adopt(t *routingTable, n *node, ps *WatchStream) bool {
 		return false
 	}
 	p := &watchPart{n: n, s: ps}
+	marks := make(map[uint16]wire.WatchPosition, len(ps.marks))
+	for _, m := range ps.marks {
+		marks[m.Segment] = m
+	}
 	for _, rs := range ps.resyncs {
-		ev := WatchEvent{Kind: WatchResync, Segment: rs.segment, Records: rs.records}
+		m := marks[rs.segment] // the records are as of this position
+		ev := WatchEvent{Kind: WatchResync, Segment: rs.segment, Records: rs.records,
+			Key: m.Key, Version: m.Version, Revision: m.Revision, Epoch: m.Epoch}
 		select {
 		case w.out <- ev:
 		case <-w.done:

@@ -52,6 +52,9 @@ type WatchEvent struct {
 	// Segment is the segment of the key: revisions order the changes of
 	// one segment.
 	Segment uint16
+	// Epoch is the ownership epoch of the segment's partition when the
+	// change was delivered (0 on a single node).
+	Epoch uint64
 	// Records is the fresh snapshot of a WatchResync.
 	Records []WatchRecord
 }
@@ -192,12 +195,33 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w, snap, err := b.st.Watch(store.WatchOptions{Key: req.Key, Prefix: req.Prefix, Snapshot: req.Snapshot,
-		IncludeValues: req.IncludeValues, Buffer: int(req.Buffer)})
+	opts := store.WatchOptions{Key: req.Key, Prefix: req.Prefix, Snapshot: req.Snapshot,
+		IncludeValues: req.IncludeValues, Buffer: int(req.Buffer)}
+	if req.From != nil {
+		opts.From = make([]store.WatchPosition, len(req.From))
+		for i, p := range req.From {
+			opts.From[i] = store.WatchPosition(p)
+		}
+	}
+	w, snap, err := b.st.Watch(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	s := &WatchStream{events: make(chan WatchEvent, 64), stop: w.Close, done: make(chan struct{})}
+	for _, m := range w.Marks() {
+		s.marks = append(s.marks, wire.WatchPosition(m))
+	}
+	for _, rs := range w.Resyncs() {
+		recs := make([]WatchRecord, 0, len(rs.Records))
+		for _, r := range rs.Records {
+			wr := WatchRecord{Key: r.Key, Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
+			if req.IncludeValues && r.Kind == store.KindString {
+				wr.Value = cloneBytes(r.Value)
+			}
+			recs = append(recs, wr)
+		}
+		s.resyncs = append(s.resyncs, watchResync{segment: rs.Segment, records: recs})
+	}
 	if req.Snapshot {
 		s.snapshot = make([]WatchRecord, 0, len(snap))
 		for _, r := range snap {
@@ -214,7 +238,7 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 			select {
 			case s.events <- WatchEvent{Kind: WatchEventKind(ev.Kind), Key: ev.Key, Value: cloneBytes(ev.Value),
 				Version: ev.Version, Revision: ev.Revision, ExpiresAt: expiry(ev.ExpiresAt), Command: ev.Command,
-				Segment: ev.Segment}:
+				Segment: ev.Segment, Epoch: ev.Epoch}:
 			case <-s.done:
 				return
 			}
@@ -267,7 +291,7 @@ func (b *remoteBackend) watch(ctx context.Context, req wire.WatchRequest) (*Watc
 		switch it.Kind {
 		case wire.WatchItemSnapshotDone:
 		case wire.WatchItemMark:
-			s.marks = append(s.marks, wire.WatchPosition{Segment: it.Segment, Revision: it.Revision, Key: it.Key, Version: it.Version})
+			s.marks = append(s.marks, wire.WatchPosition{Segment: it.Segment, Revision: it.Revision, Key: it.Key, Version: it.Version, Epoch: it.Epoch})
 			continue
 		case wire.WatchItemResync:
 			s.resyncs = append(s.resyncs, watchResync{segment: it.Segment, records: []WatchRecord{}})
@@ -298,7 +322,7 @@ func (b *remoteBackend) watch(ctx context.Context, req wire.WatchRequest) (*Watc
 			}
 			select {
 			case s.events <- WatchEvent{Kind: WatchEventKind(it.Kind), Key: it.Key, Value: it.Value, Version: it.Version,
-				Revision: it.Revision, ExpiresAt: expiry(it.ExpiresAt), Command: kv.CmdOp(it.Command), Segment: it.Segment}:
+				Revision: it.Revision, ExpiresAt: expiry(it.ExpiresAt), Command: kv.CmdOp(it.Command), Segment: it.Segment, Epoch: it.Epoch}:
 			case <-s.done:
 				return
 			}
