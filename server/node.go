@@ -114,6 +114,7 @@ type Node struct {
 	store   *store.Store
 	metrics *metrics.Recorder
 	tls     *tls.Config // nil = plain TCP
+	feed    feedClient  // behind GET /v1/changes (changes_wiring.go)
 
 	mu        sync.Mutex // guards state, services, listeners, served, peer, cluster, startedAt
 	state     nodeState
@@ -219,6 +220,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			Cluster:      func() any { return n.ClusterStatus() },
 			WriteBarrier: n.httpBarrier(),
 			FreezeCheck:  n.freezeCheck,
+			Changes:      n.openChanges,
 			// POST /v1/node/decommission: the handler has answered 202;
 			// the leave and the stop run on their own goroutine (the stop
 			// shuts this HTTP service down and waits for its handlers), and
@@ -556,6 +558,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.repl.Close()
 		n.cluster.Stop()
 		shut(EndpointHTTP)
+		n.closeFeedClient()
 
 		done := make(chan struct{})
 		go func() { n.serving.Wait(); close(done) }()
@@ -572,6 +575,7 @@ func (n *Node) stop(ctx context.Context) error {
 		}
 	}
 	n.repl.Close() // a node never started: nothing ran, Close is cheap
+	n.closeFeedClient()
 	if err := n.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("server: store: %w", err))
 	}
