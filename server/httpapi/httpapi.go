@@ -52,8 +52,8 @@ import (
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/panics"
-	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/sdk"
+	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
 
