@@ -47,7 +47,7 @@ type streamPart interface {
 // fanIn merges the items of per-node streams into one channel. Each part
 // has a forwarder goroutine; the merged stream ends (finish) when the
 // consumer closes it, when a part ends on its own (its error is the merged
-// stream's), or when the client decides so (ErrWatchMoved, client close).
+// stream's), or when the client decides so (client close).
 type fanIn[T any] struct {
 	out  chan T
 	done <-chan struct{} // closed by the consumer's Close
