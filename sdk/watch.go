@@ -196,7 +196,7 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 		return nil, err
 	}
 	opts := store.WatchOptions{Key: req.Key, Prefix: req.Prefix, Snapshot: req.Snapshot,
-		IncludeValues: req.IncludeValues, Buffer: int(req.Buffer)}
+		IncludeValues: req.IncludeValues, Buffer: int(req.Buffer), Marks: req.Marks}
 	if req.From != nil {
 		opts.From = make([]store.WatchPosition, len(req.From))
 		for i, p := range req.From {

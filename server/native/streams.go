@@ -97,7 +97,7 @@ func (c *conn) watch(f wire.Frame) {
 		return
 	}
 	opts := store.WatchOptions{Key: req.Key, Prefix: req.Prefix,
-		Snapshot: req.Snapshot, IncludeValues: req.IncludeValues, Buffer: int(req.Buffer)}
+		Snapshot: req.Snapshot, IncludeValues: req.IncludeValues, Buffer: int(req.Buffer), Marks: req.Marks}
 	if req.From != nil {
 		opts.From = make([]store.WatchPosition, len(req.From))
 		for i, p := range req.From {

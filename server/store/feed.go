@@ -153,7 +153,10 @@ func feedRetention(d time.Duration) int64 { return int64(d) }
 // cluster's failover epoch, R-REP-4): change-feed positions and events
 // carry it. It never moves backwards.
 func (g *Segment) SetEpoch(epoch uint64) {
-	g.mu.Lock()
-	g.epoch = max(g.epoch, epoch)
-	g.mu.Unlock()
+	for {
+		cur := g.epoch.Load()
+		if epoch <= cur || g.epoch.CompareAndSwap(cur, epoch) {
+			return
+		}
+	}
 }

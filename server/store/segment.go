@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -29,8 +30,8 @@ type Segment struct {
 	tombstones []string
 	revision   uint64
 	log        opLog
-	feed       feedLog // the change feed's retention beyond the op-log
-	epoch      uint64  // the ownership epoch of the segment's partition (SetEpoch)
+	feed       feedLog       // the change feed's retention beyond the op-log
+	epoch      atomic.Uint64 // the ownership epoch of the segment's partition (SetEpoch)
 	// lowWater: every replica has applied all revisions ≤ lowWater, so
 	// tombstones at or below it are no longer needed. Without replicas
 	// (hasLowWater false) every tombstone is prunable.

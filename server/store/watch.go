@@ -85,6 +85,10 @@ type WatchOptions struct {
 	// this copy, or a different change at that revision: another history)
 	// yields a WatchResync with the segment's matching live records.
 	From []WatchPosition
+	// Marks asks for the watch's start position in every watched segment
+	// (Watch.Marks), for a watch that may be resumed later; without it
+	// and without Snapshot, a watch starts without taking any lock.
+	Marks bool
 }
 
 // WatchPosition is a point in one segment's history: the revision of the
@@ -171,6 +175,12 @@ func (s *Store) Watch(opts WatchOptions) (*Watch, []Record, error) {
 		}
 		return w, nil, nil
 	}
+	if !opts.Snapshot && !opts.Marks {
+		for i := range w.active {
+			w.active[i].Store(true)
+		}
+		return w, nil, nil
+	}
 	// Events of a segment are dropped until that segment is activated;
 	// the snapshot, the mark and the switch happen under its lock, so every
 	// change is either in the snapshot (at or below the mark) or delivered,
@@ -226,10 +236,10 @@ func (w *Watch) resume(from []WatchPosition) error {
 		if g.holdsLocked(f) {
 			g.eachAfterLocked(f.Revision, func(e *logEntry) {
 				if w.matches(e.rec.Key) {
-					w.deliver(eventOfLog(g.id, g.epoch, e, w.opts.IncludeValues))
+					w.deliver(eventOfLog(g.id, g.epoch.Load(), e, w.opts.IncludeValues))
 				}
 			})
-			f.Epoch = g.epoch
+			f.Epoch = g.epoch.Load()
 			w.marks = append(w.marks, f)
 		} else {
 			w.resyncs = append(w.resyncs, WatchResync{Segment: g.id, Records: w.collectLocked(g, now, nil)})
@@ -261,7 +271,7 @@ func (g *Segment) holdsLocked(p WatchPosition) bool {
 // markLocked is the segment's current position: its revision and the
 // change logged at it when the log holds it.
 func (g *Segment) markLocked() WatchPosition {
-	m := WatchPosition{Segment: g.id, Revision: g.revision, Epoch: g.epoch}
+	m := WatchPosition{Segment: g.id, Revision: g.revision, Epoch: g.epoch.Load()}
 	if g.log.n > 0 {
 		if e := g.log.at(g.log.n - 1); e.rec.Revision == g.revision {
 			m.Key, m.Version = e.rec.Key, e.rec.Version
@@ -407,7 +417,7 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		if (w.seg >= 0 && w.seg != int(g.id)) || !w.active[g.id].Load() || !w.matches(rec.Key) {
 			continue
 		}
-		ev := Event{Kind: eventKindOf(kind), Key: rec.Key, Segment: g.id, Epoch: g.epoch, Revision: rec.Revision,
+		ev := Event{Kind: eventKindOf(kind), Key: rec.Key, Segment: g.id, Epoch: g.epoch.Load(), Revision: rec.Revision,
 			Version: rec.Version, ExpiresAt: rec.ExpiresAt, KeyKind: rec.Kind}
 		if rec.Deleted {
 			ev.ExpiresAt = 0

@@ -23,7 +23,7 @@ func markOf(t *testing.T, w *Watch, seg uint16) WatchPosition {
 func TestWatchResumeReplaysThenGoesLive(t *testing.T) {
 	s, _ := newTestStore(t)
 	seg := s.SegmentFor("k").ID()
-	first, _, err := s.Watch(WatchOptions{Key: "k"})
+	first, _, err := s.Watch(WatchOptions{Key: "k", Marks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
