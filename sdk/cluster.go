@@ -310,7 +310,7 @@ func (b *clusterBackend) close() error {
 	b.mu.Unlock()
 	b.cancel()
 	for w := range watches {
-		w.fan.finish(ErrClosed)
+		w.finish(ErrClosed)
 	}
 	for s := range subs {
 		s.fan.finish(ErrClosed)
@@ -369,20 +369,17 @@ func (b *clusterBackend) install(m *wire.RoutingMap, from string, how mapSource)
 			n.be.closeWith(errNodeRetired)
 		})
 	}
-	var moved []*clusterWatch
+	watches := make([]*clusterWatch, 0, len(b.watches))
 	for w := range b.watches {
-		if w.movedBy(t) {
-			moved = append(moved, w)
-			delete(b.watches, w)
-		}
+		watches = append(watches, w)
 	}
 	subs := make([]*clusterSub, 0, len(b.subs))
 	for s := range b.subs {
 		subs = append(subs, s)
 	}
 	b.mu.Unlock()
-	for _, w := range moved {
-		w.fan.finish(ErrWatchMoved)
+	for _, w := range watches {
+		w.poke() // segments whose owner changed resume on the new one
 	}
 	for _, s := range subs {
 		s.retarget(t)

@@ -440,7 +440,7 @@ func eachOwner(nodes []*node, fn func(n *node) (kv.Reply, error)) ([]kv.Reply, e
 
 // combineTxReplies merges the owners' answers to TX.COMMIT or TX.ABORT:
 // NotFound (never heard of it) or Moved (holds it only as a replica of its
-// owner, D39) only if every owner said so; else the first refusal; else
+// owner, D41) only if every owner said so; else the first refusal; else
 // Success with the write results concatenated in owner order.
 func combineTxReplies(replies []kv.Reply) kv.Reply {
 	var out *kv.Reply

@@ -8,12 +8,12 @@ package sdk
 // opens one stream per owner (a prefix spans every segment). Snapshot
 // records and events are kept only from the node that owns the key's
 // segment in the table the watch was opened on, so a copy a node does not
-// own never surfaces. Events of one key come in order (a key lives on one
-// node); events of different owners interleave in arrival order. When the
-// owner of a watched segment changes — for a prefix watch, of any segment —
-// the watch ends with ErrWatchMoved: changes applied on the new owner before
-// the client learned the new map cannot be replayed, and the gap-free
-// promise holds only for a watch opened again with a snapshot.
+// own never surfaces. Events of one segment come in revision order; events
+// of different segments interleave in arrival order. When the owner of a
+// watched segment changes (failover, migration) or its stream breaks, the
+// segment resumes on the owner of the current map from the last change
+// delivered (clusterWatch): no gap, no duplicate, no error; a WatchResync
+// when that history is gone.
 //
 // Pub/sub. The servers carry every message to every node (the cluster
 // bus, server/bus): a subscription needs one stream, on one node, and a
@@ -29,10 +29,13 @@ package sdk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
+	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/internal/wire"
 )
 
@@ -45,7 +48,7 @@ type streamPart interface {
 // fanIn merges the items of per-node streams into one channel. Each part
 // has a forwarder goroutine; the merged stream ends (finish) when the
 // consumer closes it, when a part ends on its own (its error is the merged
-// stream's), or when the client decides so (ErrWatchMoved, client close).
+// stream's), or when the client decides so (client close).
 type fanIn[T any] struct {
 	out  chan T
 	done <-chan struct{} // closed by the consumer's Close
@@ -147,22 +150,41 @@ func (f *fanIn[T]) finish(why error) {
 
 // --- watch ---
 
-// clusterWatch is a live watch of the cluster client.
+// clusterWatch is a live watch of the cluster client. Per segment it keeps
+// the position of the last change delivered (or where the events started)
+// and the one part whose events of that segment it delivers: the stream
+// opened on the segment's owner. When the owner changes (failover,
+// migration) or that stream ends, the segment is handed to a stream on the
+// owner of the current table, opened from that position: the new owner
+// replays what followed from its op-log (replicas and migration targets
+// hold the owner's revisions) and goes live under the segment lock, so
+// nothing is missed and nothing delivered twice. A position that history
+// no longer holds comes back as a WatchResync with the segment's records.
 type clusterWatch struct {
-	key string        // a key watch; "" for a prefix watch
-	t   *routingTable // the table it was opened on: whose owners it trusts
-	fan *fanIn[WatchEvent]
+	b    *clusterBackend
+	req  wire.WatchRequest // the caller's request; parts opened later resume
+	segs []uint16          // the watched segments
+	out  chan WatchEvent
+	done <-chan struct{} // closed by the consumer's Close
+	fail func(error)
+	kick chan struct{} // the map changed or a part ended: reconcile
+	stop chan struct{} // closed by finish
+
+	// mu guards what follows, and is held across the check and the send
+	// of an event, so a segment's events leave in revision order even
+	// while its source part changes.
+	mu    sync.Mutex
+	ended bool
+	pos   map[uint16]wire.WatchPosition
+	src   map[uint16]*watchPart
+	parts map[*watchPart]struct{}
+	wg    sync.WaitGroup // the forwarders and the reconciler; out closes after them
 }
 
-// movedBy reports whether t changes an owner the watch depends on.
-func (w *clusterWatch) movedBy(t *routingTable) bool {
-	switch {
-	case w.t == t:
-		return false
-	case w.key != "":
-		return w.t.route(w.key) != t.route(w.key)
-	}
-	return !sameOwners(w.t, t)
+// watchPart is one node's stream inside a cluster watch.
+type watchPart struct {
+	n *node
+	s *WatchStream
 }
 
 func (b *clusterBackend) watch(ctx context.Context, req wire.WatchRequest) (*WatchStream, error) {
@@ -171,10 +193,18 @@ func (b *clusterBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wat
 	}
 	ctx, cancel := b.withDeadline(ctx)
 	defer cancel()
+	req.Marks = true
 	var rs retryState
 	for {
 		t := b.table.Load()
-		s, w, err := b.openWatch(ctx, t, req)
+		var s *WatchStream
+		var w *clusterWatch
+		var err error
+		if req.From != nil {
+			s, w = b.resumeWatch(t, req) // every segment opens in the reconciler
+		} else {
+			s, w, err = b.openWatch(ctx, t, req)
+		}
 		if err != nil {
 			if b.again(ctx, &rs, t.version, retryDecision(0, err, true)) {
 				continue // opening a watch changes nothing: safe to repeat
@@ -182,38 +212,91 @@ func (b *clusterBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wat
 			return nil, err
 		}
 		b.installMu.Lock()
-		moved := w.movedBy(b.table.Load())
 		b.mu.Lock()
 		closed := b.closed
-		if !moved && !closed {
+		if !closed {
 			b.watches[w] = struct{}{}
 		}
 		b.mu.Unlock()
+		moved := b.table.Load() != t
 		b.installMu.Unlock()
-		switch {
-		case closed:
-			w.fan.finish(nil)
+		if closed {
+			w.finish(nil)
 			return nil, ErrClosed
-		case !moved:
-			return s, nil
 		}
-		// The map changed while the watch opened: open it on the new owners.
-		w.fan.finish(nil)
-		if !b.again(ctx, &rs, t.version, retryRedirect) {
-			return nil, ErrWatchMoved
+		w.start()
+		if moved {
+			w.poke() // the map changed while the watch opened: follow it
 		}
+		return s, nil
 	}
 }
 
-// openWatch opens the streams of a watch on the owners in t and merges them.
-func (b *clusterBackend) openWatch(ctx context.Context, t *routingTable, req wire.WatchRequest) (*WatchStream, *clusterWatch, error) {
-	nodes := t.owners
-	if req.Key != "" {
-		n := t.route(req.Key)
-		if n == nil {
-			return nil, nil, errNoOwner
+// resumeWatch makes a watch that starts from the positions of req.From
+// (a change-feed cursor): no stream is open yet; the reconciler opens one
+// per owner from those positions.
+func (b *clusterBackend) resumeWatch(t *routingTable, req wire.WatchRequest) (*WatchStream, *clusterWatch) {
+	segs := watchedSegments(t, req)
+	s := &WatchStream{events: make(chan WatchEvent, 64), done: make(chan struct{})}
+	w := &clusterWatch{b: b, req: req, segs: segs, out: s.events, done: s.done, fail: s.fail,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		pos: make(map[uint16]wire.WatchPosition, len(segs)), src: map[uint16]*watchPart{}, parts: map[*watchPart]struct{}{}}
+	for _, sg := range segs {
+		w.pos[sg] = wire.WatchPosition{Segment: sg}
+	}
+	for _, p := range req.From {
+		if w.watches(p.Segment) {
+			w.pos[p.Segment] = p
 		}
-		nodes = []*node{n}
+	}
+	w.req.From = nil
+	s.stop = func() {
+		b.mu.Lock()
+		delete(b.watches, w)
+		b.mu.Unlock()
+		w.finish(nil)
+	}
+	s.marks = w.positions()
+	return s, w
+}
+
+// positions copies the per-segment positions.
+func (w *clusterWatch) positions() []wire.WatchPosition {
+	out := make([]wire.WatchPosition, 0, len(w.pos))
+	for _, p := range w.pos {
+		out = append(out, p)
+	}
+	return out
+}
+
+// watchedSegments are the segments a request concerns in table t.
+func watchedSegments(t *routingTable, req wire.WatchRequest) []uint16 {
+	if req.Key != "" {
+		return []uint16{uint16(placement.SegmentOf(req.Key, t.total))}
+	}
+	segs := make([]uint16, t.total)
+	for i := range segs {
+		segs[i] = uint16(i)
+	}
+	return segs
+}
+
+// openWatch opens the streams of a watch on the owners in t: snapshot
+// records and start positions are taken from each segment's owner only.
+func (b *clusterBackend) openWatch(ctx context.Context, t *routingTable, req wire.WatchRequest) (*WatchStream, *clusterWatch, error) {
+	segs := watchedSegments(t, req)
+	var nodes []*node
+	for _, sg := range segs {
+		n := t.seg[sg]
+		if n == nil {
+			if req.Key != "" {
+				return nil, nil, errNoOwner
+			}
+			continue // no owner yet: resumed from the start once it has one
+		}
+		if !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
 	}
 	if len(nodes) == 0 {
 		return nil, nil, errNoOwner
@@ -232,13 +315,17 @@ func (b *clusterBackend) openWatch(ctx context.Context, t *routingTable, req wir
 		}
 	}
 	s := &WatchStream{events: make(chan WatchEvent, 64), done: make(chan struct{})}
-	w := &clusterWatch{key: req.Key, t: t}
-	w.fan = newFanIn(s.events, s.done, s.fail)
+	w := &clusterWatch{b: b, req: req, segs: segs, out: s.events, done: s.done, fail: s.fail,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		pos: make(map[uint16]wire.WatchPosition, len(segs)), src: map[uint16]*watchPart{}, parts: map[*watchPart]struct{}{}}
+	for _, sg := range segs {
+		w.pos[sg] = wire.WatchPosition{Segment: sg} // unowned: from the start
+	}
 	s.stop = func() {
 		b.mu.Lock()
 		delete(b.watches, w)
 		b.mu.Unlock()
-		w.fan.finish(nil)
+		w.finish(nil)
 	}
 	if req.Snapshot {
 		s.snapshot = []WatchRecord{}
@@ -250,9 +337,264 @@ func (b *clusterBackend) openWatch(ctx context.Context, t *routingTable, req wir
 				s.snapshot = append(s.snapshot, r)
 			}
 		}
-		w.fan.add(n, p, p.events, func(ev WatchEvent) bool { return t.route(ev.Key) == n })
+		wp := &watchPart{n: n, s: p}
+		w.parts[wp] = struct{}{}
+		for _, m := range p.marks {
+			if int(m.Segment) < len(t.seg) && t.seg[m.Segment] == n && w.watches(m.Segment) {
+				w.pos[m.Segment], w.src[m.Segment] = m, wp
+			}
+		}
 	}
+	s.marks = w.positions() // where the events start: a change feed's first cursor
 	return s, w, nil
+}
+
+// watches reports whether segment sg is one of the watch's.
+func (w *clusterWatch) watches(sg uint16) bool {
+	if w.req.Key == "" {
+		return int(sg) < len(w.segs)
+	}
+	return sg == w.segs[0]
+}
+
+// start runs the forwarders of the parts opened so far and the reconciler.
+func (w *clusterWatch) start() {
+	w.mu.Lock()
+	for p := range w.parts {
+		w.forward(p)
+	}
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go w.reconcileLoop()
+	w.poke() // a segment that had no owner at open is picked up at once
+}
+
+// poke asks the reconciler to compare the sources with the current table.
+func (w *clusterWatch) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// forward delivers p's events of the segments p is the source of. Called
+// with mu held.
+func (w *clusterWatch) forward(p *watchPart) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for ev := range p.s.events {
+			if !w.deliver(p, ev) {
+				return
+			}
+		}
+		err := p.s.Err()
+		w.mu.Lock()
+		_, mine := w.parts[p]
+		if mine {
+			delete(w.parts, p)
+			for sg, q := range w.src {
+				if q == p {
+					delete(w.src, sg) // orphaned: resumed on the owner
+				}
+			}
+		}
+		w.mu.Unlock()
+		switch {
+		case !mine: // closed on purpose
+		case errors.Is(err, ErrWatchOverflow):
+			w.finish(ErrWatchOverflow) // the consumer fell behind: events were lost
+		default:
+			w.poke() // a lost node or connection: resume its segments elsewhere
+		}
+	}()
+}
+
+// deliver sends ev if p is its segment's source and ev follows what was
+// delivered; false once the watch ended.
+func (w *clusterWatch) deliver(p *watchPart, ev WatchEvent) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return false
+	}
+	if w.src[ev.Segment] != p || ev.Revision <= w.pos[ev.Segment].Revision {
+		return true
+	}
+	select {
+	case w.out <- ev:
+		w.pos[ev.Segment] = wire.WatchPosition{Segment: ev.Segment, Revision: ev.Revision, Key: ev.Key, Version: ev.Version}
+		return true
+	case <-w.done:
+		return false
+	}
+}
+
+func (w *clusterWatch) reconcileLoop() {
+	defer w.wg.Done()
+	b := w.b
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var delay time.Duration
+	for {
+		select {
+		case <-w.kick:
+		case <-retry.C:
+		case <-w.stop:
+			return
+		}
+		t := b.table.Load()
+		if w.reconcile(t) {
+			delay = 0
+			continue
+		}
+		// A segment without a reachable owner: fetch the map (a failover
+		// names a new one) and try again, backing off.
+		if delay == 0 {
+			delay = 20 * time.Millisecond
+		} else {
+			delay = min(2*delay, 500*time.Millisecond)
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(b.ctx, b.callTO)
+			defer cancel()
+			if b.refresh(ctx, t.version) == nil && b.table.Load() != t {
+				w.poke()
+			}
+		}()
+		retry.Reset(delay)
+	}
+}
+
+// reconcile hands every segment whose source is not a stream on its owner
+// in t to a stream opened there from the segment's position; false when
+// one could not be placed (no owner, or the owner did not answer).
+func (w *clusterWatch) reconcile(t *routingTable) bool {
+	w.mu.Lock()
+	if w.ended {
+		w.mu.Unlock()
+		return true
+	}
+	ok := true
+	want := map[*node][]wire.WatchPosition{}
+	for _, sg := range w.segs {
+		var owner *node
+		if int(sg) < len(t.seg) {
+			owner = t.seg[sg]
+		}
+		p := w.src[sg]
+		if p != nil && p.n == owner {
+			continue
+		}
+		delete(w.src, sg) // stop taking the old source's events now
+		if owner == nil {
+			ok = false
+			continue
+		}
+		want[owner] = append(want[owner], w.pos[sg])
+	}
+	var idle []*watchPart
+	for p := range w.parts {
+		if !w.sourceOfAny(p) {
+			idle = append(idle, p)
+			delete(w.parts, p)
+		}
+	}
+	w.mu.Unlock()
+	for _, p := range idle {
+		p.s.Close()
+	}
+	for n, from := range want {
+		req := w.req
+		req.Snapshot, req.From = false, from
+		ctx, cancel := context.WithTimeout(w.b.ctx, w.b.dialTO+w.b.callTO)
+		ps, err := n.be.watch(ctx, req)
+		cancel()
+		if err != nil {
+			ok = false
+			continue
+		}
+		if !w.adopt(t, n, ps) {
+			return true // ended meanwhile
+		}
+	}
+	if ok && w.b.table.Load() != t {
+		w.poke()
+	}
+	return ok
+}
+
+// sourceOfAny reports whether p is the source of a segment (mu held).
+func (w *clusterWatch) sourceOfAny(p *watchPart) bool {
+	for _, q := range w.src {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// adopt makes ps, a stream resumed on n, the source of its segments:
+// resynchronised segments first deliver their WatchResync event. False
+// once the watch ended.
+func (w *clusterWatch) adopt(t *routingTable, n *node, ps *WatchStream) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		ps.Close()
+		return false
+	}
+	p := &watchPart{n: n, s: ps}
+	marks := make(map[uint16]wire.WatchPosition, len(ps.marks))
+	for _, m := range ps.marks {
+		marks[m.Segment] = m
+	}
+	for _, rs := range ps.resyncs {
+		m := marks[rs.segment] // the records are as of this position
+		ev := WatchEvent{Kind: WatchResync, Segment: rs.segment, Records: rs.records,
+			Key: m.Key, Version: m.Version, Revision: m.Revision, Epoch: m.Epoch}
+		select {
+		case w.out <- ev:
+		case <-w.done:
+			ps.Close()
+			return false
+		}
+	}
+	for _, m := range ps.marks {
+		if w.watches(m.Segment) && w.src[m.Segment] == nil {
+			w.pos[m.Segment], w.src[m.Segment] = m, p
+		}
+	}
+	w.parts[p] = struct{}{}
+	w.forward(p)
+	return true
+}
+
+// finish ends the watch: why (nil after the consumer's Close) is recorded,
+// every part is closed, and the events channel is closed once the
+// forwarders are gone. Safe to call more than once.
+func (w *clusterWatch) finish(why error) {
+	w.mu.Lock()
+	if w.ended {
+		w.mu.Unlock()
+		return
+	}
+	w.ended = true
+	parts := w.parts
+	w.parts = nil
+	close(w.stop)
+	w.mu.Unlock()
+	if why != nil {
+		w.fail(why)
+	}
+	for p := range parts {
+		p.s.Close()
+	}
+	go func() {
+		w.wg.Wait()
+		close(w.out)
+	}()
 }
 
 // --- pub/sub ---

@@ -41,6 +41,14 @@
 // lease expired; enforce invariants with PutOptions.IfMatchVersion or Tx (see
 // Locks).
 //
+// Watches and the change feed (R-DS-6, R-OPS-4): a cluster watch keeps, per
+// segment, the position of the last change it delivered and resumes on a
+// segment's new owner from there after a failover or a migration (no gap,
+// no duplicate; a WatchResync event only when that history is gone).
+// Client.Changes is the change feed over the same machinery, with a Cursor
+// the consumer stores and resumes from (ErrCursorExpired when its history
+// is gone).
+//
 // The package must not import server/cluster or any server networking: the
 // embedded backend imports server/store only.
 package sdk

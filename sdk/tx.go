@@ -31,7 +31,7 @@ import (
 // read, that no other transaction holds any of the keys, and reserves them
 // until the prepare timeout. If every owner voted yes, TX.COMMIT is sent to
 // all of them, else TX.ABORT. The wire encoding lives in server/store/tx.go.
-// An owner's prepared state is on its replicas before it votes (D39): if it
+// An owner's prepared state is on its replicas before it votes (D41): if it
 // fails before the commit reaches it, the commit is sent again to the
 // promoted owner, which holds the transaction.
 //

@@ -23,9 +23,21 @@ const (
 	WatchExpire                            // TTL set or changed
 	WatchPersist                           // TTL removed
 	WatchCommand                           // a collection mutation (Command names it)
+	// WatchResync: the history of a segment the watch resumed on a new
+	// owner no longer reaches back to the last change delivered (below the
+	// trim floor, or changes that never reached the new owner). Records are
+	// the segment's matching live records now (key watch: 0 or 1); replace
+	// what you hold of that segment (Segment) with them; the events that
+	// follow continue from there.
+	WatchResync WatchEventKind = 100
 )
 
-func (k WatchEventKind) String() string { return store.EventKind(k).String() }
+func (k WatchEventKind) String() string {
+	if k == WatchResync {
+		return "resync"
+	}
+	return store.EventKind(k).String()
+}
 
 // WatchEvent is one change of a watched key.
 type WatchEvent struct {
@@ -37,6 +49,14 @@ type WatchEvent struct {
 	// ExpiresAt is the key's absolute expiry after the change (zero = none).
 	ExpiresAt time.Time
 	Command   CmdOp // for WatchCommand
+	// Segment is the segment of the key: revisions order the changes of
+	// one segment.
+	Segment uint16
+	// Epoch is the ownership epoch of the segment's partition when the
+	// change was delivered (0 on a single node).
+	Epoch uint64
+	// Records is the fresh snapshot of a WatchResync.
+	Records []WatchRecord
 }
 
 // WatchRecord is one live record of a watch's initial snapshot.
@@ -64,10 +84,11 @@ type WatchOptions struct {
 // watch ended. Watch again with Snapshot to resynchronise.
 var ErrWatchOverflow = errors.New("zaris: watch consumer fell behind; watch again with a snapshot")
 
-// ErrWatchMoved: on a cluster, the owner of a watched key's segment changed
-// (for a prefix watch, of any segment); the watch ended. Changes applied on
-// the new owner before the client learned the new map cannot be replayed:
-// watch again with a snapshot to resynchronise.
+// ErrWatchMoved is no longer returned: a cluster watch resumes on the new
+// owner of a segment from the last change it delivered (R-DS-6), or
+// delivers a WatchResync when that history is gone.
+//
+// Deprecated: kept so that code testing for it still compiles.
 var ErrWatchMoved = errors.New("zaris: the owner of watched keys changed; watch again with a snapshot")
 
 // Watcher opens watches (R-DS-6).
@@ -109,8 +130,13 @@ func (w *Watcher) open(ctx context.Context, req wire.WatchRequest, opts *WatchOp
 // WatchStream is a live watch.
 type WatchStream struct {
 	snapshot []WatchRecord
-	events   chan WatchEvent
-	stop     func()
+	// A resumable stream of one node (the cluster client's parts): where
+	// each segment's events start, and the resumed segments whose history
+	// was gone.
+	marks   []wire.WatchPosition
+	resyncs []watchResync
+	events  chan WatchEvent
+	stop    func()
 
 	mu   sync.Mutex // guards err
 	err  error
@@ -125,8 +151,8 @@ func (s *WatchStream) Snapshot() []WatchRecord { return s.snapshot }
 // then says why (nil after Close).
 func (s *WatchStream) Events() <-chan WatchEvent { return s.events }
 
-// Err is why the watch ended: ErrWatchOverflow, ErrWatchMoved, a lost
-// connection, or nil.
+// Err is why the watch ended: ErrWatchOverflow, a lost connection (a
+// single node; a cluster watch resumes on another owner instead), or nil.
 func (s *WatchStream) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,6 +176,12 @@ func (s *WatchStream) Close() error {
 	return nil
 }
 
+// watchResync is one resynchronised segment of a resumed part.
+type watchResync struct {
+	segment uint16
+	records []WatchRecord
+}
+
 func expiry(ns int64) time.Time {
 	if ns == 0 {
 		return time.Time{}
@@ -163,12 +195,33 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w, snap, err := b.st.Watch(store.WatchOptions{Key: req.Key, Prefix: req.Prefix, Snapshot: req.Snapshot,
-		IncludeValues: req.IncludeValues, Buffer: int(req.Buffer)})
+	opts := store.WatchOptions{Key: req.Key, Prefix: req.Prefix, Snapshot: req.Snapshot,
+		IncludeValues: req.IncludeValues, Buffer: int(req.Buffer), Marks: req.Marks}
+	if req.From != nil {
+		opts.From = make([]store.WatchPosition, len(req.From))
+		for i, p := range req.From {
+			opts.From[i] = store.WatchPosition(p)
+		}
+	}
+	w, snap, err := b.st.Watch(opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
 	s := &WatchStream{events: make(chan WatchEvent, 64), stop: w.Close, done: make(chan struct{})}
+	for _, m := range w.Marks() {
+		s.marks = append(s.marks, wire.WatchPosition(m))
+	}
+	for _, rs := range w.Resyncs() {
+		recs := make([]WatchRecord, 0, len(rs.Records))
+		for _, r := range rs.Records {
+			wr := WatchRecord{Key: r.Key, Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
+			if req.IncludeValues && r.Kind == store.KindString {
+				wr.Value = cloneBytes(r.Value)
+			}
+			recs = append(recs, wr)
+		}
+		s.resyncs = append(s.resyncs, watchResync{segment: rs.Segment, records: recs})
+	}
 	if req.Snapshot {
 		s.snapshot = make([]WatchRecord, 0, len(snap))
 		for _, r := range snap {
@@ -184,7 +237,8 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 		for ev := range w.Events() {
 			select {
 			case s.events <- WatchEvent{Kind: WatchEventKind(ev.Kind), Key: ev.Key, Value: cloneBytes(ev.Value),
-				Version: ev.Version, Revision: ev.Revision, ExpiresAt: expiry(ev.ExpiresAt), Command: ev.Command}:
+				Version: ev.Version, Revision: ev.Revision, ExpiresAt: expiry(ev.ExpiresAt), Command: ev.Command,
+				Segment: ev.Segment, Epoch: ev.Epoch}:
 			case <-s.done:
 				return
 			}
@@ -233,11 +287,25 @@ func (b *remoteBackend) watch(ctx context.Context, req wire.WatchRequest) (*Watc
 			c.endStream(id)
 			return nil, fmt.Errorf("zaris: undecodable watch item: %w", err)
 		}
-		if it.Kind == wire.WatchItemSnapshotDone {
-			break
+		rec := WatchRecord{Key: it.Key, Value: it.Value, Version: it.Version, Revision: it.Revision, ExpiresAt: expiry(it.ExpiresAt)}
+		switch it.Kind {
+		case wire.WatchItemSnapshotDone:
+		case wire.WatchItemMark:
+			s.marks = append(s.marks, wire.WatchPosition{Segment: it.Segment, Revision: it.Revision, Key: it.Key, Version: it.Version, Epoch: it.Epoch})
+			continue
+		case wire.WatchItemResync:
+			s.resyncs = append(s.resyncs, watchResync{segment: it.Segment, records: []WatchRecord{}})
+			continue
+		case wire.WatchItemResyncRecord:
+			if n := len(s.resyncs); n > 0 && s.resyncs[n-1].segment == it.Segment {
+				s.resyncs[n-1].records = append(s.resyncs[n-1].records, rec)
+			}
+			continue
+		default:
+			s.snapshot = append(s.snapshot, rec)
+			continue
 		}
-		s.snapshot = append(s.snapshot, WatchRecord{Key: it.Key, Value: it.Value, Version: it.Version,
-			Revision: it.Revision, ExpiresAt: expiry(it.ExpiresAt)})
+		break
 	}
 	go func() {
 		defer close(s.events)
@@ -254,7 +322,7 @@ func (b *remoteBackend) watch(ctx context.Context, req wire.WatchRequest) (*Watc
 			}
 			select {
 			case s.events <- WatchEvent{Kind: WatchEventKind(it.Kind), Key: it.Key, Value: it.Value, Version: it.Version,
-				Revision: it.Revision, ExpiresAt: expiry(it.ExpiresAt), Command: kv.CmdOp(it.Command)}:
+				Revision: it.Revision, ExpiresAt: expiry(it.ExpiresAt), Command: kv.CmdOp(it.Command), Segment: it.Segment, Epoch: it.Epoch}:
 			case <-s.done:
 				return
 			}

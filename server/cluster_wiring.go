@@ -153,6 +153,12 @@ func (n *Node) applyMap(m *cluster.PartitionMap) {
 	n.ownMu.Lock()
 	defer n.ownMu.Unlock()
 	n.aligned = m
+	// Change-feed positions carry their partition's epoch (R-OPS-4).
+	for _, p := range m.Partitions {
+		for sg := p.FirstSegment; sg <= p.LastSegment && sg < n.store.Segments(); sg++ {
+			n.store.Segment(uint16(sg)).SetEpoch(p.Epoch)
+		}
+	}
 	n.applyOwnership(m, false)
 	n.repl.Apply(m)
 	if !n.fenced.Load() {

@@ -155,6 +155,13 @@ type Config struct {
 	// entries and 256 KiB of values. Must be positive.
 	OpLogMaxOps   int
 	OpLogMaxBytes int
+	// FeedRetentionBytes and FeedRetentionAge bound, per segment, the
+	// change feed's retention beyond the op-log (--feed-retention: a size,
+	// a duration, or both, e.g. "64MiB,10m"; R-OPS-4): a change-feed
+	// cursor, a resumed watch or a follower can resume from that far back.
+	// Retained bytes are accounted (zaris_feed_retained_bytes). 0 = off.
+	FeedRetentionBytes int64
+	FeedRetentionAge   time.Duration
 
 	// MemoryMaxBytes caps the bytes of owned data on this node (R-MEM-1)
 	// (--memory-max-bytes; plain bytes or with a unit: 512MiB, 1GiB).
@@ -516,6 +523,9 @@ func (c Config) Validate() error {
 	if c.OpLogMaxBytes < 1 {
 		return bad("oplog-max-bytes", "%d: must be at least 1", c.OpLogMaxBytes)
 	}
+	if c.FeedRetentionBytes < 0 || c.FeedRetentionBytes > 1<<40 || c.FeedRetentionAge < 0 {
+		return bad("feed-retention", "%d bytes, %v: out of range (0..1TiB, a non-negative duration)", c.FeedRetentionBytes, c.FeedRetentionAge)
+	}
 
 	if c.MemoryMaxBytes <= 0 {
 		return bad("memory-max-bytes", "%d: must be positive (there is no unlimited)", c.MemoryMaxBytes)
@@ -731,6 +741,7 @@ func (c Config) storeConfig(logger *slog.Logger) store.Config {
 	}
 	sc.Eviction = c.Eviction
 	sc.OpLogMaxOps, sc.OpLogMaxBytes = c.OpLogMaxOps, c.OpLogMaxBytes
+	sc.FeedRetentionBytes, sc.FeedRetentionAge = int(c.FeedRetentionBytes), c.FeedRetentionAge
 	sc.Logger = logger
 	return sc
 }

@@ -56,6 +56,9 @@ type MemoryInfo struct {
 	// cost (a live value is shared with its record); an estimate.
 	OpLogBytes   int64 `json:"oplog_bytes"`
 	OpLogEntries int64 `json:"oplog_entries"`
+	// FeedBytes: what the change feed retains beyond the op-log
+	// (--feed-retention).
+	FeedBytes int64 `json:"feed_bytes"`
 	// IndexBytes: the TTL index and the tombstone list; an estimate.
 	IndexBytes int64 `json:"index_bytes"`
 	// EvictionCeilingBytes is what eviction works against now: max_bytes,
@@ -139,6 +142,7 @@ func (n *Node) Info() Info {
 			UsedBytes: st.OwnedBytes, MaxBytes: st.MaxMemoryBytes,
 			ReplicaBytes: st.ReplicaBytes, MaxItemBytes: c.MaxItemBytes,
 			OpLogBytes: mem.OpLogBytes, OpLogEntries: mem.OpLogEntries, IndexBytes: mem.IndexBytes,
+			FeedBytes:            st.FeedBytes,
 			EvictionCeilingBytes: mem.EvictionCeiling,
 			GoHeapBytes:          rt.HeapObjects, GoHeapLiveBytes: rt.HeapLive,
 			GoRuntimeBytes: rt.Total - rt.Released, GoMemoryLimitBytes: rt.Limit,

@@ -113,6 +113,35 @@ var options = []option{
 			return err
 		},
 		show: func(c Config) string { return strconv.Itoa(c.OpLogMaxBytes) }},
+	{name: "feed-retention", arg: "SIZE|DURATION", usage: "change-feed retention per segment beyond the op-log: a size (64MiB), a duration (10m) or both (64MiB,10m); 0 = off",
+		set: func(c *Config, v string) error {
+			c.FeedRetentionBytes, c.FeedRetentionAge = 0, 0
+			for _, part := range splitList(v) {
+				if d, err := time.ParseDuration(part); err == nil {
+					c.FeedRetentionAge = d
+					continue
+				}
+				n, err := parseBytes(part)
+				if err != nil {
+					return fmt.Errorf("%q: want a size (64MiB) or a duration (10m)", part)
+				}
+				c.FeedRetentionBytes = n
+			}
+			return nil
+		},
+		show: func(c Config) string {
+			var parts []string
+			if c.FeedRetentionBytes > 0 {
+				parts = append(parts, strconv.FormatInt(c.FeedRetentionBytes, 10))
+			}
+			if c.FeedRetentionAge > 0 {
+				parts = append(parts, c.FeedRetentionAge.String())
+			}
+			if len(parts) == 0 {
+				return "0"
+			}
+			return strings.Join(parts, ",")
+		}},
 	{name: "memory-max-bytes", arg: "N", usage: "cap of owned data in bytes (units allowed: 512MiB, 1GiB)",
 		set: func(c *Config, v string) error {
 			n, err := parseBytes(v)

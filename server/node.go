@@ -122,6 +122,7 @@ type Node struct {
 	tlsState *tlsState
 	secret   *cluster.Secret
 	events   *events.Ring // cluster events for the web console's timeline
+	feed     feedClient   // behind GET /v1/changes (changes_wiring.go)
 
 	mu        sync.Mutex // guards state, services, listeners, served, peer, cluster, startedAt
 	state     nodeState
@@ -252,6 +253,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			WriteBarrier: n.httpBarrier(),
 			FreezeCheck:  n.freezeCheck,
 			Console:      n.consoleOptions(),
+			Changes:      n.openChanges,
 			// POST /v1/node/decommission: the handler has answered 202;
 			// the leave and the stop run on their own goroutine (the stop
 			// shuts this HTTP service down and waits for its handlers), and
@@ -570,6 +572,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.cluster.Stop()
 		n.bus.Close()
 		shut(EndpointHTTP)
+		n.closeFeedClient()
 
 		done := make(chan struct{})
 		go func() { n.serving.Wait(); close(done) }()
@@ -586,6 +589,7 @@ func (n *Node) stop(ctx context.Context) error {
 		}
 	}
 	n.repl.Close() // a node never started: nothing ran, Close is cheap
+	n.closeFeedClient()
 	if err := n.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("server: store: %w", err))
 	}

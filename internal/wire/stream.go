@@ -5,22 +5,111 @@ package wire
 // WatchRequest asks for the changes of one key (Key != "") or of every key
 // with a prefix.
 //
-//	[Key str, Prefix str, Snapshot bool, IncludeValues bool, Buffer uint]
+//	[Key str, Prefix str, Snapshot bool, IncludeValues bool, Buffer uint,
+//	 From array of [Segment uint, Revision uint, Key str, Version uint, Epoch uint],
+//	 Marks bool]
+//
+// From (optional) resumes a watch: only its segments are watched, each
+// from after the position it names (the server replays its op-log, or
+// answers a resync when that history is gone). Marks asks for the
+// WatchItemMark items (a resumable watch; implied by From); without it the
+// stream is what clients that predate them expect.
 type WatchRequest struct {
 	Key           string
 	Prefix        string
 	Snapshot      bool
 	IncludeValues bool
 	Buffer        uint32
+	From          []WatchPosition
+	Marks         bool
 }
 
+// WatchPosition is a point of one segment's history: the revision of the
+// last change delivered and that change's key and version.
+type WatchPosition struct {
+	Segment  uint16
+	Revision uint64
+	Key      string
+	Version  uint64
+	Epoch    uint64 // the partition's ownership epoch when the position was handed out
+}
+
+// MaxWatchPositions bounds From: one position per segment at most.
+const MaxWatchPositions = 1 << 16
+
 func AppendWatchRequest(dst []byte, r WatchRequest) []byte {
-	dst = appendArrayHeader(dst, 5)
+	n := 5
+	if r.From != nil || r.Marks {
+		n = 7
+	}
+	dst = appendArrayHeader(dst, n)
 	dst = appendStr(dst, r.Key)
 	dst = appendStr(dst, r.Prefix)
 	dst = appendBool(dst, r.Snapshot)
 	dst = appendBool(dst, r.IncludeValues)
-	return appendUint(dst, uint64(r.Buffer))
+	dst = appendUint(dst, uint64(r.Buffer))
+	if n == 7 {
+		if r.From == nil {
+			dst = appendNil(dst)
+		} else {
+			dst = appendArrayHeader(dst, len(r.From))
+		}
+		for _, p := range r.From {
+			dst = appendArrayHeader(dst, 5)
+			dst = appendUint(dst, uint64(p.Segment))
+			dst = appendUint(dst, p.Revision)
+			dst = appendStr(dst, p.Key)
+			dst = appendUint(dst, p.Version)
+			dst = appendUint(dst, p.Epoch)
+		}
+		dst = appendBool(dst, r.Marks)
+	}
+	return dst
+}
+
+func (d *decoder) readWatchPositions() ([]WatchPosition, error) {
+	n, err := d.readArrayHeader()
+	if err != nil {
+		return nil, err
+	}
+	if n > MaxWatchPositions || n > d.remaining() {
+		return nil, d.fail("%d resume positions", n)
+	}
+	out := make([]WatchPosition, 0, n)
+	for i := 0; i < n; i++ {
+		m, err := d.readArrayHeader()
+		if err != nil {
+			return nil, err
+		}
+		if m < 4 {
+			return nil, d.fail("resume position of %d fields", m)
+		}
+		var p WatchPosition
+		seg, err := d.readUint(0xffff)
+		if err != nil {
+			return nil, err
+		}
+		p.Segment = uint16(seg)
+		if p.Revision, err = d.readUint(^uint64(0)); err != nil {
+			return nil, err
+		}
+		if p.Key, err = d.readString(); err != nil {
+			return nil, err
+		}
+		if p.Version, err = d.readUint(^uint64(0)); err != nil {
+			return nil, err
+		}
+		if m > 4 {
+			if p.Epoch, err = d.readUint(^uint64(0)); err != nil {
+				return nil, err
+			}
+		}
+		if err := d.skip(max(0, m-5)); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func DecodeWatchRequest(body []byte, r *WatchRequest) error {
@@ -58,7 +147,21 @@ func DecodeWatchRequest(body []byte, r *WatchRequest) error {
 		}
 		r.Buffer = uint32(b)
 	}
-	if err := d.endStruct(n, 5); err != nil {
+	if n > 5 {
+		d.field = "from"
+		if !d.consumeNil() {
+			if r.From, err = d.readWatchPositions(); err != nil {
+				return err
+			}
+		}
+	}
+	if n > 6 {
+		d.field = "marks"
+		if r.Marks, err = d.readBool(); err != nil {
+			return err
+		}
+	}
+	if err := d.endStruct(n, 7); err != nil {
 		return err
 	}
 	return d.finish()
@@ -68,13 +171,22 @@ func DecodeWatchRequest(body []byte, r *WatchRequest) error {
 const (
 	WatchItemSnapshot     = 0   // a live record of the initial snapshot
 	WatchItemSnapshotDone = 255 // the snapshot is complete; events follow
+	// WatchItemMark: Segment's events start after Revision (Key and
+	// Version name the change at it when known). One per watched segment,
+	// before WatchItemSnapshotDone.
+	WatchItemMark = 254
+	// WatchItemResync: a resumed Segment's history is gone; the
+	// WatchItemResyncRecord items of that Segment that follow are its
+	// matching live records.
+	WatchItemResync       = 253
+	WatchItemResyncRecord = 252
 )
 
 // WatchItem is one frame of a watch stream: a snapshot record, the
 // end-of-snapshot marker, or an event.
 //
 //	[Kind uint, Key str, Value bin|nil, Version uint, Revision uint,
-//	 ExpiresAt int, Command uint, KeyKind uint, Segment uint]
+//	 ExpiresAt int, Command uint, KeyKind uint, Segment uint, Epoch uint]
 type WatchItem struct {
 	Kind      uint8
 	Key       string
@@ -85,10 +197,11 @@ type WatchItem struct {
 	Command   uint16
 	KeyKind   uint8
 	Segment   uint16
+	Epoch     uint64
 }
 
 func AppendWatchItem(dst []byte, it *WatchItem) []byte {
-	dst = appendArrayHeader(dst, 9)
+	dst = appendArrayHeader(dst, 10)
 	dst = appendUint(dst, uint64(it.Kind))
 	dst = appendStr(dst, it.Key)
 	if it.Value == nil {
@@ -101,7 +214,8 @@ func AppendWatchItem(dst []byte, it *WatchItem) []byte {
 	dst = appendInt(dst, it.ExpiresAt)
 	dst = appendUint(dst, uint64(it.Command))
 	dst = appendUint(dst, uint64(it.KeyKind))
-	return appendUint(dst, uint64(it.Segment))
+	dst = appendUint(dst, uint64(it.Segment))
+	return appendUint(dst, it.Epoch)
 }
 
 // DecodeWatchItem decodes a watch item; Value aliases body.
@@ -135,6 +249,7 @@ func DecodeWatchItem(body []byte, it *WatchItem) error {
 		func() error { v, err := d.readUint(0xffff); it.Command = uint16(v); return err },
 		func() error { v, err := d.readUint(0xff); it.KeyKind = uint8(v); return err },
 		func() error { v, err := d.readUint(0xffff); it.Segment = uint16(v); return err },
+		func() (err error) { it.Epoch, err = d.readUint(^uint64(0)); return err },
 	}
 	for i := 2; i < n && i-2 < len(fields); i++ {
 		d.field = "watch item field"
@@ -142,7 +257,7 @@ func DecodeWatchItem(body []byte, it *WatchItem) error {
 			return err
 		}
 	}
-	if err := d.endStruct(n, 9); err != nil {
+	if err := d.endStruct(n, 10); err != nil {
 		return err
 	}
 	return d.finish()

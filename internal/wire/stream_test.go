@@ -8,10 +8,20 @@ import (
 func TestStreamBodiesRoundTrip(t *testing.T) {
 	wr := WatchRequest{Key: "k", Prefix: "", Snapshot: true, IncludeValues: true, Buffer: 10}
 	var gotWR WatchRequest
-	if err := DecodeWatchRequest(AppendWatchRequest(nil, wr), &gotWR); err != nil || gotWR != wr {
+	if err := DecodeWatchRequest(AppendWatchRequest(nil, wr), &gotWR); err != nil || !reflect.DeepEqual(gotWR, wr) {
 		t.Fatalf("%+v %v", gotWR, err)
 	}
-	it := WatchItem{Kind: 3, Key: "k", Value: []byte("v"), Version: 2, Revision: 9, ExpiresAt: -1, Command: 12, KeyKind: 1, Segment: 200}
+	for _, wr := range []WatchRequest{
+		{Prefix: "p", Marks: true},
+		{Key: "k", From: []WatchPosition{{Segment: 7, Revision: 1 << 63, Key: "k", Version: 3, Epoch: 9}, {Segment: 65535}}, Marks: true},
+		{Prefix: "p", From: []WatchPosition{}},
+	} {
+		var got WatchRequest
+		if err := DecodeWatchRequest(AppendWatchRequest(nil, wr), &got); err != nil || !reflect.DeepEqual(got, wr) {
+			t.Fatalf("%+v → %+v %v", wr, got, err)
+		}
+	}
+	it := WatchItem{Kind: 3, Key: "k", Value: []byte("v"), Version: 2, Revision: 9, ExpiresAt: -1, Command: 12, KeyKind: 1, Segment: 200, Epoch: 4}
 	var gotIt WatchItem
 	if err := DecodeWatchItem(AppendWatchItem(nil, &it), &gotIt); err != nil || !reflect.DeepEqual(gotIt, it) {
 		t.Fatalf("%+v %v", gotIt, err)
@@ -38,6 +48,7 @@ func TestStreamBodiesRoundTrip(t *testing.T) {
 
 func FuzzDecodeStreamBodies(f *testing.F) {
 	f.Add(AppendWatchRequest(nil, WatchRequest{Prefix: "p"}))
+	f.Add(AppendWatchRequest(nil, WatchRequest{Prefix: "p", From: []WatchPosition{{Segment: 1, Revision: 2, Key: "k", Version: 3}}}))
 	f.Add(AppendWatchItem(nil, &WatchItem{Key: "k"}))
 	f.Add(AppendSubscribeRequest(nil, SubscribeRequest{Channels: []string{"c"}}))
 	f.Add(AppendMessageItem(nil, &MessageItem{Channel: "c"}))

@@ -8,6 +8,7 @@
 //	GET  /v1/openapi.json      the OpenAPI 3 document of this API (never authenticated)
 //	GET  /v1/info              node info as JSON (no secrets)
 //	GET  /v1/cluster           the cluster as this node sees it: mapVersion, leader, term, nodes, partitions
+//	GET  /v1/changes           the change feed as Server-Sent Events (?cursor=, ?prefix=, ?snapshot=, ?resync=)
 //	POST /v1/cluster/rebalance
 //	                           re-plan the map over every live member (on the leader; 409 elsewhere)
 //	POST /v1/cluster/evict?node=ID
@@ -53,6 +54,7 @@ import (
 	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/panics"
+	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -104,6 +106,10 @@ type Options struct {
 	// Console wires the web console at /ui/ (ui.go); the zero value serves
 	// it with this node's store, metrics, info and cluster documents.
 	Console ConsoleOptions
+	// Changes opens the change feed GET /v1/changes serves as Server-Sent
+	// Events (changes.go): on a cluster, a feed of every segment that
+	// survives failovers and migrations. nil = 404.
+	Changes func(ctx context.Context, opts *sdk.ChangesOptions) (*sdk.ChangeFeed, error)
 }
 
 // openAPIDocument is the OpenAPI 3 description of this API, served at
@@ -143,12 +149,17 @@ type Server struct {
 	evict   func(ctx context.Context, node string) error
 	barrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
 	freeze  func(now time.Time)
+	changes func(ctx context.Context, opts *sdk.ChangesOptions) (*sdk.ChangeFeed, error)
 	bearer  []byte // "Bearer <token>" material; nil = no authentication
 	acl     *acl.Registry
 	maxItem int64
 
 	e  *echo.Echo
 	hs *http.Server
+	// streams ends with Shutdown: long-lived responses (the change feed)
+	// stop then instead of holding the drain to its deadline.
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // New builds the HTTP service. It does not listen: call Serve.
@@ -167,6 +178,7 @@ func New(opts Options) (*Server, error) {
 		evict:   opts.Evict,
 		barrier: opts.WriteBarrier,
 		freeze:  opts.FreezeCheck,
+		changes: opts.Changes,
 		maxItem: int64(opts.Store.Config().MaxItemBytes),
 		acl:     opts.ACL,
 	}
@@ -196,6 +208,7 @@ func New(opts Options) (*Server, error) {
 	}
 	protected.GET("/v1/info", s.getInfo)
 	protected.GET("/v1/cluster", s.getCluster)
+	protected.GET("/v1/changes", s.getChanges)
 	protected.POST("/v1/cluster/rebalance", s.rebalance)
 	protected.POST("/v1/cluster/evict", s.evictNode)
 	protected.POST("/v1/node/decommission", decommissionHandler(opts.Decommission))
@@ -207,6 +220,7 @@ func New(opts Options) (*Server, error) {
 	s.e = e
 
 	conns := s.rec.Conns(metrics.ProtoHTTP)
+	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.hs = &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -223,6 +237,7 @@ func New(opts Options) (*Server, error) {
 			}
 		},
 	}
+	s.hs.RegisterOnShutdown(s.endStreams)
 	return s, nil
 }
 

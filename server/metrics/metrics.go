@@ -117,6 +117,7 @@ const (
 	MetricReplicaItems     = "zaris_store_replica_items"
 	MetricMemoryUsed       = "zaris_memory_used_bytes"
 	MetricMemoryReplica    = "zaris_memory_replica_bytes"
+	MetricFeedRetained     = "zaris_feed_retained_bytes"
 	MetricMemoryMax        = "zaris_memory_max_bytes"
 	MetricEvictions        = "zaris_store_evictions_total"
 	MetricExpirations      = "zaris_store_expirations_total"
@@ -267,6 +268,7 @@ type storeCollector struct {
 
 	items, replicaItems                       *prometheus.Desc
 	used, replicaUsed, maxBytes               *prometheus.Desc
+	feedRetained                              *prometheus.Desc
 	evictions, expirations, puts, deletes, tc *prometheus.Desc
 }
 
@@ -279,6 +281,7 @@ func newStoreCollector(stats func() store.Stats) *storeCollector {
 		used:         d(MetricMemoryUsed, "Accounted bytes of owned data (what the memory cap governs)."),
 		replicaUsed:  d(MetricMemoryReplica, "Accounted bytes of replica data (outside the cap)."),
 		maxBytes:     d(MetricMemoryMax, "The memory cap of owned data (memory-max-bytes)."),
+		feedRetained: d(MetricFeedRetained, "Bytes the change feed retains beyond the op-log (feed-retention)."),
 		evictions:    d(MetricEvictions, "Records evicted to stay under the memory cap."),
 		expirations:  d(MetricExpirations, "Records removed because their TTL ran out."),
 		puts:         d(MetricPuts, "Records written."),
@@ -288,7 +291,7 @@ func newStoreCollector(stats func() store.Stats) *storeCollector {
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.items, c.replicaItems, c.used, c.replicaUsed, c.maxBytes,
+	for _, d := range []*prometheus.Desc{c.items, c.replicaItems, c.used, c.replicaUsed, c.maxBytes, c.feedRetained,
 		c.evictions, c.expirations, c.puts, c.deletes, c.tc} {
 		ch <- d
 	}
@@ -307,6 +310,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.used, float64(s.OwnedBytes))
 	gauge(c.replicaUsed, float64(s.ReplicaBytes))
 	gauge(c.maxBytes, float64(s.MaxMemoryBytes))
+	gauge(c.feedRetained, float64(s.FeedBytes))
 	counter(c.evictions, s.Evicted)
 	counter(c.expirations, s.Expired)
 	counter(c.puts, s.Puts)

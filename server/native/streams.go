@@ -96,8 +96,15 @@ func (c *conn) watch(f wire.Frame) {
 		c.badBody(f, err)
 		return
 	}
-	w, snap, err := c.srv.cfg.Store.Watch(store.WatchOptions{Key: req.Key, Prefix: req.Prefix,
-		Snapshot: req.Snapshot, IncludeValues: req.IncludeValues, Buffer: int(req.Buffer)})
+	opts := store.WatchOptions{Key: req.Key, Prefix: req.Prefix,
+		Snapshot: req.Snapshot, IncludeValues: req.IncludeValues, Buffer: int(req.Buffer), Marks: req.Marks}
+	if req.From != nil {
+		opts.From = make([]store.WatchPosition, len(req.From))
+		for i, p := range req.From {
+			opts.From[i] = store.WatchPosition(p)
+		}
+	}
+	w, snap, err := c.srv.cfg.Store.Watch(opts)
 	if err != nil {
 		c.out = appendError(c.out, f.ID, f.Op, kv.StatusBadRequest, err.Error())
 		return
@@ -116,6 +123,28 @@ func (c *conn) watch(f wire.Frame) {
 		if req.IncludeValues && r.Kind == store.KindString {
 			it.Value = r.Value
 		}
+		c.out = c.streamItem(c.out, id, f.Op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
+	}
+	// A resumed watch: the segments whose history was gone, then where
+	// each segment's events start (the client's per-segment position).
+	for _, rs := range w.Resyncs() {
+		it := wire.WatchItem{Kind: wire.WatchItemResync, Segment: rs.Segment}
+		c.out = c.streamItem(c.out, id, f.Op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
+		for i := range rs.Records {
+			r := &rs.Records[i]
+			it := wire.WatchItem{Kind: wire.WatchItemResyncRecord, Key: r.Key, Version: r.Version, Revision: r.Revision,
+				ExpiresAt: r.ExpiresAt, KeyKind: uint8(r.Kind), Segment: rs.Segment}
+			if req.IncludeValues && r.Kind == store.KindString {
+				it.Value = r.Value
+			}
+			c.out = c.streamItem(c.out, id, f.Op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
+		}
+	}
+	for _, m := range w.Marks() {
+		if !req.Marks && req.From == nil {
+			break // a client that predates marks would take them for records
+		}
+		it := wire.WatchItem{Kind: wire.WatchItemMark, Key: m.Key, Version: m.Version, Revision: m.Revision, Segment: m.Segment, Epoch: m.Epoch}
 		c.out = c.streamItem(c.out, id, f.Op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
 	}
 	done := wire.WatchItem{Kind: wire.WatchItemSnapshotDone}
@@ -152,7 +181,7 @@ func (c *conn) watch(f wire.Frame) {
 
 func (c *conn) appendEvent(dst []byte, id uint32, op wire.Opcode, ev store.Event) []byte {
 	it := wire.WatchItem{Kind: uint8(ev.Kind), Key: ev.Key, Value: ev.Value, Version: ev.Version, Revision: ev.Revision,
-		ExpiresAt: ev.ExpiresAt, Command: uint16(ev.Command), KeyKind: uint8(ev.KeyKind), Segment: ev.Segment}
+		ExpiresAt: ev.ExpiresAt, Command: uint16(ev.Command), KeyKind: uint8(ev.KeyKind), Segment: ev.Segment, Epoch: ev.Epoch}
 	return c.streamItem(dst, id, op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
 }
 

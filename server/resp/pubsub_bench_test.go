@@ -20,7 +20,7 @@ import (
 // pipeline it is mostly queueing; "-serial" publishes one at a time, each
 // after the previous reply, for the latency of an unloaded path). "nosub" publishes with no
 // subscriber anywhere: the cost of forwarding to every member rather than
-// to the interested ones only (D41).
+// to the interested ones only (D44).
 //
 //	go test -run XXX -bench PublishFanOut -benchtime 50000x ./server/resp
 func BenchmarkPublishFanOut(b *testing.B) {

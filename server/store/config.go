@@ -147,6 +147,13 @@ type Config struct {
 	// Default 256 KiB. A pinned trim floor overrides both bounds.
 	OpLogMaxBytes int
 
+	// FeedRetentionBytes and FeedRetentionAge bound, per segment, the
+	// change feed's retention beyond the op-log (feed.go): the operations
+	// the op-log trims are kept until either bound is passed. Both 0 (the
+	// default) = no retention beyond the op-log.
+	FeedRetentionBytes int
+	FeedRetentionAge   time.Duration
+
 	// MaxCollectionElements caps the elements of one hash, list, set, sorted
 	// set or stream; a write that would pass it is ItemTooLarge. Default 1 Mi.
 	MaxCollectionElements int
@@ -234,6 +241,8 @@ func (c *Config) Validate() error {
 		return bad("op-log max ops must be at least 1")
 	case c.OpLogMaxBytes < 1:
 		return bad("op-log max bytes must be at least 1")
+	case c.FeedRetentionBytes < 0 || c.FeedRetentionAge < 0:
+		return bad("feed retention must not be negative")
 	case c.MaxCollectionElements < 1:
 		return bad("max collection elements must be at least 1")
 	case c.MaxCollectionBytes < 1:

@@ -58,6 +58,7 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 	// The op-log cannot describe a merge: catch-up from below it needs a
 	// snapshot.
 	g.log.reset(g.revision)
+	g.resetFeedLocked()
 	return shortfall
 }
 
@@ -69,6 +70,7 @@ func (g *Segment) AdoptRevision(rev uint64) {
 	defer g.mu.Unlock()
 	g.revision = max(g.revision, rev)
 	g.log.reset(g.revision)
+	g.resetFeedLocked()
 }
 
 // replaceLocked puts r in place of the key's record, keeping the indexes

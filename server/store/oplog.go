@@ -98,6 +98,9 @@ type opLog struct {
 	maxOps   int
 	maxBytes int
 	pins     map[uint64]int // pinned floors → pin count
+	// spill receives each entry the log trims, with the floor before the
+	// trim (the change feed's retention); nil = dropped.
+	spill func(e logEntry, floor uint64)
 }
 
 func newOpLog(maxOps, maxBytes int) opLog {
@@ -170,6 +173,9 @@ func (l *opLog) trimOne(full bool) bool {
 	if pin, ok := l.pinnedFloor(); ok && oldest.rec.Revision > pin {
 		return false
 	}
+	if l.spill != nil {
+		l.spill(*oldest, l.floor)
+	}
 	l.floor = oldest.rec.Revision
 	if oldest.cmd != nil {
 		l.bytes -= cmdBytes(oldest.cmd)
@@ -195,13 +201,18 @@ func (l *opLog) after(rev uint64) ([]Op, error) {
 	if rev < l.floor {
 		return nil, fmt.Errorf("%w: asked after %d, floor %d", ErrBelowTrimFloor, rev, l.floor)
 	}
-	start := sort.Search(l.n, func(i int) bool { return l.at(i).rec.Revision > rev })
+	start := l.firstAfter(rev)
 	ops := make([]Op, 0, l.n-start)
 	for i := start; i < l.n; i++ {
 		e := l.at(i)
 		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported(), Cmd: e.cmd})
 	}
 	return ops, nil
+}
+
+// firstAfter is the index of the first entry with revision > rev (n if none).
+func (l *opLog) firstAfter(rev uint64) int {
+	return sort.Search(l.n, func(i int) bool { return l.at(i).rec.Revision > rev })
 }
 
 // reset empties the log and sets its floor (after a snapshot install).

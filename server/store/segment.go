@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -35,6 +36,8 @@ type Segment struct {
 	tombstones []string
 	revision   uint64
 	log        opLog
+	feed       feedLog       // the change feed's retention beyond the op-log
+	epoch      atomic.Uint64 // the ownership epoch of the segment's partition (SetEpoch)
 	// lowWater: every replica has applied all revisions ≤ lowWater, so
 	// tombstones at or below it are no longer needed. Without replicas
 	// (hasLowWater false) every tombstone is prunable.
@@ -79,12 +82,17 @@ func (g *Segment) txLockedLocked(key, txID string, now int64) bool {
 }
 
 func newSegment(s *Store, id uint16) *Segment {
-	return &Segment{
+	g := &Segment{
 		store: s, id: id,
 		items: make(map[string]*Record),
 		log:   newOpLog(s.cfg.OpLogMaxOps, s.cfg.OpLogMaxBytes),
 		owned: true,
 	}
+	g.feed = feedLog{maxBytes: s.cfg.FeedRetentionBytes, maxAge: feedRetention(s.cfg.FeedRetentionAge)}
+	if g.feed.enabled() {
+		g.log.spill = g.keepTrimmedLocked
+	}
+	return g
 }
 
 // ID is the segment's index.
@@ -636,6 +644,7 @@ func (g *Segment) installLocked(r *Record, kind OpKind) {
 		// the log restarts above it: catch-up from before it needs a snapshot.
 		g.commitLocked(kind, r)
 		g.log.reset(g.revision)
+		g.resetFeedLocked()
 		return
 	}
 	g.commitLocked(kind, r)
@@ -691,6 +700,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	g.store.account(g.owned, g.bytes, int64(g.live))
 	g.revision = snap.Revision
 	g.log.reset(snap.Revision)
+	g.resetFeedLocked()
 }
 
 // Bytes is the accounted size of the segment's records.

@@ -23,6 +23,7 @@ type Store struct {
 
 	owned        atomic.Int64 // accounted bytes of owned segments
 	replica      atomic.Int64 // accounted bytes of replica segments
+	feedBytes    atomic.Int64 // bytes retained by the feed logs (feed.go)
 	ownedItems   atomic.Int64
 	replicaItems atomic.Int64
 	// ceiling, when positive, is a cap below MaxMemoryBytes the eviction
@@ -212,6 +213,7 @@ type Stats struct {
 	Expired        uint64
 	Evicted        uint64
 	TTLChanges     uint64
+	FeedBytes      int64 // retained by the change feed beyond the op-log
 }
 
 // Stats returns the current counters.
@@ -228,5 +230,6 @@ func (s *Store) Stats() Stats {
 		Expired:        s.expired.Load(),
 		Evicted:        s.evicted.Load(),
 		TTLChanges:     s.retimes.Load(),
+		FeedBytes:      s.feedBytes.Load(),
 	}
 }

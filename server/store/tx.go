@@ -15,7 +15,7 @@ package store
 // otherwise TX.ABORT. Reservations lapse by themselves after the timeout, so
 // a coordinator that crashed between the phases never wedges a key.
 //
-// The prepared state is replicated before the vote (txrepl.go, D39): a yes
+// The prepared state is replicated before the vote (txrepl.go, D41): a yes
 // logs a prepare marker in each segment involved, the commit and abort log
 // theirs, and a replica promoted before the commit holds the transaction
 // and commits it when the coordinator retries there.

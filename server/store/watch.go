@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,7 @@ type Event struct {
 	Kind      EventKind
 	Key       string
 	Segment   uint16
+	Epoch     uint64 // the ownership epoch of the segment's partition at the change (SetEpoch)
 	Revision  uint64 // the segment revision of the change: per-segment order
 	Version   uint64
 	ExpiresAt int64     // Unix ns, 0 = none (after the change)
@@ -83,6 +85,41 @@ type WatchOptions struct {
 	// consumer falls further behind, the watch ends with ErrWatchOverflow
 	// (it must resubscribe with a snapshot). Default 4096.
 	Buffer int
+	// From resumes a watch (R-DS-6): only the listed segments are watched,
+	// each from after the position it names. Snapshot is ignored. A
+	// position this segment's history still holds replays the op-log's
+	// changes after it, then goes live, under the segment lock (no gap, no
+	// duplicate); one it does not hold (below the trim floor, ahead of
+	// this copy, or a different change at that revision: another history)
+	// yields a WatchResync with the segment's matching live records.
+	From []WatchPosition
+	// Marks asks for the watch's start position in every watched segment
+	// (Watch.Marks), for a watch that may be resumed later; without it
+	// and without Snapshot, a watch starts without taking any lock.
+	Marks bool
+}
+
+// WatchPosition is a point in one segment's history: the revision of the
+// last change a watcher saw, and that change's key and version, which let
+// another copy of the segment verify it holds the same history ("" Key:
+// not known, the revision alone is compared).
+type WatchPosition struct {
+	Segment  uint16
+	Revision uint64
+	Key      string
+	Version  uint64
+	// Epoch is the ownership epoch of the segment's partition when the
+	// position was handed out (informational: the history check is the
+	// key and version at Revision).
+	Epoch uint64
+}
+
+// WatchResync says a resumed segment's history no longer reaches back to
+// the position asked for: Records are the segment's matching live records
+// now, and the events after them follow.
+type WatchResync struct {
+	Segment uint16
+	Records []Record
 }
 
 // ErrWatchOverflow: the consumer fell behind by more than its buffer; events
@@ -104,7 +141,17 @@ type Watch struct {
 	closed bool
 	err    error
 	done   chan struct{}
+
+	marks   []WatchPosition // per activated segment: where its events start
+	resyncs []WatchResync
 }
+
+// Marks are the positions the watch started from, one per watched
+// segment: every change of the segment after it is delivered, none before.
+func (w *Watch) Marks() []WatchPosition { return w.marks }
+
+// Resyncs are the resumed segments whose history was gone (From).
+func (w *Watch) Resyncs() []WatchResync { return w.resyncs }
 
 func (w *Watch) matches(key string) bool {
 	if w.opts.Key != "" {
@@ -128,18 +175,24 @@ func (s *Store) Watch(opts WatchOptions) (*Watch, []Record, error) {
 	if opts.Key != "" {
 		w.seg = int(s.SegmentFor(opts.Key).id)
 	}
-	if !opts.Snapshot {
+	s.addWatch(w)
+	if opts.From != nil {
+		if err := w.resume(opts.From); err != nil {
+			w.Close()
+			return nil, nil, err
+		}
+		return w, nil, nil
+	}
+	if !opts.Snapshot && !opts.Marks {
 		for i := range w.active {
 			w.active[i].Store(true)
 		}
-	}
-	s.addWatch(w)
-	if !opts.Snapshot {
 		return w, nil, nil
 	}
-	// Events of a segment are dropped until that segment is snapshotted;
-	// the snapshot and the switch happen under its lock, so every change is
-	// either in the snapshot or delivered, never both, never neither.
+	// Events of a segment are dropped until that segment is activated;
+	// the snapshot, the mark and the switch happen under its lock, so every
+	// change is either in the snapshot (at or below the mark) or delivered,
+	// never both, never neither.
 	var snap []Record
 	for i, g := range s.segments {
 		if w.seg >= 0 && i != w.seg {
@@ -147,21 +200,109 @@ func (s *Store) Watch(opts WatchOptions) (*Watch, []Record, error) {
 		}
 		now := s.clock.NowNano()
 		g.mu.RLock()
-		if w.opts.Key != "" {
-			if r := g.items[w.opts.Key]; r != nil && r.liveAt(now) {
-				snap = append(snap, r.exported())
-			}
-		} else {
-			for k, r := range g.items {
-				if strings.HasPrefix(k, w.opts.Prefix) && r.liveAt(now) {
-					snap = append(snap, r.exported())
-				}
-			}
+		if opts.Snapshot {
+			snap = w.collectLocked(g, now, snap)
 		}
+		w.marks = append(w.marks, g.markLocked())
 		w.active[i].Store(true)
 		g.mu.RUnlock()
 	}
 	return w, snap, nil
+}
+
+// collectLocked appends g's live records the watch matches.
+func (w *Watch) collectLocked(g *Segment, now int64, dst []Record) []Record {
+	if w.opts.Key != "" {
+		if r := g.items[w.opts.Key]; r != nil && r.liveAt(now) {
+			dst = append(dst, r.exported())
+		}
+		return dst
+	}
+	for k, r := range g.items {
+		if strings.HasPrefix(k, w.opts.Prefix) && r.liveAt(now) {
+			dst = append(dst, r.exported())
+		}
+	}
+	return dst
+}
+
+// resume activates the segments of from, each after replaying what
+// followed its position, or with a resync when the history is gone.
+func (w *Watch) resume(from []WatchPosition) error {
+	s := w.s
+	seen := make(map[uint16]bool, len(from))
+	for _, f := range from {
+		if int(f.Segment) >= len(s.segments) || seen[f.Segment] || (w.seg >= 0 && int(f.Segment) != w.seg) {
+			return fmt.Errorf("store: watch: resume position for segment %d does not fit the watch", f.Segment)
+		}
+		seen[f.Segment] = true
+	}
+	for _, f := range from {
+		g := s.segments[f.Segment]
+		now := s.clock.NowNano()
+		g.mu.RLock()
+		if g.holdsLocked(f) {
+			g.eachAfterLocked(f.Revision, func(e *logEntry) {
+				if w.matches(e.rec.Key) {
+					w.deliver(eventOfLog(g.id, g.epoch.Load(), e, w.opts.IncludeValues))
+				}
+			})
+			f.Epoch = g.epoch.Load()
+			w.marks = append(w.marks, f)
+		} else {
+			w.resyncs = append(w.resyncs, WatchResync{Segment: g.id, Records: w.collectLocked(g, now, nil)})
+			w.marks = append(w.marks, g.markLocked())
+		}
+		w.active[f.Segment].Store(true)
+		g.mu.RUnlock()
+	}
+	return nil
+}
+
+// holdsLocked reports whether the segment's history contains position p
+// and every change after it (the feed log and op-log reach back to it, and
+// the change logged at its revision is the one p names: revisions of
+// another history — a failover that lost the change p names — never
+// pass for it, whatever the epochs say).
+func (g *Segment) holdsLocked(p WatchPosition) bool {
+	floor := g.historyFloorLocked()
+	if p.Revision > g.revision || p.Revision < floor {
+		return false
+	}
+	if p.Key == "" || p.Revision == floor {
+		return true
+	}
+	e, ok := g.historyEntryLocked(p.Revision)
+	return ok && e.rec.Key == p.Key && e.rec.Version == p.Version
+}
+
+// markLocked is the segment's current position: its revision and the
+// change logged at it when the log holds it.
+func (g *Segment) markLocked() WatchPosition {
+	m := WatchPosition{Segment: g.id, Revision: g.revision, Epoch: g.epoch.Load()}
+	if g.log.n > 0 {
+		if e := g.log.at(g.log.n - 1); e.rec.Revision == g.revision {
+			m.Key, m.Version = e.rec.Key, e.rec.Version
+		}
+	}
+	return m
+}
+
+// eventOfLog is the watch event of a logged operation.
+func eventOfLog(seg uint16, epoch uint64, e *logEntry, values bool) Event {
+	r := e.rec
+	ev := Event{Kind: eventKindOf(e.kind), Key: r.Key, Segment: seg, Epoch: epoch, Revision: r.Revision,
+		Version: r.Version, ExpiresAt: r.ExpiresAt, KeyKind: r.Kind}
+	if r.Deleted {
+		ev.ExpiresAt = 0
+	}
+	if e.cmd != nil {
+		ev.Command = e.cmd.Op
+	}
+	if values && e.kind == OpPut && r.Kind == KindString {
+		ev.Value = r.Value
+	}
+	return ev
 }
 
 // Events is the channel of events. It is closed when the watch ends; Err
@@ -284,7 +425,7 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		if (w.seg >= 0 && w.seg != int(g.id)) || !w.active[g.id].Load() || !w.matches(rec.Key) {
 			continue
 		}
-		ev := Event{Kind: eventKindOf(kind), Key: rec.Key, Segment: g.id, Revision: rec.Revision,
+		ev := Event{Kind: eventKindOf(kind), Key: rec.Key, Segment: g.id, Epoch: g.epoch.Load(), Revision: rec.Revision,
 			Version: rec.Version, ExpiresAt: rec.ExpiresAt, KeyKind: rec.Kind}
 		if rec.Deleted {
 			ev.ExpiresAt = 0

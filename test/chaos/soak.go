@@ -1203,6 +1203,24 @@ func (w *soakWatch) consume(ctx context.Context, s *sdk.WatchStream, session map
 		case <-ctx.Done():
 			return
 		}
+		if ev.Kind == sdk.WatchResync {
+			// The segment's history was gone on its new owner: its records
+			// replace what this session saw of it, like a snapshot.
+			w.mu.Lock()
+			for _, r := range ev.Records {
+				seq, err := DecodeValue(r.Key, r.Value)
+				if err != nil {
+					continue
+				}
+				if prev := w.seen[r.Key]; seq > prev {
+					w.res.ResyncSkipped += w.ackedBetween(r.Key, prev+1, seq)
+					w.seen[r.Key] = seq
+				}
+				session[r.Key] = seq
+			}
+			w.mu.Unlock()
+			continue
+		}
 		if ev.Kind != sdk.WatchPut {
 			continue
 		}
