@@ -203,6 +203,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.repl = repl
 	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences,
 		metrics.NewMigrationCollector(n.migrationStats))
+	n.metrics.Registry().MustRegister(metrics.NewPubSubCollector(st.PubSub().Stats))
 	fail := func(err error) (*Node, error) {
 		repl.Close()
 		_ = st.Close()

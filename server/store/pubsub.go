@@ -13,6 +13,8 @@ import (
 // replicated. (Keyspace notifications are published on it by the RESP
 // front end from a store Watch.)
 type Broker struct {
+	stats brokerCounters // pubsub_stats.go
+
 	mu       sync.RWMutex // guards channels, patterns
 	channels map[string]map[*Subscription]struct{}
 	patterns map[string]map[*Subscription]struct{}
@@ -168,8 +170,10 @@ func (s *Subscription) deliver(m Message) bool {
 	}
 	select {
 	case s.ch <- m:
+		s.b.stats.delivered.Add(1)
 		return true
 	default:
+		s.b.stats.overflowed.Add(1)
 		s.closed, s.err = true, ErrSubscriberOverflow
 		close(s.ch)
 		go func() { s.Unsubscribe(); s.PUnsubscribe() }()
