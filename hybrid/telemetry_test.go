@@ -201,3 +201,27 @@ func TestTelemetryL1HitAllocations(t *testing.T) {
 	assert.LessOrEqual(t, allocs, 1.0, "a metered hit")
 	assert.Equal(t, before+101, tel.Sum(hybrid.MetricLookups, hybrid.AttrTier.String("l1")))
 }
+
+// BenchmarkL1HitTelemetry: the materialized L1 hit with telemetry off, with
+// a meter, and with a meter and a tracer (an L1 hit makes no span).
+func BenchmarkL1HitTelemetry(b *testing.B) {
+	for _, mode := range []string{"off", "metrics", "traces+metrics"} {
+		b.Run(mode, func(b *testing.B) {
+			tel := oteltest.New(b)
+			opts := hybrid.Options{}
+			if mode != "off" {
+				opts.MeterProvider = tel.MP
+			}
+			if mode == "traces+metrics" {
+				opts.TracerProvider = tel.TP
+			}
+			h := benchCache(b, opts)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				v, err := hybrid.GetOrCreateWithState(ctx, h, benchKey, 42, loadProductByID, nil)
+				sink(b, v, err)
+			}
+		})
+	}
+}
