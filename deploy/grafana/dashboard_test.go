@@ -313,7 +313,8 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: c.RESPEndpoints()[0]})
+	nd := c.Node("n1")
+	rdb := redis.NewClient(&redis.Options{Addr: nd.Addr(server.EndpointRESP).String()})
 	defer rdb.Close()
 	sub := rdb.Subscribe(ctx, "news")
 	defer sub.Close()
@@ -326,11 +327,10 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 	if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "hello" {
 		t.Fatalf("pub/sub: %v %v", msg, err)
 	}
-	if err := rdb.Set(ctx, "dash:resp", "1", 0).Err(); err != nil {
+	if err := rdb.Set(ctx, c.KeyOwnedBy("n1", "dash:resp:"), "1", 0).Err(); err != nil { // a key n1 serves
 		t.Fatal(err)
 	}
 
-	nd := c.Node("n1")
 	var samples map[string]bool
 	var types map[string]string
 	var missing []string
