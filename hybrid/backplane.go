@@ -45,6 +45,9 @@ type Invalidation struct {
 	Tag       string           `msgpack:"tag,omitempty"`
 	// At is the tag invalidation's timestamp (Unix nanoseconds).
 	At int64 `msgpack:"at,omitempty"`
+	// SentAt is when the publishing cache sent it (Unix nanoseconds by
+	// its clock; 0 = unknown): the receiver's backplane-lag measure.
+	SentAt int64 `msgpack:"t,omitempty"`
 }
 
 // Backplane carries invalidations between the instances of a cache.

@@ -348,19 +348,22 @@ func newOrigin() uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// Frame layout (version 1):
+// Frame layout (version 2; version 1, first byte 0xB1, is the same
+// without SentAt and is still read):
 //
-//	byte     0xB1 (magic + version)
+//	byte     0xB2 (magic + version)
 //	uint64   origin: the publishing backplane (big-endian)
 //	byte     kind
 //	varint   At
 //	uvarint  length, bytes — ×4: Source, Namespace, Key, Tag
+//	varint   SentAt
 //
 // Nothing may follow. A reader that meets another first byte treats the
 // frame as undecodable (InvalidateAll), so a future format is safe to roll
 // out: old readers drop their L1 rather than miss an invalidation.
 const (
-	invMagic      = 0xB1
+	invMagicV1    = 0xB1
+	invMagic      = 0xB2
 	invHeaderSize = 1 + 8 + 1
 )
 
@@ -375,11 +378,11 @@ func encodeInvalidation(dst []byte, origin uint64, inv *Invalidation) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
-	return dst
+	return binary.AppendVarint(dst, inv.SentAt)
 }
 
 func decodeInvalidation(b []byte) (origin uint64, inv Invalidation, err error) {
-	if len(b) < invHeaderSize || b[0] != invMagic {
+	if len(b) < invHeaderSize || (b[0] != invMagic && b[0] != invMagicV1) {
 		return 0, inv, errBadInvalidation
 	}
 	origin = binary.BigEndian.Uint64(b[1:])
@@ -400,6 +403,13 @@ func decodeInvalidation(b []byte) (origin uint64, inv Invalidation, err error) {
 		}
 		*s = string(rest[n : n+int(l)])
 		rest = rest[n+int(l):]
+	}
+	if b[0] == invMagic {
+		sent, n := binary.Varint(rest)
+		if n <= 0 {
+			return 0, Invalidation{}, errBadInvalidation
+		}
+		inv.SentAt, rest = sent, rest[n:]
 	}
 	if len(rest) != 0 {
 		return 0, Invalidation{}, errBadInvalidation

@@ -15,6 +15,7 @@ func TestInvalidationFrameRoundTrip(t *testing.T) {
 		{Kind: InvalidateTag, At: -5},
 		{Kind: InvalidateAll},
 		{Kind: InvalidateKey, Key: string(make([]byte, 5000))},
+		{Kind: InvalidateKey, Source: "s", Namespace: "hc:", Key: "k", SentAt: 1_796_000_000_123_456_789},
 	} {
 		frame := encodeInvalidation(nil, 0xDEADBEEF, &inv)
 		origin, got, err := decodeInvalidation(frame)
@@ -39,6 +40,22 @@ func TestInvalidationFrameRoundTrip(t *testing.T) {
 		_, _, err := decodeInvalidation(bad)
 		assert.ErrorIs(t, err, errBadInvalidation, "% x", bad)
 	}
+}
+
+// A version-1 frame (no SentAt), as an older instance sends it, still
+// decodes, with SentAt 0 (unknown).
+func TestInvalidationFrameVersion1StillRead(t *testing.T) {
+	inv := Invalidation{Kind: InvalidateTag, Source: "old", Namespace: "hc:", Tag: "t", At: 42, SentAt: 7}
+	frame := encodeInvalidation(nil, 9, &inv)
+	frame[0] = invMagicV1
+	frame = frame[:len(frame)-1] // SentAt 7 is one varint byte
+	origin, got, err := decodeInvalidation(frame)
+	require.NoError(t, err)
+	inv.SentAt = 0
+	assert.Equal(t, uint64(9), origin)
+	assert.Equal(t, inv, got)
+	_, _, err = decodeInvalidation(append(frame, 14)) // a v1 frame has no SentAt
+	require.ErrorIs(t, err, errBadInvalidation)
 }
 
 func FuzzDecodeInvalidation(f *testing.F) {

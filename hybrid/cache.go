@@ -88,6 +88,7 @@ type Cache struct {
 	bgCancel    context.CancelFunc
 	bg          spawner
 	stats       counters
+	tel         *telemetry // nil unless Options names a tracer or meter provider
 }
 
 type refreshState struct{ created, expires int64 }
@@ -119,6 +120,11 @@ func New(l1, l2 *sdk.Client, opts Options) *Cache {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		h.id = hex.EncodeToString(b[:])
+	}
+	if tel, err := newTelemetry(o); err != nil {
+		h.log.Error("hybrid: telemetry off: its instruments could not be made", "err", err)
+	} else {
+		h.tel = tel
 	}
 	h.starMarker = h.markerKey("*")
 	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
@@ -547,7 +553,7 @@ func (h *Cache) publish(ctx context.Context, inv Invalidation) error {
 	if h.opts.Backplane == nil {
 		return nil
 	}
-	inv.Source, inv.Namespace = h.id, h.opts.KeyPrefix
+	inv.Source, inv.Namespace, inv.SentAt = h.id, h.opts.KeyPrefix, h.clock.NowNano()
 	if err := h.opts.Backplane.Publish(ctx, inv); err != nil {
 		h.stats.publishErrors.Add(1)
 		return fmt.Errorf("hybrid: backplane publish (%s): %w", inv.Kind, err)
@@ -564,6 +570,9 @@ func (h *Cache) onInvalidation(inv Invalidation) {
 		return
 	}
 	h.stats.received.Add(1)
+	if h.tel != nil && inv.SentAt > 0 {
+		h.tel.backplaneLag(inv.Kind, time.Duration(h.clock.NowNano()-inv.SentAt))
+	}
 	ctx := h.bgCtx
 	switch inv.Kind {
 	case InvalidateKey:

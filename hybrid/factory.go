@@ -127,6 +127,17 @@ type factoryRun[T any] struct {
 // running in the background, bounded by the hard timeout, and onLate
 // receives its successful answer.
 func runFactory[T any](h *Cache, ctx context.Context, key string, factory func(context.Context) (T, error), softOK bool, onLate func(T)) factoryRun[T] {
+	if h.tel == nil {
+		return runFactoryTimed(h, ctx, key, factory, softOK, onLate)
+	}
+	start := time.Now()
+	run := runFactoryTimed(h, ctx, key, factory, softOK, onLate)
+	h.tel.factoryRan(start, run.outcome, run.err)
+	return run
+}
+
+// runFactoryTimed is runFactory under the timeouts, unmeasured.
+func runFactoryTimed[T any](h *Cache, ctx context.Context, key string, factory func(context.Context) (T, error), softOK bool, onLate func(T)) factoryRun[T] {
 	soft, hard := h.opts.FactorySoftTimeout, h.opts.FactoryHardTimeout
 	if !softOK {
 		soft = 0

@@ -146,6 +146,8 @@ func refreshFromHit[T any](ctx context.Context, h *Cache, me *matEntry, factory 
 type fillResult struct {
 	value   any
 	payload []byte
+	tier    tier // where the fill found it (tierMiss: produced)
+	stale   bool // a fail-safe value
 }
 
 func valueAs[T any](h *Cache, res *fillResult) (T, error) {
@@ -179,32 +181,51 @@ type fill[T any] struct {
 	factory  func(context.Context) (T, error)
 	p        policy
 	tags     []string
+	ran      bool // this caller's flight function ran (it did not join another's)
 }
 
 // flight runs the fill in the key's single flight; the caller waits for it
 // as long as ctx allows. A nil result with a nil error is a miss (TryGet).
 func (f *fill[T]) flight(ctx context.Context, flightKey string) (*fillResult, error) {
-	fn := func() (any, error) { return f.run(ctx) }
+	if t := f.h.tel; t != nil {
+		ctx, span := t.fillSpan(ctx, "zaris.hybrid.fill")
+		res, answered, err := f.flightOnce(ctx, flightKey)
+		// f.ran is written by the flight's function, which ran (if it
+		// did) before the flight answered.
+		joined := answered && !f.ran
+		if joined {
+			t.joins.Add(context.Background(), 1)
+		}
+		endFill(span, res, joined, err)
+		return res, err
+	}
+	res, _, err := f.flightOnce(ctx, flightKey)
+	return res, err
+}
+
+// flightOnce is flight; answered is false when the caller gave up waiting.
+func (f *fill[T]) flightOnce(ctx context.Context, flightKey string) (res *fillResult, answered bool, err error) {
+	fn := func() (any, error) { f.ran = true; return f.run(ctx) }
 	if ctx.Done() == nil {
 		// A caller that cannot give up waits in place: the fill runs on its
 		// goroutine, sparing a goroutine start and a hand-off.
 		v, err, _ := f.h.flights.Do(flightKey, fn)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		res, _ := v.(*fillResult)
-		return res, nil
+		return res, true, nil
 	}
 	ch := f.h.flights.DoChan(flightKey, fn)
 	select {
 	case r := <-ch:
 		if r.Err != nil {
-			return nil, r.Err
+			return nil, true, r.Err
 		}
 		res, _ := r.Val.(*fillResult)
-		return res, nil
+		return res, true, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 
@@ -227,6 +248,9 @@ func (f *fill[T]) fromL1(ctx context.Context) (T, bool) {
 		return zero, false
 	}
 	h.stats.l1Hits.Add(1)
+	if h.tel != nil {
+		h.tel.lookup(tierL1)
+	}
 	h.materialize(f.key, f.l1k, v, &env, r, epoch, f.p)
 	f.maybeRefresh(ctx, &env, now)
 	return v, true
@@ -252,9 +276,12 @@ func (f *fill[T]) run(callerCtx context.Context) (res *fillResult, err error) {
 			case verdictFresh:
 				if v, err := decodeValue[T](h, env.payload); err == nil {
 					h.stats.l1Hits.Add(1)
+					if h.tel != nil {
+						h.tel.lookup(tierL1)
+					}
 					h.materialize(f.key, f.l1k, v, &env, r, snap.epoch, f.p)
 					f.maybeRefresh(callerCtx, &env, now)
-					return &fillResult{value: v, payload: env.payload}, nil
+					return &fillResult{value: v, payload: env.payload, tier: tierL1}, nil
 				}
 			case verdictStale:
 				stale = &env
@@ -275,10 +302,13 @@ func (f *fill[T]) run(callerCtx context.Context) (res *fillResult, err error) {
 			case verdictFresh:
 				if v, err := decodeValue[T](h, env.payload); err == nil {
 					h.stats.l2Hits.Add(1)
+					if h.tel != nil {
+						h.tel.lookup(tierL2)
+					}
 					l1 := h.l1Copy(&env, f.p, now, snap.at)
 					h.writeL1(ctx, f.key, f.l1k, &l1, v, f.p, snap)
 					f.maybeRefresh(callerCtx, &env, now)
-					return &fillResult{value: v, payload: env.payload}, nil
+					return &fillResult{value: v, payload: env.payload, tier: tierL2}, nil
 				}
 			case verdictStale:
 				if stale == nil || env.created > stale.created {
@@ -288,6 +318,9 @@ func (f *fill[T]) run(callerCtx context.Context) (res *fillResult, err error) {
 		}
 	}
 
+	if h.tel != nil {
+		h.tel.lookup(tierMiss)
+	}
 	if f.factory == nil {
 		return nil, nil // TryGet: a miss
 	}
@@ -311,7 +344,7 @@ func (f *fill[T]) produce(ctx context.Context, snap snapshot, stale *envelope) (
 	case factoryDone:
 		if run.err == nil {
 			f.store(ctx, fc, run.v, created, snap)
-			return &fillResult{value: run.v}, nil
+			return &fillResult{value: run.v, tier: tierMiss}, nil
 		}
 		h.stats.factoryErrors.Add(1)
 	case factorySoftTimeout:
@@ -347,12 +380,15 @@ func (f *fill[T]) serveStale(ctx context.Context, stale *envelope, snap snapshot
 		return nil, fmt.Errorf("hybrid: stale value of %q unreadable (%w) after: %w", f.key, err, cause)
 	}
 	h.stats.failSafe.Add(1)
+	if h.tel != nil {
+		h.tel.failSafe.Add(context.Background(), 1)
+	}
 	h.log.Warn("hybrid: serving a stale value (fail-safe)", "key", f.key, "cause", cause)
 	throttled := *stale
 	throttled.local = min(h.clock.NowNano()+int64(h.opts.FailSafeThrottleDuration), stale.physical)
 	throttled.observed = snap.at
 	h.writeL1(ctx, f.key, f.l1k, &throttled, v, f.p, snap)
-	return &fillResult{value: v, payload: stale.payload}, nil
+	return &fillResult{value: v, payload: stale.payload, tier: tierMiss, stale: true}, nil
 }
 
 // maybeRefresh starts an eager refresh when env is in the last part of its

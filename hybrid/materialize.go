@@ -82,6 +82,9 @@ func materializedHit[T any](ctx context.Context, h *Cache, key string) (v T, me 
 		return zero, nil, false, false
 	}
 	h.stats.l1Hits.Add(1)
+	if h.tel != nil {
+		h.tel.lookup(tierL1)
+	}
 	return v, me, due, true
 }
 

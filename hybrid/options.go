@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/zaris-io/zaris/sdk"
 )
 
@@ -152,6 +155,16 @@ type Options struct {
 	// Logger receives the rare log lines (L2 errors, fail-safe activations,
 	// uncachable values). Default slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, gives each read-through past an L1 hit a
+	// span ("zaris.hybrid.fill": tier, joined, stale). nil = no spans.
+	// Give the L1 and L2 clients sdk.WithTracerProvider too to see their
+	// calls as its children.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records lookups per tier, factory time,
+	// single-flight joins, fail-safe uses and backplane lag (the Metric*
+	// constants). nil = no measurements.
+	MeterProvider metric.MeterProvider
 }
 
 // ErrInvalidOptions is wrapped by every error Options.Validate returns.

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/zaris-io/zaris/cache"
@@ -86,6 +88,16 @@ type ResponseCacheOptions struct {
 	// Logger receives cache failures (which never fail a request).
 	// Default slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, gives every request through the cache a
+	// span ("zaris.http.cache": zaris.result, zaris.bytes; never the URL),
+	// the parent of the handler's spans and of the cache's store calls.
+	// nil = no spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records MetricRequests (by zaris.result:
+	// hit, coalesced, miss, stale, bypass), MetricResponseBytes and
+	// MetricStoredBytes. nil = no measurements.
+	MeterProvider metric.MeterProvider
 }
 
 // ResponseCacheStats are a ResponseCacher's counters.
@@ -116,6 +128,7 @@ type ResponseCacher struct {
 	stored, notStored, storeErrors, notModded atomic.Uint64
 	tagStale                                  atomic.Uint64
 	waiting                                   atomic.Int64
+	tel                                       *rcTelemetry // nil unless the options name a provider
 }
 
 // NewResponseCacher returns a response cache over c.
@@ -139,6 +152,11 @@ func NewResponseCacher(c cache.Cache, opts ResponseCacheOptions) *ResponseCacher
 		opts.Logger = slog.Default()
 	}
 	rc := &ResponseCacher{c: c, opts: opts, log: opts.Logger}
+	if tel, err := newRCTelemetry(opts); err != nil {
+		rc.log.Error("zaris response cache: telemetry off: its instruments could not be made", "err", err)
+	} else {
+		rc.tel = tel
+	}
 	rc.routes = append([]RoutePolicy(nil), opts.Routes...)
 	sort.SliceStable(rc.routes, func(i, j int) bool {
 		a, b := rc.routes[i], rc.routes[j]
@@ -228,36 +246,57 @@ func (rc *ResponseCacher) label(h http.Header, v string) {
 }
 
 func (rc *ResponseCacher) serve(x exchange, p *Policy) {
+	if rc.tel == nil {
+		rc.serveRun(x, p, nil)
+		return
+	}
+	ctx, span := rc.tel.start(x.r.Context())
+	x.r = x.r.WithContext(ctx)
+	var out served
+	rc.serveRun(x, p, &out)
+	rc.tel.end(span, &out)
+}
+
+func (rc *ResponseCacher) serveRun(x exchange, p *Policy, out *served) {
 	r := x.r
 	rule := ruleForRequest(r.Method, r.Header)
 	if p.Disabled || (!rule.lookup && !rule.store) {
 		rc.bypassed.Add(1)
 		rc.label(x.w.Header(), "BYPASS")
 		x.run(x.w, r)
+		out.set(resultBypass, -1)
 		return
 	}
 	ctx := r.Context()
 	primary := rc.primaryKey(r, p)
+	missed := resultMiss
 	if rule.lookup {
-		if e := rc.lookup(ctx, primary, r.Header); e != nil {
+		e, stale := rc.lookup(ctx, primary, r.Header)
+		if e != nil {
 			rc.hits.Add(1)
-			rc.writeStored(x.w, r, e, "HIT")
+			out.set(resultHit, rc.writeStored(x.w, r, e, "HIT"))
 			return
+		}
+		if stale {
+			missed = resultStale
 		}
 	}
 	if !rule.store { // a HEAD miss: answer it, store nothing
 		rc.misses.Add(1)
 		rc.label(x.w.Header(), "MISS")
 		x.run(x.w, r)
+		out.set(missed, -1)
 		return
 	}
 	if !rule.lookup {
 		// no-cache / max-age=0: a fresh answer of its own, which is stored.
 		res := rc.fill(ctx, x, p, primary, false)
 		rc.misses.Add(1)
+		n := -1
 		if !res.streamed {
-			rc.writeFilled(x.raw, r, res, "MISS")
+			n = rc.writeFilled(x.raw, r, res, "MISS")
 		}
+		out.set(missed, n)
 		return
 	}
 	res, leader := rc.fillOnce(ctx, x, p, primary)
@@ -269,15 +308,17 @@ func (rc *ResponseCacher) serve(x exchange, p *Policy) {
 	switch {
 	case res.hit != nil:
 		rc.hits.Add(1)
-		rc.writeStored(x.w, r, res.hit, "HIT")
+		out.set(resultHit, rc.writeStored(x.w, r, res.hit, "HIT"))
 	case leader:
 		rc.misses.Add(1)
+		n := -1
 		if !res.streamed {
-			rc.writeFilled(x.raw, r, res, "MISS")
+			n = rc.writeFilled(x.raw, r, res, "MISS")
 		}
+		out.set(missed, n)
 	default:
 		rc.coalesced.Add(1)
-		rc.writeFilled(x.w, r, res, "HIT")
+		out.set(resultCoalesced, rc.writeFilled(x.w, r, res, "HIT"))
 	}
 }
 
@@ -314,7 +355,7 @@ func (rc *ResponseCacher) fill(ctx context.Context, x exchange, p *Policy, prima
 	// must cancel neither the handler nor the cache writes.
 	ctx = context.WithoutCancel(ctx)
 	if recheck {
-		if e := rc.lookup(ctx, primary, r.Header); e != nil {
+		if e, _ := rc.lookup(ctx, primary, r.Header); e != nil {
 			return &fillResult{hit: e, reqHeader: r.Header.Clone()}
 		}
 	}
@@ -383,6 +424,9 @@ func (rc *ResponseCacher) fill(ctx context.Context, x exchange, p *Policy, prima
 		return res
 	}
 	rc.stored.Add(1)
+	if rc.tel != nil {
+		rc.tel.storedBytes(len(e.Body))
+	}
 	return res
 }
 
@@ -424,19 +468,20 @@ func sameValues(names []string, a, b http.Header) bool {
 }
 
 // writeFilled answers r with a fill's response.
-func (rc *ResponseCacher) writeFilled(w http.ResponseWriter, r *http.Request, res *fillResult, label string) {
-	rc.write(w, r, res.status, res.header, res.body, -1, label)
+func (rc *ResponseCacher) writeFilled(w http.ResponseWriter, r *http.Request, res *fillResult, label string) int {
+	return rc.write(w, r, res.status, res.header, res.body, -1, label)
 }
 
 // writeStored answers r with a stored response, with its Age.
-func (rc *ResponseCacher) writeStored(w http.ResponseWriter, r *http.Request, e *storedResponse, label string) {
+func (rc *ResponseCacher) writeStored(w http.ResponseWriter, r *http.Request, e *storedResponse, label string) int {
 	age := time.Duration(rc.opts.Now().UnixNano() - e.Stored + e.InitialAge)
-	rc.write(w, r, e.Status, http.Header(e.Header), e.Body, max(age, 0), label)
+	return rc.write(w, r, e.Status, http.Header(e.Header), e.Body, max(age, 0), label)
 }
 
 // write answers r: 304 when its validators match a 200, else the response.
-// age < 0 = no Age header (a response fresh from the handler).
-func (rc *ResponseCacher) write(w http.ResponseWriter, r *http.Request, status int, header http.Header, body []byte, age time.Duration, label string) {
+// age < 0 = no Age header (a response fresh from the handler). It returns
+// the body bytes written.
+func (rc *ResponseCacher) write(w http.ResponseWriter, r *http.Request, status int, header http.Header, body []byte, age time.Duration, label string) int {
 	h := w.Header()
 	if status == http.StatusOK && notModified(r.Header, header.Get("Etag"), header.Get("Last-Modified")) {
 		for _, k := range notModifiedHeaders {
@@ -448,7 +493,7 @@ func (rc *ResponseCacher) write(w http.ResponseWriter, r *http.Request, status i
 		rc.label(h, label)
 		rc.notModded.Add(1)
 		w.WriteHeader(http.StatusNotModified)
-		return
+		return 0
 	}
 	for k, v := range header {
 		h[k] = slices.Clone(v)
@@ -457,8 +502,10 @@ func (rc *ResponseCacher) write(w http.ResponseWriter, r *http.Request, status i
 	rc.label(h, label)
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(body) > 0 {
-		_, _ = w.Write(body)
+		n, _ := w.Write(body)
+		return n
 	}
+	return 0
 }
 
 func (rc *ResponseCacher) setAge(h http.Header, age time.Duration) {
@@ -517,30 +564,32 @@ func (rc *ResponseCacher) genKey(tag string) string   { return rc.opts.KeyPrefix
 func (rc *ResponseCacher) indexKey(tag string) string { return rc.opts.KeyPrefix + "tagidx:" + tag }
 
 // lookup returns the fresh stored response for a request, or nil.
-func (rc *ResponseCacher) lookup(ctx context.Context, primary string, req http.Header) *storedResponse {
-	e := rc.read(ctx, primary)
+// stale reports a stored response found but not usable: no longer fresh
+// for this request, or invalidated by EvictByTag.
+func (rc *ResponseCacher) lookup(ctx context.Context, primary string, req http.Header) (e *storedResponse, stale bool) {
+	e = rc.read(ctx, primary)
 	if e != nil && e.Kind == kindVary {
 		e = rc.read(ctx, variantKey(primary, e.Vary, req))
 	}
 	if e == nil || e.Kind != kindResponse {
-		return nil
+		return nil, false
 	}
 	age := time.Duration(rc.opts.Now().UnixNano() - e.Stored + e.InitialAge)
 	if !freshFor(req, time.Duration(e.Lifetime), age) {
-		return nil
+		return nil, true
 	}
 	if len(e.Tags) > 0 {
 		current, err := rc.tagsCurrent(ctx, e.Tags)
 		if err != nil {
 			rc.log.Warn("zaris response cache: tag check failed; treating as a miss", "err", err)
-			return nil
+			return nil, false
 		}
 		if !current {
 			rc.tagStale.Add(1)
-			return nil
+			return nil, true
 		}
 	}
-	return e
+	return e, false
 }
 
 func (rc *ResponseCacher) read(ctx context.Context, key string) *storedResponse {

@@ -22,6 +22,7 @@ type Client struct {
 	serializer Serializer
 	log        *slog.Logger
 	closed     atomic.Bool
+	tel        *telemetry // nil unless a tracer or meter provider was given
 }
 
 // Connect opens a client for the connection string (see the package doc).
@@ -35,6 +36,10 @@ func Connect(ctx context.Context, connString string, opts ...Option) (*Client, e
 		opt(&o)
 	}
 	c := &Client{conn: cs, serializer: o.serializer, log: o.logger}
+	if c.tel, err = newTelemetry(o, cs.Inproc); err != nil {
+		return nil, err
+	}
+	o.observed = c.tel != nil
 	if cs.Inproc {
 		c.be, err = newEmbeddedBackend(cs.Store, o.storeConfig)
 	} else {
@@ -87,6 +92,9 @@ func (c *Client) Get(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
+	if c.tel != nil {
+		return c.observeResult(ctx, "get", func(ctx context.Context) (Result, error) { return c.be.get(ctx, key) })
+	}
 	return refusal(c.be.get(ctx, key))
 }
 
@@ -98,6 +106,9 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts *PutOpt
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
+	if c.tel != nil {
+		return c.observeResult(ctx, "put", func(ctx context.Context) (Result, error) { return c.be.put(ctx, key, value, opts) })
+	}
 	return refusal(c.be.put(ctx, key, value, opts))
 }
 
@@ -105,6 +116,9 @@ func (c *Client) Put(ctx context.Context, key string, value []byte, opts *PutOpt
 func (c *Client) Delete(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
+	}
+	if c.tel != nil {
+		return c.observeResult(ctx, "delete", func(ctx context.Context) (Result, error) { return c.be.delete(ctx, key) })
 	}
 	return refusal(c.be.delete(ctx, key))
 }
@@ -114,6 +128,9 @@ func (c *Client) Expire(ctx context.Context, key string, ttl time.Duration) (Res
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
+	if c.tel != nil {
+		return c.observeResult(ctx, "expire", func(ctx context.Context) (Result, error) { return c.be.expire(ctx, key, ttl) })
+	}
 	return refusal(c.be.expire(ctx, key, ttl))
 }
 
@@ -122,6 +139,9 @@ func (c *Client) Persist(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
 	}
+	if c.tel != nil {
+		return c.observeResult(ctx, "persist", func(ctx context.Context) (Result, error) { return c.be.persist(ctx, key) })
+	}
 	return refusal(c.be.persist(ctx, key))
 }
 
@@ -129,6 +149,9 @@ func (c *Client) Persist(ctx context.Context, key string) (Result, error) {
 func (c *Client) TimeToLive(ctx context.Context, key string) (Result, error) {
 	if err := c.check(ctx); err != nil {
 		return Result{}, err
+	}
+	if c.tel != nil {
+		return c.observeResult(ctx, "ttl", func(ctx context.Context) (Result, error) { return c.be.timeToLive(ctx, key) })
 	}
 	return refusal(c.be.timeToLive(ctx, key))
 }
@@ -145,6 +168,12 @@ func (c *Client) ExecuteBatch(ctx context.Context, items []BatchItem) ([]ItemRes
 	}
 	if len(items) == 0 {
 		return []ItemResult{}, nil
+	}
+	if c.tel != nil {
+		ctx, ci := c.tel.begin(ctx, "batch")
+		out, err := c.be.batch(ctx, items)
+		c.tel.end(ci, "batch", StatusSuccess, err, AttrItems.Int(len(items)))
+		return out, err
 	}
 	return c.be.batch(ctx, items)
 }
@@ -211,6 +240,13 @@ func (c *Client) Do(ctx context.Context, cmd kv.Cmd) (kv.Reply, error) {
 	}
 	if !cmd.Op.Valid() {
 		return kv.Reply{Status: StatusBadRequest, Message: "unknown command " + cmd.Op.String()}, nil
+	}
+	if c.tel != nil {
+		op := cmd.Op.String()
+		ctx, ci := c.tel.begin(ctx, op)
+		r, err := c.be.exec(ctx, cmd)
+		c.tel.end(ci, op, r.Status, err)
+		return r, err
 	}
 	return c.be.exec(ctx, cmd)
 }

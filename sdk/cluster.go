@@ -79,6 +79,7 @@ type clusterBackend struct {
 	poll        time.Duration // < 0: no polling
 	maxAttempts int
 	log         *slog.Logger
+	observed    bool // the client has telemetry: count retries on the call's context
 	// rf is the cluster's replication factor as the seed reported it at
 	// connect (0 = not reported): whether a copy can take over the
 	// partitions of an owner that refuses connections (onRefused).
@@ -130,6 +131,7 @@ func connectRemote(ctx context.Context, cs ConnString, o clientOptions) (backend
 	if err != nil {
 		return nil, err
 	}
+	seed.observed = o.observed
 	deadline := time.Now().Add(seed.dialTO)
 	for {
 		var errs []error
@@ -223,7 +225,7 @@ func fetchReplicationFactor(ctx context.Context, c *rconn) int {
 // the node it reached, dials the others and starts push and poll.
 func newCluster(ctx context.Context, seed *remoteBackend, c *rconn, m *wire.RoutingMap, o clientOptions) (*clusterBackend, error) {
 	b := &clusterBackend{cs: seed.cs, tlsConfig: seed.tlsConfig, dialTO: seed.dialTO, callTO: seed.callTO,
-		poll: o.mapPoll, maxAttempts: o.maxAttempts, log: o.logger,
+		poll: o.mapPoll, maxAttempts: o.maxAttempts, log: o.logger, observed: o.observed,
 		retired: map[*node]*time.Timer{}, watches: map[*clusterWatch]struct{}{}, subs: map[*clusterSub]struct{}{}}
 	if b.poll == 0 {
 		b.poll = DefaultMapPollInterval
@@ -268,7 +270,7 @@ func (b *clusterBackend) newNode(id, addr string) *node {
 	cs := b.cs
 	cs.Endpoints = []string{addr}
 	return &node{id: id, addr: addr,
-		be: &remoteBackend{cs: cs, tlsConfig: b.tlsConfig, dialTO: b.dialTO, callTO: b.callTO}}
+		be: &remoteBackend{cs: cs, tlsConfig: b.tlsConfig, dialTO: b.dialTO, callTO: b.callTO, observed: b.observed}}
 }
 
 // goFunc runs f on a goroutine that close waits for; false after close.

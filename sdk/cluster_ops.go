@@ -39,6 +39,15 @@ func (b *clusterBackend) withDeadline(ctx context.Context) (context.Context, con
 // knows of a change not published yet, and the retry backs off like a
 // transient failure.
 func (b *clusterBackend) again(ctx context.Context, rs *retryState, seen uint64, act retryAction) bool {
+	retry := b.retry(ctx, rs, seen, act)
+	if retry && b.observed {
+		noteRetry(ctx)
+	}
+	return retry
+}
+
+// retry is again's decision.
+func (b *clusterBackend) retry(ctx context.Context, rs *retryState, seen uint64, act retryAction) bool {
 	if act == retryRefused {
 		act = b.onRefused()
 	}

@@ -4,6 +4,9 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/zaris-io/zaris/server/store"
 )
 
@@ -16,6 +19,10 @@ type clientOptions struct {
 	storeConfig *store.Config
 	mapPoll     time.Duration // 0: DefaultMapPollInterval; < 0: no polling
 	maxAttempts int           // 0: DefaultMaxAttempts
+
+	tracerProvider trace.TracerProvider // nil: no spans
+	meterProvider  metric.MeterProvider // nil: no measurements
+	observed       bool                 // a provider was given: backends report node and attempts
 }
 
 // WithSerializer replaces the msgpack serializer used by GetAs/PutAs.

@@ -39,6 +39,12 @@ func (p *PubSub) Publish(ctx context.Context, channel string, payload []byte) (i
 	if err := p.c.check(ctx); err != nil {
 		return 0, err
 	}
+	if t := p.c.tel; t != nil {
+		ctx, ci := t.begin(ctx, "publish")
+		n, err := p.c.be.publish(ctx, channel, payload)
+		t.end(ci, "publish", StatusSuccess, err)
+		return n, err
+	}
 	return p.c.be.publish(ctx, channel, payload)
 }
 

@@ -57,6 +57,7 @@ type remoteBackend struct {
 	tlsConfig *tls.Config
 	dialTO    time.Duration
 	callTO    time.Duration
+	observed  bool // the client has telemetry: note the answering node on the call's context
 
 	// live is the connection while it is healthy: the lock-free fast path
 	// of conn. Written under mu.
@@ -233,6 +234,9 @@ func (b *remoteBackend) call(ctx context.Context, op wire.Opcode, body func([]by
 	c, err := b.conn(ctx)
 	if err != nil {
 		return response{}, notSent(err)
+	}
+	if b.observed {
+		noteNode(ctx, c)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

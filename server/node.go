@@ -235,6 +235,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.bus = n.newBus()
 	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences,
 		metrics.NewMigrationCollector(n.migrationStats), peerAuthCollector{n: n})
+	n.metrics.Registry().MustRegister(metrics.NewPubSubCollector(st.PubSub().Stats))
 	fail := func(err error) (*Node, error) {
 		repl.Close()
 		_ = st.Close()

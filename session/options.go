@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults.
@@ -63,6 +66,16 @@ type Options struct {
 	// Logger receives failures the gorilla API cannot report (a refresh
 	// failing during a load). Default slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, gives every load, save, refresh, delete
+	// and regenerate a span ("zaris.session.<op>", attributes zaris.op and
+	// zaris.outcome; never the session id). Give the client
+	// sdk.WithTracerProvider too to see its calls as their children.
+	// nil = no spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, records MetricOperations and
+	// MetricOperationDuration by op and outcome. nil = no measurements.
+	MeterProvider metric.MeterProvider
 }
 
 // DefaultOptions returns Options with every default filled in.

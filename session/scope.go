@@ -171,49 +171,60 @@ func (sc *Scope) entryForLocked(sess *sessions.Session) *entry {
 
 // load reads session name for r. See Scope.Get for the outcomes.
 func (s *Store) load(r *http.Request, name string, refreshNow bool) *entry {
+	if s.tel == nil {
+		e, _ := s.loadRun(r.Context(), r, name, refreshNow)
+		return e
+	}
+	ctx, o := s.tel.begin(r.Context(), "load")
+	e, outcome := s.loadRun(ctx, r, name, refreshNow)
+	o.end(outcome)
+	return e
+}
+
+// loadRun is load, with its outcome for telemetry.
+func (s *Store) loadRun(ctx context.Context, r *http.Request, name string, refreshNow bool) (*entry, string) {
 	e := &entry{sess: s.newSession(name)}
 	c, err := r.Cookie(name)
 	if err != nil || c.Value == "" {
-		return e
+		return e, outcomeNone
 	}
 	id, current, ok := s.decodeCookie(name, c.Value)
 	if !ok {
 		s.stats.rejected.Add(1)
-		return e
+		return e, outcomeRejected
 	}
-	ctx := r.Context()
 	key := s.key(id)
 	res, err := s.client.Get(ctx, key)
 	if err != nil {
 		e.err = fmt.Errorf("session: load: %w", err)
-		return e
+		return e, outcomeError
 	}
 	switch res.Status {
 	case sdk.StatusSuccess:
 	case sdk.StatusNotFound:
 		s.stats.unknown.Add(1) // never adopted: a new id is issued on write
-		return e
+		return e, outcomeUnknown
 	default:
 		e.err = fmt.Errorf("session: load: %w", res.Err())
-		return e
+		return e, outcomeError
 	}
 	created, payload, err := decodeRecord(res.Value)
 	if err != nil {
 		s.log.Warn("zaris session: not a session record; starting a new session", "key", key)
 		s.stats.unknown.Add(1)
-		return e
+		return e, outcomeUnknown
 	}
 	if _, alive := lifetime(s.opts.IdleTimeout, s.opts.AbsoluteTimeout, created, s.opts.Now().UnixNano()); !alive {
 		s.stats.expired.Add(1)
 		if _, err := s.client.Delete(ctx, key); err != nil {
 			s.log.Warn("zaris session: delete of an expired session failed", "err", err)
 		}
-		return e
+		return e, outcomeExpired
 	}
 	if err := s.opts.Serializer.Deserialize(payload, e.sess); err != nil {
 		e.sess.Values = map[interface{}]interface{}{}
 		e.err = fmt.Errorf("session: decode values: %w", err)
-		return e
+		return e, outcomeError
 	}
 	e.sess.ID = id
 	e.sess.IsNew = false
@@ -225,10 +236,14 @@ func (s *Store) load(r *http.Request, name string, refreshNow bool) *entry {
 			s.log.Warn("zaris session: sliding refresh failed", "err", err)
 		}
 	}
-	return e
+	return e, outcomeFound
 }
 
 func (s *Store) refreshEntry(ctx context.Context, e *entry) error {
+	return s.observed(ctx, "refresh", func(ctx context.Context) error { return s.refreshEntryRun(ctx, e) })
+}
+
+func (s *Store) refreshEntryRun(ctx context.Context, e *entry) error {
 	e.refreshed = true
 	v, err := s.rewrite(ctx, s.key(e.sess.ID), e.record, e.version, e.created)
 	if v != 0 {
@@ -299,6 +314,10 @@ func (s *Store) changed(e *entry) (bool, []byte, error) {
 // saveEntry writes e's session (payload = its encoded values, or nil to
 // encode now) and sets the cookie.
 func (s *Store) saveEntry(ctx context.Context, w http.ResponseWriter, e *entry, payload []byte) error {
+	return s.observed(ctx, "save", func(ctx context.Context) error { return s.saveEntryRun(ctx, w, e, payload) })
+}
+
+func (s *Store) saveEntryRun(ctx context.Context, w http.ResponseWriter, e *entry, payload []byte) error {
 	sess := e.sess
 	if sess.Options == nil {
 		o := s.cookie
@@ -349,6 +368,10 @@ func (s *Store) saveEntry(ctx context.Context, w http.ResponseWriter, e *entry, 
 
 // deleteEntry removes e's session from the store and expires the cookie.
 func (s *Store) deleteEntry(ctx context.Context, w http.ResponseWriter, e *entry) error {
+	return s.observed(ctx, "delete", func(ctx context.Context) error { return s.deleteEntryRun(ctx, w, e) })
+}
+
+func (s *Store) deleteEntryRun(ctx context.Context, w http.ResponseWriter, e *entry) error {
 	if e.deleted {
 		return nil
 	}
@@ -375,6 +398,10 @@ func (s *Store) forget(e *entry) {
 }
 
 func (s *Store) regenerateEntry(ctx context.Context, w http.ResponseWriter, e *entry) error {
+	return s.observed(ctx, "regenerate", func(ctx context.Context) error { return s.regenerateEntryRun(ctx, w, e) })
+}
+
+func (s *Store) regenerateEntryRun(ctx context.Context, w http.ResponseWriter, e *entry) error {
 	sess := e.sess
 	if sess.Options != nil && sess.Options.MaxAge < 0 {
 		return s.deleteEntry(ctx, w, e)

@@ -30,6 +30,7 @@ type Store struct {
 	cookie sessions.Options // template copied into every new session
 	log    *slog.Logger
 	stats  storeStats
+	tel    *telemetry // nil unless Options names a tracer or meter provider
 }
 
 var _ sessions.Store = (*Store)(nil)
@@ -76,6 +77,10 @@ func New(client *sdk.Client, opts Options, keyPairs ...[]byte) (*Store, error) {
 	}
 	opts.fill()
 	s := &Store{client: client, opts: opts, log: opts.Logger}
+	var err error
+	if s.tel, err = newTelemetry(opts); err != nil {
+		return nil, err
+	}
 	s.codecs = securecookie.CodecsFromPairs(keyPairs...)
 	maxAge := 0 // securecookie's own timestamp check; 0 = off
 	if opts.AbsoluteTimeout > 0 {

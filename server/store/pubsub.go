@@ -18,6 +18,8 @@ import (
 // (SetForwarder: the node's cluster bus), which delivers it on every other
 // node through PublishLocal, so a subscriber anywhere receives it once.
 type Broker struct {
+	stats brokerCounters // pubsub_stats.go
+
 	mu       sync.RWMutex // guards channels, patterns
 	channels map[string]map[*Subscription]struct{}
 	patterns map[string]map[*Subscription]struct{}
@@ -192,8 +194,10 @@ func (s *Subscription) deliver(m Message) bool {
 	}
 	select {
 	case s.ch <- m:
+		s.b.stats.delivered.Add(1)
 		return true
 	default:
+		s.b.stats.overflowed.Add(1)
 		s.closed, s.err = true, ErrSubscriberOverflow
 		close(s.ch)
 		go func() { s.Unsubscribe(); s.PUnsubscribe() }()
