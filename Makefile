@@ -32,10 +32,11 @@ cluster-stop:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: vet, then the whole suite with the race detector (what CI runs)
+## test: vet, then the whole suite with the race detector (what CI runs). TEST_P test binaries run at once: the cluster and process tests mostly wait on timers (the sdk package uses ~60 s of CPU over ~180 s), so 4 keeps 2 cores busy
+TEST_P ?= 4
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(PKGS)
 
 ## console-screenshots: rerun the web console's browser test against a live cluster and refresh docs/console/*.png (needs chromium)
 console-screenshots:

@@ -2,8 +2,8 @@ package server
 
 import (
 	"context"
-
 	"net"
+	"time"
 
 	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/cluster"
@@ -28,8 +28,9 @@ func (n *Node) newBus() *bus.Bus {
 			}
 			return c.DialPeerNode(ctx, p.Addr, cluster.NodeID(p.ID), bus.Proto)
 		},
-		OnSetting: n.applyClusterSetting,
-		Log:       n.log.With("component", "pubsub-bus"),
+		OnSetting:   n.applyClusterSetting,
+		Log:         n.log.With("component", "pubsub-bus"),
+		ResyncEvery: time.Second, // links also catch up with a map applied before the cluster was readable
 	})
 	n.store.PubSub().SetForwarder(b.Forward)
 	return b

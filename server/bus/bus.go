@@ -55,6 +55,11 @@ type Config struct {
 	// Queue is the frames a link holds while it connects or falls behind
 	// (default 16384); beyond it messages are dropped.
 	Queue int
+	// ResyncEvery, when positive, re-runs Sync on that period until Close:
+	// the links also follow a member list that changed without a new map
+	// reaching this node's Sync (the first map applied before the node
+	// could read it), instead of waiting for the next map.
+	ResyncEvery time.Duration
 }
 
 // Bus is a node's end of the cluster pub/sub.
@@ -65,6 +70,7 @@ type Bus struct {
 	links    map[string]*link
 	settings map[string]setting
 	closed   bool
+	done     chan struct{} // closed by Close: ends the resync loop
 	wg       sync.WaitGroup
 
 	forwarded atomic.Uint64 // frames queued to links
@@ -91,7 +97,26 @@ func New(cfg Config) *Bus {
 	if cfg.Queue <= 0 {
 		cfg.Queue = 16384
 	}
-	return &Bus{cfg: cfg, links: map[string]*link{}, settings: map[string]setting{}}
+	b := &Bus{cfg: cfg, links: map[string]*link{}, settings: map[string]setting{}, done: make(chan struct{})}
+	if cfg.ResyncEvery > 0 {
+		b.wg.Add(1)
+		go b.resyncLoop()
+	}
+	return b
+}
+
+func (b *Bus) resyncLoop() {
+	defer b.wg.Done()
+	t := time.NewTicker(b.cfg.ResyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.done:
+			return
+		case <-t.C:
+			b.Sync()
+		}
+	}
 }
 
 // Stats are the bus's counters.
@@ -308,6 +333,7 @@ func (b *Bus) Close() {
 	b.mu.Lock()
 	if !b.closed {
 		b.closed = true
+		close(b.done)
 		for id, l := range b.links {
 			close(l.stop)
 			delete(b.links, id)
