@@ -129,3 +129,41 @@ func (s *Server) keyPermission(c echo.Context, op metrics.Op, key string) string
 	}
 	return ""
 }
+
+// aclAccess is the console's rule when the node has users (D43): an
+// admin is a user who authenticated with a password (Basic, or Bearer for
+// the default user) and may run every @admin command; a user who may run
+// INFO reads; without credentials the default user reads when it needs no
+// password. A nopass user never becomes admin: with no --token anyone could
+// claim it. Failed attempts count against the same per-host limit as the
+// API's.
+func (s *Server) aclAccess(r *http.Request) Access {
+	name, pass, given := credentials(r)
+	var u *acl.User
+	if given {
+		now := time.Now()
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		if !s.acl.Limiter.Allowed(host, now) {
+			return AccessNone
+		}
+		if u = s.acl.Authenticate(name, []byte(pass)); u == nil {
+			s.acl.Limiter.Failed(host, now)
+			s.acl.Log.Add("auth", "toplevel", "AUTH", name, "http addr="+r.RemoteAddr, now)
+			return AccessNone
+		}
+	} else if d := s.acl.Users().User("default"); d != nil && d.On && d.NoPass {
+		u = d
+	}
+	switch {
+	case u == nil:
+		return AccessNone
+	case given && !u.NoPass && (u.Unrestricted || u.CanRunAll(acl.CatAdmin)):
+		return AccessAdmin
+	case u.Unrestricted || u.CanRun(acl.CommandID("info")):
+		return AccessRead
+	}
+	return AccessNone
+}

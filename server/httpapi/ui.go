@@ -138,6 +138,9 @@ func (s *Server) mountConsole(e *echo.Echo, token string, opts ConsoleOptions) {
 	cn := &console{s: s, opts: opts, access: opts.Access, client: opts.PeerClient, scheme: opts.PeerScheme}
 	if cn.access == nil {
 		cn.access = TokenAccess(token)
+		if s.acl != nil {
+			cn.access = s.aclAccess // users and permissions (D43); the token is the default user's password
+		}
 	}
 	cn.login = token != ""
 	if opts.Login != nil {
