@@ -626,6 +626,12 @@ func (n *Node) shutdown(ctx context.Context, ep Endpoint) error {
 		return nil
 	}
 	err := svc.Shutdown(ctx)
+	// The node owns the listener: close it whatever the service did. A
+	// stop that raced the traffic gate's Serve call reached the service
+	// before the listener was registered with it, and Serve then returned
+	// on its own without closing it — the port stayed bound for good and
+	// a restart on it failed ("address already in use").
+	_ = ln.Close()
 	if err == nil {
 		return nil
 	}

@@ -272,6 +272,7 @@ func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
 	if s.shutting {
 		s.mu.Unlock()
+		_ = l.Close() // Shutdown ran before this Serve: it never saw l
 		return nil
 	}
 	first := len(s.listeners) == 0
