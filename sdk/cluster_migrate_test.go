@@ -241,13 +241,7 @@ func TestLiveMigrationFaults(t *testing.T) {
 		cluster.MigrationPhaseFlipped}
 	for _, victim := range []string{"target", "source", "leader"} {
 		for _, phase := range phases {
-			t.Run(victim+"/"+phase, func(t *testing.T) {
-				// Each run is its own cluster on kernel ports, mostly waiting
-				// on failure detection: two at a time (-parallel) halve the
-				// matrix's wall time, and a busier machine is a harder test.
-				t.Parallel()
-				migrationFault(t, victim, phase)
-			})
+			t.Run(victim+"/"+phase, func(t *testing.T) { migrationFault(t, victim, phase) })
 		}
 	}
 }
