@@ -34,9 +34,14 @@ build:
 
 ## test: vet, then the whole suite with the race detector (what CI runs). TEST_P test binaries run at once: the cluster and process tests mostly wait on timers (the sdk package uses ~60 s of CPU over ~180 s), so 4 keeps 2 cores busy
 TEST_P ?= 4
+# SLOW_FIRST: the longest test binaries are named first so that go test
+# builds and starts them first: started last, they made the suite's tail.
+SLOW_FIRST = $(if $(filter ./...,$(PKGS)),./sdk ./server/resp ./test/chaos ./server/clustertest)
+# TESTFLAGS: extra go test flags for test and test-stress (e.g. -json, to time every test).
+TESTFLAGS ?=
 test:
 	$(GO) vet $(PKGS)
-	$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(PKGS)
+	$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TESTFLAGS) $(SLOW_FIRST) $(PKGS)
 
 ## console-screenshots: rerun the web console's browser test against a live cluster and refresh docs/console/*.png (needs chromium)
 console-screenshots:
@@ -50,7 +55,7 @@ test-stress:
 	$(GO) build -o bin/hog ./internal/hog/cmd/hog
 	@bin/hog & hog=$$!; trap 'kill $$hog 2>/dev/null; wait $$hog 2>/dev/null' EXIT INT TERM; \
 	start=$$(date +%s); \
-	ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE) $(GO) test -race -count=1 -timeout 60m $(PKGS); rc=$$?; \
+	ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE) $(GO) test -race -count=1 -timeout 60m $(TESTFLAGS) $(SLOW_FIRST) $(PKGS); rc=$$?; \
 	echo "test-stress: exit $$rc after $$(( $$(date +%s) - start )) s (hog: 2 x $$(nproc) spinners, ZARIS_TEST_TIME_SCALE=$(STRESS_SCALE))"; \
 	exit $$rc
 
@@ -80,11 +85,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzPeerAuthDial -fuzztime $(FUZZTIME) ./server/cluster/
 	$(GO) test -run '^$$' -fuzz FuzzNativeMatchesRESP -fuzztime $(FUZZTIME) ./server/resp/
 
-## fuzz-resp: the differential fuzzer (internal/respdiff) against a real redis-server for FUZZTIME (make fuzz-resp FUZZTIME=10m), seeded by the clock (FUZZSEED=n replays a seed); prints the seed, commands/s and the mismatches with their reproducers
+## fuzz-resp: the differential fuzzer (internal/respdiff) against a real redis-server for FUZZTIME (make fuzz-resp FUZZTIME=10m), seeded by the clock (FUZZSEED=n replays a seed; FUZZONLY=xadd,xgroup,set draws only those commands); prints the seed, commands/s and the mismatches with their reproducers
 FUZZSEED ?=
+FUZZONLY ?=
 .PHONY: fuzz-resp
 fuzz-resp:
-	ZARIS_DIFFFUZZ_TIME=$(FUZZTIME) ZARIS_DIFFFUZZ_SEED=$(FUZZSEED) $(GO) test -count=1 -timeout 0 -run '^TestDiffFuzz$$' -v ./server/resp/
+	ZARIS_DIFFFUZZ_TIME=$(FUZZTIME) ZARIS_DIFFFUZZ_SEED=$(FUZZSEED) ZARIS_DIFFFUZZ_ONLY=$(FUZZONLY) $(GO) test -count=1 -timeout 0 -run '^TestDiffFuzz$$' -v ./server/resp/
 
 ## chaos: the multi-process chaos harness (test/chaos): faults against real zaris-server processes; prints acked/lost/stale_reads/unavailable_ms (SCENARIO=failover-time|throughput|slow|elastic too; elastic: +2 nodes, a drain and a fault mid-move, prints moves and fixed_lost; slow: RF 1, default timings, CPU hog + short SIGSTOPs, prints promotions/unavailable)
 DURATION ?= 60s
@@ -114,6 +120,11 @@ STORM_RSS ?=
 storm:
 	ZARIS_STORM_DURATION=$(STORM_DURATION) ZARIS_STORM_CAP=$(STORM_CAP) ZARIS_STORM_RSS=$(STORM_RSS) \
 		$(GO) test -count=1 -timeout 60m -run TestWriteStormKeepsRSSUnderTheBound -v ./cmd/zaris-server/
+
+## bench-redis: Zaris vs redis-server side by side (scripts/bench-vs-redis.sh, issue #17): redis-benchmark RESP table, zaris-bench native table, RSS per key, server CPU per request; markdown on stdout. ROUNDS=3 (default), QUICK=1 for a one-minute smoke run
+.PHONY: bench-redis
+bench-redis:
+	ROUNDS=$(ROUNDS) QUICK=$(QUICK) scripts/bench-vs-redis.sh
 
 ## mem-per-key: RSS growth per key (1 M keys, 16 B / 32 B) of zaris-server, and of redis-server when installed
 mem-per-key:

@@ -19,6 +19,14 @@ const (
 	// pub/sub subscription lost and made again), so no instance keeps
 	// serving a copy it was never told about.
 	InvalidateAll
+	// InvalidateStoreKey says that the L2 key Key changed — written,
+	// deleted, expired, evicted, by any writer — as the store itself
+	// reports it (WatchBackplane). Key is the key as L2 stores it: an
+	// entry's (KeyPrefix+"v:"+key) or a tag marker's (KeyPrefix+"t:"…).
+	// Revision and Version identify the change. A cache evicts the entry
+	// (unless the change is its own last write of it, which its copy
+	// already holds) or reads the changed tag marker from L2.
+	InvalidateStoreKey
 )
 
 func (k InvalidationKind) String() string {
@@ -29,6 +37,8 @@ func (k InvalidationKind) String() string {
 		return "tag"
 	case InvalidateAll:
 		return "all"
+	case InvalidateStoreKey:
+		return "store-key"
 	}
 	return "unknown"
 }
@@ -36,7 +46,8 @@ func (k InvalidationKind) String() string {
 // Invalidation is one backplane message. Namespace is the publishing
 // cache's KeyPrefix: a cache ignores other namespaces' messages, and its
 // own (Source == its InstanceID). InvalidateAll with an empty Namespace
-// applies to every cache.
+// applies to every cache. An InvalidateStoreKey is judged by its Key
+// alone: a cache acts on the keys under its own KeyPrefix.
 type Invalidation struct {
 	Kind      InvalidationKind `msgpack:"k"`
 	Source    string           `msgpack:"s"`
@@ -48,10 +59,16 @@ type Invalidation struct {
 	// SentAt is when the publishing cache sent it (Unix nanoseconds by
 	// its clock; 0 = unknown): the receiver's backplane-lag measure.
 	SentAt int64 `msgpack:"t,omitempty"`
+	// Revision and Version identify the change behind an
+	// InvalidateStoreKey: the segment revision of the change and the
+	// key's item version after it (sdk.WatchEvent's; 0 = unknown).
+	Revision uint64 `msgpack:"r,omitempty"`
+	Version  uint64 `msgpack:"v,omitempty"`
 }
 
 // Backplane carries invalidations between the instances of a cache.
-// PubSubBackplane (recommended) rides the store's publish/subscribe,
+// PubSubBackplane rides the store's publish/subscribe, WatchBackplane
+// follows the store's own changes (every writer's, not only the caches'),
 // JournalBackplane serves any number of processes over plain KV, and
 // LocalBackplane serves one process.
 //

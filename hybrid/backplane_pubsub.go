@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,9 +71,11 @@ func (o PubSubOptions) withDefaults() PubSubOptions {
 }
 
 // PubSubBackplane is a Backplane over the publish/subscribe of a Zaris
-// store — typically the L2 client, embedded or remote. It is the
-// recommended backplane: an invalidation reaches the other instances in
-// one network hop, with no polling and no keys written.
+// store — typically the L2 client, embedded or remote: an invalidation
+// reaches the other instances in one network hop, with no polling and no
+// keys written. WatchBackplane, driven by the store's own changes, also
+// sees writers that are not caches (see the package documentation for
+// the choice).
 //
 // Publish encodes the Invalidation (a compact binary frame, see
 // encodeInvalidation), hands it to the backplane's subscribers
@@ -334,12 +335,7 @@ func (b *PubSubBackplane) resubscribe() *sdk.Subscription {
 // retryDelay is MinBackoff·2^(attempt-1), capped at MaxBackoff, with the
 // upper half randomized so that a fleet cut off at once spreads out.
 func (b *PubSubBackplane) retryDelay(attempt int) time.Duration {
-	d := b.o.MinBackoff
-	for i := 1; i < attempt && d < b.o.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, b.o.MaxBackoff)
-	return d/2 + mrand.N(d/2+1)
+	return jittered(b.o.MinBackoff, b.o.MaxBackoff, attempt)
 }
 
 func newOrigin() uint64 {
@@ -387,7 +383,7 @@ func decodeInvalidation(b []byte) (origin uint64, inv Invalidation, err error) {
 	}
 	origin = binary.BigEndian.Uint64(b[1:])
 	inv.Kind = InvalidationKind(b[9])
-	if inv.Kind < InvalidateKey || inv.Kind > InvalidateAll {
+	if inv.Kind < InvalidateKey || inv.Kind > InvalidateStoreKey {
 		return 0, Invalidation{}, errBadInvalidation
 	}
 	rest := b[invHeaderSize:]

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"hash/maphash"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,8 +26,37 @@ const stripeCount = 256
 // it, so that a fill which read a value before an invalidation cannot put
 // that value back into L1 after it.
 type stripe struct {
-	mu  sync.Mutex    // guards L1 writes and deletes of the stripe's keys
+	mu  sync.Mutex    // guards L1 writes and deletes of the stripe's keys, and own
 	seq atomic.Uint64 // bumped (under mu) by every invalidation of a stripe key
+	// own: key → this instance's L2 write its L1 copy holds, kept only
+	// with a backplane that reports store changes (WatchBackplane), so
+	// that the change the write itself made does not evict the copy.
+	own map[string]l2Change
+}
+
+// l2Change identifies one change of an L2 key: the segment revision it
+// made and the key's version after it (sdk.Result's, sdk.WatchEvent's).
+type l2Change struct{ revision, version uint64 }
+
+// ownPerStripe bounds a stripe's own map. Entries normally leave when
+// their change comes back (milliseconds); one whose change came before
+// the write's answer lingers until the key's next change, so a full map
+// is simply emptied — the cost is an L1 copy evicted by its own change.
+const ownPerStripe = 64
+
+// forgetOwn drops key's own-write entry (mu held).
+func (s *stripe) forgetOwn(key string) {
+	if s.own != nil {
+		delete(s.own, key)
+	}
+}
+
+// rememberOwn records that key's L1 copy holds the L2 change c (mu held).
+func (s *stripe) rememberOwn(key string, c l2Change) {
+	if s.own == nil || len(s.own) >= ownPerStripe {
+		s.own = make(map[string]l2Change, 8)
+	}
+	s.own[key] = c
 }
 
 // snapshot is taken when a fill starts; the fill's writes are dropped if an
@@ -56,7 +86,11 @@ type Cache struct {
 	log        *slog.Logger
 	id         string
 	entryNS    string // KeyPrefix + "v:"
+	markerNS   string // KeyPrefix + "t:"
 	starMarker string // marker key of the "*" tag
+	// trackOwn: the backplane reports store changes, the cache's own
+	// writes included (stripe.own).
+	trackOwn bool
 
 	closed  atomic.Bool
 	flights singleflight.Group
@@ -66,8 +100,14 @@ type Cache struct {
 	// served from it only after L1 confirms that record is still live.
 	mat sync.Map
 
-	tagsMu sync.RWMutex     // guards tags
+	tagsMu sync.RWMutex     // guards tags, markerTag and markerTS
 	tags   map[string]int64 // tag → latest invalidation known (0 = none in L1)
+	// markerTag: marker key → tag, for the tags in tags. markerTS: marker
+	// key → the latest time read from L2 after the store reported the
+	// marker changed (WatchBackplane), which a tag read from L1 meanwhile
+	// must not undercut.
+	markerTag map[string]string
+	markerTS  map[string]int64
 	// tagEpoch moves whenever a tag invalidation or a clear-all is learned;
 	// a materialized value re-checks its tags when it sees a new epoch.
 	tagEpoch atomic.Uint64
@@ -111,10 +151,13 @@ func New(l1, l2 *sdk.Client, opts Options) *Cache {
 	h := &Cache{
 		l1: l1, l2: l2, opts: o,
 		ser: o.Serializer, clock: o.Clock, log: o.Logger,
-		id:      o.InstanceID,
-		entryNS: o.KeyPrefix + "v:",
-		tags:    map[string]int64{},
-		seed:    maphash.MakeSeed(),
+		id:        o.InstanceID,
+		entryNS:   o.KeyPrefix + "v:",
+		markerNS:  o.KeyPrefix + "t:",
+		tags:      map[string]int64{},
+		markerTag: map[string]string{},
+		markerTS:  map[string]int64{},
+		seed:      maphash.MakeSeed(),
 	}
 	if h.id == "" {
 		var b [8]byte
@@ -128,6 +171,13 @@ func New(l1, l2 *sdk.Client, opts Options) *Cache {
 	}
 	h.starMarker = h.markerKey("*")
 	h.bgCtx, h.bgCancel = context.WithCancel(context.Background())
+	if sc, ok := o.Backplane.(storeChangeSource); ok {
+		h.trackOwn = true
+		if !sc.watches(o.KeyPrefix) {
+			h.log.Warn("hybrid: the backplane does not watch this cache's keys: other writers' changes will not reach L1",
+				"key_prefix", o.KeyPrefix)
+		}
+	}
 	if o.Backplane != nil {
 		h.unsubscribe = o.Backplane.Subscribe(h.onInvalidation)
 	}
@@ -274,8 +324,10 @@ func (h *Cache) l1Copy(env *envelope, p policy, now, observed int64) envelope {
 }
 
 // writeL1 stores env in L1 (and materializes value) unless the key was
-// invalidated, or L1 cleared, since snap was taken.
-func (h *Cache) writeL1(ctx context.Context, key, l1k string, env *envelope, value any, p policy, snap snapshot) {
+// invalidated, or L1 cleared, since snap was taken. src is the L2 change
+// this instance made that env comes from (zero: a value read, not
+// written).
+func (h *Cache) writeL1(ctx context.Context, key, l1k string, env *envelope, value any, p policy, snap snapshot, src l2Change) {
 	if p.has(DisableLocalCacheWrite) {
 		return
 	}
@@ -285,25 +337,30 @@ func (h *Cache) writeL1(ctx context.Context, key, l1k string, env *envelope, val
 		h.stats.l1WritesSkipped.Add(1)
 		return
 	}
-	h.writeL1Locked(ctx, key, l1k, env, value, p, snap.epoch)
+	h.writeL1Locked(ctx, snap.st, key, l1k, env, value, p, snap.epoch, src)
 }
 
 // writeL1Locked writes with the key's stripe lock held. A value L1 refuses
 // (too large, or already past its life) also removes the previous copy, so
 // L1 never keeps serving a value L2 has replaced.
-func (h *Cache) writeL1Locked(ctx context.Context, key, l1k string, env *envelope, value any, p policy, epoch uint64) {
+func (h *Cache) writeL1Locked(ctx context.Context, st *stripe, key, l1k string, env *envelope, value any, p policy, epoch uint64, src l2Change) {
 	now := h.clock.NowNano()
 	ttl := time.Duration(env.physical - now)
 	if p.has(DisableLocalCacheWrite) || ttl <= 0 || env.local <= now {
-		h.dropL1Locked(ctx, key, l1k)
+		h.dropL1Locked(ctx, st, key, l1k)
 		return
 	}
 	r, err := h.l1.Put(ctx, l1k, env.encode(), &sdk.PutOptions{TTL: ttl})
 	if err != nil || !r.OK() {
 		h.stats.l1Errors.Add(1)
 		h.log.Debug("hybrid: L1 write refused", "key", key, "status", r.Status, "err", err)
-		h.dropL1Locked(ctx, key, l1k)
+		h.dropL1Locked(ctx, st, key, l1k)
 		return
+	}
+	if h.trackOwn && src.revision != 0 {
+		st.rememberOwn(key, src)
+	} else {
+		st.forgetOwn(key)
 	}
 	if p.has(DisableMaterialization) {
 		h.mat.Delete(key)
@@ -312,7 +369,8 @@ func (h *Cache) writeL1Locked(ctx context.Context, key, l1k string, env *envelop
 	h.mat.Store(key, newMatEntry(key, l1k, value, env, r, epoch).withRefresh(h.refreshAt(env), env))
 }
 
-func (h *Cache) dropL1Locked(ctx context.Context, key, l1k string) {
+func (h *Cache) dropL1Locked(ctx context.Context, st *stripe, key, l1k string) {
+	st.forgetOwn(key)
 	h.mat.Delete(key)
 	if _, err := h.l1.Delete(ctx, l1k); err != nil {
 		h.stats.l1Errors.Add(1)
@@ -325,7 +383,25 @@ func (h *Cache) evictLocal(ctx context.Context, key string) {
 	st := h.stripeOf(key)
 	st.mu.Lock()
 	st.seq.Add(1)
-	h.dropL1Locked(ctx, key, h.l1Key(key))
+	h.dropL1Locked(ctx, st, key, h.l1Key(key))
+	st.mu.Unlock()
+	h.refreshing.Delete(key)
+}
+
+// evictChanged is evictLocal for a change of key's L2 entry reported by
+// the store (InvalidateStoreKey), unless the change is this instance's own
+// last write of key, which its L1 copy already holds.
+func (h *Cache) evictChanged(ctx context.Context, key string, c l2Change) {
+	st := h.stripeOf(key)
+	st.mu.Lock()
+	if own, ok := st.own[key]; ok && c.revision != 0 && own == c {
+		delete(st.own, key)
+		st.mu.Unlock()
+		h.stats.ownChanges.Add(1)
+		return
+	}
+	st.seq.Add(1)
+	h.dropL1Locked(ctx, st, key, h.l1Key(key))
 	st.mu.Unlock()
 	h.refreshing.Delete(key)
 }
@@ -445,6 +521,7 @@ func (h *Cache) storeValue(ctx context.Context, key, l1k, l2k string, value any,
 		return
 	}
 	env := h.produced(payload, created, p, tags)
+	var src l2Change
 	if !p.has(DisableDistributedCacheWrite) {
 		r, err := h.l2.Put(ctx, l2k, env.encode(), &sdk.PutOptions{TTL: time.Duration(env.physical - h.clock.NowNano())})
 		switch {
@@ -453,10 +530,12 @@ func (h *Cache) storeValue(ctx context.Context, key, l1k, l2k string, value any,
 			return
 		case err != nil: // no answer (transport, context)
 			h.l2Failure("write", key, err) // L1 still holds it for its (shorter) life
+		default:
+			src = l2Change{revision: r.Revision, version: r.Version}
 		}
 	}
 	l1 := h.l1Copy(&env, p, h.clock.NowNano(), snap.at)
-	h.writeL1(ctx, key, l1k, &l1, value, p, snap)
+	h.writeL1(ctx, key, l1k, &l1, value, p, snap, src)
 }
 
 func (h *Cache) notCached(key, why string, err error) {
@@ -488,6 +567,7 @@ func (h *Cache) Set(ctx context.Context, key string, value any, opts *EntryOptio
 		return fmt.Errorf("hybrid: encode %q: %w", key, err)
 	}
 	env := h.produced(payload, created, p, normalizeTags(tags))
+	var src l2Change
 	if !p.has(DisableDistributedCacheWrite) {
 		r, err := h.l2.Put(ctx, h.l2Key(key), env.encode(), &sdk.PutOptions{TTL: time.Duration(env.physical - h.clock.NowNano())})
 		if err != nil {
@@ -496,12 +576,13 @@ func (h *Cache) Set(ctx context.Context, key string, value any, opts *EntryOptio
 		if !r.OK() {
 			return fmt.Errorf("hybrid: set %q in L2: %w", key, r.Err())
 		}
+		src = l2Change{revision: r.Revision, version: r.Version}
 	}
 	st := h.stripeOf(key)
 	st.mu.Lock()
 	st.seq.Add(1) // fills that read the old value must not write it back
 	l1 := h.l1Copy(&env, p, h.clock.NowNano(), created)
-	h.writeL1Locked(ctx, key, h.l1Key(key), &l1, value, p, h.tagEpoch.Load())
+	h.writeL1Locked(ctx, st, key, h.l1Key(key), &l1, value, p, h.tagEpoch.Load(), src)
 	st.mu.Unlock()
 	h.refreshing.Delete(key)
 	return h.publish(ctx, Invalidation{Kind: InvalidateKey, Key: key})
@@ -566,6 +647,10 @@ func (h *Cache) onInvalidation(inv Invalidation) {
 	if inv.Source == h.id || h.closed.Load() {
 		return
 	}
+	if inv.Kind == InvalidateStoreKey {
+		h.onStoreChange(inv)
+		return
+	}
 	if inv.Namespace != h.opts.KeyPrefix && !(inv.Kind == InvalidateAll && inv.Namespace == "") {
 		return
 	}
@@ -585,6 +670,26 @@ func (h *Cache) onInvalidation(inv Invalidation) {
 		}
 	case InvalidateAll:
 		h.clearLocal()
+	}
+}
+
+// onStoreChange applies a change of an L2 key reported by the store: an
+// entry's evicts the L1 copy (unless it is this instance's own write); a
+// tag marker's is read from L2 in the background and learned. Keys outside
+// the cache's namespace are not its business.
+func (h *Cache) onStoreChange(inv Invalidation) {
+	switch {
+	case strings.HasPrefix(inv.Key, h.entryNS):
+		key := inv.Key[len(h.entryNS):]
+		if !h.validKey(key) {
+			return
+		}
+		h.stats.received.Add(1)
+		h.evictChanged(h.bgCtx, key, l2Change{revision: inv.Revision, version: inv.Version})
+	case strings.HasPrefix(inv.Key, h.markerNS):
+		h.stats.received.Add(1)
+		marker := inv.Key
+		h.bg.spawn(func() { h.refreshMarker(h.bgCtx, marker) })
 	}
 }
 
@@ -654,6 +759,16 @@ func (h *Cache) sweep(ctx context.Context) {
 			delete(h.tags, t)
 		}
 	}
+	for mk, t := range h.markerTag {
+		if _, ok := h.tags[t]; !ok {
+			delete(h.markerTag, mk)
+		}
+	}
+	for mk, ts := range h.markerTS {
+		if now-ts > int64(h.opts.TagMarkerTTL) {
+			delete(h.markerTS, mk)
+		}
+	}
 	h.tagsMu.Unlock()
 	h.refreshing.Range(func(k, v any) bool {
 		if v.(*refreshState).expires < now {
@@ -683,13 +798,16 @@ type Stats struct {
 	L2Errors        uint64
 	Published       uint64 // invalidations sent on the backplane
 	PublishErrors   uint64
-	Received        uint64 // invalidations applied from other instances
+	Received        uint64 // invalidations applied from other instances (or, from a WatchBackplane, store changes of this cache's keys)
+	// OwnChanges counts store changes (WatchBackplane) that were this
+	// instance's own last write of a key: its L1 copy was kept.
+	OwnChanges uint64
 }
 
 type counters struct {
 	l1Hits, l2Hits, factoryCalls, factoryErrors, failSafe, softTimeouts, hardTimeouts atomic.Uint64
 	eagerRefreshes, backgroundSaves, bypassed, notCached, l1WritesSkipped, l1Errors   atomic.Uint64
-	l2Errors, published, publishErrors, received                                      atomic.Uint64
+	l2Errors, published, publishErrors, received, ownChanges                          atomic.Uint64
 }
 
 // Stats returns the current counters.
@@ -703,5 +821,6 @@ func (h *Cache) Stats() Stats {
 		Bypassed: c.bypassed.Load(), NotCached: c.notCached.Load(), L1WritesSkipped: c.l1WritesSkipped.Load(),
 		L1Errors: c.l1Errors.Load(), L2Errors: c.l2Errors.Load(),
 		Published: c.published.Load(), PublishErrors: c.publishErrors.Load(), Received: c.received.Load(),
+		OwnChanges: c.ownChanges.Load(),
 	}
 }

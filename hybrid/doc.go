@@ -70,7 +70,10 @@
 // With a Backplane, Set, Remove and RemoveByTag on one instance evict (or
 // invalidate) the L1 copies on the others: the window is the backplane's
 // latency — immediate for NewLocalBackplane, one network hop for
-// NewPubSubBackplane, about one poll interval for NewJournalBackplane.
+// NewPubSubBackplane and NewWatchBackplane, about one poll interval for
+// NewJournalBackplane. With NewWatchBackplane any change of an entry in L2
+// evicts the copies too, whoever made it (a plain client, a RESP client,
+// an expiry, an eviction); with the others, only the caches' own calls do.
 // Without one, another instance's L1 copy lives until its
 // LocalCacheExpiration, or until a read through L2 reveals a newer tag
 // marker. A fill that read a value before an invalidation of its key does
@@ -82,7 +85,7 @@
 //
 // # Backplanes
 //
-// NewPubSubBackplane is the recommended backplane: it rides the store's
+// NewPubSubBackplane rides the store's
 // publish/subscribe (embedded or a server, typically the L2 client), one
 // channel for the fleet (default "zaris:hybrid:invalidations"), one compact
 // binary message per Set, Remove or RemoveByTag, no keys written and no
@@ -95,6 +98,31 @@
 // messages may have been missed meanwhile; an undecodable message is
 // handled the same way. Until it is back, this instance's L1 converges as
 // it would without a backplane.
+//
+// NewWatchBackplane is server-side invalidation: instead of messages the
+// caches send, it follows the store's own changes — one watch (the SDK's
+// cluster-wide prefix watch, without values) on the caches' KeyPrefix —
+// so an L1 copy is evicted when its L2 entry changes by any writer,
+// expiry and eviction included; Set, Remove and RemoveByTag publish
+// nothing. A cache keeps the copy its own write made (the change comes
+// back with the revision and version its write returned); a changed tag
+// marker is read from L2 and applied. The watch resumes on a segment's
+// new owner after a failover or a migration; what may still have been
+// missed — a segment whose history is gone, a map in which a segment
+// changed owner, a watch that ended — clears every L1, never leaving a
+// copy stale (DECISIONS D49's rule).
+//
+// Choosing between the two network backplanes: NewWatchBackplane when
+// anything but the caches writes their keys in L2 (it is then the only
+// one that evicts what those writers change), or when a Set's cost
+// matters — it needs no second round trip; measured against the pub/sub
+// backplane on one 3-node cluster (docs/BENCHMARKS.md), about half the
+// delivery latency at the median and 1.1–2.1 × the Sets per second.
+// NewPubSubBackplane for large fleets or clusters whose partitions move
+// often: the watch costs every owner node one stream and one event
+// buffer per instance (WatchBackplaneOptions.Buffer), and every move
+// clears every L1, where a pub/sub subscription that moves loses at
+// most the messages published while it moved.
 //
 // NewJournalBackplane is for deployments without pub/sub: it needs nothing
 // but KV — an invalidation journal in a Zaris store (a sequence key

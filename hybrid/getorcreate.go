@@ -306,7 +306,7 @@ func (f *fill[T]) run(callerCtx context.Context) (res *fillResult, err error) {
 						h.tel.lookup(tierL2)
 					}
 					l1 := h.l1Copy(&env, f.p, now, snap.at)
-					h.writeL1(ctx, f.key, f.l1k, &l1, v, f.p, snap)
+					h.writeL1(ctx, f.key, f.l1k, &l1, v, f.p, snap, l2Change{})
 					f.maybeRefresh(callerCtx, &env, now)
 					return &fillResult{value: v, payload: env.payload, tier: tierL2}, nil
 				}
@@ -337,8 +337,8 @@ func (f *fill[T]) produce(ctx context.Context, snap snapshot, stale *envelope) (
 	created := h.stamp()
 	h.stats.factoryCalls.Add(1)
 	run := runFactory(h, context.WithValue(ctx, factoryContextKey{}, fc), f.key, f.factory, stale != nil, func(v T) {
-		h.stats.backgroundSaves.Add(1)
 		f.store(ctx, fc, v, created, snap)
+		h.stats.backgroundSaves.Add(1) // counted once stored: a reader that saw the count finds the value
 	})
 	switch run.outcome {
 	case factoryDone:
@@ -387,7 +387,7 @@ func (f *fill[T]) serveStale(ctx context.Context, stale *envelope, snap snapshot
 	throttled := *stale
 	throttled.local = min(h.clock.NowNano()+int64(h.opts.FailSafeThrottleDuration), stale.physical)
 	throttled.observed = snap.at
-	h.writeL1(ctx, f.key, f.l1k, &throttled, v, f.p, snap)
+	h.writeL1(ctx, f.key, f.l1k, &throttled, v, f.p, snap, l2Change{})
 	return &fillResult{value: v, payload: stale.payload, tier: tierMiss, stale: true}, nil
 }
 
@@ -435,7 +435,7 @@ func (f *fill[T]) refresh(ctx context.Context, st *refreshState) {
 			if due := h.refreshAt(&env); due == 0 || now < due {
 				if v, err := decodeValue[T](h, env.payload); err == nil {
 					l1 := h.l1Copy(&env, f.p, now, snap.at)
-					h.writeL1(ctx, f.key, f.l1k, &l1, v, f.p, snap)
+					h.writeL1(ctx, f.key, f.l1k, &l1, v, f.p, snap, l2Change{})
 					h.refreshing.CompareAndDelete(f.key, st)
 					return
 				}

@@ -76,16 +76,20 @@ func (h *Cache) tagTime(ctx context.Context, tag string) int64 {
 	if ok {
 		return ts
 	}
-	r, err := h.l1.Get(ctx, h.markerKey(tag))
+	mk := h.markerKey(tag)
+	r, err := h.l1.Get(ctx, mk)
 	if err == nil {
 		ts, _ = decodeStamp(r)
 	}
 	h.tagsMu.Lock()
 	defer h.tagsMu.Unlock()
+	// A marker change learned from the store while L1 was being read.
+	ts = max(ts, h.markerTS[mk])
 	if cur, ok := h.tags[tag]; ok && cur >= ts {
 		return cur
 	}
 	h.tags[tag] = ts
+	h.markerTag[mk] = tag
 	if ts > 0 {
 		h.tagEpoch.Add(1)
 	}
@@ -95,18 +99,20 @@ func (h *Cache) tagTime(ctx context.Context, tag string) int64 {
 // learnTag records that tag was invalidated at ts (if that is news), in
 // the table and in L1's marker.
 func (h *Cache) learnTag(ctx context.Context, tag string, ts int64) {
+	mk := h.markerKey(tag)
 	h.tagsMu.Lock()
 	if cur, ok := h.tags[tag]; ok && cur >= ts {
 		h.tagsMu.Unlock()
 		return
 	}
 	h.tags[tag] = ts
+	h.markerTag[mk] = tag
 	h.tagEpoch.Add(1)
 	h.tagsMu.Unlock()
 	if tag == AllTag {
 		h.mat.Clear() // every copy is now a miss: free them at once
 	}
-	if err := h.raiseMarker(ctx, h.l1, h.markerKey(tag), ts); err != nil {
+	if err := h.raiseMarker(ctx, h.l1, mk, ts); err != nil {
 		h.stats.l1Errors.Add(1)
 		h.log.Debug("hybrid: L1 tag marker", "tag", tag, "err", err)
 	}
@@ -145,4 +151,47 @@ func (h *Cache) raiseMarker(ctx context.Context, c *sdk.Client, key string, ts i
 		}
 	}
 	return fmt.Errorf("marker %s: %w after %d attempts", key, sdk.ErrConflict, attempts)
+}
+
+// refreshMarker reads from L2 the tag marker the store reported changed
+// (WatchBackplane) and learns it. Markers are hashed, so the tag is known
+// only if this instance met it; otherwise the time is kept by marker key,
+// mirrored in L1, and every materialized value re-checks its tags. If L2
+// cannot be read, every L1 copy is dropped: the invalidation cannot be
+// applied and must not be lost.
+func (h *Cache) refreshMarker(ctx context.Context, marker string) {
+	r, err := h.l2.Get(ctx, marker)
+	if err != nil || (!r.OK() && r.Status != sdk.StatusNotFound) {
+		if ctx.Err() != nil {
+			return // closing
+		}
+		if err == nil {
+			err = r.Err()
+		}
+		h.stats.l2Errors.Add(1)
+		h.log.Warn("hybrid: a changed tag marker could not be read from L2; clearing L1", "marker", marker, "err", err)
+		h.clearLocal()
+		return
+	}
+	ts, ok := decodeStamp(r)
+	if !ok {
+		return // gone (expired, deleted): it invalidates nothing more
+	}
+	h.tagsMu.Lock()
+	if ts <= h.markerTS[marker] {
+		h.tagsMu.Unlock()
+		return
+	}
+	h.markerTS[marker] = ts
+	tag, known := h.markerTag[marker]
+	h.tagsMu.Unlock()
+	if known {
+		h.learnTag(ctx, tag, ts)
+		return
+	}
+	h.tagEpoch.Add(1) // materialized values re-read their tags' markers
+	if err := h.raiseMarker(ctx, h.l1, marker, ts); err != nil {
+		h.stats.l1Errors.Add(1)
+		h.log.Debug("hybrid: L1 tag marker", "marker", marker, "err", err)
+	}
 }

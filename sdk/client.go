@@ -35,6 +35,7 @@ func Connect(ctx context.Context, connString string, opts ...Option) (*Client, e
 	for _, opt := range opts {
 		opt(&o)
 	}
+	cs.clientName = o.clientName
 	c := &Client{conn: cs, serializer: o.serializer, log: o.logger}
 	if c.tel, err = newTelemetry(o, cs.Inproc); err != nil {
 		return nil, err

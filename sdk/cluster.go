@@ -111,6 +111,7 @@ type clusterBackend struct {
 	stats struct {
 		pushed, polled, refreshed, stale atomic.Uint64
 		redirects, retries               atomic.Uint64
+		ownerChanges                     atomic.Uint64
 	}
 }
 
@@ -349,6 +350,9 @@ func (b *clusterBackend) install(m *wire.RoutingMap, from string, how mapSource)
 		return false
 	}
 	b.table.Store(t)
+	if !sameOwners(cur, t) {
+		b.stats.ownerChanges.Add(1)
+	}
 	switch how {
 	case fromPush:
 		b.stats.pushed.Add(1)
@@ -621,6 +625,12 @@ type RoutingStats struct {
 	// Redirects counts answers that said the map was wrong; Retries every
 	// attempt run again (redirects and transient failures).
 	Redirects, Retries uint64
+	// OwnerChanges counts the maps installed in which some segment has
+	// another owner (or none) than in the map before: failovers, moves,
+	// joins and removals. A consumer that must act when data changes
+	// hands (hybrid.WatchBackplane drops its L1) compares it between two
+	// looks.
+	OwnerChanges uint64
 }
 
 // RoutingNodeStats is one node of the routing table.
@@ -640,7 +650,8 @@ func (c *Client) Routing() RoutingStats {
 	t := b.table.Load()
 	s := RoutingStats{Cluster: true, MapVersion: t.version, TotalSegments: t.total,
 		PushedMaps: b.stats.pushed.Load(), PolledMaps: b.stats.polled.Load(), RefreshedMaps: b.stats.refreshed.Load(),
-		StaleMaps: b.stats.stale.Load(), Redirects: b.stats.redirects.Load(), Retries: b.stats.retries.Load()}
+		StaleMaps: b.stats.stale.Load(), Redirects: b.stats.redirects.Load(), Retries: b.stats.retries.Load(),
+		OwnerChanges: b.stats.ownerChanges.Load()}
 	if n := b.pushing.Load(); n != nil {
 		s.PushNode = n.id
 	}

@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -34,6 +35,11 @@ func (l *ledger) ack(k string, v int) {
 	l.mu.Unlock()
 }
 
+// loadPace spaces each writer's calls: four writers still put a write in
+// flight every 1 ms or so through every phase of a move (a fence lasts
+// 10–30 ms), without spending the suite's CPU on the load itself.
+const loadPace = 4 * time.Millisecond
+
 // writeLoad runs writers until stop: each owns its keys and writes them
 // in sequence, so the value read back must be exactly the last acknowledged
 // one. Any failed call fails the test: a move costs a client at most a
@@ -47,7 +53,10 @@ func writeLoad(t *testing.T, c *sdk.Client, writers, keysEach int) (stop func() 
 	errs := make(chan error, writers)
 	for w := range writers {
 		wg.Go(func() {
+			pace := time.NewTicker(loadPace)
+			defer pace.Stop()
 			for i := 1; !done.Load(); i++ {
+				<-pace.C
 				k := fmt.Sprintf("w%d:%d", w, i%keysEach)
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				r, err := c.Put(ctx, k, []byte(strconv.Itoa(i)), nil)
@@ -75,11 +84,12 @@ func writeLoad(t *testing.T, c *sdk.Client, writers, keysEach int) (stop func() 
 // verifyLedger reads back every fixed key (exactly its value) and every
 // ledger key: at least the value acknowledged before the read (a writer
 // still running may have written a later one; an older one is a lost
-// write).
-func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]string) {
+// write). On a loss explain (when set) is given the lost keys first.
+func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]string, explain func(lost []string)) {
 	t.Helper()
 	ctx := context.Background()
 	lost := 0
+	var lostKeys []string
 	check := func(k, want string) {
 		// Unavailability (a timeout, a redirect the map has not caught up
 		// with on a starved machine) is retried for a while; a wrong value
@@ -102,9 +112,10 @@ func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]strin
 		}
 		if !ok {
 			if lost < 5 {
-				t.Errorf("%s: want %q, got %v %q %v", k, want, r.Status, r.Value, err)
+				t.Errorf("%s: want %.20q, got %v %.20q %v", k, want, r.Status, r.Value, err)
 			}
 			lost++
+			lostKeys = append(lostKeys, k)
 		}
 	}
 	for k, v := range fixed {
@@ -120,6 +131,9 @@ func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]strin
 		check(k, strconv.Itoa(v))
 	}
 	if lost > 0 {
+		if explain != nil {
+			explain(lostKeys)
+		}
 		t.Fatalf("%d of %d acknowledged keys lost or stale", lost, len(fixed)+len(acked))
 	}
 }
@@ -151,10 +165,13 @@ func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
 			opts := clustertest.Options{NoRESP: true, NoHTTP: true, Mutate: func(c *server.Config) {
 				c.ReplicationFactor = rf
 			}}
+			logs := newLogRing(50000)
+			opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			if os.Getenv("ZARIS_TEST_LOG") != "" {
-				opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+				opts.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			}
 			cl := clustertest.Start(t, 3, opts)
+			explain := func(lost []string) { explainLoss(t, cl, logs, lost) }
 			c := realConnect(t, cl.ConnString())
 			ctx := context.Background()
 
@@ -174,7 +191,7 @@ func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
 			waitSettled(t, cl, "the joiner holds partitions and no move is in flight", func(m *cluster.PartitionMap) bool {
 				return cluster.Holds(m, cluster.NodeID(n4.Config().NodeID))
 			})
-			verifyLedger(t, c, l, fixed)
+			verifyLedger(t, c, l, fixed, explain)
 
 			// A node is drained: its partitions move away, then it leaves.
 			victim := cl.Node("n2")
@@ -184,7 +201,7 @@ func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
 				return !cluster.Holds(m, "n2") && !listed
 			})
 			ops := stop()
-			verifyLedger(t, c, l, fixed)
+			verifyLedger(t, c, l, fixed, explain)
 			var st cluster.RebalanceStatus
 			if leader := cl.Leader(); leader != nil {
 				st = leader.Cluster().RebalanceStatus()
@@ -205,7 +222,10 @@ func tolerantLoad(c *sdk.Client, writers, keysEach int) (stop func() (acked, fai
 	var ok, bad atomic.Int64
 	for w := range writers {
 		wg.Go(func() {
+			pace := time.NewTicker(loadPace)
+			defer pace.Stop()
 			for i := 1; !done.Load(); i++ {
+				<-pace.C
 				k := fmt.Sprintf("w%d:%d", w, i%keysEach)
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				r, err := c.Put(ctx, k, []byte(strconv.Itoa(i)), nil)
@@ -285,8 +305,11 @@ func migrationFault(t *testing.T, victim, phase string) {
 			return <-st.goOn
 		}
 	}}
+	// Every node's log lines are kept: a loss explains itself (explainLoss).
+	logs := newLogRing(50000)
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	if os.Getenv("ZARIS_TEST_LOG") != "" {
-		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		opts.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(os.Stderr, logs), nil))
 	}
 	cl := clustertest.Start(t, 3, opts)
 	c := realConnect(t, cl.ConnString())
@@ -294,7 +317,7 @@ func migrationFault(t *testing.T, victim, phase string) {
 	fixed := map[string]string{}
 	val := make([]byte, 256)
 	var items []sdk.KV
-	for i := range 3000 {
+	for i := range 1500 { // ~37 per partition: a partition served empty loses dozens
 		k := fmt.Sprintf("fixed:%d", i)
 		v := fmt.Sprintf("v%d:%s", i, val)
 		fixed[k] = v
@@ -359,6 +382,6 @@ func migrationFault(t *testing.T, victim, phase string) {
 		return true
 	})
 	acked, failed := stop()
-	verifyLedger(t, c, l, fixed)
+	verifyLedger(t, c, l, fixed, func(lost []string) { explainLoss(t, cl, logs, lost) })
 	t.Logf("%s killed in phase %s: %d writes acknowledged, %d refused or timed out; nothing lost", victim, phase, acked, failed)
 }

@@ -752,3 +752,24 @@ func TestClusterClose(t *testing.T) {
 		t.Fatalf("connections left open: %+v", c.Routing())
 	}
 }
+
+// RoutingStats.OwnerChanges counts the maps that gave some segment another
+// owner, not every map: a consumer relies on it to notice moves.
+func TestClusterCountsOwnerChanges(t *testing.T) {
+	tc := startCluster(t, 3, clusterConfig{})
+	c := tc.connect(t, sdk.WithMapPollInterval(-1))
+	if rs := c.Routing(); rs.OwnerChanges != 0 {
+		t.Fatalf("a fresh client counts %d owner changes", rs.OwnerChanges)
+	}
+	v := tc.move(2) // a new map version, every segment with the same owner
+	waitFor(t, 5*time.Second, "the pushed map", func() bool { return c.Routing().MapVersion == v })
+	if rs := c.Routing(); rs.OwnerChanges != 0 {
+		t.Fatalf("a map that moved nothing counted as an owner change: %+v", rs)
+	}
+	seg := placement.SegmentOf(tc.keysOn(0, "owner:", 1)[0], store.DefaultSegments)
+	v = tc.move(1, seg)
+	waitFor(t, 5*time.Second, "the pushed map", func() bool { return c.Routing().MapVersion == v })
+	if rs := c.Routing(); rs.OwnerChanges != 1 {
+		t.Fatalf("one segment moved: %+v", rs)
+	}
+}

@@ -31,6 +31,8 @@ type ConnString struct {
 	ServerName  string        // servername= (TLS SNI / verification name)
 	Timeout     time.Duration // timeout= default per-call deadline when the context has none
 	DialTimeout time.Duration // dialTimeout=
+
+	clientName string // WithClientName ("" = zaris-go-sdk)
 }
 
 var connOptions = map[string]bool{"user": true, "password": true, "token": true, "ca": true, "cert": true, "key": true, "servername": true, "timeout": true, "dialTimeout": true}

@@ -69,14 +69,20 @@ func itemCapSuite(t *testing.T, c *sdk.Client) {
 	if _, err := h.SetField(ctx, "h", "a", b900); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.SetNX(ctx, "h", "b", bytes.Repeat([]byte("v"), 100))
+	// Item size: field and value plus a 2-byte header each, 1 + 900 + 4 =
+	// 905; a new field of 115 bytes with a 1-byte value (+ 4) passes the
+	// 119 bytes left by one.
+	_, err = h.SetNX(ctx, "h", "b", bytes.Repeat([]byte("v"), 115))
 	tooLarge("HSETNX", err)
-	_, err = h.IncrBy(ctx, "h", strings.Repeat("c", 80), 1)
+	_, err = h.IncrBy(ctx, "h", strings.Repeat("c", 115), 1)
 	tooLarge("HINCRBY", err)
-	_, err = h.IncrByFloat(ctx, "h", strings.Repeat("c", 80), 1)
+	_, err = h.IncrByFloat(ctx, "h", strings.Repeat("c", 115), 1)
 	tooLarge("HINCRBYFLOAT", err)
 	if n, _ := h.Len(ctx, "h"); n != 1 {
 		t.Fatalf("HLEN %d after refusals, want 1", n)
+	}
+	if _, err := h.SetField(ctx, "h", "b", bytes.Repeat([]byte("v"), 114)); err != nil {
+		t.Fatalf("a field taking the hash to exactly the cap: %v", err)
 	}
 
 	l := c.Lists()
@@ -111,7 +117,9 @@ func itemCapSuite(t *testing.T, c *sdk.Client) {
 	if _, err := z.Add(ctx, "z", sdk.Member{Member: string(b900), Score: 1}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = z.IncrBy(ctx, "z", "m", 1)
+	// 900 + 2 + 8 (score) + 2 = 912 item bytes; a member of 101 (+ 12)
+	// passes the cap by one.
+	_, err = z.IncrBy(ctx, "z", strings.Repeat("m", 101), 1)
 	tooLarge("ZINCRBY of a new member", err)
 	if n, _ := z.Card(ctx, "z"); n != 1 {
 		t.Fatalf("ZCARD %d, want 1", n)

@@ -19,6 +19,7 @@ type clientOptions struct {
 	storeConfig *store.Config
 	mapPoll     time.Duration // 0: DefaultMapPollInterval; < 0: no polling
 	maxAttempts int           // 0: DefaultMaxAttempts
+	clientName  string        // "": the default, zaris-go-sdk
 
 	tracerProvider trace.TracerProvider // nil: no spans
 	meterProvider  metric.MeterProvider // nil: no measurements
@@ -52,3 +53,7 @@ func WithMapPollInterval(d time.Duration) Option { return func(o *clientOptions)
 // DefaultMaxAttempts (32, about ten seconds of backoff); n < 1 keeps the default. Ignored by embedded and
 // single-node clients.
 func WithMaxAttempts(n int) Option { return func(o *clientOptions) { o.maxAttempts = n } }
+
+// WithClientName sets the client name every connection presents in its
+// handshake (default "zaris-go-sdk"); servers show it in their logs.
+func WithClientName(name string) Option { return func(o *clientOptions) { o.clientName = name } }

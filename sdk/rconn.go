@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,14 +88,29 @@ func handshake(ctx context.Context, nc net.Conn, ep string, req wire.HandshakeRe
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}
+	// A cancelled context ends the exchange at once too (a deadline in the
+	// past wakes the blocked read or write), and the error says so.
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	ended := func(err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("%w (%w)", cerr, err)
+		}
+		// The connection's deadline is the context's: it can fire a moment
+		// before the context reports it.
+		if dl, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(dl) {
+			return fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
+		}
+		return err
+	}
 	frame := wire.AppendFrame(nil, 1, wire.OpHandshake, 0, wire.AppendHandshakeRequest(nil, req))
 	if _, err := nc.Write(frame); err != nil {
-		return nil, fmt.Errorf("%s: sending handshake: %w", ep, err)
+		return nil, fmt.Errorf("%s: sending handshake: %w", ep, ended(err))
 	}
 	fr := wire.NewFrameReader(nc, wire.DefaultMaxFrameSize)
 	f, err := fr.Next()
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading handshake response: %w", ep, err)
+		return nil, fmt.Errorf("%s: reading handshake response: %w", ep, ended(err))
 	}
 	if f.Flags.Has(wire.FlagError) {
 		var e wire.ErrorResponse
@@ -111,6 +127,11 @@ func handshake(ctx context.Context, nc net.Conn, ep string, req wire.HandshakeRe
 	if !wire.SupportedVersion(resp.ProtocolVersion) {
 		return nil, &HandshakeError{Endpoint: ep, Status: kv.StatusBadRequest,
 			Message: fmt.Sprintf("server chose protocol version %d, which this client does not speak", resp.ProtocolVersion)}
+	}
+	if !stop() {
+		// Cancelled after the answer: the connection's deadline may be in
+		// the past already; the caller gave up.
+		return nil, fmt.Errorf("%s: handshake: %w", ep, context.Cause(ctx))
 	}
 	_ = nc.SetDeadline(time.Time{})
 	c := &rconn{

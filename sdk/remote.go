@@ -153,6 +153,14 @@ func (b *remoteBackend) conn(ctx context.Context) (*rconn, error) {
 		if errors.As(err, &he) {
 			return nil, err // a refusal is configuration, not reachability: no retry
 		}
+		if callerDone(ctx) {
+			// The dialling caller's own context ended: that says nothing
+			// about the server. Recorded as the backend's last error it
+			// would fail every other caller in the backoff window with a
+			// cancellation that is not theirs (a Put lost to a refresh's
+			// cancelled dial).
+			return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+		}
 		refused = refused && errors.Is(err, syscall.ECONNREFUSED)
 		errs = append(errs, err)
 	}
@@ -168,9 +176,27 @@ func (b *remoteBackend) conn(ctx context.Context) (*rconn, error) {
 	return nil, b.lastErr
 }
 
-func (b *remoteBackend) dial(ctx context.Context, ep string) (*rconn, error) {
+// callerDone reports whether ctx has ended, its deadline included (a
+// context derived from it can report the shared deadline a moment sooner).
+func callerDone(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+func (b *remoteBackend) dial(ctx context.Context, ep string) (c *rconn, err error) {
 	dctx, cancel := context.WithTimeout(ctx, b.dialTO)
 	defer cancel()
+	defer func() {
+		if err != nil && !callerDone(ctx) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// The dial timeout ran out, not the caller's context: that is a
+			// server out of reach (retried), not an end of the call (%v
+			// drops the context error from the chain).
+			err = fmt.Errorf("%s: no connection within the dial timeout (%v): %v", ep, b.dialTO, err)
+		}
+	}()
 	d := net.Dialer{KeepAlive: 15 * time.Second}
 	nc, err := d.DialContext(dctx, "tcp", ep)
 	if err != nil {
@@ -192,8 +218,12 @@ func (b *remoteBackend) dial(ctx context.Context, ep string) (*rconn, error) {
 		}
 		nc = tlsConn
 	}
-	c, err := handshake(dctx, nc, ep, wire.HandshakeRequest{
-		ProtocolVersion: wire.ProtocolVersion, Store: b.cs.Store, Token: b.cs.Token, User: b.cs.User, ClientName: "zaris-go-sdk",
+	name := b.cs.clientName
+	if name == "" {
+		name = "zaris-go-sdk"
+	}
+	c, err = handshake(dctx, nc, ep, wire.HandshakeRequest{
+		ProtocolVersion: wire.ProtocolVersion, Store: b.cs.Store, Token: b.cs.Token, User: b.cs.User, ClientName: name,
 	})
 	if err != nil {
 		nc.Close()

@@ -149,7 +149,14 @@ func runStreamsSuite(t *testing.T, open func(t *testing.T, store string) *sdk.Cl
 		refused(t, "XADD malformed id", err, sdk.ErrBadRequest)
 		_, err = x.Range(ctx, k, "x", "+", 0)
 		refused(t, "XRANGE malformed id", err, sdk.ErrBadRequest)
-		_, err = x.Ack(ctx, k, "g", "1-x")
+		// Redis's order: no stream or no group acks nothing, ids unread.
+		expect(t, "XACK malformed id, no stream", 0)(x.Ack(ctx, k, "g", "1-x"))
+		acked := dsKey(t, "acked")
+		if _, err := x.Add(ctx, acked, xsFields("a", "1"), nil); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "XGROUP CREATE", true)(x.CreateGroup(ctx, acked, "g", "0", false))
+		_, err = x.Ack(ctx, acked, "g", "1-x")
 		refused(t, "XACK malformed id", err, sdk.ErrBadRequest)
 		_, err = x.ReadGroup(ctx, k, "g", "c", 0)
 		refused(t, "XREADGROUP on a missing stream", err, sdk.ErrNotFound)

@@ -266,8 +266,22 @@ func (t *Tx) Commit(ctx context.Context) (TxResult, error) {
 			}
 			return c.commit(ctx, writes)
 		}
-		if !res.Status.Redirect() || attempt >= txRedirectAttempts || !t.routes.reroute(ctx) {
+		if !res.Status.Redirect() {
 			return res, err
+		}
+		if attempt >= txRedirectAttempts || !t.routes.reroute(ctx) {
+			if !routingOnly(res.Status) {
+				return res, err
+			}
+			// Where a key lives is the SDK's business: a transaction whose
+			// owners kept changing ends Timeout or Unavailable like any
+			// call, never Moved (seen reaching the soak's application).
+			st, msg, cerr := unsettled(ctx, res.Status, attempt)
+			res.Status, res.Message = st, msg
+			if cerr != nil {
+				return res, cerr
+			}
+			return res, res.Err()
 		}
 	}
 }

@@ -29,6 +29,7 @@ const (
 	StatusTimeout              = kv.StatusTimeout
 	StatusWrongType            = kv.StatusWrongType
 	StatusInternal             = kv.StatusInternal
+	StatusReadOnly             = kv.StatusReadOnly
 )
 
 // Sentinel errors returned by Result.Err, for errors.Is.
@@ -48,6 +49,7 @@ var (
 	ErrTimeout              = kv.ErrTimeout
 	ErrWrongType            = kv.ErrWrongType
 	ErrInternal             = kv.ErrInternal
+	ErrReadOnly             = kv.ErrReadOnly
 )
 
 // Result is the outcome of one key operation (R-KV-1). Expected outcomes are
@@ -87,6 +89,10 @@ type PutOptions struct {
 	KeepTTL     bool
 	ContentType string // optional metadata, "" = none
 	Labels      map[string]string
+	// ExpireAt is an absolute expiry, Unix nanoseconds (time.Time.UnixNano):
+	// the key expires at that instant of the store's clock, as Redis SET …
+	// PXAT; 0 = none. With TTL or KeepTTL it is BadRequest.
+	ExpireAt int64
 }
 
 // kvOptions is opts as the engine and the wire codec take them (the same

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"testing"
 	"time"
 
@@ -32,8 +33,8 @@ func recvMessage(t *testing.T, s *sdk.Subscription) sdk.Message {
 			t.Fatalf("subscription ended: %v", s.Err())
 		}
 		return m
-	case <-time.After(5 * time.Second):
-		t.Fatal("no message within 5s")
+	case <-time.After(testscale.D(5 * time.Second)):
+		t.Fatalf("no message within %v", testscale.D(5*time.Second))
 	}
 	return sdk.Message{}
 }

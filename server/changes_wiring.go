@@ -39,13 +39,40 @@ func (n *Node) feedClientConn(ctx context.Context) (*sdk.Client, error) {
 	if f.c != nil {
 		return f.c, nil
 	}
+	u, err := n.selfConnString()
+	if err != nil {
+		return nil, err
+	}
+	c, err := sdk.Connect(ctx, u, sdk.WithLogger(n.log.With("component", "changes")))
+	if err != nil {
+		return nil, err
+	}
+	f.c = c
+	return c, nil
+}
+
+// closeFeedClient closes the feed's client (node stop).
+func (n *Node) closeFeedClient() {
+	f := &n.feed
+	f.mu.Lock()
+	c := f.c
+	f.c, f.closed = nil, true
+	f.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+// selfConnString is the connection string of this cluster through this
+// node's client port, with the node's credentials and TLS material.
+func (n *Node) selfConnString() (string, error) {
 	addr := n.Addr(EndpointClient)
 	if addr == nil {
-		return nil, fmt.Errorf("the client port is not open yet")
+		return "", fmt.Errorf("the client port is not open yet")
 	}
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok {
-		return nil, fmt.Errorf("client port %v is not TCP", addr)
+		return "", fmt.Errorf("client port %v is not TCP", addr)
 	}
 	host := tcp.IP
 	if host == nil || host.IsUnspecified() {
@@ -65,22 +92,5 @@ func (n *Node) feedClientConn(ctx context.Context) (*sdk.Client, error) {
 		q.Set("key", n.cfg.TLSKey)
 	}
 	u.RawQuery = q.Encode()
-	c, err := sdk.Connect(ctx, u.String(), sdk.WithLogger(n.log.With("component", "changes")))
-	if err != nil {
-		return nil, err
-	}
-	f.c = c
-	return c, nil
-}
-
-// closeFeedClient closes the feed's client (node stop).
-func (n *Node) closeFeedClient() {
-	f := &n.feed
-	f.mu.Lock()
-	c := f.c
-	f.c, f.closed = nil, true
-	f.mu.Unlock()
-	if c != nil {
-		_ = c.Close()
-	}
+	return u.String(), nil
 }

@@ -112,6 +112,7 @@ func (n *Node) newClusterLocked(peer net.Listener) (*cluster.Cluster, error) {
 		Migrate:       n.repl.Migrate,
 		AutoRebalance: c.AutoRebalance,
 		PhaseHook:     c.MigrationPhaseHook,
+		FailoverHook:  c.FailoverHook,
 		OnTraffic: func(d cluster.TrafficDecision) {
 			// A restarted owner opens its listeners once restart recovery
 			// released its segments (bounded: the gate stays authoritative).
@@ -223,6 +224,7 @@ func (n *Node) ClusterStatus() cluster.Status {
 	}
 	st := c.Status()
 	n.repl.Annotate(&st)
+	st.Follow = n.followStatus()
 	return st
 }
 

@@ -162,14 +162,21 @@ type Config struct {
 	// Retained bytes are accounted (zaris_feed_retained_bytes). 0 = off.
 	FeedRetentionBytes int64
 	FeedRetentionAge   time.Duration
+	// Follow makes this cluster a WAN follower of another (--follow
+	// zaris://PRIMARY_SEEDS/STORE, R-OPS-4): its leader applies the
+	// primary's change feed and every node refuses client writes until
+	// zarisctl promote. It acts on a cluster that never followed; a
+	// promoted cluster ignores it (zarisctl follow starts a new follow).
+	Follow string
 
 	// MemoryMaxBytes caps the bytes of owned data on this node (R-MEM-1)
 	// (--memory-max-bytes; plain bytes or with a unit: 512MiB, 1GiB).
 	// Default 1 GiB. There is no "unlimited": 0 or less is invalid.
 	MemoryMaxBytes int64
-	// MaxItemBytes caps one key (R-MEM-3) (--max-item-bytes): a string's
-	// value or a collection's accounted bytes. A write past it is
-	// ItemTooLarge. Default 4 MiB. Must be positive, at most
+	// MaxItemBytes caps one key's item size (R-MEM-3) (--max-item-bytes):
+	// a string's value, a collection's data as serialised (its members,
+	// fields, values and entries plus a few bytes of framing each). A write
+	// past it is ItemTooLarge. Default 4 MiB. Must be positive, at most
 	// MemoryMaxBytes and at most MaxItemBytesLimit.
 	MaxItemBytes int
 	// MemoryMaxRSS bounds the memory of the whole process, its resident
@@ -289,6 +296,11 @@ type Config struct {
 	// (cluster.MigrationPhase*); false abandons that step, as if the
 	// leader died right there. Tests inject a fault in a precise phase.
 	MigrationPhaseHook func(phase string, p cluster.Partition) bool `yaml:"-"`
+	// FailoverHook is for tests only (no flag, no YAML): the raft leader's
+	// failover sweep calls it before it acts on a partition whose owner is
+	// not alive; false leaves the partition alone in that sweep. Tests hold
+	// a failover back to reach what the map change of a lost member does.
+	FailoverHook func(p cluster.Partition) bool `yaml:"-"`
 }
 
 // NodeEntry is one node of the registry (Config.Nodes).
@@ -522,6 +534,11 @@ func (c Config) Validate() error {
 	}
 	if c.OpLogMaxBytes < 1 {
 		return bad("oplog-max-bytes", "%d: must be at least 1", c.OpLogMaxBytes)
+	}
+	if c.Follow != "" {
+		if err := validFollowSource(c.Follow); err != nil {
+			return bad("follow", "%v", err)
+		}
 	}
 	if c.FeedRetentionBytes < 0 || c.FeedRetentionBytes > 1<<40 || c.FeedRetentionAge < 0 {
 		return bad("feed-retention", "%d bytes, %v: out of range (0..1TiB, a non-negative duration)", c.FeedRetentionBytes, c.FeedRetentionAge)

@@ -113,6 +113,9 @@ var options = []option{
 			return err
 		},
 		show: func(c Config) string { return strconv.Itoa(c.OpLogMaxBytes) }},
+	{name: "follow", arg: "zaris://PRIMARY_SEEDS/STORE", usage: "follow another cluster's change feed (a WAN follower): apply its changes, refuse client writes until zarisctl promote; acts on a cluster that never followed",
+		set:  func(c *Config, v string) error { c.Follow = v; return nil },
+		show: func(c Config) string { return "" }},
 	{name: "feed-retention", arg: "SIZE|DURATION", usage: "change-feed retention per segment beyond the op-log: a size (64MiB), a duration (10m) or both (64MiB,10m); 0 = off",
 		set: func(c *Config, v string) error {
 			c.FeedRetentionBytes, c.FeedRetentionAge = 0, 0
@@ -156,7 +159,7 @@ var options = []option{
 			return err
 		},
 		show: func(c Config) string { return strconv.FormatInt(c.MemoryMaxRSS, 10) }},
-	{name: "max-item-bytes", arg: "N", usage: "cap of one value in bytes (units allowed: 4MiB)",
+	{name: "max-item-bytes", arg: "N", usage: "cap of one key in bytes: a string's value, a collection's data as serialised (units allowed: 4MiB)",
 		set: func(c *Config, v string) error {
 			n, err := parseBytes(v)
 			if err == nil && n > int64(MaxItemBytesLimit) {

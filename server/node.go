@@ -22,6 +22,7 @@ import (
 	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/events"
+	"github.com/zaris-io/zaris/server/follow"
 	"github.com/zaris-io/zaris/server/httpapi"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/native"
@@ -121,8 +122,9 @@ type Node struct {
 	// cluster secret (nil = none).
 	tlsState *tlsState
 	secret   *cluster.Secret
-	events   *events.Ring // cluster events for the web console's timeline
-	feed     feedClient   // behind GET /v1/changes (changes_wiring.go)
+	events   *events.Ring  // cluster events for the web console's timeline
+	feed     feedClient    // behind GET /v1/changes (changes_wiring.go)
+	follow   followRuntime // the WAN follower (follow_wiring.go)
 
 	mu        sync.Mutex // guards state, services, listeners, served, peer, cluster, startedAt
 	state     nodeState
@@ -224,6 +226,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 		}),
 	}
 	n.freezeStop = make(chan struct{})
+	n.follow.stats = follow.NewStats()
 	resp.RegisterACLCatalog() // the command categories users are built on
 	n.acl = acl.NewRegistry(cfg.Token)
 	repl, err := n.newReplication()
@@ -236,6 +239,7 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 	n.metrics.Registry().MustRegister(repl.Collector(), failoverCollector{n: n}, n.fences,
 		metrics.NewMigrationCollector(n.migrationStats), peerAuthCollector{n: n})
 	n.metrics.Registry().MustRegister(metrics.NewPubSubCollector(st.PubSub().Stats))
+	n.metrics.Registry().MustRegister(n.follow.stats.Collector(func() bool { return n.followState().Following() }))
 	fail := func(err error) (*Node, error) {
 		repl.Close()
 		_ = st.Close()
@@ -255,6 +259,8 @@ func NewNode(cfg Config, logger *slog.Logger) (*Node, error) {
 			FreezeCheck:  n.freezeCheck,
 			Console:      n.consoleOptions(),
 			Changes:      n.openChanges,
+			ReadOnly:     n.readOnly,
+			Follow:       followControl{n: n},
 			// POST /v1/node/decommission: the handler has answered 202;
 			// the leave and the stop run on their own goroutine (the stop
 			// shuts this HTTP service down and waits for its handlers), and
@@ -462,6 +468,7 @@ func (n *Node) startLocked(ctx context.Context) (standalone bool, err error) {
 	n.peer, n.cluster = peer, cl
 	n.routing.c.Store(cl)
 	n.startFreezeDetector()
+	n.startFollower()
 
 	if ln := n.listeners[EndpointHTTP]; ln != nil {
 		n.served[EndpointHTTP] = true
@@ -545,6 +552,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.log.Info("node stopping", "timeout", n.cfg.ShutdownTimeout.String())
 		ctx, cancel := context.WithTimeout(ctx, n.cfg.ShutdownTimeout)
 		defer cancel()
+		n.stopFollower() // the applier commits its cursor while the cluster still runs
 
 		// Listeners are only written under mu before the state leaves
 		// stateCreated, so reading them here without the lock is safe.

@@ -13,7 +13,8 @@ import (
 // every message published here to the other members of the applied map,
 // one frame per member, and delivers the messages they forward. The links
 // follow the map (applyMap calls Sync); cluster settings
-// (notify-keyspace-events) travel on them too.
+// (notify-keyspace-events, the members' client-tracking interest) and
+// client-side-caching invalidations travel on them too.
 
 // newBus builds the node's bus (called by New, before the cluster starts).
 func (n *Node) newBus() *bus.Bus {
@@ -28,9 +29,11 @@ func (n *Node) newBus() *bus.Bus {
 			}
 			return c.DialPeerNode(ctx, p.Addr, cluster.NodeID(p.ID), bus.Proto)
 		},
-		OnSetting:   n.applyClusterSetting,
-		Log:         n.log.With("component", "pubsub-bus"),
-		ResyncEvery: time.Second, // links also catch up with a map applied before the cluster was readable
+		OnSetting:    n.applyClusterSetting,
+		OnInvalidate: n.applyInvalidation,
+		OnLinkLost:   n.busLinkLost,
+		Log:          n.log.With("component", "pubsub-bus"),
+		ResyncEvery:  time.Second, // links also catch up with a map applied before the cluster was readable
 	})
 	n.store.PubSub().SetForwarder(b.Forward)
 	return b
@@ -60,5 +63,21 @@ func (n *Node) busPeers() []bus.Peer {
 func (n *Node) applyClusterSetting(name, value string) {
 	if r := n.respSrv; r != nil {
 		r.ApplyClusterSetting(name, value)
+	}
+}
+
+// applyInvalidation hands a member's client-side-caching invalidations to
+// the RESP front end (CLIENT TRACKING).
+func (n *Node) applyInvalidation(keys []string, flush bool) {
+	if r := n.respSrv; r != nil {
+		r.ApplyInvalidation(keys, flush)
+	}
+}
+
+// busLinkLost: a member's link to this node ended; what it had queued is
+// lost, so the RESP front end's tracking clients flush their caches.
+func (n *Node) busLinkLost() {
+	if r := n.respSrv; r != nil {
+		r.LinkLost()
 	}
 }

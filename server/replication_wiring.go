@@ -43,9 +43,11 @@ func (n *Node) newReplication() (*replication.Manager, error) {
 			}
 			return cl.DialPeer(ctx, addr, cluster.PeerReplication)
 		},
-		Down: func(id cluster.NodeID) bool {
-			cl := n.Cluster()
-			return cl != nil && cl.PeerDown(id)
+		Presence: func(id cluster.NodeID) failover.OwnerPresence {
+			if cl := n.Cluster(); cl != nil {
+				return cl.Presence(id)
+			}
+			return failover.OwnerAway
 		},
 		Logger: n.log,
 	})

@@ -39,6 +39,7 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		WriteBarrier: barrier,
 		Replicas:     replicas,
 		FreezeCheck:  n.freezeCheck,
+		ReadOnly:     n.readOnly,
 		Store:        n.store,
 		NodeID:       n.cfg.NodeID,
 		Version:      Version(),

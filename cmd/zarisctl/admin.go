@@ -149,12 +149,14 @@ func cmdAdd(ctx context.Context, g *globals, args []string, stdout io.Writer) (i
 			return waitOutcome{}
 		}
 		settled, _ := rebalanceSettled(ld)
-		switch {
-		case settled && holdsData(ld, id):
+		switch addOutcome(settled, holdsData(ld, id), plannedOver(ld, id)) {
+		case addDone:
 			return waitOutcome{done: true, code: exitOK, msg: doneLine("add "+id, v)}
-		case settled:
+		case addSpare:
 			return waitOutcome{done: true, code: exitPartial, msg: fmt.Sprintf("rebalance done, but the plan gives %s no "+
 				"partition (a spare: more nodes than the layout uses)", id)}
+		case addAskAgain:
+			_, _ = a.onLeader(ctx, g, "/v1/cluster/rebalance", nil)
 		}
 		return waitOutcome{}
 	})

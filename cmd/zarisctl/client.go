@@ -47,6 +47,7 @@ type rebalanceDoc struct {
 	BytesMoved    int64          `json:"bytes_moved"`
 	FencePause    time.Duration  `json:"last_fence_pause_ns"`
 	MaxFencePause time.Duration  `json:"max_fence_pause_ns"`
+	PlannedOver   []string       `json:"planned_over,omitempty"`
 }
 
 // migrationDoc is one partition's move in flight.

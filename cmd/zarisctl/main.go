@@ -56,6 +56,10 @@ commands:
                              incoming copies, phase, lag, keys, started, attempts, last abort
   evict NODE                 remove NODE from the cluster for good (on the leader; its data
                              is gone with it at RF 1 — drain a live node instead)
+  follow zaris://SEEDS/STORE make this cluster a WAN follower of that primary: its leader applies
+                             the primary's change feed; client writes are refused until promote
+  promote                    stop following for good (RPO: what the feed had not delivered);
+                             client writes open
   get KEY                    print the value of KEY
   set KEY VALUE [--ttl D]    write KEY
   del KEY                    delete KEY
@@ -177,6 +181,8 @@ var commands = map[string]command{
 	"cert":       cmdCert,
 	"set":        cmdSet,
 	"del":        cmdDel,
+	"follow":     cmdFollow,
+	"promote":    cmdPromote,
 }
 
 // parseArgs parses a command's flags (the global ones included) wherever

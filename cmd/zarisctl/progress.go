@@ -66,6 +66,39 @@ func (r *request) ask(leader *clusterDoc) bool {
 	return settled && !r.SawActive && (leader.Self != r.Leader || leader.Term != r.Term)
 }
 
+// addStep is what `add` does with one look at the leader.
+type addStep int
+
+const (
+	addWait     addStep = iota // moves in flight or not planned yet
+	addDone                    // settled, and the node holds data
+	addSpare                   // settled over a plan that counted the node, which gave it nothing
+	addAskAgain                // settled over a plan that did not count the node: request another
+)
+
+// addOutcome decides `add`'s next step (pure). A rebalance the leader
+// planned while the joiner was not alive to it (a gossip suspicion on a
+// busy machine, or a plan taken just before the node joined) ends with
+// the node holding nothing although the layout has room for it: calling
+// that a spare would end the command with a false partial success.
+func addOutcome(settled, holds, planned bool) addStep {
+	switch {
+	case !settled:
+		return addWait
+	case holds:
+		return addDone
+	case planned:
+		return addSpare
+	}
+	return addAskAgain
+}
+
+// plannedOver reports whether the leader's last rebalance was planned
+// over node id.
+func plannedOver(d *clusterDoc, id string) bool {
+	return d.Rebalance != nil && slices.Contains(d.Rebalance.PlannedOver, id)
+}
+
 // holdsData reports whether node id owns or copies some partition of d's
 // map.
 func holdsData(d *clusterDoc, id string) bool {

@@ -68,6 +68,35 @@ func TestRequestAskAgain(t *testing.T) {
 	}
 }
 
+// A joiner that holds nothing once the rebalance settles is a spare only
+// when the plan counted it: a plan made while the leader did not see it
+// alive (CI run 22: "the plan gives n4 no partition" with room for four)
+// is asked for again.
+func TestAddOutcome(t *testing.T) {
+	cases := []struct {
+		name                    string
+		settled, holds, planned bool
+		want                    addStep
+	}{
+		{"moves in flight: wait", false, false, true, addWait},
+		{"settled and the node holds a partition: done", true, true, true, addDone},
+		{"holding data is done even if the last plan did not name it (a later plan moved data to it)", true, true, false, addDone},
+		{"settled over a plan that counted the node, which gave it nothing: a spare", true, false, true, addSpare},
+		{"settled over a plan that did not count the node: not a spare, ask again", true, false, false, addAskAgain},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := addOutcome(c.settled, c.holds, c.planned); got != c.want {
+				t.Errorf("addOutcome = %d, want %d", got, c.want)
+			}
+		})
+	}
+	d := &clusterDoc{Rebalance: &rebalanceDoc{PlannedOver: []string{"n1", "n4"}}}
+	if !plannedOver(d, "n4") || plannedOver(d, "n3") || plannedOver(&clusterDoc{}, "n4") {
+		t.Error("plannedOver reads the leader's planned_over list")
+	}
+}
+
 func TestETA(t *testing.T) {
 	cases := []struct {
 		name       string

@@ -471,6 +471,13 @@ func TestRebalanceAddAndMigrations(t *testing.T) {
 		if !strings.Contains(out, "no migration in flight") || !strings.Contains(out, "moves completed") {
 			t.Errorf("migrations after: %q", out)
 		}
+		var after migrationsOut
+		if err := json.Unmarshal([]byte(cli.must(0, "migrations", "--json")), &after); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(after.Rebalance.PlannedOver, id) {
+			t.Errorf("the leader's last plan was made over %v, without %s", after.Rebalance.PlannedOver, id)
+		}
 	})
 
 	rec.mu.Lock()

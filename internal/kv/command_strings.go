@@ -11,11 +11,25 @@ const (
 	CmdBitFieldRO CmdOp = 105 // args: GET type offset ...                → Array
 	CmdPFAdd      CmdOp = 106 // args: element ...                        → Int 0/1
 	CmdPFCount    CmdOp = 107 //                                          → Int (one key; refreshes the cached cardinality)
+
+	// Expiry, as Redis 7.0's EXPIRE family and TTL readers: an expiry is an
+	// absolute instant in Unix milliseconds; a relative time is converted
+	// once, with the store's clock, and NX/XX/GT/LT compare the instants
+	// under the key's lock (a key without expiry counts as infinite for
+	// GT/LT). A time not in the future deletes the key.
+	CmdExpire      CmdOp = 108 // args: seconds [NX|XX|GT|LT] ...      → Int 1 set or deleted, 0 no key or condition false
+	CmdPExpire     CmdOp = 109 // args: milliseconds [NX|XX|GT|LT] ...
+	CmdExpireAt    CmdOp = 110 // args: unix-seconds [NX|XX|GT|LT] ...
+	CmdPExpireAt   CmdOp = 111 // args: unix-milliseconds [NX|XX|GT|LT] ...
+	CmdPTTL        CmdOp = 112 //                                      → Int: ms left, -1 no expiry, -2 no key
+	CmdPExpireTime CmdOp = 113 //                                      → Int: the expiry in Unix ms, -1, -2
 )
 
 func init() {
 	nameOps(map[CmdOp]string{
 		CmdSetBit: "SETBIT", CmdGetBit: "GETBIT", CmdBitCount: "BITCOUNT", CmdBitPos: "BITPOS",
 		CmdBitField: "BITFIELD", CmdBitFieldRO: "BITFIELD_RO", CmdPFAdd: "PFADD", CmdPFCount: "PFCOUNT",
+		CmdExpire: "EXPIRE", CmdPExpire: "PEXPIRE", CmdExpireAt: "EXPIREAT", CmdPExpireAt: "PEXPIREAT",
+		CmdPTTL: "PTTL", CmdPExpireTime: "PEXPIRETIME",
 	})
 }

@@ -42,6 +42,11 @@ const (
 	// contained: the request's connection is closed, the node keeps
 	// serving). Appended after StatusWrongType.
 	StatusInternal
+	// StatusReadOnly: a write sent to a cluster that follows another
+	// cluster's change feed (a WAN follower, R-OPS-4): it serves reads and
+	// refuses client writes until an operator promotes it. Appended after
+	// StatusInternal.
+	StatusReadOnly
 
 	statusCount // keep last
 )
@@ -63,6 +68,7 @@ var statusNames = [...]string{
 	StatusTimeout:              "Timeout",
 	StatusWrongType:            "WrongType",
 	StatusInternal:             "Internal",
+	StatusReadOnly:             "ReadOnly",
 }
 
 func (s Status) String() string {
@@ -93,6 +99,7 @@ var (
 	ErrTimeout              = errors.New("zaris: timeout")
 	ErrWrongType            = errors.New("zaris: operation against a key holding the wrong kind of value")
 	ErrInternal             = errors.New("zaris: internal server error")
+	ErrReadOnly             = errors.New("zaris: read-only: this cluster follows another cluster's change feed")
 )
 
 var statusErrors = [...]error{
@@ -111,6 +118,7 @@ var statusErrors = [...]error{
 	StatusTimeout:              ErrTimeout,
 	StatusWrongType:            ErrWrongType,
 	StatusInternal:             ErrInternal,
+	StatusReadOnly:             ErrReadOnly,
 }
 
 // Err returns nil for StatusSuccess and the status's sentinel otherwise.
@@ -191,4 +199,9 @@ type PutOptions struct {
 	KeepTTL     bool
 	ContentType string // optional metadata, "" = none
 	Labels      map[string]string
+	// ExpireAt is an absolute expiry, Unix nanoseconds (Redis SET …
+	// EXAT/PXAT: the key expires at the instant given, not at a TTL counted
+	// from when the write reaches the store); 0 = none. With TTL or KeepTTL
+	// it is BadRequest. An instant not after the write leaves no key.
+	ExpireAt int64
 }

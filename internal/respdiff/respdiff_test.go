@@ -37,6 +37,9 @@ func TestCompareClasses(t *testing.T) {
 		{[]string{"GET", "k"}, "-ERR a\r\n", "-ERR b\r\n", false},
 		{[]string{"DEL", ""}, ":0\r\n", "-ERR invalid key: empty or longer than the maximum key size\r\n", true}, // D2
 		{[]string{"DEL", "k"}, ":0\r\n", "-ERR invalid key: empty or longer than the maximum key size\r\n", false},
+		{[]string{"XTRIM", "s", "MAXLEN", "~", "1"}, ":0\r\n", ":2\r\n", true},  // accepted: '~' trims exactly
+		{[]string{"XTRIM", "s", "MAXLEN", "~", "1"}, ":2\r\n", ":0\r\n", false}, // never less than Redis
+		{[]string{"XTRIM", "s", "MAXLEN", "=", "1"}, ":0\r\n", ":2\r\n", false},
 	} {
 		ok, why, _ := Compare(c.cmd, read(t, c.redis), read(t, c.zaris))
 		if ok != c.ok {
@@ -79,5 +82,70 @@ func TestGeneratorIsSeededAndBounded(t *testing.T) {
 				t.Fatalf("%q: a PX of %s ms could expire between the two servers' replies", x, arg)
 			}
 		}
+	}
+}
+
+// A 0 against a 1 from a relative EXPIRE GT/LT is the clock's doing only
+// when both servers' expiry lies where the new instant fell.
+func TestExpiryRaceExplainsOnlyTheClock(t *testing.T) {
+	one, zero := Value{Kind: ':', Str: "1"}, Value{Kind: ':', Str: "0"}
+	const sent, done, ms = 1_000_000, 1_000_003, 100_000
+	for _, c := range []struct {
+		name             string
+		redisAt, zarisAt int64
+		rv, zv           Value
+		want             bool
+	}{
+		{"both on the window", sent + ms, done + ms, one, zero, true},
+		{"the other way round", done + ms + 1, sent + ms - 1, zero, one, true},
+		{"zaris's expiry elsewhere: a real difference", sent + ms, sent + ms + 5000, one, zero, false},
+		{"redis's expiry elsewhere", sent + ms - 100, sent + ms, one, zero, false},
+		{"the same reply", sent + ms, sent + ms, one, one, false},
+		{"not 0 and 1", sent + ms, sent + ms, one, Value{Kind: ':', Str: "2"}, false},
+		{"an error", sent + ms, sent + ms, one, Value{Kind: '-', Str: "ERR x"}, false},
+	} {
+		r := &expiryRace{redisAt: c.redisAt, zarisAt: c.zarisAt, ms: ms, sent: sent}
+		if got := r.explains(c.rv, c.zv, done); got != c.want {
+			t.Errorf("%s: explains = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (*expiryRace)(nil).explains(one, zero, done) {
+		t.Error("no probe explains nothing")
+	}
+}
+
+func TestOnlyKeepsTheNamedCommandsAndTheirSubcommands(t *testing.T) {
+	cmds := []Command{{Name: "expire"}, {Name: "get"}, {Name: "xgroup|create"}, {Name: "xgroup|destroy"}, {Name: "pexpire"}}
+	kept := only(cmds, []string{"EXPIRE", " xgroup", "pexpire"})
+	var names []string
+	for _, c := range kept {
+		names = append(names, c.Name)
+	}
+	if want := "expire xgroup|create xgroup|destroy pexpire"; strings.Join(names, " ") != want {
+		t.Fatalf("kept %q, want %q", names, want)
+	}
+}
+
+// EXECABORT ends the transaction, as in Redis: the session must not think
+// it is still queuing (it skipped the EXPIRE probe ever after).
+func TestSessionLeavesMultiOnEXECABORT(t *testing.T) {
+	s := &Session{}
+	ok := Value{Kind: '+', Str: "OK"}
+	queued := Value{Kind: '+', Str: "QUEUED"}
+	s.compare([]string{"MULTI"}, ok, ok)
+	s.compare([]string{"SET", "k", "v"}, queued, queued)
+	if !s.inMulti || len(s.queued) != 1 {
+		t.Fatalf("after MULTI and a queued SET: inMulti %v queued %d", s.inMulti, len(s.queued))
+	}
+	abort := Value{Kind: '-', Str: "EXECABORT Transaction discarded because of previous errors."}
+	s.compare([]string{"EXEC"}, abort, abort)
+	if s.inMulti || s.queued != nil {
+		t.Fatalf("after EXECABORT: inMulti %v queued %d", s.inMulti, len(s.queued))
+	}
+	s.compare([]string{"MULTI"}, ok, ok)
+	wrongArity := Value{Kind: '-', Str: "ERR wrong number of arguments for 'discard' command"}
+	s.compare([]string{"DISCARD", "x"}, wrongArity, wrongArity)
+	if !s.inMulti {
+		t.Fatal("a refused DISCARD leaves the transaction open")
 	}
 }

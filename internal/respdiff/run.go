@@ -20,7 +20,11 @@ type Config struct {
 	Timeout              time.Duration // one reply (default 10 s)
 	MinimizeBudget       int           // replays per new mismatch (default 200)
 	QuickOpen            bool          // open mismatches (OpenMismatches) are counted, not replayed and minimised
-	Logf                 func(format string, args ...any)
+	// Only, when set, restricts the commands drawn to these names
+	// ("xadd", a whole container "xgroup" or one subcommand "xgroup|create");
+	// the others are left out of Compared.
+	Only []string
+	Logf func(format string, args ...any)
 }
 
 // Report is what a run found.
@@ -115,6 +119,23 @@ func Plan(cmds []Command, g Grammar) (compared []Command, rep Report) {
 	return compared, rep
 }
 
+// only keeps the commands named in names: a command by its name, a
+// subcommand by its own ("xgroup|create") or its container's ("xgroup").
+func only(cmds []Command, names []string) []Command {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[strings.ToLower(strings.TrimSpace(n))] = true
+	}
+	var out []Command
+	for _, c := range cmds {
+		top, _, _ := strings.Cut(c.Name, "|")
+		if want[c.Name] || want[top] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func hasSubs(g Grammar, name string) bool {
 	for n := range g {
 		if strings.HasPrefix(n, name+"|") {
@@ -146,6 +167,13 @@ func Run(cfg Config) (*Report, error) {
 	}
 	cmds, plan := Plan(cfg.Commands, g)
 	rep := &plan
+	if len(cfg.Only) > 0 {
+		cmds = only(cmds, cfg.Only)
+		rep.Compared = rep.Compared[:0]
+		for _, c := range cmds {
+			rep.Compared = append(rep.Compared, c.Name)
+		}
+	}
 	rep.Seed, rep.Seen, rep.Accepted = cfg.Seed, map[string]int{}, map[string]int{}
 	if len(cmds) == 0 {
 		return nil, errors.New("no command to compare")

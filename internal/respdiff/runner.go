@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -100,6 +101,9 @@ type Session struct {
 	zaris   *side
 	queued  [][]string // commands queued since MULTI
 	inMulti bool
+	// trimmed are the keys of the approximate trims queued since MULTI
+	// (see probeTrims).
+	trimmed []string
 	// Accepted lists the allowlisted differences met; Diverged is set when
 	// one of them may have left the key spaces different.
 	Accepted []*Accepted
@@ -151,6 +155,13 @@ var ping = []string{"PING"}
 // Step runs cmd on both servers, each followed by a PING (liveness), and
 // compares the replies. A nil Mismatch means they agree.
 func (s *Session) Step(cmd []string) (*Mismatch, error) {
+	var race *expiryRace
+	if !s.inMulti {
+		var err error
+		if race, err = s.probeExpiryRace(cmd); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.redis.send(s.Timeout, cmd, ping); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRedisDown, err)
 	}
@@ -182,6 +193,9 @@ func (s *Session) Step(cmd []string) (*Mismatch, error) {
 		return &Mismatch{Proto: s.Proto, Seq: [][]string{cmd}, Redis: rv, Zaris: zv, Why: "panic", Dead: true}, nil
 	}
 	ok, why, acc := s.compare(cmd, rv, zv)
+	if !ok && race.explains(rv, zv, time.Now().UnixMilli()) {
+		ok, acc = true, ExpiryRace
+	}
 	if s.inMulti && rping.Kind == '+' && rping.Str == "QUEUED" {
 		s.queued = append(s.queued, ping) // the liveness PING is queued too: EXEC answers it
 	}
@@ -194,7 +208,150 @@ func (s *Session) Step(cmd []string) (*Mismatch, error) {
 			s.Diverged = true
 		}
 	}
-	return nil, s.realign(cmd, rv, zv)
+	if err := s.realign(cmd, rv, zv); err != nil {
+		return nil, err
+	}
+	return nil, s.probeTrims(cmd, rv)
+}
+
+// probeTrims follows the approximate trims ('~', see the accepted
+// difference "approximate trimming is exact"): an XADD trims without a
+// word in its reply, so after one — or after the EXEC that ran it — both
+// servers are asked XLEN of its key; different lengths mean the key spaces
+// parted, which is counted as that accepted difference and ends the
+// episode.
+func (s *Session) probeTrims(cmd []string, rv Value) error {
+	var keys []string
+	switch name := strings.ToLower(cmd[0]); {
+	case rv.Kind == '+' && rv.Str == "QUEUED":
+		if approxTrim(cmd) {
+			s.trimmed = append(s.trimmed, cmd[1])
+		}
+		return nil
+	case name == "exec" || name == "discard":
+		keys, s.trimmed = s.trimmed, nil
+		if name == "discard" || rv.IsError() {
+			return nil
+		}
+	case approxTrim(cmd) && !rv.IsError():
+		keys = []string{cmd[1]}
+	}
+	for _, k := range keys {
+		var lens [2]Value
+		for i, sd := range []*side{s.redis, s.zaris} {
+			if err := sd.send(s.Timeout, []string{"XLEN", k}); err != nil {
+				return err
+			}
+			v, err := sd.recv(s.Timeout)
+			if err != nil {
+				return err
+			}
+			lens[i] = v
+		}
+		if lens[0].Kind != lens[1].Kind || lens[0].Str != lens[1].Str {
+			s.Accepted = append(s.Accepted, approxAccepted)
+			s.Diverged = true
+			return nil
+		}
+	}
+	return nil
+}
+
+// ExpiryRace is the one difference let through by the servers' state
+// rather than by their replies (so it is not in Allowlist): a relative
+// EXPIRE or PEXPIRE with GT or LT whose new instant — the server's clock
+// plus the time — falls on the key's current expiry, to within the
+// milliseconds the command took. Both servers compare the two instants in
+// whole milliseconds, so each answers by the millisecond its clock read:
+// redis-server and Zaris may both be right and differ. Session.Step asks
+// both servers for the key's PEXPIRETIME first and lets a 0 against a 1
+// through only when each server's expiry lies in that window (an absolute
+// EXPIREAT/PEXPIREAT, or a relative time away from the expiry, is compared
+// as any reply).
+var ExpiryRace = &Accepted{
+	Name: "relative EXPIRE GT/LT on the current expiry's millisecond",
+	Reason: "the new instant is the server's clock plus the time; on the millisecond of the current expiry, " +
+		"GT and LT answer by which millisecond each server's clock read",
+	Diverges: true, // the two expiries may now differ by a millisecond
+	Match:    func([]string, Value, Value) bool { return false },
+}
+
+// expiryRace is what Step learned before a relative EXPIRE/PEXPIRE with
+// GT or LT: each server's current expiry and the command's time.
+type expiryRace struct {
+	redisAt, zarisAt int64 // PEXPIRETIME before the command
+	ms               int64 // the relative time in milliseconds
+	sent             int64 // the local clock (Unix ms) when the command was sent
+}
+
+// raceSlack covers the distance between the local clock and each server's
+// (Zaris's store clock runs on the monotonic clock from its start).
+const raceSlack = 2
+
+// probeExpiryRace asks both servers for the key's PEXPIRETIME when cmd is
+// a relative EXPIRE or PEXPIRE with GT or LT on a key with an expiry; nil
+// otherwise.
+func (s *Session) probeExpiryRace(cmd []string) (*expiryRace, error) {
+	name := strings.ToLower(cmd[0])
+	if (name != "expire" && name != "pexpire") || len(cmd) < 4 {
+		return nil, nil
+	}
+	cond := false
+	for _, a := range cmd[3:] {
+		cond = cond || strings.EqualFold(a, "GT") || strings.EqualFold(a, "LT")
+	}
+	n, err := strconv.ParseInt(cmd[2], 10, 64)
+	if !cond || err != nil || strconv.FormatInt(n, 10) != cmd[2] {
+		return nil, nil
+	}
+	if name == "expire" {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return nil, nil
+		}
+		n *= 1000
+	}
+	at := func(sd *side, down error) (int64, error) {
+		if err := sd.send(s.Timeout, []string{"PEXPIRETIME", cmd[1]}); err != nil {
+			return 0, fmt.Errorf("%w: %v", down, err)
+		}
+		v, err := sd.recv(s.Timeout)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %v", down, err)
+		}
+		if v.Kind != ':' {
+			return -1, nil
+		}
+		return strconv.ParseInt(v.Str, 10, 64)
+	}
+	r := &expiryRace{ms: n}
+	if r.redisAt, err = at(s.redis, ErrRedisDown); err != nil {
+		return nil, err
+	}
+	if r.zarisAt, err = at(s.zaris, errZarisProbe); err != nil {
+		return nil, nil // a dead Zaris is found by the command itself
+	}
+	if r.redisAt < 0 || r.zarisAt < 0 {
+		return nil, nil // no key or no expiry: GT and LT do not depend on the clock
+	}
+	r.sent = time.Now().UnixMilli()
+	return r, nil
+}
+
+var errZarisProbe = errors.New("zaris: PEXPIRETIME probe")
+
+// explains reports whether replies 0 and 1 (either way round) are the
+// clock's doing: each server's current expiry lies where its new instant
+// fell, between sending the command and reading the replies (done).
+func (r *expiryRace) explains(rv, zv Value, done int64) bool {
+	if r == nil || rv.Kind != ':' || zv.Kind != ':' || rv.Str == zv.Str ||
+		(rv.Str != "0" && rv.Str != "1") || (zv.Str != "0" && zv.Str != "1") {
+		return false
+	}
+	if r.ms > math.MaxInt64-done-raceSlack {
+		return false
+	}
+	lo, hi := r.sent+r.ms-raceSlack, done+r.ms+raceSlack
+	return r.redisAt >= lo && r.redisAt <= hi && r.zarisAt >= lo && r.zarisAt <= hi
 }
 
 // compare follows the transaction: a queued command is compared when EXEC
@@ -215,7 +372,8 @@ func (s *Session) compare(cmd []string, rv, zv Value) (bool, string, *Accepted) 
 			}
 		}
 		return true, "", nil
-	case s.inMulti && (name == "exec" || name == "discard") && !rv.IsError():
+	case s.inMulti && (name == "exec" || name == "discard") && !rv.IsError(),
+		s.inMulti && name == "exec" && strings.HasPrefix(rv.Str, "EXECABORT"): // EXECABORT discards the transaction
 		s.inMulti, s.queued = false, nil
 	case s.inMulti && rv.Kind == '+' && rv.Str == "QUEUED":
 		s.queued = append(s.queued, cmd)
@@ -229,7 +387,8 @@ func (s *Session) compare(cmd []string, rv, zv Value) (bool, string, *Accepted) 
 // Redis, so the two key spaces stay equal: put back what Zaris popped, take
 // out what Redis popped.
 func (s *Session) realign(cmd []string, rv, zv Value) error {
-	if !strings.EqualFold(cmd[0], "spop") || len(cmd) < 2 || rv.IsError() || zv.IsError() {
+	if !strings.EqualFold(cmd[0], "spop") || len(cmd) < 2 || rv.IsError() || zv.IsError() ||
+		rv.Kind == '+' && rv.Str == "QUEUED" { // queued: realigning would queue SADD/SREM into Zaris's transaction
 		return nil
 	}
 	popped := func(v Value) []string {

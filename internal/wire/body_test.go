@@ -40,6 +40,9 @@ func putOptionCases() []*kv.PutOptions {
 		{Labels: map[string]string{"tenant": "acme", "": "", "long": strings.Repeat("v", 300)}},
 		{IfMatchVersion: 42, IfAbsent: true, TTL: 90 * time.Minute, ContentType: "text/plain", Labels: map[string]string{"a": "b"}},
 		{IfMatchVersion: 3, Labels: map[string]string{"only": "labels"}},
+		{ExpireAt: 1_796_000_000_123_000_000},
+		{ExpireAt: math.MaxInt64, IfAbsent: true},
+		{ExpireAt: -1},
 	}
 }
 
@@ -323,7 +326,7 @@ func withExtraFields(t *testing.T, body []byte) []byte {
 }
 
 func TestDecodersSkipExtraFields(t *testing.T) {
-	opts := &kv.PutOptions{IfMatchVersion: 2, IfAbsent: true, TTL: 3, ContentType: "c", Labels: map[string]string{"l": "v"}, KeepTTL: true}
+	opts := &kv.PutOptions{IfMatchVersion: 2, IfAbsent: true, TTL: 3, ContentType: "c", Labels: map[string]string{"l": "v"}, KeepTTL: true, ExpireAt: 4}
 	res := kv.Result{Status: kv.StatusSuccess, Value: []byte("v"), Version: 1, Revision: 2, TTL: 3, Detail: "d"}
 
 	if key, err := DecodeKeyRequest(withExtraFields(t, AppendKeyRequest(nil, "k"))); err != nil || string(key) != "k" {
@@ -382,7 +385,7 @@ func TestDecodersDefaultMissingFields(t *testing.T) {
 		t.Errorf("minimal put: %+v %v", put, err)
 	}
 	// nil in every optional field means its zero value.
-	if err := DecodePutRequest([]byte{0x97, 0xa1, 'k', 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0}, &put); err != nil || !reflect.DeepEqual(put.Options, kv.PutOptions{}) {
+	if err := DecodePutRequest([]byte{0x98, 0xa1, 'k', 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xc0}, &put); err != nil || !reflect.DeepEqual(put.Options, kv.PutOptions{}) {
 		t.Errorf("put of nils: %+v %v", put, err)
 	}
 	var r kv.Result

@@ -236,13 +236,13 @@ func TestOurDecodersReadLibraryBodies(t *testing.T) {
 
 func TestOurDecodersReadLibraryArraysOfOtherLengths(t *testing.T) {
 	// A newer peer: more fields than we know, of assorted types.
-	newer := []any{"k", []byte("v"), uint64(3), true, int64(10), "ct", map[string]string{"a": "b"}, true,
+	newer := []any{"k", []byte("v"), uint64(3), true, int64(10), "ct", map[string]string{"a": "b"}, true, int64(7),
 		"future field", 3.5, []any{1, "x", map[string]any{"deep": []any{nil}}}, time.Unix(1, 0)}
 	var req PutRequest
 	if err := DecodePutRequest(libEncode(t, newer, false), &req); err != nil {
 		t.Fatalf("newer put: %v", err)
 	}
-	if req.Options.IfMatchVersion != 3 || !req.Options.IfAbsent || req.Options.TTL != 10 || req.Options.Labels["a"] != "b" || !req.Options.KeepTTL {
+	if req.Options.IfMatchVersion != 3 || !req.Options.IfAbsent || req.Options.TTL != 10 || req.Options.Labels["a"] != "b" || !req.Options.KeepTTL || req.Options.ExpireAt != 7 {
 		t.Fatalf("newer put = %+v", req)
 	}
 	// An older or terser peer: only the required fields.

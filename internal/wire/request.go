@@ -63,7 +63,7 @@ type PutRequest struct {
 //	[Key str, Value bin|nil]                       (required)
 //	[IfMatchVersion uint, IfAbsent bool, TTL int (nanoseconds),
 //	 ContentType str, Labels map{str:str}|nil,
-//	 KeepTTL bool]                                 (optional)
+//	 KeepTTL bool, ExpireAt int (Unix nanoseconds)] (optional)
 //
 // It does not allocate beyond growing dst.
 func AppendPutRequest(dst []byte, key string, value []byte, opts *kv.PutOptions) []byte {
@@ -102,7 +102,7 @@ func DecodePutRequest(body []byte, req *PutRequest) error {
 }
 
 // putOptionCount is the number of PutOptions fields on the wire.
-const putOptionCount = 6
+const putOptionCount = 7
 
 // putOptionFields returns how many PutOptions fields must be written: the
 // trailing ones at their zero value are left out.
@@ -110,6 +110,8 @@ func putOptionFields(o *kv.PutOptions) int {
 	switch {
 	case o == nil:
 		return 0
+	case o.ExpireAt != 0:
+		return 7
 	case o.KeepTTL:
 		return 6
 	case len(o.Labels) > 0:
@@ -145,6 +147,9 @@ func appendPutOptions(dst []byte, o *kv.PutOptions, k int) []byte {
 	}
 	if k > 5 {
 		dst = appendBool(dst, o.KeepTTL)
+	}
+	if k > 6 {
+		dst = appendInt(dst, o.ExpireAt)
 	}
 	return dst
 }
@@ -188,6 +193,12 @@ func (d *decoder) readPutOptions(o *kv.PutOptions, avail int) error {
 	if avail > 5 {
 		d.field = "keep ttl"
 		if o.KeepTTL, err = d.readBool(); err != nil {
+			return err
+		}
+	}
+	if avail > 6 {
+		d.field = "expire at"
+		if o.ExpireAt, err = d.readInt(); err != nil {
 			return err
 		}
 	}

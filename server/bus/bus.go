@@ -6,13 +6,20 @@
 // the receiving node delivers it to its own subscribers. So a PUBLISH costs
 // one frame per node, whatever the number of subscribers, and a subscriber
 // anywhere receives each message once. Delivery is fire-and-forget, as
-// Redis's: a link that is down or too far behind drops what it cannot send
-// (counted in Stats).
+// Redis's: a link out of reach for linkDropAfter (5 s) or too far behind
+// drops what it cannot send (counted in Stats).
 //
 // The same links carry cluster settings (notify-keyspace-events): each is
 // stamped by the node that set it, every link opens with the sender's
 // settings, and the highest (stamp, origin) wins on every node — a node
 // that joins or restarts learns the cluster's value from its first peer.
+//
+// They also carry client-side-caching invalidations (Invalidate, for
+// CLIENT TRACKING in server/resp): the keys a node changed, to the members
+// its filter names. What a link cannot queue, or drops while its member is
+// unreachable, becomes a flush sent first when it can be; and the end of a
+// member's link is reported to the receiver (OnLinkLost), whose clients
+// may have missed what was in flight.
 //
 // PUBSUB CHANNELS / NUMSUB / NUMPAT ask every other member over a
 // short-lived connection (Query) and merge the answers with the local one.
@@ -51,7 +58,14 @@ type Config struct {
 	// OnSetting applies a cluster setting learnt from a peer (never called
 	// for one set here through Set).
 	OnSetting func(name, value string)
-	Log       *slog.Logger
+	// OnInvalidate receives a peer's client-side-caching invalidations
+	// (Invalidate): the keys that changed, or flush when any key may have.
+	OnInvalidate func(keys []string, flush bool)
+	// OnLinkLost is called when a peer's link to this node ends (a
+	// connection that carried messages, settings or invalidations, not a
+	// query): whatever that peer had queued for this node is lost.
+	OnLinkLost func()
+	Log        *slog.Logger
 	// Queue is the frames a link holds while it connects or falls behind
 	// (default 16384); beyond it messages are dropped.
 	Queue int
@@ -184,6 +198,45 @@ func (b *Bus) broadcast(f []byte) {
 	}
 }
 
+// Invalidate queues client-side-caching invalidations (keys that changed
+// here, or flush) for the members to accepts (nil: every member). It never
+// blocks. A link that cannot queue them owes its member a flush, queued
+// before its next invalidation: a dropped invalidation must not leave a
+// client's cached value stale for ever.
+func (b *Bus) Invalidate(keys []string, flush bool, to func(peerID string) bool) {
+	f := &Frame{Kind: KindInvalidate, Args: keys}
+	if flush {
+		f.Name, f.Args = "flush", nil
+	}
+	enc := AppendFrame(nil, f)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, l := range b.links {
+		if to != nil && !to(id) {
+			continue
+		}
+		if l.owesFlush {
+			select {
+			case l.q <- flushFrame:
+				l.owesFlush = false
+				b.forwarded.Add(1)
+			default:
+				b.dropped.Add(1)
+				continue
+			}
+		}
+		select {
+		case l.q <- enc:
+			b.forwarded.Add(1)
+		default:
+			l.owesFlush = true
+			b.dropped.Add(1)
+		}
+	}
+}
+
+var flushFrame = AppendFrame(nil, &Frame{Kind: KindInvalidate, Name: "flush"})
+
 // Set records a cluster setting made on this node and sends it to every
 // member.
 func (b *Bus) Set(name, value string) {
@@ -227,9 +280,16 @@ func (b *Bus) settingFrames() [][]byte {
 }
 
 // Serve handles one peer connection of protocol Proto (the peer mux's
-// handler): published messages, settings and queries, until it closes.
+// handler): published messages, settings, invalidations and queries, until
+// it closes.
 func (b *Bus) Serve(c net.Conn) {
 	br := bufio.NewReaderSize(c, 64<<10)
+	link := false // a peer's link, not a query: its end may have lost messages
+	defer func() {
+		if link && b.cfg.OnLinkLost != nil {
+			b.cfg.OnLinkLost()
+		}
+	}()
 	for {
 		var f Frame
 		if err := ReadFrame(br, &f); err != nil {
@@ -237,10 +297,18 @@ func (b *Bus) Serve(c net.Conn) {
 		}
 		switch f.Kind {
 		case KindPublish:
+			link = true
 			b.received.Add(1)
 			b.cfg.Broker.PublishLocal(f.Channel, f.Payload)
 		case KindSetting:
+			link = true
 			b.adopt(&f)
+		case KindInvalidate:
+			link = true
+			b.received.Add(1)
+			if b.cfg.OnInvalidate != nil {
+				b.cfg.OnInvalidate(f.Args, f.Name == "flush")
+			}
 		case KindQuery:
 			reply := b.answer(&f)
 			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
@@ -349,17 +417,32 @@ type link struct {
 	peer Peer
 	q    chan []byte
 	stop chan struct{}
+	// owesFlush: an invalidation could not be queued (guarded by Bus.mu).
+	owesFlush bool
 }
 
 const (
 	linkDialTimeout  = 2 * time.Second
 	linkWriteTimeout = 5 * time.Second
 	linkBackoffMax   = 2 * time.Second
+	// linkDropAfter: a link keeps its queue through failed dials for this
+	// long after it was last connected (or created). A member that is only
+	// slow to accept (a starved node, a link still opening at formation)
+	// then gets its messages late rather than never; one that stays out of
+	// reach loses them as before.
+	linkDropAfter = 5 * time.Second
 )
+
+// shouldDrop reports whether a link that has been out of reach since
+// downSince drops its queue now.
+func shouldDrop(downSince, now time.Time) bool {
+	return now.Sub(downSince) >= linkDropAfter
+}
 
 func (l *link) run() {
 	defer l.b.wg.Done()
 	backoff := 20 * time.Millisecond
+	downSince := time.Now()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), linkDialTimeout)
 		go func() {
@@ -375,15 +458,20 @@ func (l *link) run() {
 			backoff = 20 * time.Millisecond
 			err = l.pump(c)
 			_ = c.Close()
+			downSince = time.Now()
 		}
 		select {
 		case <-l.stop:
 			return
 		default:
 		}
-		// The peer is unreachable: what waits for it is dropped (pub/sub
-		// delivers to the subscribers connected when it is published).
-		l.drain()
+		// The peer has been unreachable for linkDropAfter: what waits for
+		// it is dropped (pub/sub delivers to the subscribers connected when
+		// it is published). A dropped invalidation becomes a flush, sent
+		// first when the link is back.
+		if shouldDrop(downSince, time.Now()) && l.drain() {
+			l.b.oweFlush(l)
+		}
 		select {
 		case <-l.stop:
 			return
@@ -393,14 +481,32 @@ func (l *link) run() {
 	}
 }
 
-func (l *link) drain() {
+// drain drops the queued frames and reports whether an invalidation was
+// among them.
+func (l *link) drain() (invalidation bool) {
 	for {
 		select {
-		case <-l.q:
+		case f := <-l.q:
 			l.b.dropped.Add(1)
+			if len(f) > 4 && Kind(f[4]) == KindInvalidate {
+				invalidation = true
+			}
 		default:
-			return
+			return invalidation
 		}
+	}
+}
+
+// oweFlush queues a flush for the link's member, or remembers that it owes
+// one when the queue is full.
+func (b *Bus) oweFlush(l *link) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	select {
+	case l.q <- flushFrame:
+		l.owesFlush = false
+	default:
+		l.owesFlush = true
 	}
 }
 

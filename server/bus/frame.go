@@ -24,6 +24,11 @@ const (
 	// KindReply answers a query: Args (channel names, or patterns for
 	// numpat) and Ints (numsub's counts).
 	KindReply Kind = 4
+	// KindInvalidate carries client-side-caching invalidations from a
+	// key's owner (CLIENT TRACKING, server/resp/tracking.go): Args are the
+	// keys that changed; Name "flush" (and no keys) means every key may
+	// have changed (FLUSHALL, or invalidations the sender had to drop).
+	KindInvalidate Kind = 5
 )
 
 // MaxFrame bounds a frame's body: Redis's largest bulk string (512 MiB)
@@ -73,6 +78,9 @@ func AppendFrame(dst []byte, f *Frame) []byte {
 		for _, n := range f.Ints {
 			dst = binary.AppendVarint(dst, n)
 		}
+	case KindInvalidate:
+		dst = appendString(dst, f.Name)
+		dst = appendStrings(dst, f.Args)
 	}
 	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
 	return dst
@@ -131,6 +139,9 @@ func DecodeFrame(body []byte, f *Frame) error {
 			d.b = d.b[k:]
 			f.Ints = append(f.Ints, v)
 		}
+	case KindInvalidate:
+		f.Name = d.string()
+		f.Args = d.strings()
 	default:
 		return fmt.Errorf("%w: unknown kind %d", ErrFrame, body[0])
 	}

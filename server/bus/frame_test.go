@@ -17,6 +17,8 @@ var sampleFrames = []Frame{
 	{Kind: KindQuery, Name: "numpat"},
 	{Kind: KindReply, Args: []string{"x"}, Ints: []int64{0, -1, 1 << 62, -1 << 63}},
 	{Kind: KindReply},
+	{Kind: KindInvalidate, Args: []string{"user:1", "", "k\r\n"}},
+	{Kind: KindInvalidate, Name: "flush"},
 }
 
 func TestFrameRoundTrip(t *testing.T) {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -72,22 +73,28 @@ func (c *Cluster) CommitACL(ctx context.Context, op acl.Op) error {
 	if err != nil {
 		return err
 	}
+	return c.commitOrForward(ctx, data, MigrateRequest{Op: MigrateACL, ACL: data}, "ACL")
+}
+
+// commitOrForward commits a control-plane entry on the leader, or forwards
+// it there (fwd names it) and waits until this node's fold applied it.
+func (c *Cluster) commitOrForward(ctx context.Context, data []byte, fwd MigrateRequest, what string) error {
 	if !c.IsLeader() {
 		leader := c.Leader()
 		info, ok := c.leaderInfo(leader)
 		if !ok {
 			return fmt.Errorf("%w (no leader known yet)", ErrNotLeader)
 		}
-		rep, err := c.mux.migrateRequest(ctx, c.peerAddr(info), MigrateRequest{Op: MigrateACL, ACL: data})
+		rep, err := c.mux.migrateRequest(ctx, c.peerAddr(info), fwd)
 		if err != nil {
 			return err
 		}
 		if !rep.OK {
-			return fmt.Errorf("cluster: ACL change refused by the leader %s: %s", leader, rep.Message)
+			return fmt.Errorf("cluster: %s change refused by the leader %s: %s", what, leader, rep.Message)
 		}
 		return c.waitFolded(ctx, rep.Index)
 	}
-	_, err = c.applyIndexed(ctx, data)
+	_, err := c.applyIndexed(ctx, data)
 	return err
 }
 
@@ -113,7 +120,9 @@ func (c *Cluster) leaderInfo(leader NodeID) (NodeInfo, bool) {
 
 // applyIndexed commits data on the leader and returns its log index.
 func (c *Cluster) applyIndexed(ctx context.Context, data []byte) (uint64, error) {
-	var idx uint64
+	// Atomic: when ctx ends first, do returns while the control loop may
+	// still run fn and store the index.
+	var idx atomic.Uint64
 	err := c.do(ctx, func() error {
 		if !c.IsLeader() {
 			return fmt.Errorf("%w (leader: %q)", ErrNotLeader, c.Leader())
@@ -125,10 +134,10 @@ func (c *Cluster) applyIndexed(ctx context.Context, data []byte) (uint64, error)
 		if err, ok := f.Response().(error); ok && err != nil {
 			return err
 		}
-		idx = f.Index()
+		idx.Store(f.Index())
 		return nil
 	})
-	return idx, err
+	return idx.Load(), err
 }
 
 // waitFolded waits until this node's fold consumed log index idx.

@@ -201,6 +201,11 @@ type Config struct {
 	// PhaseHook (tests only) is called by the leader's migration driver as
 	// a move reaches a phase (MigrationPhase*); false abandons that step.
 	PhaseHook func(phase string, p Partition) bool
+	// FailoverHook (tests only) is called by the leader's failover sweep
+	// before it acts on a partition whose owner is not alive; false leaves
+	// that partition alone in this sweep (the map change of a lost member
+	// then decides alone).
+	FailoverHook func(p Partition) bool
 	// PeerHandlers serve further peer protocols by their first byte
 	// (PeerReplication); raft and map fetches are the cluster's own. Each
 	// handler owns its connection until it returns (the mux closes it then,

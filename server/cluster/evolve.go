@@ -24,11 +24,13 @@ import (
 //     never move to it by themselves; Rebalance does that, on an operator's
 //     request.
 //   - a member whose addresses changed gets its new addresses.
-//   - a partition whose owner departed goes first to one of its live
-//     replicas (it holds the data, R-REP-1), and only then to a spare
-//     (failover.AbsentOwner: PromoteCopy, else Reassign). An owner that is
-//     only away (suspected, unreachable: inside the member grace) keeps
-//     its partition whatever (HoldUnavailable).
+//   - a partition whose owner departed goes first to one of its copies
+//     that has not departed — a replica or its preferred primary, alive
+//     or else only away (OrphanHeir: it holds the data, R-REP-1) — and
+//     only when none is left to a spare (failover.AbsentOwner:
+//     PromoteCopy, else Reassign). An owner that is only away (suspected,
+//     unreachable: inside the member grace) keeps its partition whatever
+//     (HoldUnavailable).
 //   - a partition with fewer than rf-1 replicas takes spares as replicas
 //     (a replica starts empty and catches up from the owner's op-log or a
 //     snapshot); a promoted replica's slot is refilled the same way.
@@ -114,7 +116,7 @@ func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 			}
 			continue
 		}
-		r := firstLiveReplica(p, byID)
+		r := OrphanHeir(p, byID, func(id NodeID) bool { _, in := next.Node(id); return in })
 		switch failover.AbsentOwner(failover.OwnerGone, r != "") {
 		case failover.PromoteCopy:
 			p.PrimaryNodeID, p.ActiveOwner = r, r
@@ -166,6 +168,47 @@ func EvolveMap(cur *PartitionMap, members []MemberView, rf int) *PartitionMap {
 		return nil
 	}
 	return next
+}
+
+// OrphanHeir is the copy that takes a partition whose active owner left
+// the map (pure): one of its established copies — its replicas and its
+// preferred primary, never a copy a migration is still building — that
+// has not departed itself and is still a member of the map (inMap); ""
+// when none is left (Reassign). A live copy first, then one only away
+// (suspected, unreachable: inside its member grace), each time an
+// undemoted one first, in the map's order.
+//
+// The failures it prevents (issue #16, TestLiveMigrationFaults lost whole
+// partitions in a slow run): a partition a failover had moved to its
+// replica keeps its former owner as preferred primary, not as a replica —
+// looking at the replicas alone found no copy, and a lost new owner sent
+// the range to an empty spare or merged it into a neighbour whose owner
+// held none of it, which then replaced the primary's copy by its
+// emptiness. And a copy that is only away holds the data as surely as an
+// away owner does (failover.AbsentOwner): reassigning past it turns a
+// hiccup into data loss; given to it, the partition is Unavailable until
+// it answers, or is reassigned once it is lost too.
+func OrphanHeir(p *Partition, byID map[NodeID]MemberView, inMap func(NodeID) bool) NodeID {
+	var copies []NodeID
+	for _, id := range append(slices.Clone(p.ReplicaNodeIDs), p.PrimaryNodeID) {
+		if id != "" && id != p.ActiveOwner && !slices.Contains(p.Incoming, id) && !slices.Contains(copies, id) {
+			copies = append(copies, id)
+		}
+	}
+	for _, alive := range []bool{true, false} {
+		for _, demoted := range []bool{false, true} {
+			for _, id := range copies {
+				v, known := byID[id]
+				if slices.Contains(p.Demoted, id) != demoted || (known && v.State.MapAffecting()) || !inMap(id) {
+					continue
+				}
+				if (known && v.State == MemberAlive) == alive {
+					return id
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // firstLiveReplica is the first of p's replicas that is alive.

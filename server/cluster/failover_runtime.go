@@ -99,6 +99,16 @@ func (c *Cluster) failoverSweep(st *failoverState) {
 		state[mv.Info.ID] = mv.State
 	}
 	alive := func(id NodeID) bool { return id == c.cfg.Self.ID || state[id] == MemberAlive }
+	presence := func(id NodeID) failover.OwnerPresence {
+		if id == c.cfg.Self.ID {
+			return failover.OwnerAlive
+		}
+		mv, ok := state[id]
+		if !ok {
+			return failover.OwnerAway // unknown: never guessed gone
+		}
+		return StatePresence(mv)
+	}
 	now := c.now()
 	for id := range st.suspected {
 		if alive(id) {
@@ -111,10 +121,13 @@ func (c *Cluster) failoverSweep(st *failoverState) {
 			continue
 		}
 		if alive(p.ActiveOwner) {
-			c.heal(st, m, p, alive, now)
+			c.heal(st, m, p, alive, presence, now)
 			continue
 		}
 		delete(st.synced, p.Identity)
+		if c.cfg.FailoverHook != nil && !c.cfg.FailoverHook(*p) {
+			continue
+		}
 		if _, ok := st.suspected[p.ActiveOwner]; !ok {
 			st.suspected[p.ActiveOwner] = now
 		}
@@ -174,6 +187,16 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 		return
 	}
 	best, ok := failover.ChooseCandidate(cands)
+	if ok && !failover.CopyHoldsData(best.SyncedSegments, p.LastSegment-p.FirstSegment+1) &&
+		failover.AbsentOwner(StatePresence(ownerState), false) == failover.HoldUnavailable {
+		// The best live copy does not follow the owner's lease in every
+		// segment (a replica that restarted empty and was not sent the
+		// owner's data yet): promoting it would serve its hole while the
+		// owner, only away, may come back with the data. Held Unavailable
+		// like a partition without a copy; once the owner is gone for good
+		// the copy is promoted with what it has.
+		ok = false
+	}
 	if !ok {
 		// No live copy. An owner that is only away keeps the partition
 		// (HoldUnavailable: its data comes back with it); one gone for good
@@ -185,7 +208,7 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 				"reads and writes of its keys fail until a copy comes back",
 				"partition", p.ID, "owner", owner, "owner_state", ownerState.String(), "action", action.String(),
 				"copies", p.Established())
-			if c.commitChange(OwnershipChange{Partition: p.ID, Owner: owner, Generation: p.OwnershipGeneration, Epoch: epoch,
+			if c.commitChange(OwnershipChange{Partition: p.ID, Identity: p.Identity, Owner: owner, Generation: p.OwnershipGeneration, Epoch: epoch,
 				Health: failover.Unavailable, Demoted: p.Demoted}) {
 				c.unavailables.Add(1)
 			}
@@ -212,7 +235,7 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 	c.log.Warn("failover: promoting a replica", "partition", p.ID, "from", owner, "to", best.ID, "epoch", epoch,
 		"health", health.String(), "held_keys", best.HeldKeys, "synced_segments", best.SyncedSegments,
 		"missing_revisions", best.MissingRevisions, "source", source)
-	if c.commitChange(OwnershipChange{Partition: p.ID, Owner: NodeID(best.ID), Generation: p.OwnershipGeneration + 1,
+	if c.commitChange(OwnershipChange{Partition: p.ID, Identity: p.Identity, Owner: NodeID(best.ID), Generation: p.OwnershipGeneration + 1,
 		Epoch: epoch, Health: health, Demoted: demoted, Source: source}) {
 		delete(st.suspected, owner)
 		c.promotions.Add(1)
@@ -220,7 +243,8 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 }
 
 // heal moves the health of a partition whose owner is alive (R-REP-7).
-func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive func(NodeID) bool, now time.Time) {
+func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive func(NodeID) bool,
+	presence func(NodeID) failover.OwnerPresence, now time.Time) {
 	cur := p.HealthState()
 	change := func(next failover.Health, demoted []NodeID, why string) {
 		epoch, ok := failover.NextEpoch(p.Epoch, p.Epoch)
@@ -228,7 +252,7 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 			return
 		}
 		c.log.Info("partition health", "partition", p.ID, "from", cur.String(), "to", next.String(), "epoch", epoch, "reason", why)
-		if c.commitChange(OwnershipChange{Partition: p.ID, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration,
+		if c.commitChange(OwnershipChange{Partition: p.ID, Identity: p.Identity, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration,
 			Epoch: epoch, Health: next, Demoted: demoted, Source: p.Source}) {
 			c.healthChanges.Add(1)
 		}
@@ -257,10 +281,16 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 		// before it serves: the source ships to it, and reports its
 		// progress like an owner reports its replicas'.
 		copies = []NodeID{p.ActiveOwner}
-		if p.Source == "" || !alive(p.Source) {
-			// The source is gone: nothing better to wait for; serve.
+		if p.Source == "" || !failover.AwaitCopy(presence(p.Source), slices.Contains(p.Demoted, p.Source)) {
+			// The source is gone for good: nothing better to wait for; serve.
 			change(failover.NextHealth(cur, failover.EventCaughtUp, 0, now, now, c.t.HealthDebounce), p.Demoted,
 				"the more complete copy is gone")
+			return
+		}
+		if !alive(p.Source) {
+			// Away (suspected, or dead inside the member grace): it may
+			// answer again with the writes the owner lacks; wait for it.
+			delete(st.synced, p.Identity)
 			return
 		}
 	}

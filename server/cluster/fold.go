@@ -130,8 +130,14 @@ func DecodeEvict(data []byte) (NodeID, error) {
 // OwnershipChange moves the active owner of one partition (R-REP-3/4), or
 // changes its runtime health with the owner in place (R-REP-7).
 type OwnershipChange struct {
-	Partition int    `msgpack:"p"`
-	Owner     NodeID `msgpack:"o"`
+	Partition int `msgpack:"p"`
+	// Identity is the identity of the partition the change was decided
+	// for ("" from an older leader: not checked). The failover loop decides
+	// on the map of its sweep; a split or a merge committed meanwhile
+	// renumbers the partitions, and the index alone would land the change
+	// on another one.
+	Identity string `msgpack:"id,omitempty"`
+	Owner    NodeID `msgpack:"o"`
 	// Generation must exceed the partition's current generation when the
 	// owner moves; a health change keeps the owner's generation (its lease
 	// and its replicas' history stay).
@@ -268,12 +274,24 @@ func FoldOwnership(cur *PartitionMap, oc OwnershipChange, term uint64) (*Partiti
 	p := cur.Partitions[oc.Partition]
 	inPlace := oc.Owner == p.ActiveOwner && oc.Generation == p.OwnershipGeneration
 	switch {
+	case oc.Identity != "" && oc.Identity != p.Identity:
+		// Pieces of one split share owner, generation and epoch: the
+		// other checks would let a health change, a demotion or a sync
+		// source decided for one piece land on its neighbour.
+		return reject("decided for partition %s, the map (version %d) has %s at that index (a split or merge renumbered them)",
+			oc.Identity, cur.Version, p.Identity)
 	case oc.Epoch < p.Epoch:
 		return reject("epoch %d below %d (epochs never regress)", oc.Epoch, p.Epoch)
 	case inPlace && oc.Epoch == p.Epoch:
 		return reject("a change in place at epoch %d, not above the current (a replayed change)", oc.Epoch)
 	case !inPlace && oc.Generation <= p.OwnershipGeneration:
 		return reject("generation %d not above %d", oc.Generation, p.OwnershipGeneration)
+	case oc.Owner != p.ActiveOwner && !slices.Contains(p.Established(), oc.Owner):
+		// A promotion is decided on the map of its sweep; a move's flip
+		// committed meanwhile may have taken the candidate out of the
+		// group (it drops its copy on that map): promoted now, it would
+		// serve the partition empty.
+		return reject("%q holds no established copy in map version %d (a promotion decided on an older map)", oc.Owner, cur.Version)
 	}
 	next := cur.Clone()
 	np := &next.Partitions[oc.Partition]

@@ -40,6 +40,9 @@ type fsm struct {
 	users      *acl.Set
 	aclReg     *acl.Registry
 	aclTouched bool
+	// follow is the folded follow state (EntryFollow, follow.go); written
+	// under mu, read lock-free.
+	follow atomic.Pointer[FollowState]
 }
 
 func newFSM(store, clusterID string) *fsm {
@@ -143,6 +146,9 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryACL {
 		return f.applyACL(l.Data)
 	}
+	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryFollow {
+		return f.applyFollow(l.Data, l.Index)
+	}
 	if len(l.Data) > 0 && EntryType(l.Data[0]) == EntryDrain {
 		id, err := DecodeDrain(l.Data)
 		if err != nil {
@@ -166,7 +172,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if f.aclTouched && f.users != nil {
 		users = f.users.Lines()
 	}
-	return mapSnapshot{m: f.cur, evicted: f.evicted, draining: f.draining, target: f.target, users: users}, nil
+	return mapSnapshot{m: f.cur, evicted: f.evicted, draining: f.draining, target: f.target, users: users, follow: f.follow.Load()}, nil
 }
 
 // snapshotV2 marks a snapshot holding fsmState; an older snapshot is the
@@ -179,6 +185,7 @@ type fsmState struct {
 	Draining []NodeID         `msgpack:"dr,omitempty"`
 	Target   *RebalanceTarget `msgpack:"rt,omitempty"`
 	ACL      []acl.Op         `msgpack:"acl,omitempty"`
+	Follow   *FollowState     `msgpack:"fw,omitempty"`
 }
 
 func (f *fsm) Restore(rc io.ReadCloser) error {
@@ -211,6 +218,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		f.users, f.aclTouched = users, true
 		f.aclReg.Publish(users)
 	}
+	f.follow.Store(st.Follow)
 	f.mu.Unlock()
 	f.signal()
 	return nil
@@ -222,6 +230,7 @@ type mapSnapshot struct {
 	draining []NodeID
 	target   *RebalanceTarget
 	users    []acl.Op
+	follow   *FollowState
 }
 
 func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -229,7 +238,7 @@ func (s mapSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return err
 	}
-	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted, Draining: s.draining, Target: s.target, ACL: s.users}); err != nil {
+	if err := msgpack.NewEncoder(sink).Encode(&fsmState{Map: s.m, Evicted: s.evicted, Draining: s.draining, Target: s.target, ACL: s.users, Follow: s.follow}); err != nil {
 		_ = sink.Cancel()
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,8 @@ type MigrateRequest struct {
 	Node       NodeID `msgpack:"n,omitempty"`
 	// ACL is an encoded EntryACL a follower forwards (MigrateACL).
 	ACL []byte `msgpack:"acl,omitempty"`
+	// Follow is an encoded EntryFollow a follower forwards (MigrateFollow).
+	Follow []byte `msgpack:"fw,omitempty"`
 }
 
 // MigrateReply answers a MigrateRequest.
@@ -90,6 +93,9 @@ func (m *PeerMux) migrateRequest(ctx context.Context, addr string, q MigrateRequ
 func (c *Cluster) answerMigrate(q MigrateRequest) MigrateReply {
 	if q.Op == MigrateACL {
 		return c.answerACL(q)
+	}
+	if q.Op == MigrateFollow {
+		return c.answerFollow(q)
 	}
 	if q.Op == MigrateDrain {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*c.t.RaftHeartbeat)
@@ -227,6 +233,11 @@ type RebalanceStatus struct {
 	// committed), MaxFencePause the longest this leader saw.
 	FencePause    time.Duration `json:"last_fence_pause_ns"`
 	MaxFencePause time.Duration `json:"max_fence_pause_ns"`
+	// PlannedOver: the live members the last rebalance (in progress or
+	// ended) was planned over. A node that holds nothing after a rebalance
+	// planned over it is a spare; one the plan did not count was not
+	// alive to the leader then, and needs another rebalance.
+	PlannedOver []NodeID `json:"planned_over,omitempty"`
 }
 
 // migrationState is the leader's migration driver state; a new leader
@@ -234,6 +245,9 @@ type RebalanceStatus struct {
 type migrationState struct {
 	want    []SegmentGroup // nil: no rebalance in progress
 	wantKey string         // the members want was planned over
+	// lastPlanKey: the members the last plan (in progress or ended) was
+	// made over; kept after the rebalance ends.
+	lastPlanKey string
 	// settled: the members and topology an automatic trigger last found
 	// nothing to move for (a spare the plan gives no role, e.g. the third
 	// node at RF 2): no re-plan until either changes.
@@ -377,6 +391,15 @@ func (c *Cluster) targetLayout(cur *PartitionMap, members []MemberView) *Partiti
 		RF: c.cfg.ReplicationFactor, Previous: cur, Store: cur.Store, Cluster: cur.ClusterID})
 }
 
+// membersOfKey lists the node ids of a liveKey.
+func membersOfKey(key string) []NodeID {
+	var ids []NodeID
+	for _, f := range strings.Fields(strings.Trim(key, "[]")) {
+		ids = append(ids, NodeID(f))
+	}
+	return ids
+}
+
 func liveKey(members []MemberView, draining []NodeID) string {
 	var ids []string
 	for _, m := range members {
@@ -484,7 +507,7 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 
 	// A rebalance a former leader started is in the log: finish it.
 	if t := c.fsm.Target(); st.want == nil && t != nil {
-		st.want, st.wantKey, st.reason = t.Groups, t.Members, t.Reason
+		st.want, st.wantKey, st.lastPlanKey, st.reason = t.Groups, t.Members, t.Members, t.Reason
 		c.log.Info("rebalance resumed from the control-plane log", "reason", t.Reason, "members", t.Members)
 	}
 	c.mig.mu.Lock()
@@ -521,7 +544,7 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 			if err := c.recordTarget(t); err != nil {
 				c.log.Warn("rebalance not recorded", "err", err)
 			} else {
-				st.want, st.wantKey, st.reason = t.Groups, key, reason
+				st.want, st.wantKey, st.lastPlanKey, st.reason = t.Groups, key, key, reason
 				c.log.Info("rebalance planned", "reason", reason, "partitions", len(target.Partitions), "members", key)
 				for _, w := range PlacementWarnings(target, c.cfg.ReplicationFactor) {
 					c.log.Warn("placement (R-CLU-7): " + w)
@@ -803,8 +826,8 @@ func (c *Cluster) finishMove(st *migrationState, p *Partition, replicas []NodeID
 			return ErrNotLeader
 		}
 		cur := c.fsm.Map()
-		if idx >= len(cur.Partitions) || cur.Partitions[idx].Identity != ident {
-			return errors.New("the partition changed meanwhile")
+		if idx >= len(cur.Partitions) || !ProofStillHolds(p, &cur.Partitions[idx]) {
+			return errors.New("the partition changed since its cut-over proof (owner, lease or copies)")
 		}
 		next := FinishMove(cur, idx, replicas)
 		if next == nil {
@@ -879,7 +902,8 @@ func (c *Cluster) queryAt(m *PartitionMap, id NodeID, p *Partition, at int64) (P
 }
 
 func (c *Cluster) publishMigrations(st *migrationState, m *PartitionMap) {
-	rs := RebalanceStatus{Active: st.want != nil, Pending: st.want == nil && st.requested, Reason: st.reason}
+	rs := RebalanceStatus{Active: st.want != nil, Pending: st.want == nil && st.requested, Reason: st.reason,
+		PlannedOver: membersOfKey(st.lastPlanKey)}
 	if m != nil && st.want != nil && len(st.want) == m.TotalSegments {
 		if st.planned == nil || st.plannedFor != st.wantKey {
 			// What the plan changes, measured once against the map it

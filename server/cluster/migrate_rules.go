@@ -287,6 +287,19 @@ func FinishMove(cur *PartitionMap, idx int, replicas []NodeID) *PartitionMap {
 	return next
 }
 
+// ProofStillHolds reports whether a cut-over proof taken on partition
+// proved still speaks for cur, the partition as the map stands at the
+// flip: the same partition, owned by the same node under the same lease,
+// moving to the same copies. The proof compared the targets with that
+// owner's fenced content; once a failover has promoted another copy (a
+// new lease that may have taken writes since) or the move changed, the
+// flip must wait for a new fence and a new proof.
+func ProofStillHolds(proved, cur *Partition) bool {
+	return proved.Identity == cur.Identity && proved.ActiveOwner == cur.ActiveOwner &&
+		proved.OwnershipGeneration == cur.OwnershipGeneration && proved.MoveTo == cur.MoveTo &&
+		slices.Equal(proved.Incoming, cur.Incoming)
+}
+
 // CutoverTargets are the copies a move's cut-over must prove level before
 // its flip: its incoming copies and the node its ownership moves to (a
 // replica included: under async replication it may lag), never the

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -254,5 +256,61 @@ func TestALargeMoveIsCutIntoSmallOnes(t *testing.T) {
 	wantSizes = append(wantSizes, 4) // the range that stays is not cut
 	if fmt.Sprint(sizes) != fmt.Sprint(wantSizes) {
 		t.Fatalf("pieces %v, want %v", sizes, wantSizes)
+	}
+}
+
+// The race behind a lost partition in TestLiveMigrationFaults/source/fenced
+// (issue #12): the source of a move that adds a copy dies once fenced; the
+// leader's failover sweep decides, on the map it read, to promote the old
+// replica, while the migration driver commits the flip that replaces that
+// replica by the incoming copy. Folded after the flip, the promotion must be
+// refused: the old replica has left the group and drops its copy, so it
+// would serve the partition empty. A promotion of the copy the flip
+// established goes through.
+func TestAPromotionDecidedBeforeAFlipIsRefused(t *testing.T) {
+	cur := mapOf(t, []string{"a", "b", "c"}, []string{"0-3", "a", "b"}, []string{"4-7", "c"})
+	cur.Partitions[0].Incoming = []NodeID{"c"}
+	promoteB := OwnershipChange{Partition: 0, Owner: "b", Generation: cur.Partitions[0].OwnershipGeneration + 1,
+		Epoch: cur.Partitions[0].Epoch + 1, Term: 7}
+	if _, err := FoldOwnership(cur, promoteB, 7); err != nil {
+		t.Fatalf("before the flip, b is the replica to promote: %v", err)
+	}
+	flipped, err := FoldMapCommit(cur, FinishMove(cur, 0, []NodeID{"c"}), 7, "s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FoldOwnership(flipped, promoteB, 7); !errors.Is(err, ErrRejectedChange) {
+		t.Fatalf("after the flip b holds no copy; promoting it would serve the partition empty: %v", err)
+	}
+	promoteC := promoteB
+	promoteC.Owner = "c"
+	if _, err := FoldOwnership(flipped, promoteC, 7); err != nil {
+		t.Fatalf("the copy the flip established may be promoted: %v", err)
+	}
+}
+
+func TestProofStillHolds(t *testing.T) {
+	proved := Partition{Identity: "p", ActiveOwner: "a", OwnershipGeneration: 3, Incoming: []NodeID{"c"}, MoveTo: "c"}
+	cases := []struct {
+		name   string
+		change func(p *Partition)
+		holds  bool
+	}{
+		{"nothing changed: flip", func(*Partition) {}, true},
+		{"a failover promoted a replica meanwhile: its new lease may hold writes the proof never saw", func(p *Partition) {
+			p.ActiveOwner, p.OwnershipGeneration = "b", 4
+		}, false},
+		{"the owner restarted under a new lease: its content is not the one proved", func(p *Partition) { p.OwnershipGeneration = 4 }, false},
+		{"the move was aborted and restarted towards another node", func(p *Partition) { p.MoveTo, p.Incoming = "d", []NodeID{"d"} }, false},
+		{"a split gave the range a new identity", func(p *Partition) { p.Identity = "q" }, false},
+		{"only health changed (an epoch, not a lease): the proof holds", func(p *Partition) { p.Epoch++ }, true},
+	}
+	for _, c := range cases {
+		cur := proved
+		cur.Incoming = slices.Clone(proved.Incoming)
+		c.change(&cur)
+		if got := ProofStillHolds(&proved, &cur); got != c.holds {
+			t.Errorf("%s: got %v", c.name, got)
+		}
 	}
 }

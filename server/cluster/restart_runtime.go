@@ -43,20 +43,21 @@ func (c *Cluster) aliveSince(id NodeID) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// PeerDown reports whether the membership knows node id is down (not
-// alive nor suspected); an unknown node is not known down.
-func (c *Cluster) PeerDown(id NodeID) bool {
+// Presence is what the membership knows of node id (restart recovery asks
+// it of every copy, failover.AwaitCopy): an unknown node is away, never
+// guessed gone.
+func (c *Cluster) Presence(id NodeID) failover.OwnerPresence {
 	if id == c.cfg.Self.ID {
-		return false
+		return failover.OwnerAlive
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, mv := range c.members {
 		if mv.Info.ID == id {
-			return mv.State != MemberAlive && mv.State != MemberSuspected
+			return StatePresence(mv.State)
 		}
 	}
-	return false
+	return failover.OwnerAway
 }
 
 // restartRecovery starts the reverse sync of a partition whose live owner
@@ -102,7 +103,7 @@ func (c *Cluster) restartRecovery(st *failoverState, m *PartitionMap, p *Partiti
 		}
 		c.log.Warn("restart recovery: the owner restarted without writes a replica kept; it syncs from that replica before it serves",
 			"partition", p.ID, "owner", p.ActiveOwner, "source", r.Node, "epoch", epoch)
-		if c.commitChange(OwnershipChange{Partition: p.ID, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration + 1,
+		if c.commitChange(OwnershipChange{Partition: p.ID, Identity: p.Identity, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration + 1,
 			Epoch: epoch, Health: failover.Recovering, Demoted: p.Demoted, Source: r.Node}) {
 			c.recoveries.Add(1)
 		}

@@ -132,8 +132,10 @@ func TestEvolveMapReplicas(t *testing.T) {
 			append(alive("a", "b", "d"), view("c", MemberLost)), "[a[][0-5] b[d][6-11]]"},
 		{"a lost owner's partition goes to its live replica, which holds the data (not to an empty spare)",
 			append(alive("b", "c", "d", "e"), view("a", MemberLost)), "[c[e][0-5] b[d][6-11]]"},
-		{"a lost owner with a dead replica: a spare takes the partition",
-			append(alive("b", "d", "e"), view("a", MemberLost), view("c", MemberUnreachable)), "[e[c][0-5] b[d][6-11]]"},
+		{"a lost owner with an unreachable replica (inside its grace): the replica takes it, it holds the data (a spare would serve the range empty, issue #16)",
+			append(alive("b", "d", "e"), view("a", MemberLost), view("c", MemberUnreachable)), "[c[e][0-5] b[d][6-11]]"},
+		{"a lost owner whose replica is lost too: no copy is left, a spare takes the partition",
+			append(alive("b", "d", "e"), view("a", MemberLost), view("c", MemberLost)), "[e[][0-5] b[d][6-11]]"},
 	}
 	for _, c := range cases {
 		got := EvolveMap(base, c.members, 2)
@@ -154,6 +156,22 @@ func TestEvolveMapReplicas(t *testing.T) {
 			t.Errorf("%s: got %s, want %s", c.name, groups(got), c.want)
 		}
 	}
+	// A partition a failover moved to its replica c keeps a as its
+	// preferred primary (a demoted copy that follows c): when c is lost
+	// before a failover moves it back, a — the copy that holds the data —
+	// takes it, not a spare nor a neighbour (issue #16: the range was
+	// merged into a neighbour whose owner held none of it).
+	failedOver := base.Clone()
+	failedOver.Partitions[0].ActiveOwner = "c"
+	failedOver.Partitions[0].ReplicaNodeIDs = []NodeID{"c"}
+	for _, members := range [][]MemberView{append(alive("a", "b", "d", "e"), view("c", MemberLost)),
+		append(alive("a", "b", "d"), view("c", MemberLost))} {
+		got := EvolveMap(failedOver, members, 2)
+		if got == nil || got.Partitions[0].ActiveOwner != "a" || got.Partitions[0].FirstSegment != 0 || got.Partitions[0].LastSegment != 5 {
+			t.Fatalf("a lost failed-over owner: the primary must take the partition back: %v", got)
+		}
+	}
+
 	// A partition whose runtime owner already moved to its replica (a
 	// failover) keeps that owner as primary once the old one is lost.
 	moved := base.Clone()
@@ -161,6 +179,46 @@ func TestEvolveMapReplicas(t *testing.T) {
 	got := EvolveMap(moved, append(alive("b", "c", "d", "e"), view("a", MemberLost)), 2)
 	if got == nil || groups(got) != "[c[e][0-5] b[d][6-11]]" || got.Partitions[0].PrimaryNodeID != "c" {
 		t.Fatalf("promoted owner: %v", got)
+	}
+}
+
+func TestOrphanHeir(t *testing.T) {
+	byID := map[NodeID]MemberView{}
+	for id, st := range map[string]MemberState{"a": MemberLost, "b": MemberAlive, "c": MemberSuspected, "d": MemberUnreachable,
+		"e": MemberAlive, "f": MemberEvicted, "x": MemberAlive} {
+		byID[NodeID(id)] = view(id, st)
+	}
+	inMap := func(id NodeID) bool { return id != "a" && id != "f" && id != "x" }
+	cases := []struct {
+		name string
+		p    Partition
+		want NodeID
+	}{
+		{"a live replica takes it (R-REP-1: it holds the data)",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "a", ReplicaNodeIDs: []NodeID{"b"}}, "b"},
+		{"a failed-over partition: its preferred primary holds the data, though it is no replica (else the range went to a spare or a neighbour, empty)",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "b", ReplicaNodeIDs: []NodeID{"a"}}, "b"},
+		{"a replica only suspected holds the data: it takes the partition, Unavailable until it answers (a spare would serve the range empty)",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "a", ReplicaNodeIDs: []NodeID{"c"}}, "c"},
+		{"an unreachable replica inside its grace, likewise",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "a", ReplicaNodeIDs: []NodeID{"d"}}, "d"},
+		{"a live copy before an away one",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "c", ReplicaNodeIDs: []NodeID{"c", "e"}}, "e"},
+		{"an undemoted copy before a demoted one (a demoted copy counted for no quorum: it may lack acknowledged writes)",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "b", ReplicaNodeIDs: []NodeID{"a", "e"}, Demoted: []NodeID{"b"}}, "e"},
+		{"a demoted live copy rather than nothing (it holds at least what it followed)",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "b", ReplicaNodeIDs: []NodeID{"a"}, Demoted: []NodeID{"b"}}, "b"},
+		{"a copy a migration is still building is no heir: it holds part of the data at most",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "a", ReplicaNodeIDs: []NodeID{"b"}, Incoming: []NodeID{"b"}}, ""},
+		{"departed copies are no heirs: nothing left, the partition is reassigned",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "f", ReplicaNodeIDs: []NodeID{"a"}}, ""},
+		{"a copy no longer in the map is no heir (the map would not validate)",
+			Partition{ActiveOwner: "a", PrimaryNodeID: "x", ReplicaNodeIDs: []NodeID{"a"}}, ""},
+	}
+	for _, c := range cases {
+		if got := OrphanHeir(&c.p, byID, inMap); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
 	}
 }
 
@@ -342,6 +400,7 @@ func TestFold(t *testing.T) {
 		t.Fatalf("stale: %v", err)
 	}
 
+	kept.Partitions[1].ReplicaNodeIDs = []NodeID{"b"} // the copy a promotion picks
 	data, _ := EncodeOwnershipChange(OwnershipChange{Partition: 1, Owner: "b", Generation: 3, Epoch: 1, Term: 5})
 	moved, err := FoldEntry(kept, data, 5, "s", "")
 	if err != nil {
@@ -361,6 +420,11 @@ func TestFold(t *testing.T) {
 		{"epoch regresses: an old owner would be un-fenced", OwnershipChange{Partition: 1, Owner: "a", Generation: 9, Epoch: 0, Term: 5}, 5},
 		{"unknown owner", OwnershipChange{Partition: 1, Owner: "zz", Generation: 9, Epoch: 2, Term: 5}, 5},
 		{"no such partition", OwnershipChange{Partition: 7, Owner: "a", Generation: 9, Epoch: 2, Term: 5}, 5},
+		{"decided for another partition: a split or merge renumbered the partitions since the failover sweep's map (the change would land on a neighbour sharing owner, generation and epoch)",
+			OwnershipChange{Partition: 1, Identity: "not-this-one", Owner: moved.Partitions[1].ActiveOwner,
+				Generation: moved.Partitions[1].OwnershipGeneration, Epoch: moved.Partitions[1].Epoch + 1, Term: 5}, 5},
+		{"the new owner holds no copy: a promotion decided before a move's flip took the candidate out of the group (it would serve the partition empty)",
+			OwnershipChange{Partition: 0, Owner: "a", Generation: 9, Epoch: 2, Term: 5}, 5},
 	}
 	for _, r := range rejects {
 		if _, err := FoldOwnership(moved, r.oc, r.term); !errors.Is(err, ErrRejectedChange) {
@@ -375,8 +439,8 @@ func TestFold(t *testing.T) {
 	// replicas' history) and need a new epoch (R-REP-7: every edge an epoch
 	// bump); the owner is never listed as demoted.
 	p1 := moved.Partitions[1]
-	health := OwnershipChange{Partition: 1, Owner: p1.ActiveOwner, Generation: p1.OwnershipGeneration, Epoch: p1.Epoch + 1,
-		Term: 5, Health: failover.Degraded, Demoted: []NodeID{"a", p1.ActiveOwner, "a"}}
+	health := OwnershipChange{Partition: 1, Identity: p1.Identity, Owner: p1.ActiveOwner, Generation: p1.OwnershipGeneration,
+		Epoch: p1.Epoch + 1, Term: 5, Health: failover.Degraded, Demoted: []NodeID{"a", p1.ActiveOwner, "a"}}
 	degraded, err := FoldOwnership(moved, health, 5)
 	if err != nil {
 		t.Fatal(err)

@@ -31,9 +31,12 @@ type Status struct {
 	// PlacementWarnings say where the map in force falls short of
 	// R-CLU-7: copies sharing a host or a zone, fewer members than the
 	// replication factor (PlacementWarnings).
-	PlacementWarnings []string          `json:"placementWarnings,omitempty"`
-	Nodes             []NodeStatus      `json:"nodes"`
-	Partitions        []PartitionStatus `json:"partitions"`
+	PlacementWarnings []string `json:"placementWarnings,omitempty"`
+	// Follow is the WAN follower's state (R-OPS-4): set by the node
+	// (cluster.FollowState.StatusOf); nil on a cluster that never followed.
+	Follow     *FollowStatus     `json:"follow,omitempty"`
+	Nodes      []NodeStatus      `json:"nodes"`
+	Partitions []PartitionStatus `json:"partitions"`
 }
 
 // NodeStatus is one member: its addresses, state and roles.

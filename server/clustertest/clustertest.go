@@ -185,17 +185,49 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 
 // waitFormed waits until every running node follows one leader and applied
 // one map naming all n nodes: the cluster Start promised, not a node that
-// formed alone before the others reached it.
+// formed alone before the others reached it. On a loaded machine the first
+// map may name fewer nodes (a member suspected at formation) and an
+// automatic rebalance then moves partitions to the others: Start waits for
+// it to end too, so a test's first write does not meet a move.
 func (c *Cluster) waitFormed(n int, timeout time.Duration) {
 	c.t.Helper()
-	c.eventually(timeout, fmt.Sprintf("one cluster of %d nodes on one map and one leader", n), func() bool {
+	c.eventually(timeout, fmt.Sprintf("one cluster of %d nodes on one map and one leader, no rebalance under way", n), func() bool {
 		_, ok := c.agreement()
 		if !ok {
 			return false
 		}
 		m := c.Map()
-		return m != nil && len(m.Nodes) == n
+		return m != nil && len(m.Nodes) == n && c.settled(m)
 	})
+}
+
+// settled reports that no partition of m is moving, the leader runs no
+// rebalance, and — under auto-rebalance, where copies enough for every
+// node exist — no node is left holding nothing (the leader would move
+// partitions to it next).
+func (c *Cluster) settled(m *cluster.PartitionMap) bool {
+	for _, p := range m.Partitions {
+		if p.Migrating() {
+			return false
+		}
+	}
+	leader := c.Leader()
+	if leader == nil {
+		return false
+	}
+	if rs := leader.Cluster().RebalanceStatus(); rs.Active || rs.Pending {
+		return false
+	}
+	cfg := leader.Config()
+	if !cfg.AutoRebalance || len(m.Partitions)*min(max(cfg.ReplicationFactor, 1), len(m.Nodes)) < len(m.Nodes) {
+		return true
+	}
+	for _, nd := range m.Nodes {
+		if !cluster.Holds(m, nd.ID) {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Cluster) startNode(id string, expect int, join []string) *server.Node {
@@ -480,10 +512,18 @@ func (c *Cluster) Decommission(nd *server.Node) {
 	c.mu.Lock()
 	c.stopped[nd] = true
 	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+	// A drain moves data (every partition and copy the node holds, each
+	// with its own catch-up and cut-over), so it gets four times the
+	// formation bound.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*c.opts.Timeout)
 	defer cancel()
 	if err := nd.Decommission(ctx); err != nil {
-		c.t.Fatalf("clustertest: decommission %s: %v", nd.Config().NodeID, err)
+		var st cluster.RebalanceStatus
+		if l := c.Leader(); l != nil {
+			st = l.Cluster().RebalanceStatus()
+		}
+		c.t.Fatalf("clustertest: decommission %s: %v (rebalance: active %v, pending %v, reason %q, %d moves in flight %+v, %d completed, %d aborted)",
+			nd.Config().NodeID, err, st.Active, st.Pending, st.Reason, len(st.Migrations), st.Migrations, st.Completed, st.Aborted)
 	}
 }
 

@@ -184,12 +184,12 @@ func TestSecuredClusterRefusesOutsiders(t *testing.T) {
 			}
 		}
 	}
-	if r := refusals(c, cluster.RefuseNoHandshake); r < uint64(2*len(m.Nodes)*len(protos)) {
-		t.Fatalf("no_handshake refusals %d", r)
-	}
-	if r := refusals(c, cluster.RefuseBadSecret); r < uint64(len(m.Nodes)*len(protos)) {
-		t.Fatalf("bad_secret refusals %d", r)
-	}
+	// The dialer can see its refusal before the node has counted it (the
+	// node counts once it has written the refusal), so the counts are polled.
+	c.Eventually(testscale.D(10*time.Second), "every no_handshake and bad_secret refusal counted", func() bool {
+		return refusals(c, cluster.RefuseNoHandshake) >= uint64(2*len(m.Nodes)*len(protos)) &&
+			refusals(c, cluster.RefuseBadSecret) >= uint64(len(m.Nodes)*len(protos))
+	})
 
 	t.Log("peer attacks done")
 	// A whole node without the secret: refused, with a clear line on

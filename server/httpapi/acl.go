@@ -92,7 +92,8 @@ func (s *Server) routePermission(c echo.Context, u *acl.User) string {
 	switch {
 	case strings.HasPrefix(p, keysPrefix):
 		return ""
-	case p == "/v1/cluster/rebalance" || p == "/v1/cluster/evict" || p == "/v1/node/decommission":
+	case p == "/v1/cluster/rebalance" || p == "/v1/cluster/evict" || p == "/v1/node/decommission" ||
+		p == "/v1/cluster/follow" || p == "/v1/cluster/promote":
 		if !u.CanRunAll(acl.CatAdmin) {
 			s.acl.Log.Add("command", "toplevel", p, u.Name, "http addr="+c.Request().RemoteAddr, time.Now())
 			return "NOPERM this user has no permissions to run the '" + p + "' admin endpoint (it needs every @admin command)"

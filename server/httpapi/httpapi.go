@@ -110,6 +110,14 @@ type Options struct {
 	// Events (changes.go): on a cluster, a feed of every segment that
 	// survives failovers and migrations. nil = 404.
 	Changes func(ctx context.Context, opts *sdk.ChangesOptions) (*sdk.ChangeFeed, error)
+	// ReadOnly, when set, is asked before every PUT and DELETE of a key; a
+	// non-empty answer refuses it with 403 and code ReadOnly (a follower
+	// cluster, R-OPS-4). nil = writes are never refused for it.
+	ReadOnly func() string
+	// Follow, when set, serves POST /v1/cluster/follow?source=zaris://…
+	// (start following another cluster's change feed) and POST
+	// /v1/cluster/promote (stop following, open writes): follow.go. nil = 404.
+	Follow FollowControl
 }
 
 // openAPIDocument is the OpenAPI 3 description of this API, served at
@@ -150,6 +158,8 @@ type Server struct {
 	barrier func(ctx context.Context, seg uint16, revision uint64) kv.Status
 	freeze  func(now time.Time)
 	changes func(ctx context.Context, opts *sdk.ChangesOptions) (*sdk.ChangeFeed, error)
+	ro      func() string
+	follow  FollowControl
 	bearer  []byte // "Bearer <token>" material; nil = no authentication
 	acl     *acl.Registry
 	maxItem int64
@@ -179,6 +189,8 @@ func New(opts Options) (*Server, error) {
 		barrier: opts.WriteBarrier,
 		freeze:  opts.FreezeCheck,
 		changes: opts.Changes,
+		ro:      opts.ReadOnly,
+		follow:  opts.Follow,
 		maxItem: int64(opts.Store.Config().MaxItemBytes),
 		acl:     opts.ACL,
 	}
@@ -212,6 +224,8 @@ func New(opts Options) (*Server, error) {
 	protected.POST("/v1/cluster/rebalance", s.rebalance)
 	protected.POST("/v1/cluster/evict", s.evictNode)
 	protected.POST("/v1/node/decommission", decommissionHandler(opts.Decommission))
+	protected.POST("/v1/cluster/follow", s.startFollow)
+	protected.POST("/v1/cluster/promote", s.promote)
 	protected.GET(keysPrefix+"*", s.getKey)
 	protected.HEAD(keysPrefix+"*", s.getKey)
 	protected.PUT(keysPrefix+"*", s.putKey)
@@ -327,6 +341,8 @@ func HTTPStatus(st kv.Status) int {
 		return http.StatusConflict
 	case kv.StatusInternal:
 		return http.StatusInternalServerError
+	case kv.StatusReadOnly:
+		return http.StatusForbidden // a follower cluster: writes open after zarisctl promote
 	}
 	// OwnershipChanging, Migrating, ReplicaSyncPending, ReplicaWriteRejected,
 	// Unavailable: transient, retry later.

@@ -223,6 +223,9 @@ func (s *Server) putKey(c echo.Context) error {
 	if !ok {
 		return err
 	}
+	if msg := s.readOnly(); msg != "" {
+		return s.refuse(c, metrics.OpPut, start, kv.StatusReadOnly, msg)
+	}
 	var opts kv.PutOptions
 	if opts.TTL, err = parseTTL(c.QueryParam("ttl")); err != nil {
 		return s.refuse(c, metrics.OpPut, start, kv.StatusBadRequest, err.Error())
@@ -306,6 +309,9 @@ func (s *Server) deleteKey(c echo.Context) error {
 	key, ok, err := s.checkRequest(c, metrics.OpDelete, start)
 	if !ok {
 		return err
+	}
+	if msg := s.readOnly(); msg != "" {
+		return s.refuse(c, metrics.OpDelete, start, kv.StatusReadOnly, msg)
 	}
 	if r.Header.Get("If-Match") != "" {
 		// The store's delete is unconditional; ignoring the precondition

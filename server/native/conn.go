@@ -55,6 +55,9 @@ type conn struct {
 	acks []pendingAck
 
 	curCmd kv.CmdOp // the command being dispatched, for a contained panic's log (reader-owned)
+
+	// clientName is the handshake's ClientName (Config.ReadOnly's argument).
+	clientName string
 }
 
 // pendingAck is a write answered Success in out, pending the barrier: the
@@ -387,6 +390,7 @@ func (c *conn) handshake() bool {
 		resp.Message = "store " + strconv.Quote(req.Store) + " is not served here; this cluster serves " + strconv.Quote(cfg.StoreName)
 	} else {
 		resp.Status, resp.ProtocolVersion = kv.StatusSuccess, v
+		c.clientName = req.ClientName
 	}
 	c.out, _ = appendHandshake(c.out, f.ID, resp)
 	ok := c.flush() && resp.Status == kv.StatusSuccess
@@ -421,7 +425,7 @@ func (c *conn) dispatch(f wire.Frame) {
 		began = time.Now()
 	}
 	c.srv.counts.requests.Add(1)
-	if !c.permit(f) {
+	if !c.permit(f) || c.readOnly(f) {
 		return
 	}
 	var (

@@ -80,6 +80,12 @@ type Config struct {
 	// freeze fence (it may unown every segment, which then answers Moved).
 	// nil = nothing is checked and no clock is read for it.
 	FreezeCheck func(now time.Time)
+	// ReadOnly, when set, is asked before every request of a connection
+	// (with its handshake's client name) and refuses the request with
+	// StatusReadOnly and its message when the message is not empty and the
+	// request writes (a follower cluster, R-OPS-4). It must be cheap: a
+	// lock-free load when nothing is refused.
+	ReadOnly func(clientName string) string
 }
 
 // WriteBarrier decides when a write applied locally may be acknowledged.

@@ -46,9 +46,10 @@ type Config struct {
 	// MaintainEvery is the cadence of the low-water-mark updates (default
 	// 100 ms).
 	MaintainEvery time.Duration
-	// Down reports whether the membership knows a node is down (restart
-	// recovery does not wait for a copy that cannot answer); nil: none is.
-	Down func(cluster.NodeID) bool
+	// Presence is what the membership knows of a node: restart recovery
+	// waits for a copy as failover.AwaitCopy says; nil: every node is
+	// alive.
+	Presence func(cluster.NodeID) failover.OwnerPresence
 	// Logger receives the manager's log lines; nil discards them.
 	Logger *slog.Logger
 }

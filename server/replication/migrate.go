@@ -87,8 +87,9 @@ func (m *Manager) fenceForCutover(q cluster.MigrateRequest) cluster.MigrateReply
 		return refuse("NotReady", "this node does not own partition %d at generation %d", p.ID, q.Generation)
 	case p.MoveTo != q.Target || !slices.Equal(cluster.CutoverTargets(p), q.Targets) || p.FirstSegment != q.First ||
 		p.LastSegment != q.Last:
+		version := m.cur.Version
 		m.mu.Unlock()
-		return refuse("NotReady", "this node's map (version %d) does not move partition %d to %v", m.cur.Version, p.ID, q.Targets)
+		return refuse("NotReady", "this node's map (version %d) does not move partition %d to %v", version, p.ID, q.Targets)
 	}
 	if m.gated(q.First, q.Last) {
 		// A restarted owner whose restart recovery still holds segments

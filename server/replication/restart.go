@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 //
 // A node starts with every partition uncertified (its memory is gone; it
 // trusts nothing local). While it is the serving owner of an uncertified
-// partition that has a copy not known down (ShouldReverseSyncOwnedSegment),
+// partition that has a copy not known gone for good
+// (ShouldReverseSyncOwnedSegment, failover.AwaitCopy),
 // each owned segment is held by the serve gate (ServeGate): the store does
 // not own it, so clients get a retryable redirect instead of NotFound for
 // keys the replica kept. Every shipper session's catch-up plan is evidence
@@ -92,12 +94,15 @@ func (m *Manager) WaitSettled(d time.Duration) {
 	}
 }
 
-// down reports whether the membership knows node id is down.
-func (m *Manager) down(id cluster.NodeID) bool {
-	return m.cfg.Down != nil && m.cfg.Down(id)
+// presence is what the membership knows of node id.
+func (m *Manager) presence(id cluster.NodeID) failover.OwnerPresence {
+	if m.cfg.Presence == nil {
+		return failover.OwnerAlive
+	}
+	return m.cfg.Presence(id)
 }
 
-// liveReplica reports whether p has a copy besides self not known down.
+// liveReplica reports whether p has a copy besides self worth waiting for.
 func (m *Manager) liveReplica(p *cluster.Partition) bool { return len(m.liveCopies(p)) > 0 }
 
 // markProven records that segment seg is level by construction (pulled
@@ -131,12 +136,13 @@ func (m *Manager) forgetLevelWith(seg int, copy cluster.NodeID) {
 	m.rs.mu.Unlock()
 }
 
-// liveCopies lists p's established copies besides self not known down:
-// the copies a restarted owner must be level with.
+// liveCopies lists p's established copies besides self that
+// failover.AwaitCopy waits for: the copies a restarted owner must be level
+// with (a copy only away may come back with writes this owner lacks).
 func (m *Manager) liveCopies(p *cluster.Partition) []string {
 	var out []string
 	for _, r := range p.Established() {
-		if r != m.cfg.Self && !m.down(r) {
+		if r != m.cfg.Self && failover.AwaitCopy(m.presence(r), slices.Contains(p.Demoted, r)) {
 			out = append(out, string(r))
 		}
 	}

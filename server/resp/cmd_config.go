@@ -145,7 +145,8 @@ var configTable = []*configParam{
 	{name: "lazyfree-lazy-user-del", kind: kindBool, deflt: "no"},
 	{name: "lazyfree-lazy-user-flush", kind: kindBool, deflt: "no"},
 	{name: "replica-lazy-flush", aliases: []string{"slave-lazy-flush"}, kind: kindBool, deflt: "no"},
-	{name: "tracking-table-max-keys", kind: kindInt, min: 0, max: int64Max, deflt: "1000000"},
+	{name: "tracking-table-max-keys", kind: kindInt, min: 0, max: int64Max, deflt: "1000000",
+		apply: func(s *Server, v string) { n, _ := strconv.ParseInt(v, 10, 64); s.trackSetMaxKeys(n) }},
 	{name: "acllog-max-len", kind: kindInt, min: 0, max: int64Max, deflt: "128"},
 	{name: "latency-tracking", kind: kindBool, deflt: "yes"},
 	{name: "protected-mode", kind: kindBool, deflt: "yes"},
@@ -267,6 +268,7 @@ func (s *Server) initConfig() {
 	l.slowlogLen.Store(128)
 	l.busyReplyMs.Store(5000)
 	l.tcpKeepalive.Store(300)
+	s.trk.maxKeys.Store(1_000_000)
 	l.startMaxMem = s.store.Config().MaxMemoryBytes
 	ol := defaultOutputLimits()
 	l.outLimits.Store(&ol)

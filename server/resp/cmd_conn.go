@@ -49,6 +49,7 @@ func init() {
 				{name: "reply", arity: 3, flags: connFlags, summary: "Instructs the server whether to reply to commands (ON, OFF, SKIP).", run: cmdClientReply},
 				{name: "pause", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Suspends commands processing (WRITE or ALL) for a time.", run: cmdClientPause},
 				{name: "unpause", arity: 2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
+				{name: "no-touch", arity: 3, flags: flagNoScript | flagLoading | flagStale, since: "7.2.0", summary: "Controls whether commands sent by the client affect the LRU of keys (Redis 7.2; shown as flag T).", run: cmdClientNoTouch},
 				{name: "no-evict", arity: 3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Sets the client eviction mode of the connection (Zaris never evicts clients; shown as flag e).", run: cmdClientNoEvict},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the CLIENT subcommands.", run: cmdClientHelp},
 			}},
@@ -220,6 +221,7 @@ func cmdReset(c *conn, _ [][]byte) {
 		c.pmu.Unlock()
 	}
 	c.txReset()
+	c.trackReset()
 	c.out.Proto = 2
 	c.proto.Store(2)
 	c.name.Store(nil)
@@ -341,8 +343,13 @@ func (c *conn) describe(now time.Time) string {
 	if c.blocked.Load() {
 		flags += "b"
 	}
+	trackFlags, redir := c.trackFlags()
+	flags += trackFlags
 	if c.mon.noEvict.Load() {
 		flags += "e"
+	}
+	if c.mon.noTouch.Load() {
+		flags += "T"
 	}
 	if flags == "" {
 		flags = "N"
@@ -375,7 +382,7 @@ func (c *conn) describe(now time.Time) string {
 	b.WriteString(" obl=0 oll=0 omem=" + strconv.Itoa(omem) + " tot-mem=" + strconv.FormatInt(qbuf+int64(omem), 10))
 	b.WriteString(" events=" + events)
 	b.WriteString(" cmd=" + cmd)
-	b.WriteString(" user=" + c.userName() + " redir=-1")
+	b.WriteString(" user=" + c.userName() + " redir=" + redir)
 	b.WriteString(" resp=" + strconv.Itoa(int(c.proto.Load())))
 	b.WriteString(" lib-name=" + loadString(c.libName.Load()))
 	b.WriteString(" lib-ver=" + loadString(c.libVer.Load()))

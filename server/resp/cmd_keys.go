@@ -1,9 +1,7 @@
 package resp
 
 import (
-	"math"
 	"strconv"
-	"time"
 
 	"github.com/zaris-io/zaris/internal/glob"
 	"github.com/zaris-io/zaris/internal/kv"
@@ -33,21 +31,21 @@ func init() {
 		g(&command{name: "renamenx", arity: 3, flags: flagWrite | flagFast, first: 1, last: 2, step: 1, since: "1.0.0",
 			summary: "Renames a key only when the target key name doesn't exist.", run: cmdRename}),
 		g(&command{name: "expire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
-			summary: "Sets the expiration time of a key in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Second, false)}),
+			summary: "Sets the expiration time of a key in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(kv.CmdExpire)}),
 		g(&command{name: "pexpire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
-			summary: "Sets the expiration time of a key in milliseconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Millisecond, false)}),
+			summary: "Sets the expiration time of a key in milliseconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(kv.CmdPExpire)}),
 		g(&command{name: "expireat", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "1.2.0",
-			summary: "Sets the expiration time of a key to a Unix timestamp in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Second, true)}),
+			summary: "Sets the expiration time of a key to a Unix timestamp in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(kv.CmdExpireAt)}),
 		g(&command{name: "pexpireat", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
-			summary: "Sets the expiration time of a key to a Unix timestamp in milliseconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(time.Millisecond, true)}),
+			summary: "Sets the expiration time of a key to a Unix timestamp in milliseconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(kv.CmdPExpireAt)}),
 		g(&command{name: "ttl", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
-			summary: "Returns the expiration time in seconds of a key (-1 none, -2 no key).", metric: metrics.OpTTL, run: cmdTTL(time.Second, false)}),
+			summary: "Returns the expiration time in seconds of a key (-1 none, -2 no key).", metric: metrics.OpTTL, run: cmdTTL(kv.CmdPTTL, true)}),
 		g(&command{name: "pttl", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
-			summary: "Returns the expiration time in milliseconds of a key (-1 none, -2 no key).", metric: metrics.OpTTL, run: cmdTTL(time.Millisecond, false)}),
+			summary: "Returns the expiration time in milliseconds of a key (-1 none, -2 no key).", metric: metrics.OpTTL, run: cmdTTL(kv.CmdPTTL, false)}),
 		g(&command{name: "expiretime", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix timestamp in seconds.", metric: metrics.OpTTL, run: cmdTTL(time.Second, true)}),
+			summary: "Returns the expiration time of a key as a Unix timestamp in seconds.", metric: metrics.OpTTL, run: cmdTTL(kv.CmdPExpireTime, true)}),
 		g(&command{name: "pexpiretime", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "7.0.0",
-			summary: "Returns the expiration time of a key as a Unix timestamp in milliseconds.", metric: metrics.OpTTL, run: cmdTTL(time.Millisecond, true)}),
+			summary: "Returns the expiration time of a key as a Unix timestamp in milliseconds.", metric: metrics.OpTTL, run: cmdTTL(kv.CmdPExpireTime, false)}),
 		g(&command{name: "persist", arity: 2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.2.0",
 			summary: "Removes the expiration time of a key.", metric: metrics.OpPersist, run: cmdPersist}),
 		g(&command{name: "keys", arity: 2, flags: flagReadonly, since: "1.0.0",
@@ -108,6 +106,8 @@ func (c *conn) keyType(kb []byte) string {
 func cmdType(c *conn, args [][]byte) { c.out.Simple(c.keyType(args[1])) }
 
 func cmdTouch(c *conn, args [][]byte) {
+	c.mon.touching = true // TOUCH stamps even in CLIENT NO-TOUCH mode, as Redis 7.2
+	defer func() { c.mon.touching = false }()
 	n := 0
 	for _, kb := range args[1:] {
 		if c.keyType(kb) != "none" {
@@ -170,6 +170,9 @@ func cmdRename(c *conn, args [][]byte) {
 		fill = rebuild(c.execRaw(kv.CmdSMembers, src), kv.CmdSAdd, 1, false)
 	case "zset":
 		fill = rebuild(c.execRaw(kv.CmdZRange, src, []byte("0"), []byte("-1"), []byte("WITHSCORES")), kv.CmdZAdd, 2, true)
+	case "stream":
+		c.renameStream(src, dst, nx)
+		return
 	default:
 		c.err("ERR RENAME of a " + typ + " key is not supported")
 		return
@@ -199,6 +202,29 @@ func cmdRename(c *conn, args [][]byte) {
 	}
 }
 
+// renameStream renames a stream under both keys' locks: the store copies
+// its encoding whole — entries, groups, consumers, pending entries, TTL —
+// over whatever dst held, then the source is deleted.
+func (c *conn) renameStream(src, dst []byte, nx bool) {
+	c.atomically(true, [][]byte{src, dst}, func() {
+		copied, res := c.tx.Copy(view(src), view(dst), true)
+		switch {
+		case res.Status != kv.StatusSuccess:
+			c.storeError(res.Status, "")
+			return
+		case !copied:
+			c.storeError(kv.StatusNotFound, "")
+			return
+		}
+		c.tx.Delete(view(src))
+		if nx {
+			c.out.Int(1)
+		} else {
+			c.out.OK()
+		}
+	})
+}
+
 // rebuild turns a collection's content (an array reply) into the commands
 // that recreate it, in batches. With swap, pairs are (member, score) and the
 // command wants (score, member).
@@ -226,116 +252,29 @@ func rebuild(r kv.Reply, op kv.CmdOp, per int, swap bool) []kv.Cmd {
 }
 
 // cmdExpire implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with the
-// NX/XX/GT/LT conditions of Redis 7 (a key without a TTL has an infinite
-// one for GT/LT). A time in the past deletes the key, as in Redis.
-func cmdExpire(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
-	return func(c *conn, args [][]byte) {
-		name := lowerName(args[0])
-		var nx, xx, gt, lt bool // Redis reads the options before the time
-		for _, a := range args[3:] {
-			switch {
-			case eq(a, "NX"):
-				nx = true
-			case eq(a, "XX"):
-				xx = true
-			case eq(a, "GT"):
-				gt = true
-			case eq(a, "LT"):
-				lt = true
-			default:
-				c.err("ERR Unsupported option " + cString(string(a)))
-				return
-			}
-		}
-		n, ok := parseInt(args[2])
-		if !ok {
-			c.err(msgNotInteger)
-			return
-		}
-		switch {
-		case nx && (xx || gt || lt):
-			c.err("ERR NX and XX, GT or LT options at the same time are not compatible")
-			return
-		case gt && lt:
-			c.err("ERR GT and LT options at the same time are not compatible")
-			return
-		}
-		perUnit := int64(unit / time.Millisecond)
-		if n > math.MaxInt64/perUnit || n < math.MinInt64/perUnit {
-			c.err("ERR invalid expire time in '" + name + "' command")
-			return
-		}
-		ms := n * perUnit
-		now := time.Now()
-		if !absolute {
-			// Redis's bound: the absolute time must fit in int64 milliseconds.
-			if ms > math.MaxInt64-now.UnixMilli() {
-				c.err("ERR invalid expire time in '" + name + "' command")
-				return
-			}
-			ms += now.UnixMilli()
-		}
-		ttl := ttlOf(ms, true, now)
-		k := view(args[1])
-		g := c.segment(k)
-		cur := g.TimeToLive(k)
-		if cur.Status != kv.StatusSuccess {
-			c.out.Int(0)
-			return
-		}
-		has := cur.TTL > 0
-		// GT/LT compare absolute times in milliseconds, as Redis does: two
-		// relative TTLs read at different instants would differ by the
-		// microseconds between them.
-		curMs := now.Add(cur.TTL).Round(time.Millisecond).UnixMilli()
-		switch {
-		case nx && has, xx && !has,
-			gt && (!has || ms <= curMs),
-			lt && has && ms >= curMs:
-			c.out.Int(0)
-			return
-		}
-		var res kv.Result
-		if ttl <= 0 {
-			res = g.Delete(k)
-		} else {
-			res = g.Expire(k, ttl)
-		}
-		switch res.Status {
-		case kv.StatusSuccess:
-			c.out.Int(1)
-		case kv.StatusNotFound:
-			c.out.Int(0)
-		default:
-			c.storeError(res.Status, "")
-		}
-	}
+// NX/XX/GT/LT conditions of Redis 7: the store runs the command whole
+// (store/expire.go) — the time converted to absolute milliseconds with the
+// store's clock, compared with the key's expiry and written under the
+// segment's lock — as it does for the native protocol's commands.
+func cmdExpire(op kv.CmdOp) func(c *conn, args [][]byte) {
+	return func(c *conn, args [][]byte) { c.exec(op, args[1], args[2:], shapePlain) }
 }
 
 // cmdTTL implements TTL, PTTL, EXPIRETIME and PEXPIRETIME: -2 for a missing
-// key, -1 for a key without a TTL.
-func cmdTTL(unit time.Duration, absolute bool) func(c *conn, args [][]byte) {
+// key, -1 for a key without a TTL. The store answers in milliseconds from
+// one reading of the key and its clock; seconds round as Redis's
+// ttlGenericCommand does ((ms+500)/1000).
+func cmdTTL(op kv.CmdOp, seconds bool) func(c *conn, args [][]byte) {
 	return func(c *conn, args [][]byte) {
 		k := view(args[1])
-		res := c.segment(k).TimeToLive(k)
+		r := c.segment(k).Exec(kv.Cmd{Op: op, Key: k})
 		switch {
-		case res.Status == kv.StatusNotFound:
-			c.out.Int(-2)
-		case res.Status != kv.StatusSuccess:
-			c.storeError(res.Status, "")
-		case res.TTL == 0:
-			c.out.Int(-1)
-		case absolute:
-			at := time.Now().Add(res.TTL)
-			if unit == time.Second {
-				c.out.Int(at.Add(500 * time.Millisecond).Unix())
-			} else {
-				c.out.Int(at.UnixMilli())
-			}
-		case unit == time.Second:
-			c.out.Int(int64((res.TTL + 500*time.Millisecond) / time.Second))
+		case r.Status != kv.StatusSuccess:
+			c.storeError(r.Status, r.Message)
+		case seconds && r.Int >= 0:
+			c.out.Int((r.Int + 500) / 1000)
 		default:
-			c.out.Int(int64((res.TTL + 500*time.Microsecond) / time.Millisecond))
+			c.out.Int(r.Int)
 		}
 	}
 }

@@ -59,7 +59,7 @@ func init() {
 // while it waits).
 func (c *conn) execAcross(keys [][]byte, cmd kv.Cmd) kv.Reply {
 	if c.tx != nil {
-		return c.tx.Exec(cmd)
+		return c.segment(cmd.Key).Exec(cmd)
 	}
 	segs := make([]uint16, len(keys))
 	for i, k := range keys {
@@ -68,7 +68,7 @@ func (c *conn) execAcross(keys [][]byte, cmd kv.Cmd) kv.Reply {
 	slices.Sort(segs)
 	segs = slices.Compact(segs)
 	if len(segs) == 1 {
-		return c.srv.store.Segment(segs[0]).Exec(cmd)
+		return c.segment(cmd.Key).Exec(cmd) // cmd.Key is one of keys: that segment
 	}
 	for _, g := range segs {
 		if !c.served(g) {
@@ -76,7 +76,10 @@ func (c *conn) execAcross(keys [][]byte, cmd kv.Cmd) kv.Reply {
 		}
 	}
 	var r kv.Reply
-	c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) { r = a.Exec(cmd) })
+	c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) {
+		a.SetNoTouch(c.untouched())
+		r = a.Exec(cmd)
+	})
 	return r
 }
 

@@ -525,6 +525,17 @@ func (c *conn) scriptSegments(keys [][]byte) ([]uint16, string) {
 	return slices.Compact(segs), ""
 }
 
+// scriptNodeWide are the commands that read or write every segment of the
+// node (their locks): a script holds its segments' write locks while it
+// runs, so they are refused from scripts, as from MULTI, rather than wait
+// for those locks forever.
+var scriptNodeWide = map[string]bool{
+	"keys": true, "scan": true, "dbsize": true, "randomkey": true, "flushdb": true, "flushall": true,
+	"info": true, "cluster|countkeysinslot": true, "cluster|getkeysinslot": true,
+}
+
+const msgScriptNodeWide = "ERR This command reads or writes every key of the node and is not allowed from a script in Zaris (the script holds its keys' locks)"
+
 // scriptCommand runs one redis.call/redis.pcall command and returns its
 // reply (RESP bytes, in the script's RESP version).
 func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
@@ -554,9 +565,15 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 	if msg := c.aclScriptCheck(cmd, args); msg != "" {
 		return fail(msg)
 	}
+	if scriptNodeWide[cmd.name] || scriptNodeWide[baseName(cmd)] {
+		return fail(msgScriptNodeWide)
+	}
 	if cmd.flags&flagWrite != 0 {
 		if run.readOnly {
 			return fail(msgROWrite)
+		}
+		if c.readOnly() {
+			return fail(msgReadOnly)
 		}
 	}
 	idx := cmd.keyIndexes(args)

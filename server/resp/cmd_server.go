@@ -307,7 +307,8 @@ func cmdFlush(c *conn, args [][]byte) {
 		c.err(msgSyntax)
 		return
 	}
-	c.srv.store.Flush() // the owned segments: replicas follow their owner's deletes
+	n := c.srv.store.Flush() // the owned segments: replicas follow their owner's deletes
+	c.srv.trackFlushCommand(n)
 	c.out.OK()
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/store"
 )
 
 // Streams (R-DS-2): every command maps onto the store's stream command of
@@ -73,7 +74,7 @@ func cmdXGroup(c *conn, args [][]byte) {
 	r := c.execRaw(kv.CmdXGroup, args[2], storeArgs...)
 	if r.Status != kv.StatusSuccess && strings.HasPrefix(r.Message, "NOGROUP ") {
 		// Redis's wording for XGROUP.
-		r.Message = "NOGROUP No such consumer group '" + string(args[3]) + "' for key name '" + string(args[2]) + "'"
+		r.Message = "NOGROUP No such consumer group '" + cString(string(args[3])) + "' for key name '" + cString(string(args[2])) + "'"
 	}
 	c.writeReply(r, shapePlain)
 }
@@ -198,16 +199,8 @@ func parseXRead(c *conn, args [][]byte, group bool) (xreadReq, bool) {
 		r.keys = args[streamsAt : streamsAt+n/2]
 		r.ids = args[streamsAt+n/2:]
 	}
-	for _, id := range r.ids {
-		switch {
-		case !group && string(id) == ">":
-			c.err("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
-			return r, false
-		case group && string(id) == "$":
-			c.err("ERR The $ ID is meaningful only for XREAD, use > instead for XREADGROUP.")
-			return r, false
-		}
-	}
+	// The ids are checked per key by the store, after the key's type and
+	// group, as Redis does ('>' in XREAD, '$' in XREADGROUP, the syntax).
 	return r, true
 }
 
@@ -229,8 +222,43 @@ func cmdXRead(group bool) func(c *conn, args [][]byte) {
 			}
 			req.ids = ids
 		}
-		c.blockOn(req.keys, req.blocking, req.block, func() bool { return c.xreadOnce(&req, group) })
+		try := func() bool { return c.xreadOnce(&req, group) }
+		if group && len(req.keys) > 1 {
+			// Redis checks every key (type, group, id) before it serves
+			// any: one try checks them all, then reads, under the keys'
+			// locks, so that a bad last key leaves the first ones unread.
+			try = func() bool {
+				ran, done := false, false
+				c.atomically(true, req.keys, func() {
+					ran = true
+					done = !c.xreadGroupChecked(&req) || c.xreadOnce(&req, group)
+				})
+				return done || !ran // not run: refused whole (a write fence), the error written
+			}
+		}
+		c.blockOn(req.keys, req.blocking, req.block, try)
 	}
+}
+
+// xreadGroupChecked checks each key of an XREADGROUP in Redis's order —
+// its type, the group, then its id — and reports true when all pass, or
+// writes the first error.
+func (c *conn) xreadGroupChecked(req *xreadReq) bool {
+	for i, key := range req.keys {
+		// XPENDING … - + 0 looks the key and the group up and reads nothing.
+		r := c.execRaw(kv.CmdXPending, key, req.group, []byte("-"), []byte("+"), []byte("0"))
+		if r.Status == kv.StatusSuccess {
+			r = store.CheckGroupReadID(req.ids[i])
+		}
+		if r.Status != kv.StatusSuccess {
+			if strings.HasPrefix(r.Message, "NOGROUP ") {
+				r.Message += " in XREADGROUP with GROUP option"
+			}
+			c.storeError(r.Status, r.Message)
+			return false
+		}
+	}
+	return true
 }
 
 // lastStreamID is the id of the newest entry of a stream ("0-0" when the
@@ -277,7 +305,7 @@ func (c *conn) xreadOnce(req *xreadReq, group bool) bool {
 			c.storeError(r.Status, r.Message)
 			return true
 		}
-		history := group && string(req.ids[i]) != ">"
+		history := group && store.GroupReadsHistory(req.ids[i])
 		if len(r.Array) > 0 || history {
 			found = append(found, result{key, r})
 		}

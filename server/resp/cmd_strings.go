@@ -121,6 +121,10 @@ type setOpts struct {
 	// ttl is the relative expiry when hasExpire; <= 0 means the absolute
 	// time given is already past: the key is written and expires at once.
 	ttl time.Duration
+	// atMs is the instant of EXAT/PXAT, Unix milliseconds (0 for EX/PX):
+	// the store keeps it as given rather than a TTL counted again from when
+	// the write reaches it.
+	atMs int64
 	// The EX/PX/EXAT/PXAT option as given: Redis checks the syntax of all
 	// options before it reads the number (GETEX: after the key lookup).
 	expUnit string
@@ -134,7 +138,22 @@ func (o *setOpts) resolveExpire(c *conn, name string, now time.Time) bool {
 	}
 	ttl, ok := parseExpire(c, name, o.expUnit, o.expArg, now)
 	o.ttl = ttl
+	if ok && (o.expUnit == "EXAT" || o.expUnit == "PXAT") {
+		o.atMs, _ = parseInt(o.expArg) // checked by parseExpire
+		if o.expUnit == "EXAT" {
+			o.atMs *= 1000
+		}
+	}
 	return ok
+}
+
+// nanosOfMs is an instant in Unix milliseconds as the store keeps expiries:
+// beyond int64 nanoseconds (2262-04-11) at that last instant.
+func nanosOfMs(ms int64) int64 {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return ms * int64(time.Millisecond)
 }
 
 // parseExpire converts an EX/PX/EXAT/PXAT argument to a relative TTL, with
@@ -256,7 +275,6 @@ func (c *conn) set(key, value []byte, o setOpts) {
 		var (
 			exists  bool
 			version uint64
-			ttl     time.Duration
 			old     []byte
 		)
 		if conditional {
@@ -271,7 +289,7 @@ func (c *conn) set(key, value []byte, o setOpts) {
 				cur = g.TimeToLive(k)
 			}
 			exists = cur.Status == kv.StatusSuccess
-			version, ttl, old = cur.Version, cur.TTL, cur.Value
+			version, old = cur.Version, cur.Value
 		}
 		reply := func() {
 			if o.get {
@@ -310,7 +328,11 @@ func (c *conn) set(key, value []byte, o setOpts) {
 		}
 		switch {
 		case o.keepTTL && exists:
-			opts.TTL = ttl
+			// The expiry of the version read, kept to the instant by the
+			// store (the version is the write's precondition).
+			opts.KeepTTL = true
+		case o.hasExpire && o.atMs != 0:
+			opts.ExpireAt = nanosOfMs(o.atMs)
 		case o.hasExpire:
 			opts.TTL = o.ttl
 		}
@@ -477,6 +499,8 @@ func cmdGetEX(c *conn, args [][]byte) {
 	switch {
 	case o.hasExpire && o.ttl <= 0:
 		g.Delete(k)
+	case o.hasExpire && o.atMs != 0:
+		g.Exec(kv.Cmd{Op: kv.CmdPExpireAt, Key: k, Args: [][]byte{itoa(o.atMs)}}) // the instant as given
 	case o.hasExpire:
 		g.Expire(k, o.ttl)
 	case o.persist:

@@ -205,6 +205,10 @@ func (c *conn) execute(args [][]byte) {
 	if !c.aclCheck(cmd, args, "toplevel") {
 		return
 	}
+	if cmd.flags&flagWrite != 0 && c.readOnly() {
+		c.rejectCmd(cmd, msgReadOnly)
+		return
+	}
 	if c.srv.scripts.busy.Load() > 0 && cmd.flags&flagAllowBusy == 0 {
 		// A script runs past the time limit: only what may stop it runs.
 		if msg := c.srv.scripts.busyError(c); msg != "" {
@@ -249,10 +253,17 @@ func (c *conn) execute(args [][]byte) {
 	began := c.clock // when the previous command of the batch ended, or the read returned
 	mark, flushes := len(c.out.B), c.flushes
 	c.multiSeg = lockSegs != nil
+	var windows []trackWindow
+	if c.trk.active {
+		windows = c.trackBefore(cmd, args)
+	}
 	if lockSegs != nil {
 		c.runLocked(cmd, args, lockSegs)
 	} else {
 		cmd.run(c, args)
+	}
+	if c.trk.active {
+		c.trackAfter(cmd, args, windows)
 	}
 	switch c.reply {
 	case replyOff:
@@ -352,15 +363,21 @@ type ops interface {
 var (
 	_ ops = (*store.Segment)(nil)
 	_ ops = (*store.Atomic)(nil)
+	_ ops = store.Untouched{}
 )
 
 // segment is where the handlers read and write key: its segment, or the
 // transaction's atomic view while EXEC runs.
 func (c *conn) segment(key string) ops {
 	if c.tx != nil {
+		c.tx.SetNoTouch(c.untouched())
 		return c.tx
 	}
-	return c.srv.store.Segment(placement.SegmentOf(key, c.srv.segs))
+	g := c.srv.store.Segment(placement.SegmentOf(key, c.srv.segs))
+	if c.untouched() {
+		return g.Untouched()
+	}
+	return g
 }
 
 // --- replies ---

@@ -121,6 +121,7 @@ type conn struct {
 	errReplies uint64                             // error replies written (reader-owned)
 	wasBlocked bool                               // the command being executed blocked: no slowlog entry
 	mon        monitorState                       // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)
+	trk        trackConn                          // CLIENT TRACKING (tracking.go)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -328,6 +329,9 @@ func (c *conn) flush() bool {
 	if len(c.held) > 0 {
 		c.settle() // hold the writes' replies until the replicas have them
 	}
+	if c.trk.held {
+		defer c.trackFlushed() // its invalidations follow these replies
+	}
 	b := c.out.B
 	if len(b) == 0 {
 		return true
@@ -481,6 +485,7 @@ func (c *conn) writeAll(b []byte) error {
 // WriteTimeout per chunk, or cut short by a forced close), then closes the
 // socket.
 func (c *conn) finish() {
+	c.txReset() // the store's watches of absent keys end with the connection
 	if c.mon.monitor.Load() {
 		c.srv.monitors.remove(c)
 	}

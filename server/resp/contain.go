@@ -24,6 +24,9 @@ func (c *conn) executeContained(args [][]byte) {
 		}
 	}()
 	c.execute(args)
+	if c.trk.active {
+		c.trackCommandDone(args)
+	}
 }
 
 // recovered handles a panic of the command args, whose reply began at mark

@@ -25,13 +25,18 @@ var diffSeeds = []int64{1, 2, 3, 4}
 //
 // By default it runs a bounded pass on fixed seeds; ZARIS_DIFFFUZZ_TIME
 // (a duration, `make fuzz-resp FUZZTIME=10m`) runs one long pass seeded by
-// the clock (ZARIS_DIFFFUZZ_SEED replays a seed).
+// the clock (ZARIS_DIFFFUZZ_SEED replays a seed). ZARIS_DIFFFUZZ_ONLY, a
+// comma-separated list of command names (`make fuzz-resp FUZZONLY=…`),
+// draws only those commands.
 func TestDiffFuzz(t *testing.T) {
 	redisAddr := startRedis(t, false)
 	n := startNode(t)
 	base := respdiff.Config{
 		RedisAddr: redisAddr, ZarisAddr: n.RESPAddr().String(), Commands: resp.DiffCommands(),
 		Timeout: testscale.D(10 * time.Second), Logf: t.Logf,
+	}
+	if o := os.Getenv("ZARIS_DIFFFUZZ_ONLY"); o != "" {
+		base.Only = strings.Split(o, ",")
 	}
 	var runs []respdiff.Config
 	if d := os.Getenv("ZARIS_DIFFFUZZ_TIME"); d != "" {

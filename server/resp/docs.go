@@ -250,7 +250,8 @@ characters); ` + "`INFO server`" + ` shows both.
 - ` + "`KEYS`" + ` walks the sorted key snapshots (a literal prefix of the pattern
   narrows the walk); it is an administration command, as in Redis.
 - ` + "`RENAME`" + `/` + "`RENAMENX`" + ` copy the value (a string with its TTL; a collection
-  element by element) and delete the source. Over keys of several slots they,
+  element by element; a stream whole — entries, groups, consumers, pending
+  entries, TTL — under both keys' locks) and delete the source. Over keys of several slots they,
   like every multi-key command, run under the locks of the keys' segments and
   nothing interleaves; over keys of one slot a writer of either key running
   at the same time can interleave with them (not inside MULTI/EXEC, which
@@ -281,7 +282,14 @@ characters); ` + "`INFO server`" + ` shows both.
 - Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims exactly like ` + "`=`" + `;
   XCLAIM and XAUTOCLAIM create the consumer they name (XREADGROUP only when it
   serves something, as Redis); XGROUP CREATE/SETID take ENTRIESREAD.
-  XREAD/XREADGROUP over several keys read each key in turn. ` + "`XINFO STREAM`" + `
+  XREAD over several keys reads each key in turn; XREADGROUP over several
+  keys holds their locks for each try and checks every key (its type, the
+  group, the id) before it serves any, as Redis does. Each stream command
+  checks its arguments, the key's type and the group in Redis 7.0's order,
+  so a command with two faults answers Redis's error. XAUTOCLAIM takes a
+  COUNT up to 2^59-1, as Redis 7.0, but never answers Redis's "Insufficient
+  memory … COUNT too high" (Redis reserves 16 bytes per COUNT up front;
+  Zaris allocates per entry found). ` + "`XINFO STREAM`" + `
   (` + "`FULL [COUNT n]`" + `), ` + "`XINFO GROUPS`" + `, ` + "`XINFO CONSUMERS`" + ` and ` + "`XSETID`" + `
   (` + "`ENTRIESADDED`" + `, ` + "`MAXDELETEDID`" + `) answer as Redis 7.0 (compared byte for byte,
   RESP2 and RESP3, ids at 2^64-1 included): entries-added,
@@ -339,6 +347,38 @@ characters); ` + "`INFO server`" + ` shows both.
   (key miss) classes, XGROUP/XREADGROUP/XCLAIM bookkeeping. Around a
   partition's cut-over an event may be lost or published twice (the old and
   the new owner decide by their ownership when their publisher reads it).
+- Client-side caching as Redis 6+ (issue #14): ` + "`CLIENT TRACKING ON|OFF`" + ` with
+  ` + "`REDIRECT`" + `, ` + "`BCAST`" + `, ` + "`PREFIX`" + `, ` + "`OPTIN`" + `, ` + "`OPTOUT`" + ` and ` + "`NOLOOP`" + `, ` + "`CLIENT CACHING YES|NO`" + `,
+  ` + "`CLIENT GETREDIR`" + `, ` + "`CLIENT TRACKINGINFO`" + `; RESP3 clients get ` + "`>2 invalidate [keys]`" + `
+  pushes (a null for FLUSHALL/FLUSHDB), RESP2 clients redirect to a connection
+  subscribed to ` + "`__redis__:invalidate`" + `, a redirect to a closed connection gives
+  ` + "`tracking-redir-broken`" + ` — replies, errors and messages compared with
+  redis-server 7.0 (` + "`TestClientTrackingLikeRedis`" + `; one difference: an overlap
+  among new BCAST prefixes after the first answers the error alone, where
+  Redis 7.0 also enables tracking and answers OK, two replies to one command).
+  In default mode the node remembers the keys each client's read-only commands
+  read (the keys declared to a script too), up to ` + "`tracking-table-max-keys`" + `
+  (CONFIG SET, live; past it random keys are evicted and their clients told, as
+  Redis does); ` + "`INFO`" + ` shows ` + "`tracking_clients`" + ` and ` + "`tracking_total_keys/items/prefixes`" + `,
+  ` + "`CLIENT LIST`" + ` the ` + "`t`" + `/` + "`R`" + `/` + "`B`" + ` flags and ` + "`redir`" + `. Invalidations come from
+  a watch of the store, so every change invalidates whoever made it — RESP,
+  the native SDK, HTTP, an expiry, an eviction — and they span the cluster:
+  while any node has tracking clients (it announces so on the cluster bus,
+  setting ` + "`tracking@<node id>`" + `), every node follows its store and sends the
+  keys it owns and changes to those nodes only (one bus frame per node), where
+  the local table and prefixes decide whom to tell: a BCAST client on one node
+  hears of its prefix's writes on every node. Delivery is at most once, like
+  Redis's; what may be lost becomes a null invalidation, so a client flushes its
+  cache rather than serve a stale value for ever: when a member's bus link to
+  the node ends (the member stopped or the link broke), when a link had to drop
+  invalidations (the member gets a flush first when it can), when the node's
+  watch falls behind, and when a partition changes hands on the node. A
+  client's own writes are invalidated too unless NOLOOP; they arrive after the
+  command's reply. A BCAST client hears of writes on another node from the
+  moment that node has learnt of its interest (one bus hop). Every node must
+  serve RESP for its writes to be sent (the RESP front end follows the store).
+  Tested with rueidis's client-side cache (` + "`DoCache`" + `) on one node and on a
+  3-node cluster, writes made with go-redis, the SDK and HTTP.
 - ` + "`CONFIG GET`" + ` (several glob patterns, aliases such as ` + "`hash-max-ziplist-entries`" + `
   listed too) and ` + "`CONFIG SET`" + ` (several parameters at once, all or nothing)
   take Redis 7.0's names, value syntax (` + "`1gb`" + `, ` + "`yes`" + `/` + "`no`" + `, enums in any case)
@@ -400,8 +440,12 @@ characters); ` + "`INFO server`" + ` shows both.
   PUBLISH and script (WRITE) until the timeout or ` + "`CLIENT UNPAUSE`" + `; a held
   client gets the replies before the held command, then waits (` + "`flags=b`" + ` in
   ` + "`CLIENT LIST`" + `). ` + "`CLIENT NO-EVICT on|off`" + ` is accepted and shown (flag ` + "`e`" + `):
-  Zaris never evicts clients. ` + "`CLIENT LIST`" + `/` + "`INFO`" + ` carry Redis 7.0's fields
-  (` + "`qbuf`" + `, ` + "`omem`" + `, ` + "`tot-mem`" + `, ` + "`events`" + `, flags ` + "`N`" + `, ` + "`P`" + `, ` + "`O`" + `, ` + "`b`" + `, ` + "`e`" + `).
+  Zaris never evicts clients. ` + "`CLIENT NO-TOUCH on|off`" + ` (Redis 7.2, flag ` + "`T`" + `): the
+  client's commands leave the access stamp of the keys they read or change
+  in place as it was (` + "`OBJECT IDLETIME`" + ` keeps growing, the LRU eviction rank
+  is unchanged), inside EXEC and scripts too; ` + "`TOUCH`" + ` still stamps, and a
+  write that installs a new value stamps it. ` + "`CLIENT LIST`" + `/` + "`INFO`" + ` carry Redis 7.0's fields
+  (` + "`qbuf`" + `, ` + "`omem`" + `, ` + "`tot-mem`" + `, ` + "`events`" + `, flags ` + "`N`" + `, ` + "`P`" + `, ` + "`O`" + `, ` + "`b`" + `, ` + "`e`" + `, and 7.2's ` + "`T`" + `).
 - Transactions (` + "`MULTI`" + `/` + "`EXEC`" + `/` + "`DISCARD`" + `/` + "`WATCH`" + `/` + "`UNWATCH`" + `) follow Redis:
   queued commands answer ` + "`+QUEUED`" + `; a command refused while queuing (unknown,
   wrong arity, CROSSSLOT, not allowed) is answered with its error and makes
@@ -418,7 +462,8 @@ characters); ` + "`INFO server`" + ` shows both.
   version and revision; EXEC answers a null array (RESP2 ` + "`*-1`" + `, RESP3 ` + "`_`" + `) and
   runs nothing when a watched key was written, had its TTL changed, was deleted
   or expired since. A key absent at WATCH time that is created and deleted
-  again before EXEC is not seen as changed. EXEC and DISCARD forget the watched
+  again before EXEC has changed too, as in Redis (the store keeps its
+  tombstone while the watch lasts). EXEC and DISCARD forget the watched
   keys, UNWATCH too. Keyless commands that touch the store or the connection's
   mode (SCAN, KEYS, DBSIZE, FLUSHALL, RANDOMKEY, SUBSCRIBE, HELLO, AUTH, CLIENT,
   CONFIG, INFO, CLUSTER but KEYSLOT) are refused while queuing with
@@ -500,7 +545,6 @@ const docsOutro = `
 - The Redis 7.0 commands of the coverage table's "left out" column, for the
   reason given there; DUMP and RESTORE are in the table but answer an error
   that names the reason (see above).
-- From Redis 7.2: CLIENT NO-TOUCH.
 - Any command not listed above answers ` + "`-ERR unknown command`" + `.
 
 ## Sorted sets and geo

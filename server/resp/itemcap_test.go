@@ -39,13 +39,16 @@ func TestItemCapBoundsEveryDataTypeOverRESP(t *testing.T) {
 		refused("HSET of 2 KiB", rdb.HSet(ctx, "h", "f", kb2))
 		refused("HMSET over the cap together", rdb.HMSet(ctx, "h", "a", b900, "b", b900))
 		require.Zero(t, rdb.Exists(ctx, "h").Val(), "a refused HSET created the hash")
+		// Item size: field and value plus a 2-byte header each, 1 + 900 + 4
+		// = 905; 119 bytes are left, which a new field of 115 bytes and
+		// a value of 1 (+ 4) passes by one.
 		require.NoError(t, rdb.HSet(ctx, "h", "a", b900).Err())
-		refused("HSETNX", rdb.HSetNX(ctx, "h", "b", strings.Repeat("v", 100)))
-		refused("HSET of a field more", rdb.HSet(ctx, "h", "b", strings.Repeat("v", 100)))
-		// 1 + 900 + 48 accounted bytes: a new field costs 48 + its bytes.
-		refused("HINCRBY creating a field", rdb.HIncrBy(ctx, "h", strings.Repeat("c", 80), 1))
-		refused("HINCRBYFLOAT creating a field", rdb.HIncrByFloat(ctx, "h", strings.Repeat("c", 80), 1.5))
+		refused("HSETNX", rdb.HSetNX(ctx, "h", "b", strings.Repeat("v", 115)))
+		refused("HSET of a field more", rdb.HSet(ctx, "h", "b", strings.Repeat("v", 115)))
+		refused("HINCRBY creating a field", rdb.HIncrBy(ctx, "h", strings.Repeat("c", 115), 1))
+		refused("HINCRBYFLOAT creating a field", rdb.HIncrByFloat(ctx, "h", strings.Repeat("c", 115), 1.5))
 		require.Equal(t, map[string]string{"a": b900}, rdb.HGetAll(ctx, "h").Val())
+		require.NoError(t, rdb.HSet(ctx, "h", "b", strings.Repeat("v", 114)).Err(), "a field taking the hash to exactly the cap")
 	})
 	t.Run("list", func(t *testing.T) {
 		refused("RPUSH of 2 KiB", rdb.RPush(ctx, "l", kb2))
@@ -65,10 +68,14 @@ func TestItemCapBoundsEveryDataTypeOverRESP(t *testing.T) {
 	})
 	t.Run("sorted set", func(t *testing.T) {
 		refused("ZADD of 2 KiB", rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: kb2}))
+		// Item size: 900 + 2 (header) + 8 (score) + 2 = 912; a member of
+		// 101 bytes (+ 12) passes the cap by one.
 		require.NoError(t, rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: b900}).Err())
-		refused("ZADD more", rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: "m"}))
-		refused("ZINCRBY of a new member", rdb.ZIncrBy(ctx, "z", 1, "m"))
+		refused("ZADD more", rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: strings.Repeat("m", 101)}))
+		refused("ZINCRBY of a new member", rdb.ZIncrBy(ctx, "z", 1, strings.Repeat("m", 101)))
 		require.Equal(t, int64(1), rdb.ZCard(ctx, "z").Val())
+		require.NoError(t, rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: strings.Repeat("m", 100)}).Err(), "a member taking the set to exactly the cap")
+		refused("ZADD of a 1-byte member at the cap", rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: "m"}))
 	})
 	t.Run("stream", func(t *testing.T) {
 		refused("XADD of 2 KiB", rdb.XAdd(ctx, &redis.XAddArgs{Stream: "x", Values: []string{"f", kb2}}))

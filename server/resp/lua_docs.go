@@ -46,7 +46,11 @@ RESP2 and RESP3).
   ` + "`ERR Error compiling script (new function): `" + ` are gopher-lua's; ` + "`tostring`" + ` and
   concatenation print non-integral numbers in the shortest round-trip form
   (Lua 5.1: ` + "`%.14g`" + `); runtime error texts of the VM (indexing nil, …) are
-  gopher-lua's; FUNCTION DUMP/RESTORE are not provided.
+  gopher-lua's; FUNCTION DUMP/RESTORE are not provided; the commands that
+  read or write every key of the node — KEYS, SCAN, DBSIZE, RANDOMKEY,
+  FLUSHDB, FLUSHALL, INFO, CLUSTER COUNTKEYSINSLOT/GETKEYSINSLOT — are
+  refused from a script (` + "`ERR This command reads or writes every key of the node …`" + `),
+  as from MULTI: they would wait for the segment locks the script holds.
 
 **Atomicity.** A script runs under the write locks of the segments of its
 declared keys (the store's ` + "`AtomicallyMany`" + `, ascending order), through each

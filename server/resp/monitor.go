@@ -29,6 +29,10 @@ import (
 type monitorState struct {
 	monitor atomic.Bool
 	noEvict atomic.Bool
+	noTouch atomic.Bool // CLIENT NO-TOUCH (notouch.go)
+	// touching: TOUCH runs, which stamps the keys even in no-touch mode
+	// (only the connection's own goroutine reads and writes it).
+	touching bool
 }
 
 type monitorSet struct {
@@ -142,9 +146,23 @@ func cmdMonitor(c *conn, _ [][]byte) {
 	if c.mon.monitor.Swap(true) {
 		return // already monitoring: Redis answers nothing more
 	}
-	c.out.OK()
-	// The OK goes out before any monitored line.
+	// The replies before MONITOR go first; then the OK is queued and the
+	// connection joins the monitors under the write lock, so that no
+	// command can run between the client reading +OK and the monitor
+	// seeing it, and no monitored line can overtake the OK.
 	if !c.flush() {
+		c.closing = true
+		return
+	}
+	ok := []byte("+OK\r\n")
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		c.closing = true
+		return
+	}
+	c.netOut.Add(uint64(len(ok)))
+	if !c.enqueueLocked(ok) {
 		c.closing = true
 		return
 	}

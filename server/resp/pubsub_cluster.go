@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -217,9 +218,29 @@ func (s *Server) checkShardOwners() {
 	}
 }
 
-// shardServed reports whether this node serves the slot of shard channel ch.
+// shardServed reports whether the slot of shard channel ch is still this
+// node's: a segment this node owns, or one the committed map still names it
+// the owner of. A segment only fenced or between two applies of the same
+// ownership (not owned for a moment, the map unchanged) keeps its
+// subscribers; only a map that hands the slot to another node ends them.
 func (s *Server) shardServed(ch string) bool {
-	return s.store.Segment(placement.SegmentOf(ch, s.segs)).Owned()
+	seg := placement.SegmentOf(ch, s.segs)
+	if s.store.Segment(seg).Owned() {
+		return true
+	}
+	src := s.cfg.Routing
+	if src == nil {
+		return true
+	}
+	m := src.RoutingMap()
+	if m == nil || int(seg) >= len(m.SegmentOwner) {
+		return true
+	}
+	owner := m.SegmentOwner[seg]
+	if owner < 0 || int(owner) >= len(m.Nodes) {
+		return true // no node serves it (CLUSTERDOWN): not moved anywhere
+	}
+	return m.Nodes[owner].ID == s.cfg.NodeID
 }
 
 // dropMovedShardChannels unsubscribes the connection from the shard
@@ -325,7 +346,15 @@ func cmdSUnsubscribe(c *conn, args [][]byte) {
 }
 
 func cmdSPublish(c *conn, args [][]byte) {
-	if !c.srv.shardServed(string(args[1])) {
+	served := false
+	if ch := view(args[1]); c.tx != nil && c.tx.Holds(ch) {
+		// Inside EXEC or a script the channel's segment is locked by this
+		// very command (its key spec names the channel): ask the view.
+		served = c.tx.Serves(ch)
+	} else {
+		served = c.srv.shardServed(string(args[1]))
+	}
+	if !served {
 		c.err(c.movedError(args[1]))
 		return
 	}
@@ -371,7 +400,8 @@ func (s *Server) shareSetting(name, value string) {
 }
 
 // ApplyClusterSetting applies a cluster setting another member made
-// (the node's bus calls it): today notify-keyspace-events.
+// (the node's bus calls it): notify-keyspace-events, and the members'
+// client-tracking interest ("tracking@<node id>", tracking.go).
 func (s *Server) ApplyClusterSetting(name, value string) {
 	switch name {
 	case "notify-keyspace-events":
@@ -382,6 +412,10 @@ func (s *Server) ApplyClusterSetting(name, value string) {
 		}
 		applyNotifyKeyspaceEvents(s, flags)
 	default:
+		if id, ok := strings.CutPrefix(name, trackBusSetting); ok {
+			s.trackPeerSetting(id, value)
+			return
+		}
 		s.log.Warn("ignored an unknown cluster setting from a peer", "name", name)
 	}
 }

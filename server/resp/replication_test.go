@@ -152,6 +152,7 @@ func TestRESPSyncWritesWaitForTheReplica(t *testing.T) {
 		return nil
 	})
 	require.Len(t, cmds, 2)
+	require.NoError(t, cmds[0].Err(), "the read in EXEC (the write's reply: %v)", cmds[1].Err())
 	require.Equal(t, "1", cmds[0].(*redis.StringCmd).Val())
 	require.ErrorContains(t, cmds[1].Err(), "TIMEOUT")
 

@@ -92,6 +92,10 @@ type Config struct {
 	// freeze fence (it may unown every segment, which then answers Moved).
 	// nil = nothing is checked and no clock is read for it.
 	FreezeCheck func(now time.Time)
+	// ReadOnly, when set, is asked before every write command (scripts'
+	// included); a non-empty answer refuses it with Redis's READONLY error
+	// (a follower cluster, R-OPS-4). It must be cheap: a lock-free load.
+	ReadOnly func() string
 	// MaxRSSBytes is the node's process memory bound (--memory-max-rss),
 	// reported by INFO memory. 0 = off.
 	MaxRSSBytes int64
@@ -234,6 +238,7 @@ type Server struct {
 	pause    clientPause   // CLIENT PAUSE (monitor.go)
 
 	scripts *scripting // EVAL's script cache, FUNCTION libraries, Lua states
+	trk     tracker    // CLIENT TRACKING (tracking.go)
 }
 
 // New validates cfg and returns a server ready to Serve.
@@ -352,6 +357,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	s.stopNotify()
 	s.stopShardWatch()
+	s.stopTracking()
 
 	done := make(chan struct{})
 	go func() { s.connWG.Wait(); close(done) }()
@@ -378,6 +384,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.stopNotify()
 	s.stopShardWatch()
+	s.stopTracking()
 	s.closeAll()
 	s.connWG.Wait()
 	return nil
@@ -396,6 +403,7 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	s.trackForget(c)
 	s.stats.retire(c)
 	s.conns.Dec()
 	s.connWG.Done()

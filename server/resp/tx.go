@@ -28,10 +28,11 @@ import (
 // store.AtomicallyMany); a key of another node is refused with CROSSSLOT
 // (a queued one also aborts the transaction), as in Redis Cluster.
 //
-// WATCH records each key's (version, revision) — (0, 0) when the key does
-// not exist — and EXEC, under the lock, compares them before running
-// anything: a write, a TTL change, a delete or an expiry of a watched key
-// since WATCH makes EXEC answer a null array and run nothing.
+// WATCH records each key's (version, revision), or for a key that does not
+// exist the segment's revision (store.Atomic.Watch), and EXEC, under the
+// lock, compares them before running anything: a write, a TTL change, a
+// delete or an expiry of a watched key since WATCH — a key created and
+// removed again included — makes EXEC answer a null array and run nothing.
 //
 // Commands that cannot run inside the lock (they block, take other
 // segments' locks, change the connection's mode or protocol: SCAN, KEYS,
@@ -76,8 +77,8 @@ type txState struct {
 }
 
 type watchedKey struct {
-	key               string
-	version, revision uint64
+	key  string
+	mark store.WatchMark
 }
 
 func init() {
@@ -161,8 +162,14 @@ func (c *conn) txReject(msg string) {
 	c.txn.dirty = true
 }
 
-// txReset ends the transaction and forgets the watched keys.
-func (c *conn) txReset() { c.txn = txState{} }
+// txReset ends the transaction and forgets the watched keys (ending the
+// store's watch of those that were absent).
+func (c *conn) txReset() {
+	for _, w := range c.txn.watched {
+		c.srv.store.Unwatch(w.key, w.mark)
+	}
+	c.txn = txState{}
+}
 
 func cmdMulti(c *conn, _ [][]byte) {
 	if c.txn.multi {
@@ -204,8 +211,7 @@ func cmdWatch(c *conn, args [][]byte) {
 	}
 	c.srv.store.AtomicallyMany(c.txn.segs, func(a *store.Atomic) {
 		for _, kb := range args[1:] {
-			v, r := a.Version(view(kb))
-			c.txn.watched = append(c.txn.watched, watchedKey{key: string(kb), version: v, revision: r})
+			c.txn.watched = append(c.txn.watched, watchedKey{key: string(kb), mark: a.Watch(view(kb))})
 		}
 	})
 	c.out.OK()
@@ -217,7 +223,13 @@ func cmdExec(c *conn, _ [][]byte) {
 		return
 	}
 	t := c.txn
-	c.txReset()
+	c.txn = txState{}
+	// The watches end after EXEC's check (txReset's, deferred): until then
+	// the store keeps what the check reads.
+	defer func() {
+		c.txn.watched = t.watched
+		c.txReset()
+	}()
 	if t.dirty {
 		c.err(msgExecAbort)
 		return
@@ -247,7 +259,7 @@ func cmdExec(c *conn, _ [][]byte) {
 			return
 		}
 		for _, w := range t.watched {
-			if v, r := a.Version(w.key); v != w.version || r != w.revision {
+			if a.Changed(w.key, w.mark) {
 				aborted = true
 				return
 			}

@@ -24,7 +24,9 @@ func TestZSetStoresRespectTheItemCap(t *testing.T) {
 	rdb := newClient(t, n)
 	ctx := ctxT(t)
 	const oom = "OOM value exceeds the maximum item size of 1024 bytes"
-	m1, m2 := strings.Repeat("a", 500), strings.Repeat("b", 500)
+	// A member's item size is its bytes + 12 (header, score, framing): one
+	// member of 510 bytes fits a 1 KiB cap, two (1044) do not.
+	m1, m2 := strings.Repeat("a", 510), strings.Repeat("b", 510)
 	require.NoError(t, rdb.ZAdd(ctx, "{c}1", redis.Z{Score: 1, Member: m1}).Err())
 	require.NoError(t, rdb.ZAdd(ctx, "{c}2", redis.Z{Score: 2, Member: m2}).Err())
 	require.NoError(t, rdb.ZAdd(ctx, "{c}dst", redis.Z{Score: 9, Member: "keep"}).Err())

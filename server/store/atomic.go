@@ -20,7 +20,15 @@ type Atomic struct {
 	g    *Segment   // the first (or only) locked segment
 	many []*Segment // every locked segment, ascending; nil for one
 	now  int64
+	// noTouch: reads and in-place writes through the view leave the keys'
+	// access stamps as they were (SetNoTouch).
+	noTouch bool
 }
+
+// SetNoTouch sets whether reads and in-place writes through the view leave
+// the keys' access stamps as they were: the view of a CLIENT NO-TOUCH
+// client (Redis 7.2), which TOUCH alone stamps.
+func (a *Atomic) SetNoTouch(on bool) { a.noTouch = on }
 
 // Atomically runs fn with the segment's write lock held. fn must not call
 // the Segment's own methods (the lock is not reentrant) and should be short:
@@ -94,6 +102,14 @@ func (a *Atomic) segFor(key string) *Segment {
 // Holds reports whether the view holds key's segment.
 func (a *Atomic) Holds(key string) bool { return a.segFor(key) != nil }
 
+// Serves reports whether the view holds key's segment and this node owns
+// it: the ownership read under the lock the view holds (Segment.Owned
+// would wait for that lock — forever, from the view's own goroutine).
+func (a *Atomic) Serves(key string) bool {
+	g := a.segFor(key)
+	return g != nil && g.owned
+}
+
 var crossSegment = kv.Result{Status: kv.StatusBadRequest}
 
 // Get reads key.
@@ -102,7 +118,7 @@ func (a *Atomic) Get(key string) kv.Result {
 	if g == nil {
 		return crossSegment
 	}
-	return g.getLocked(key, a.now)
+	return g.getLocked(key, a.now, a.noTouch)
 }
 
 // Put writes key (the store keeps value).
@@ -167,7 +183,7 @@ func (a *Atomic) Exec(cmd kv.Cmd) kv.Reply {
 	if h == nil {
 		return bad
 	}
-	return g.execLocked(h, &cmd, a.now, a)
+	return g.execLocked(h, &cmd, a.now, a, a.noTouch)
 }
 
 // Version reports the current version of key (0 when absent): WATCH compares

@@ -99,3 +99,73 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkExecLPush is LPUSH of one 32-byte element through Exec, the
+// store's share of redis-benchmark's LPUSH row (issue #17), over 64 lists
+// that grow with b.N.
+func BenchmarkExecLPush(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("list:%011d", i) // 16 bytes
+	}
+	elem := [][]byte{make([]byte, 32)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if r := s.Exec(kv.Cmd{Op: kv.CmdLPush, Key: keys[i%len(keys)], Args: elem}); r.Status != kv.StatusSuccess {
+			b.Fatal(r.Message)
+		}
+	}
+}
+
+// BenchmarkExecHSet is HSET of one field (of 1024 per hash) with a 32-byte
+// value through Exec, over 64 hashes.
+func BenchmarkExecHSet(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("hash:%011d", i)
+	}
+	fields := make([][]byte, 1024)
+	for i := range fields {
+		fields[i] = []byte("field:" + strconv.Itoa(i))
+	}
+	value := make([]byte, 32)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		cmd := kv.Cmd{Op: kv.CmdHSet, Key: keys[i%len(keys)], Args: [][]byte{fields[(i/len(keys))%len(fields)], value}}
+		if r := s.Exec(cmd); r.Status != kv.StatusSuccess {
+			b.Fatal(r.Message)
+		}
+	}
+}
+
+// BenchmarkExecRead is a collection read (HGET) through Exec: the read path
+// that stamps the key's access (CLIENT NO-TOUCH skips the stamp).
+func BenchmarkExecRead(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = "hash:" + strconv.Itoa(i)
+		s.Exec(kv.NewCmd(kv.CmdHSet, keys[i], "f", "v"))
+	}
+	field := [][]byte{[]byte("f")}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.Exec(kv.Cmd{Op: kv.CmdHGet, Key: keys[i&1023], Args: field})
+	}
+}

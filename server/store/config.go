@@ -108,10 +108,11 @@ type Config struct {
 	// Default 1 GiB. There is no "unlimited": zero or negative is invalid.
 	MaxMemoryBytes int64
 
-	// MaxItemBytes caps one key (R-MEM-3): a string's value, and a
-	// collection's accounted bytes; a write past it is ItemTooLarge
-	// (itemcap.go). Default 4 MiB. Must be positive and at most
-	// MaxMemoryBytes.
+	// MaxItemBytes caps one key's item size (R-MEM-3): a string's value,
+	// and a collection's data as serialised — its members, fields, values
+	// and entries plus their encoding's framing (itemsize.go); a write past
+	// it is ItemTooLarge (itemcap.go). Default 4 MiB. Must be positive and
+	// at most MaxMemoryBytes.
 	MaxItemBytes int
 
 	// MaxKeyBytes caps one key; a longer key is BadRequest. Default 16 KiB.
@@ -157,8 +158,10 @@ type Config struct {
 	// MaxCollectionElements caps the elements of one hash, list, set, sorted
 	// set or stream; a write that would pass it is ItemTooLarge. Default 1 Mi.
 	MaxCollectionElements int
-	// MaxCollectionBytes caps the accounted bytes of one collection. Default
-	// 64 MiB; MaxItemBytes caps it too, so it only matters below that.
+	// MaxCollectionBytes caps the accounted bytes of one collection (in
+	// memory: its elements plus their bookkeeping), a bound separate from
+	// MaxItemBytes: what snapshot, migration and replication frames are
+	// sized for. Default 64 MiB.
 	MaxCollectionBytes int64
 
 	// MaxProcessBytes bounds the memory of the whole process (its RSS, read

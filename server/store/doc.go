@@ -21,8 +21,10 @@
 // record; a background loop evicts by sampled LRU from 80 % of the cap down
 // to 70 % every second, and at once when a write passes the trigger (the
 // write only wakes it: it never pays for eviction inline). A write that would
-// make one key — a string's value, a collection's accounted bytes — larger
-// than the per-item cap is ItemTooLarge and changes nothing; in no-eviction
+// make one key's item size — a string's value, a collection's data as
+// serialised (itemsize.go) — larger than the per-item cap, or a
+// collection's accounted bytes larger than MaxCollectionBytes, is
+// ItemTooLarge and changes nothing; in no-eviction
 // mode a write that would exceed the cap is CapacityExceeded. With a process
 // bound (MaxProcessBytes) eviction works below the cap while the process's
 // RSS is over it.

@@ -18,7 +18,10 @@ type handler struct {
 	// create: on a missing key the handler runs against a fresh, empty
 	// collection that is inserted if the command changed it.
 	create bool
-	run    func(x *execCtx) kv.Reply
+	// peek: a read that leaves the key's access stamp as it was (Redis's
+	// LOOKUP_NOTOUCH: TTL and its kin).
+	peek bool
+	run  func(x *execCtx) kv.Reply
 	// check, when set, validates the arguments before the key is looked
 	// up: Redis parses them first for these commands, so a bad number
 	// answers its error even on a key of the wrong type.
@@ -49,6 +52,9 @@ type execCtx struct {
 	now  int64
 	// apply: replaying an effect on a replica; replies are ignored.
 	apply bool
+	// noTouch: a CLIENT NO-TOUCH client's command, which leaves the key's
+	// access stamp as it was (Redis 7.2: its lookups don't update the LRU).
+	noTouch bool
 	// view: the multi-segment atomic view the command runs through, or nil
 	// (only seg is held): a multi-key handler reaches its other keys
 	// through it (multikey.go).
@@ -118,7 +124,9 @@ func (s *Store) Exec(cmd kv.Cmd) kv.Reply {
 
 // Exec runs cmd on this segment. The arguments are not retained: whatever a
 // handler keeps it copies.
-func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
+func (g *Segment) Exec(cmd kv.Cmd) kv.Reply { return g.exec(cmd, false) }
+
+func (g *Segment) exec(cmd kv.Cmd, noTouch bool) kv.Reply {
 	h, bad := lookupHandler(g.store, &cmd)
 	if h == nil {
 		return bad
@@ -127,11 +135,26 @@ func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
 	if !h.write {
 		g.mu.RLock()
 		defer g.mu.RUnlock()
-	} else {
-		g.mu.Lock()
-		defer g.mu.Unlock()
+		c := cmd // escapes (see writeCtx); only on this path
+		return g.execLocked(h, &c, now, nil, noTouch)
 	}
-	return g.execLocked(h, &cmd, now, nil)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.writeCtxBusy {
+		c := cmd
+		return g.execLocked(h, &c, now, nil, noTouch)
+	}
+	g.writeCtxBusy = true
+	defer g.releaseWriteCtxLocked()
+	g.writeCmd = cmd
+	g.writeCtx = execCtx{seg: g, cmd: &g.writeCmd, now: now, noTouch: noTouch}
+	return g.runLocked(h, &g.writeCtx)
+}
+
+// releaseWriteCtxLocked clears the reused write context: it must not keep
+// the caller's buffers or a record alive until the next write.
+func (g *Segment) releaseWriteCtxLocked() {
+	g.writeCtx, g.writeCmd, g.writeCtxBusy = execCtx{}, kv.Cmd{}, false
 }
 
 func lookupHandler(s *Store, cmd *kv.Cmd) (*handler, kv.Reply) {
@@ -146,11 +169,17 @@ func lookupHandler(s *Store, cmd *kv.Cmd) (*handler, kv.Reply) {
 
 // execLocked runs a command under the caller's lock: the read lock for a
 // read handler, the write lock for a write handler.
-func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64, view *Atomic) kv.Reply {
+func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64, view *Atomic, noTouch bool) kv.Reply {
+	x := execCtx{seg: g, cmd: cmd, now: now, view: view, noTouch: noTouch}
+	return g.runLocked(h, &x)
+}
+
+// runLocked runs the handler on the context x under the caller's lock.
+func (g *Segment) runLocked(h *handler, x *execCtx) kv.Reply {
 	if !g.owned {
 		return kv.StatusReply(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
 	}
-	x := execCtx{seg: g, cmd: cmd, now: now, view: view}
+	cmd, now := x.cmd, x.now
 	if h.check != nil {
 		if r := h.check(cmd.Args); r.Status != kv.StatusSuccess {
 			return r
@@ -160,17 +189,19 @@ func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64, view *Atomic) k
 		if g.fenced {
 			return kv.StatusReply(kv.StatusMigrating) // a migration's write fence: retry shortly
 		}
-		return g.execWriteLocked(h, &x)
+		return g.execWriteLocked(h, x)
 	}
 	x.rec = g.liveLocked(cmd.Key, now)
 	if x.rec != nil {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
 			return kv.StatusReply(kv.StatusWrongType)
 		}
-		x.rec.touch(g.store.stamp(now))
+		if !x.noTouch && !h.peek {
+			x.rec.touch(g.store.stamp(now))
+		}
 		x.coll = x.rec.coll.get()
 	}
-	r := h.run(&x)
+	r := h.run(x)
 	if x.rec != nil && r.Status == kv.StatusSuccess {
 		r.Version, r.Revision = x.rec.Version, x.rec.Revision
 	}
@@ -275,7 +306,9 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 	g.revision++
 	rec.Version++
 	rec.Revision = g.revision
-	rec.touch(g.store.stamp(x.now))
+	if !x.noTouch {
+		rec.touch(g.store.stamp(x.now))
+	}
 	g.settleLocked(x.coll.size() - before)
 	g.logEffectLocked(rec, x.effect)
 	return rec.Version, rec.Revision
@@ -307,11 +340,61 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 // logEffectLocked appends a collection mutation to the op-log: the record's
 // header (its collection keeps changing after this entry) and the effect.
 func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
-	e := cloneCmd(effect)
-	e.Key = rec.Key // owned by the record; the command's key may alias a network buffer
-	g.log.appendCmd(rec.header(), e)
+	le := newLoggedEffect(rec, effect)
+	g.log.appendCmd(&le.hdr, &le.cmd)
 	g.store.puts.Add(1)
-	g.notifyLocked(OpCommand, rec, e)
+	g.notifyLocked(OpCommand, rec, &le.cmd)
+}
+
+// loggedEffect is an op-log entry of a collection mutation — the record's
+// header and the effect — in one allocation; loggedEffect1 and
+// loggedEffect2 add inline room for the argument slice of the common
+// effects (LPUSH/SADD of one element, HSET or ZADD of one pair). Every
+// collection write logs one: separately the header, the command and its
+// argument slice were three allocations per write (issue #17, the LPUSH
+// profile; DECISIONS.md). The argument bytes are still copied into one
+// buffer of their own: the command's arguments alias the caller's network
+// buffer.
+type loggedEffect struct {
+	hdr Record
+	cmd kv.Cmd
+}
+
+type loggedEffect1 struct {
+	loggedEffect
+	args [1][]byte
+}
+
+type loggedEffect2 struct {
+	loggedEffect
+	args [2][]byte
+}
+
+func newLoggedEffect(rec *Record, effect *kv.Cmd) *loggedEffect {
+	var le *loggedEffect
+	switch n := len(effect.Args); n {
+	case 1:
+		l1 := &loggedEffect1{}
+		le = &l1.loggedEffect
+		le.cmd.Args = l1.args[:1:1] // full capacity: an append never writes past it
+	case 2:
+		l2 := &loggedEffect2{}
+		le = &l2.loggedEffect
+		le.cmd.Args = l2.args[:2:2]
+	default:
+		le = &loggedEffect{}
+		le.cmd.Args = make([][]byte, n)
+	}
+	le.hdr = rec.headerValue()
+	// The key is the record's: the command's key may alias a network buffer.
+	le.cmd.Op, le.cmd.Key = effect.Op, rec.Key
+	buf := make([]byte, 0, cmdBytes(effect))
+	for i, a := range effect.Args {
+		start := len(buf)
+		buf = append(buf, a...)
+		le.cmd.Args[i] = buf[start:len(buf):len(buf)]
+	}
+	return le
 }
 
 // cloneCmd deep-copies a command: the op-log outlives the caller's buffers.

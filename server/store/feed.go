@@ -122,16 +122,21 @@ func (g *Segment) historyEntryLocked(rev uint64) (*logEntry, bool) {
 }
 
 // eachAfterLocked calls fn for every operation after rev, in revision
-// order (rev must be at or above historyFloorLocked).
-func (g *Segment) eachAfterLocked(rev uint64, fn func(*logEntry)) {
+// order (rev must be at or above historyFloorLocked), until fn returns
+// false.
+func (g *Segment) eachAfterLocked(rev uint64, fn func(*logEntry) bool) {
 	if f := &g.feed; f.len() > 0 && rev < g.log.floor {
 		i := sort.Search(f.len(), func(i int) bool { return f.at(i).rec.Revision > rev })
 		for ; i < f.len(); i++ {
-			fn(&f.at(i).logEntry)
+			if !fn(&f.at(i).logEntry) {
+				return
+			}
 		}
 	}
 	for i := g.log.firstAfter(rev); i < g.log.n; i++ {
-		fn(g.log.at(i))
+		if !fn(g.log.at(i)) {
+			return
+		}
 	}
 }
 

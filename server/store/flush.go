@@ -24,6 +24,10 @@ func (g *Segment) flush(now int64) int {
 		// new owner by the next flush, not here behind the proof.
 		return 0
 	}
+	// Watches see these deletes with Origin CmdFlush: a flush, not a
+	// client's DEL (client-side caching sends one flush for them).
+	g.origin = kv.CmdFlush
+	defer func() { g.origin = 0 }()
 	n := 0
 	for _, r := range g.items {
 		if !r.Deleted {

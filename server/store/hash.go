@@ -11,7 +11,8 @@ import (
 // hashColl is the materialized form of a hash: field → value.
 type hashColl struct {
 	m     map[string][]byte
-	bytes int64
+	bytes int64 // accounted
+	item  int64 // item size
 }
 
 const hashFieldOverhead = 48
@@ -19,6 +20,7 @@ const hashFieldOverhead = 48
 func newHash() *hashColl            { return &hashColl{m: map[string][]byte{}} }
 func (h *hashColl) kind() ValueKind { return KindHash }
 func (h *hashColl) size() int64     { return h.bytes }
+func (h *hashColl) itemSize() int64 { return h.item }
 func (h *hashColl) count() int      { return len(h.m) }
 
 // encode: [field, value, field, value, …] sorted by field.
@@ -50,11 +52,12 @@ func (h *hashColl) decode(b []byte) error {
 func (h *hashColl) set(field string, value []byte) bool {
 	old, exists := h.m[field]
 	v := append([]byte(nil), value...)
+	grow := hashFieldSize(len(field), len(v))
 	if exists {
-		h.bytes += int64(len(v) - len(old))
-	} else {
-		h.bytes += int64(len(field)+len(v)) + hashFieldOverhead
+		grow = grow.minus(hashFieldSize(len(field), len(old)))
 	}
+	h.bytes += grow.acct
+	h.item += grow.item
 	h.m[field] = v
 	return !exists
 }
@@ -63,7 +66,9 @@ func (h *hashColl) del(field string) bool {
 	old, ok := h.m[field]
 	if ok {
 		delete(h.m, field)
-		h.bytes -= int64(len(field)+len(old)) + hashFieldOverhead
+		gone := hashFieldSize(len(field), len(old))
+		h.bytes -= gone.acct
+		h.item -= gone.item
 	}
 	return ok
 }

@@ -6,16 +6,24 @@ import (
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
-// The per-key cap (R-MEM-3). MaxItemBytes bounds what one key holds: a
-// string's value bytes, and a collection's accounted bytes (its elements plus
-// their bookkeeping, what the memory budget is charged for). A collection
-// record travels as one value in snapshots, migration and replication
-// frames, so it must obey the same bound as a string. MaxCollectionBytes and
-// MaxCollectionElements may bound a collection further.
+// The per-key caps (R-MEM-3). A key is bounded in two dimensions of bytes
+// (itemsize.go): its item size — what it holds as serialised: a string's
+// value, a collection's members, fields, values and entries with their
+// encoding's framing — by MaxItemBytes, the same bound for a string and a
+// collection; and a collection's accounted bytes — in memory, elements plus
+// their bookkeeping, what the memory budget is charged — by
+// MaxCollectionBytes and the store's cap. MaxCollectionBytes (64 MiB) is
+// what the snapshot, migration and replication frames are sized for, so it
+// bounds a collection's item size too when MaxItemBytes is raised past it:
+// no collection record outgrows a frame, whichever of its two sizes is the
+// larger (a pending stream entry weighs more serialised than in memory
+// when its consumer's name is long). MaxCollectionElements bounds its
+// elements.
 //
-// Every growing command checks before it mutates: a refused command changes
-// nothing. A replica replaying an effect does not check (the owner did, and a
-// replica configured with a smaller cap must not diverge from its owner).
+// Every growing command computes its exact growth in all three before it
+// mutates: a refused command changes nothing. A replica replaying an effect
+// does not check (the owner did, and a replica configured with a smaller
+// cap must not diverge from its owner).
 
 // capHit names the cap a command would pass.
 type capHit uint8
@@ -23,49 +31,74 @@ type capHit uint8
 const (
 	capNone capHit = iota
 	capElements
-	capBytes
-	capMemory // the store's cap under no-eviction
+	capItemBytes // MaxItemBytes, of the item size
+	capAccounted // MaxCollectionBytes or the store's cap, of the accounted bytes
+	capMemory    // the store's cap under no-eviction
 )
 
-// keyFits is the per-key cap rule, pure: may a collection holding count
-// elements in size accounted bytes grow by addElems and addBytes? A mutation
-// that does not grow a dimension never trips that dimension's cap, so a key
-// already over a cap lowered since (or received from a node with a larger
-// one) can still shrink or be rewritten in place at the same size.
-func keyFits(count int, size int64, addElems int, addBytes int64, maxElems int, maxBytes int64) capHit {
+// keyFits is the per-key cap rule, pure: may a collection of size cur grow
+// by grow within limit? A mutation that does not grow a dimension never
+// trips that dimension's cap, so a key already over a cap lowered since (or
+// received from a node with a larger one) can still shrink or be rewritten
+// in place at the same size.
+func keyFits(cur, grow, limit keySize) capHit {
 	switch {
-	case addElems > 0 && count+addElems > maxElems:
+	case grow.elems > 0 && cur.elems+grow.elems > limit.elems:
 		return capElements
-	case addBytes > 0 && size+addBytes > maxBytes:
-		return capBytes
+	case grow.item > 0 && cur.item+grow.item > limit.item:
+		return capItemBytes
+	case grow.acct > 0 && cur.acct+grow.acct > limit.acct:
+		return capAccounted
 	}
 	return capNone
 }
 
-// collectionByteCap is the most accounted bytes one collection may hold.
-func (s *Store) collectionByteCap() int64 {
-	return min(int64(s.cfg.MaxItemBytes), s.cfg.MaxCollectionBytes, s.maxMemory())
+// keyLimits is the most one collection may hold in each dimension.
+func (s *Store) keyLimits() keySize {
+	return keySize{
+		elems: s.cfg.MaxCollectionElements,
+		item:  min(int64(s.cfg.MaxItemBytes), s.cfg.MaxCollectionBytes),
+		acct:  min(s.cfg.MaxCollectionBytes, s.maxMemory()),
+	}
 }
 
-// fits reports whether the command's collection may grow by addElems
-// elements and addBytes accounted bytes (negative: it shrinks). On false the
-// handler returns x.tooLarge() before mutating anything.
-func (x *execCtx) fits(addElems int, addBytes int64) bool {
+// sizeOf is a collection's size in the three dimensions.
+func sizeOf(c collection) keySize {
+	if s, ok := c.(*streamColl); ok {
+		return s.current()
+	}
+	return keySize{c.count(), c.itemSize(), c.size()}
+}
+
+// recordFits reports whether a whole new record passes the per-key caps
+// (COPY builds one): a string's value, a collection's size from nothing.
+func (s *Store) recordFits(r *Record) bool {
+	if c := r.coll.get(); c != nil {
+		return keyFits(keySize{}, sizeOf(c), s.keyLimits()) == capNone
+	}
+	return len(r.Value) <= s.cfg.MaxItemBytes
+}
+
+// fits reports whether the command's collection may grow by grow (negative
+// dimensions: it shrinks). On false the handler returns x.tooLarge()
+// before mutating anything.
+func (x *execCtx) fits(grow keySize) bool {
 	if x.apply || x.coll == nil {
 		return true
 	}
-	return x.fitsFrom(x.coll.count(), x.coll.size(), addElems, addBytes)
+	return x.fitsFrom(sizeOf(x.coll), grow)
 }
 
-// fitsFrom is fits for a caller that knows the collection's current count
-// and size better than collection.count (a stream counts its live entries).
-func (x *execCtx) fitsFrom(count int, size int64, addElems int, addBytes int64) bool {
+// fitsFrom is fits for a caller that knows the collection's current size
+// better than sizeOf (a stream counts its live entries; a new collection
+// replacing the key starts from nothing).
+func (x *execCtx) fitsFrom(cur, grow keySize) bool {
 	if x.apply {
 		return true
 	}
 	s := x.seg.store
-	x.capHit = keyFits(count, size, addElems, addBytes, s.cfg.MaxCollectionElements, s.collectionByteCap())
-	if x.capHit == capNone && s.storeFull(x.seg, addBytes) {
+	x.capHit = keyFits(cur, grow, s.keyLimits())
+	if x.capHit == capNone && s.storeFull(x.seg, grow.acct) {
 		x.capHit = capMemory
 	}
 	return x.capHit == capNone
@@ -79,18 +112,22 @@ func (s *Store) storeFull(g *Segment, grow int64) bool {
 }
 
 // tooLarge is the refusal of a command fits refused: ItemTooLarge with the
-// same text a string over the cap gets, or the element cap passed; under
-// no-eviction, CapacityExceeded when the store is full.
+// same text a string over the cap gets when the item size would pass its
+// cap, its own text for the element and accounted-bytes caps;
+// under no-eviction, CapacityExceeded when the store is full.
 func (x *execCtx) tooLarge() kv.Reply {
 	s := x.seg.store
-	if x.capHit == capMemory {
+	switch x.capHit {
+	case capMemory:
 		return kv.StatusReply(kv.StatusCapacityExceeded)
-	}
-	if x.capHit == capElements {
+	case capElements:
 		return kv.Reply{Status: kv.StatusItemTooLarge,
 			Message: fmt.Sprintf("collection would exceed the maximum of %d elements", s.cfg.MaxCollectionElements)}
+	case capAccounted:
+		return kv.Reply{Status: kv.StatusItemTooLarge,
+			Message: fmt.Sprintf("collection would exceed the maximum of %d bytes in memory", s.keyLimits().acct)}
 	}
-	return kv.Reply{Status: kv.StatusItemTooLarge, Message: itemTooLargeMessage(s.collectionByteCap())}
+	return kv.Reply{Status: kv.StatusItemTooLarge, Message: itemTooLargeMessage(s.keyLimits().item)}
 }
 
 // itemTooLargeMessage is the one text of a key refused for its size, for a
@@ -99,10 +136,11 @@ func itemTooLargeMessage(limit int64) string {
 	return fmt.Sprintf("value exceeds the maximum item size of %d bytes", limit)
 }
 
-// hashSetGrowth is what setting the field/value pairs would add to h: new
-// fields and accounted bytes (negative when values shrink). A field named
-// twice counts once, with its last value, as the command leaves it.
-func hashSetGrowth(h *hashColl, pairs [][]byte) (fields int, bytes int64) {
+// hashSetGrowth is what setting the field/value pairs would add to h
+// (negative when values shrink). A field named twice counts once, with its
+// last value, as the command leaves it.
+func hashSetGrowth(h *hashColl, pairs [][]byte) keySize {
+	var grow keySize
 	var earlier map[string][]byte // fields set by this command before, with their value
 	if len(pairs) > 2 {
 		earlier = make(map[string][]byte, len(pairs)/2)
@@ -113,22 +151,21 @@ func hashSetGrowth(h *hashColl, pairs [][]byte) (fields int, bytes int64) {
 		if !exists {
 			old, exists = h.m[string(f)]
 		}
+		grow = grow.plus(hashFieldSize(len(f), len(v)))
 		if exists {
-			bytes += int64(len(v) - len(old))
-		} else {
-			fields++
-			bytes += int64(len(f)+len(v)) + hashFieldOverhead
+			grow = grow.minus(hashFieldSize(len(f), len(old)))
 		}
 		if earlier != nil {
 			earlier[string(f)] = v
 		}
 	}
-	return fields, bytes
+	return grow
 }
 
-// setAddGrowth is what adding members would add to s: new members (each
-// counted once) and their accounted bytes.
-func setAddGrowth(s *setColl, members [][]byte) (added int, bytes int64) {
+// setAddGrowth is what adding members would add to s: its new members,
+// each counted once.
+func setAddGrowth(s *setColl, members [][]byte) keySize {
+	var grow keySize
 	var earlier map[string]struct{}
 	if len(members) > 1 {
 		earlier = make(map[string]struct{}, len(members))
@@ -143,18 +180,18 @@ func setAddGrowth(s *setColl, members [][]byte) (added int, bytes int64) {
 			}
 			earlier[string(m)] = struct{}{}
 		}
-		added++
-		bytes += int64(len(m)) + setMemberOverhead
+		grow = grow.plus(setMemberSize(len(m)))
 	}
-	return added, bytes
+	return grow
 }
 
 // zsetAddGrowth is what ZADD's score/member pairs would add to z: members
-// not yet present (each counted once) and their accounted bytes. A moved
-// score costs nothing; with XX nothing is added.
-func zsetAddGrowth(z *zsetColl, pairs [][]byte, onlyExisting bool) (added int, bytes int64) {
+// not yet present, each counted once. A moved score costs nothing; with XX
+// nothing is added.
+func zsetAddGrowth(z *zsetColl, pairs [][]byte, onlyExisting bool) keySize {
+	var grow keySize
 	if onlyExisting {
-		return 0, 0
+		return grow
 	}
 	var earlier map[string]struct{}
 	if len(pairs) > 2 {
@@ -171,8 +208,7 @@ func zsetAddGrowth(z *zsetColl, pairs [][]byte, onlyExisting bool) (added int, b
 			}
 			earlier[string(m)] = struct{}{}
 		}
-		added++
-		bytes += int64(len(m)) + zsetMemberOverhead
+		grow = grow.plus(zsetMemberSize(len(m)))
 	}
-	return added, bytes
+	return grow
 }

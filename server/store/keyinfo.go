@@ -160,7 +160,7 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if old != nil {
 		rec.Version = old.Version + 1
 	}
-	if limit := int64(gd.store.cfg.MaxItemBytes); rec.accountedBytes()-int64(len(rec.Key))-recordOverhead > limit {
+	if !gd.store.recordFits(rec) {
 		return false, kv.Result{Status: kv.StatusItemTooLarge}
 	}
 	grow := rec.accountedBytes()
@@ -181,9 +181,5 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 // rule an RPUSH that builds it would meet): SORT … STORE checks it before
 // it replaces the destination, so a refused store changes nothing.
 func (s *Store) ListFits(elems [][]byte) bool {
-	var size int64
-	for _, e := range elems {
-		size += int64(len(e)) + listElemOverhead
-	}
-	return keyFits(0, 0, len(elems), size, s.cfg.MaxCollectionElements, s.collectionByteCap()) == capNone
+	return keyFits(keySize{}, listPushGrowth(elems), s.keyLimits()) == capNone
 }

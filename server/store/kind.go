@@ -38,8 +38,9 @@ func (k ValueKind) String() string {
 // digests of equal collections are equal.
 type collection interface {
 	kind() ValueKind
-	size() int64 // accounted bytes of the elements
-	count() int  // elements; a collection that reaches 0 is deleted
+	size() int64     // accounted bytes of the elements (in memory)
+	itemSize() int64 // item bytes: the elements as serialised (itemsize.go)
+	count() int      // elements; a collection that reaches 0 is deleted
 	encode() []byte
 }
 

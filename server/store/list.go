@@ -13,7 +13,8 @@ type listColl struct {
 	buf   [][]byte
 	head  int
 	n     int
-	bytes int64
+	bytes int64 // accounted
+	item  int64 // item size
 }
 
 const listElemOverhead = 24
@@ -21,6 +22,7 @@ const listElemOverhead = 24
 func newList() *listColl            { return &listColl{} }
 func (l *listColl) kind() ValueKind { return KindList }
 func (l *listColl) size() int64     { return l.bytes }
+func (l *listColl) itemSize() int64 { return l.item }
 func (l *listColl) count() int      { return l.n }
 
 func (l *listColl) at(i int) []byte { return l.buf[(l.head+i)%len(l.buf)] }
@@ -60,7 +62,7 @@ func (l *listColl) pushBack(v []byte) {
 	}
 	l.buf[(l.head+l.n)%len(l.buf)] = append([]byte(nil), v...)
 	l.n++
-	l.bytes += int64(len(v)) + listElemOverhead
+	l.account(listElemSize(v))
 }
 
 func (l *listColl) pushFront(v []byte) {
@@ -70,7 +72,7 @@ func (l *listColl) pushFront(v []byte) {
 	l.head = (l.head - 1 + len(l.buf)) % len(l.buf)
 	l.buf[l.head] = append([]byte(nil), v...)
 	l.n++
-	l.bytes += int64(len(v)) + listElemOverhead
+	l.account(listElemSize(v))
 }
 
 func (l *listColl) popFront() []byte {
@@ -78,7 +80,7 @@ func (l *listColl) popFront() []byte {
 	l.buf[l.head] = nil
 	l.head = (l.head + 1) % len(l.buf)
 	l.n--
-	l.bytes -= int64(len(v)) + listElemOverhead
+	l.account(keySize{}.minus(listElemSize(v)))
 	return v
 }
 
@@ -87,8 +89,14 @@ func (l *listColl) popBack() []byte {
 	v := l.buf[i]
 	l.buf[i] = nil
 	l.n--
-	l.bytes -= int64(len(v)) + listElemOverhead
+	l.account(keySize{}.minus(listElemSize(v)))
 	return v
+}
+
+// account adds a change of the elements' bytes (the count is l.n).
+func (l *listColl) account(k keySize) {
+	l.bytes += k.acct
+	l.item += k.item
 }
 
 // rebuild replaces the content (LREM, LTRIM).
@@ -111,11 +119,7 @@ func push(front bool) func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, -1); !ok {
 			return r
 		}
-		var n int64
-		for _, v := range x.cmd.Args {
-			n += int64(len(v)) + listElemOverhead
-		}
-		if !x.fits(len(x.cmd.Args), n) {
+		if !x.fits(listPushGrowth(x.cmd.Args)) {
 			return x.tooLarge()
 		}
 		l := listOf(x)
@@ -234,10 +238,11 @@ func init() {
 			return kv.BadRequest("index out of range")
 		}
 		idx := (l.head + int(i)) % len(l.buf)
-		if !x.fits(0, int64(len(x.cmd.Args[1])-len(l.buf[idx]))) {
+		grow := listElemSize(x.cmd.Args[1]).minus(listElemSize(l.buf[idx]))
+		if !x.fits(grow) {
 			return x.tooLarge()
 		}
-		l.bytes += int64(len(x.cmd.Args[1]) - len(l.buf[idx]))
+		l.account(grow)
 		l.buf[idx] = append([]byte(nil), x.cmd.Args[1]...)
 		x.changed()
 		return kv.OKReply()

@@ -116,11 +116,7 @@ func pushX(front bool) func(x *execCtx) kv.Reply {
 		if l == nil {
 			return kv.IntReply(0)
 		}
-		var n int64
-		for _, v := range x.cmd.Args {
-			n += int64(len(v)) + listElemOverhead
-		}
-		if !x.fits(len(x.cmd.Args), n) {
+		if !x.fits(listPushGrowth(x.cmd.Args)) {
 			return x.tooLarge()
 		}
 		for _, v := range x.cmd.Args {
@@ -202,7 +198,7 @@ func lmove(x *execCtx) kv.Reply {
 	} else {
 		head = src.at(src.n - 1)
 	}
-	if !dst.fits(1, int64(len(head))+listElemOverhead) {
+	if !dst.fits(listElemSize(head)) {
 		return dst.tooLarge()
 	}
 	v := popEnd(src, from)
@@ -304,7 +300,7 @@ func init() {
 		if at < 0 {
 			return kv.IntReply(-1)
 		}
-		if !x.fits(1, int64(len(elem))+listElemOverhead) {
+		if !x.fits(listElemSize(elem)) {
 			return x.tooLarge()
 		}
 		if after {

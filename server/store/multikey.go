@@ -134,11 +134,11 @@ func (c *execCtx) replace(coll collection, effect *kv.Cmd) {
 	c.commit()
 }
 
-// fitsNew reports whether a collection of count elements in size accounted
-// bytes may replace the key (the item cap, and the store's cap under
-// no-eviction), as fits does for a growing one.
-func (c *execCtx) fitsNew(count int, size int64) bool {
-	return c.fitsFrom(0, 0, count, size)
+// fitsNew reports whether the new collection coll may replace the key (the
+// per-key caps, and the store's cap under no-eviction), as fits does for a
+// growing one.
+func (c *execCtx) fitsNew(coll collection) bool {
+	return c.fitsFrom(keySize{}, sizeOf(coll))
 }
 
 // wrongKind reports whether the command's own key holds another kind than

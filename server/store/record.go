@@ -151,7 +151,12 @@ func (r *Record) exported() Record {
 // an op-log entry keeps of a collection record, whose collection keeps
 // changing after the entry is written.
 func (r *Record) header() *Record {
-	return &Record{
+	h := r.headerValue()
+	return &h
+}
+
+func (r *Record) headerValue() Record {
+	return Record{
 		Key: r.Key, Version: r.Version, Revision: r.Revision, CreatedAt: r.CreatedAt,
 		ExpiresAt: r.ExpiresAt, Meta: r.Meta, Deleted: r.Deleted, Kind: r.Kind,
 	}

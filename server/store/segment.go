@@ -27,6 +27,15 @@ type Segment struct {
 	// Event.Replaced, for Redis's keyspace-notification names.
 	origin    kv.CmdOp
 	replacing bool
+	// writeCtx and writeCmd are the context and command of the write that
+	// holds mu (Exec), reused from write to write: allocated per call they
+	// were two of an LPUSH's allocations (a handler is called through a
+	// function value, so both escaped). writeCtxBusy marks them taken; a
+	// write that finds them taken (never expected: a write handler does not
+	// re-enter Exec on its own segment) allocates its own.
+	writeCtx     execCtx
+	writeCmd     kv.Cmd
+	writeCtxBusy bool
 	// items holds live records, expired-but-unswept records and tombstones.
 	items map[string]*Record
 	// expiring indexes the records that carry a TTL, for the sweeper.
@@ -59,6 +68,9 @@ type Segment struct {
 	// txPrepared holds the prepare marker of every transaction holding
 	// reservations here until its commit or abort marker (txrepl.go).
 	txPrepared map[string]txSegPrepared
+	// absentWatches counts the RESP WATCHes of keys that were absent when
+	// watched (txwatch.go): their tombstones are kept until the watch ends.
+	absentWatches absentWatches
 }
 
 // txLock is one key reserved by a prepared transaction.
@@ -124,11 +136,12 @@ func (g *Segment) Get(key string) kv.Result {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.getLocked(key, now)
+	return g.getLocked(key, now, false)
 }
 
 // getLocked reads key; the caller holds the segment lock (read or write).
-func (g *Segment) getLocked(key string, now int64) kv.Result {
+// noTouch leaves the access stamp as it was (CLIENT NO-TOUCH).
+func (g *Segment) getLocked(key string, now int64, noTouch bool) kv.Result {
 	if !g.owned {
 		return status(kv.StatusMoved)
 	}
@@ -139,7 +152,9 @@ func (g *Segment) getLocked(key string, now int64) kv.Result {
 	if r.Kind != KindString {
 		return status(kv.StatusWrongType)
 	}
-	r.touch(g.store.stamp(now))
+	if !noTouch {
+		r.touch(g.store.stamp(now))
+	}
 	return resultOf(r, now)
 }
 
@@ -175,11 +190,18 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 		return nil, o, 0, refused(kv.StatusBadRequest, "IfAbsent and IfMatchVersion exclude each other")
 	case o.KeepTTL && o.TTL > 0:
 		return nil, o, 0, refused(kv.StatusBadRequest, "KeepTTL and a TTL exclude each other")
+	case o.ExpireAt != 0 && (o.TTL != 0 || o.KeepTTL):
+		return nil, o, 0, refused(kv.StatusBadRequest, "ExpireAt excludes a TTL and KeepTTL")
 	}
 	now := s.writeNow()
 	rec := &Record{Key: key, Value: value, CreatedAt: now, Meta: newMetadata(o.ContentType, o.Labels)}
-	if o.TTL > 0 {
+	switch {
+	case o.TTL > 0:
 		rec.ExpiresAt = expiryAt(now, o.TTL)
+	case o.ExpireAt != 0:
+		// The instant as given: one already past leaves a record no read
+		// sees, which the sweeper expires.
+		rec.ExpiresAt = max(o.ExpireAt, 1)
 	}
 	rec.access = s.stamp(now)
 	return rec, o, now, kv.Result{}

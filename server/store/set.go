@@ -10,7 +10,8 @@ import (
 // setColl is the materialized form of a set.
 type setColl struct {
 	m     map[string]struct{}
-	bytes int64
+	bytes int64 // accounted
+	item  int64 // item size
 }
 
 const setMemberOverhead = 32
@@ -18,6 +19,7 @@ const setMemberOverhead = 32
 func newSet() *setColl             { return &setColl{m: map[string]struct{}{}} }
 func (s *setColl) kind() ValueKind { return KindSet }
 func (s *setColl) size() int64     { return s.bytes }
+func (s *setColl) itemSize() int64 { return s.item }
 func (s *setColl) count() int      { return len(s.m) }
 
 // encode: the members, sorted.
@@ -48,7 +50,9 @@ func (s *setColl) add(m string) bool {
 		return false
 	}
 	s.m[m] = struct{}{}
-	s.bytes += int64(len(m)) + setMemberOverhead
+	k := setMemberSize(len(m))
+	s.bytes += k.acct
+	s.item += k.item
 	return true
 }
 
@@ -57,7 +61,9 @@ func (s *setColl) rem(m string) bool {
 		return false
 	}
 	delete(s.m, m)
-	s.bytes -= int64(len(m)) + setMemberOverhead
+	k := setMemberSize(len(m))
+	s.bytes -= k.acct
+	s.item -= k.item
 	return true
 }
 

@@ -96,7 +96,7 @@ func setStore(op setAlgebra) func(x *execCtx) kv.Reply {
 		if !ok {
 			return r
 		}
-		if len(res.m) > 0 && !dst.fitsNew(len(res.m), res.bytes) {
+		if len(res.m) > 0 && !dst.fitsNew(res) {
 			return dst.tooLarge()
 		}
 		members := res.sorted()

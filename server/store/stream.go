@@ -29,8 +29,6 @@ import (
 //     only when it serves something, as Redis); a consumer's seen time
 //     is node-local (XINFO's seen-time/idle on a replica count from when
 //     it got the consumer).
-//   - XCLAIM processes each id once (a repeated id is ignored) and accepts an
-//     empty id list (it then only creates the consumer and applies LASTID).
 //   - XGROUP CREATE/SETID's ENTRIESREAD sets the group's read counter, from
 //     which XINFO derives the lag as Redis 7.0 does (stream_info.go).
 //   - An emptied stream keeps existing (as in Redis: it keeps its last id and
@@ -90,26 +88,63 @@ func (a streamID) bytes() []byte {
 
 func (a streamID) String() string { return string(a.bytes()) }
 
+// parseUintBytes reads an unsigned 64-bit number as Redis's string2ull: a
+// strict decimal (string2ll's: no sign but '-', no leading zero, no space),
+// negative refused; failing that, what strtoull reads in full — leading
+// white space, a '+' or '-' sign (a negation modulo 2^64, as C's), leading
+// zeros — without overflow.
 func parseUintBytes(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 20 {
+	if n, ok := kv.ParseInt(b); ok {
+		return uint64(n), n >= 0
+	}
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] >= '\t' && b[i] <= '\r') {
+		i++
+	}
+	neg := false
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		neg = b[i] == '-'
+		i++
+	}
+	if i == len(b) {
 		return 0, false
 	}
 	var n uint64
-	for _, c := range b {
+	for _, c := range b[i:] {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
 		d := uint64(c - '0')
 		if n > (math.MaxUint64-d)/10 {
-			return 0, false
+			return 0, false // ERANGE
 		}
 		n = n*10 + d
+	}
+	if neg {
+		n = -n
 	}
 	return n, true
 }
 
-// parseStreamID parses "ms-seq", or "ms" meaning ms-missingSeq.
+// streamIDMaxLen: Redis copies an id argument into a 128-byte buffer.
+const streamIDMaxLen = 127
+
+// cString is b up to its first NUL byte: Redis parses ids as C strings.
+func cString(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// parseStreamID parses "ms-seq", or "ms" meaning ms-missingSeq, as Redis's
+// streamGenericParseIDOrReply: the argument read as a C string, split at
+// its first '-', each part by string2ull.
 func parseStreamID(b []byte, missingSeq uint64) (streamID, bool) {
+	if len(b) > streamIDMaxLen {
+		return streamID{}, false
+	}
+	b = cString(b)
 	i := bytes.IndexByte(b, '-')
 	if i < 0 {
 		ms, ok := parseUintBytes(b)
@@ -120,24 +155,37 @@ func parseStreamID(b []byte, missingSeq uint64) (streamID, bool) {
 	return streamID{ms, seq}, ok1 && ok2
 }
 
-// parseRangeBound parses an interval bound: "-", "+", an id (a bare ms is
-// ms-0 as a start, ms-max as an end), or "(" id, exclusive.
-func parseRangeBound(b []byte, start bool) (id streamID, ok, inInterval bool) {
-	switch string(b) {
+// parseLooseStreamID is parseStreamID that also takes "-" (0-0) and "+"
+// (the last possible id), as Redis's non-strict streamParseIDOrReply (read
+// as a C string: "-\x00x" is "-"). Range bounds and XGROUP SETID use it;
+// the commands that name entries take only "ms-seq" (parseStreamID).
+func parseLooseStreamID(b []byte, missingSeq uint64) (streamID, bool) {
+	if len(b) > streamIDMaxLen {
+		return streamID{}, false
+	}
+	switch string(cString(b)) {
 	case "-":
-		return streamID{}, true, true
+		return streamID{}, true
 	case "+":
-		return maxStreamID, true, true
+		return maxStreamID, true
 	}
-	exclusive := len(b) > 0 && b[0] == '('
-	if exclusive {
-		b = b[1:]
-	}
+	return parseStreamID(b, missingSeq)
+}
+
+// parseRangeBound parses an interval bound: "-", "+", an id (a bare ms is
+// ms-0 as a start, ms-max as an end), or "(" id, exclusive (Redis's
+// streamParseIntervalIDOrReply: "(-", "(+" and a lone "(" are no bounds).
+func parseRangeBound(b []byte, start bool) (id streamID, ok, inInterval bool) {
+	exclusive := len(b) > 1 && b[0] == '('
 	var missing uint64
 	if !start {
 		missing = math.MaxUint64
 	}
-	id, ok = parseStreamID(b, missing)
+	if exclusive {
+		id, ok = parseStreamID(b[1:], missing)
+	} else {
+		id, ok = parseLooseStreamID(b, missing)
+	}
 	switch {
 	case !ok || !exclusive:
 		return id, ok, true
@@ -285,22 +333,13 @@ const (
 	streamGroupOverhead    = 128
 )
 
-func entrySize(fields [][]byte) int64 {
-	n := streamEntryOverhead
-	for _, f := range fields {
-		n += len(f) + streamFieldOverhead
-	}
-	return int64(n)
-}
-
-func consumerSize(name int) int64 { return int64(streamConsumerOverhead + name) }
-
 // streamColl is the materialized form of a stream.
 type streamColl struct {
 	entries idSeq[[][]byte] // field, value, field, value, …
 	last    streamID        // the greatest id ever added: ids stay monotonic after XDEL/XTRIM
 	groups  map[string]*streamGroup
-	bytes   int64
+	bytes   int64 // accounted
+	item    int64 // item size
 	// Redis 7's counters (XINFO, XSETID, consumer-group lag): entries ever
 	// added, the greatest id deleted by XDEL, and the recorded first id
 	// (the first entry's, 0-0 once the stream is empty, as Redis records
@@ -341,6 +380,20 @@ func newStream() *streamColl { return &streamColl{} }
 
 func (s *streamColl) kind() ValueKind { return KindStream }
 func (s *streamColl) size() int64     { return s.bytes }
+func (s *streamColl) itemSize() int64 { return s.item }
+
+// account adds a change of the stream's bytes (its entries are counted by
+// s.entries).
+func (s *streamColl) account(k keySize) {
+	s.bytes += k.acct
+	s.item += k.item
+}
+
+// current is the stream's size in the per-key caps' dimensions: its
+// elements are its live entries (count reports at least 1).
+func (s *streamColl) current() keySize {
+	return keySize{s.entries.live, s.item, s.bytes}
+}
 
 // count is the number of entries, but at least 1: an emptied stream keeps
 // existing (with its last id and groups), as in Redis.
@@ -365,7 +418,7 @@ func (s *streamColl) add(id streamID, fields [][]byte) {
 	}
 	s.entries.put(id, out)
 	s.last = id
-	s.bytes += entrySize(fields)
+	s.account(streamEntrySize(fields))
 }
 
 func (s *streamColl) removeEntry(id streamID) bool {
@@ -373,7 +426,7 @@ func (s *streamColl) removeEntry(id streamID) bool {
 	if i == len(s.entries.items) || s.entries.items[i].id != id || s.entries.items[i].dead {
 		return false
 	}
-	s.bytes -= entrySize(s.entries.items[i].val)
+	s.account(keySize{}.minus(streamEntrySize(s.entries.items[i].val)))
 	s.entries.killAt(i)
 	return true
 }
@@ -382,7 +435,7 @@ func (s *streamColl) removeEntry(id streamID) bool {
 func (s *streamColl) trimFront(n int) {
 	for i := 0; n > 0 && i < len(s.entries.items); i++ {
 		if !s.entries.items[i].dead {
-			s.bytes -= entrySize(s.entries.items[i].val)
+			s.account(keySize{}.minus(streamEntrySize(s.entries.items[i].val)))
 			s.entries.killAt(i)
 			n--
 		}
@@ -397,35 +450,37 @@ func (s *streamColl) addGroup(name string, last streamID) *streamGroup {
 	}
 	g := &streamGroup{name: name, last: last, consumers: map[string]*streamConsumer{}, entriesRead: -1}
 	s.groups[name] = g
-	s.bytes += int64(streamGroupOverhead + len(name))
+	s.account(streamGroupSize(len(name)))
 	return g
 }
 
 func (s *streamColl) delGroup(g *streamGroup) {
-	s.bytes -= int64(streamGroupOverhead+len(g.name)) + int64(g.pel.live)*streamPendingOverhead
+	gone := streamGroupSize(len(g.name))
 	for _, c := range g.consumers {
-		s.bytes -= consumerSize(len(c.name))
+		gone = gone.plus(consumerWithPending(c))
 	}
+	s.account(keySize{}.minus(gone))
 	delete(s.groups, g.name)
 }
 
 func (s *streamColl) addConsumer(g *streamGroup, name string) *streamConsumer {
 	c := &streamConsumer{name: name, seenMs: s.clockMs}
 	g.consumers[name] = c
-	s.bytes += consumerSize(len(name))
+	s.account(streamConsumerSize(len(name)))
 	return c
 }
 
 // delConsumer removes c and its pending entries; returns how many it had.
 func (s *streamColl) delConsumer(g *streamGroup, c *streamConsumer) int {
 	n := c.pending
+	gone := consumerWithPending(c)
 	for i := range g.pel.items {
 		if it := &g.pel.items[i]; !it.dead && it.val.consumer == c {
 			g.pel.killAt(i)
 		}
 	}
 	g.pel.tidy()
-	s.bytes -= int64(n)*streamPendingOverhead + consumerSize(len(c.name))
+	s.account(keySize{}.minus(gone))
 	delete(g.consumers, c.name)
 	return n
 }
@@ -433,6 +488,7 @@ func (s *streamColl) delConsumer(g *streamGroup, c *streamConsumer) int {
 // setPending makes id pending for c (adding or transferring it).
 func (s *streamColl) setPending(g *streamGroup, id streamID, c *streamConsumer, deliveredMs int64, deliveries uint64) {
 	if pe := g.pel.get(id); pe != nil {
+		s.account(pendingTransfer(pe.consumer, c))
 		pe.consumer.pending--
 		pe.consumer, pe.deliveredMs, pe.deliveries = c, deliveredMs, deliveries
 		c.pending++
@@ -440,7 +496,22 @@ func (s *streamColl) setPending(g *streamGroup, id streamID, c *streamConsumer, 
 	}
 	g.pel.put(id, pendingEntry{consumer: c, deliveredMs: deliveredMs, deliveries: deliveries})
 	c.pending++
-	s.bytes += streamPendingOverhead
+	s.account(streamPendingSize(len(c.name)))
+}
+
+// consumerWithPending is a consumer with its pending entries.
+func consumerWithPending(c *streamConsumer) keySize {
+	k := streamConsumerSize(len(c.name))
+	p := streamPendingSize(len(c.name))
+	k.item += int64(c.pending) * p.item
+	k.acct += int64(c.pending) * p.acct
+	return k
+}
+
+// pendingTransfer is what moving a pending entry from one consumer to
+// another changes: the encoding names its consumer.
+func pendingTransfer(from, to *streamConsumer) keySize {
+	return streamPendingSize(len(to.name)).minus(streamPendingSize(len(from.name)))
 }
 
 func (s *streamColl) ack(g *streamGroup, id streamID) bool {
@@ -448,9 +519,10 @@ func (s *streamColl) ack(g *streamGroup, id streamID) bool {
 	if i == len(g.pel.items) || g.pel.items[i].id != id || g.pel.items[i].dead {
 		return false
 	}
-	g.pel.items[i].val.consumer.pending--
+	c := g.pel.items[i].val.consumer
+	c.pending--
 	g.pel.killAt(i)
-	s.bytes -= streamPendingOverhead
+	s.account(keySize{}.minus(streamPendingSize(len(c.name))))
 	return true
 }
 
@@ -602,7 +674,7 @@ var (
 
 func errNoGroup(x *execCtx, group []byte) kv.Reply {
 	return kv.Reply{Status: kv.StatusNotFound,
-		Message: fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", x.cmd.Key, group)}
+		Message: fmt.Sprintf("NOGROUP No such key '%s' or consumer group '%s'", cString([]byte(x.cmd.Key)), cString(group))}
 }
 
 // groupOf returns the stream and its group, or a NOGROUP reply.
@@ -618,10 +690,10 @@ func groupOf(x *execCtx, name []byte) (*streamColl, *streamGroup, kv.Reply, bool
 	return s, g, kv.Reply{}, true
 }
 
-// streamFits reports whether the stream may hold entries entries and grow by
-// addBytes.
-func (x *execCtx) streamFits(s *streamColl, entries int, addBytes int64) bool {
-	return x.fitsFrom(s.entries.live, s.bytes, entries-s.entries.live, addBytes)
+// streamFits reports whether the stream may grow by grow (its elems: the
+// change of its live entries).
+func (x *execCtx) streamFits(s *streamColl, grow keySize) bool {
+	return x.fitsFrom(s.current(), grow)
 }
 
 func nowMs(x *execCtx) int64 { return x.now / int64(1e6) }
@@ -699,7 +771,12 @@ type trimSpec struct {
 	maxLen int64
 	min    streamID
 	limit  int64 // 0: none
+	// limitExact: LIMIT without '~', refused once the options are read
+	// (Redis checks it after its option loop: errLimitExact).
+	limitExact bool
 }
+
+var errLimitExact = kv.BadRequest("syntax error, LIMIT cannot be used without the special ~ option")
 
 // parseTrim parses a trim spec at args[i:] and returns the index after it.
 func parseTrim(args [][]byte, i int, t *trimSpec) (int, kv.Reply, bool) {
@@ -714,7 +791,12 @@ func parseTrim(args [][]byte, i int, t *trimSpec) (int, kv.Reply, bool) {
 		i++
 	}
 	if i >= len(args) {
-		return 0, errSyntax, false
+		// Redis reads the value past the last argument: MAXLEN's is no
+		// integer, MINID's no id.
+		if t.minID {
+			return 0, errStreamID, false
+		}
+		return 0, errNotInteger, false
 	}
 	if t.minID {
 		id, ok := parseStreamID(args[i], 0)
@@ -733,35 +815,32 @@ func parseTrim(args [][]byte, i int, t *trimSpec) (int, kv.Reply, bool) {
 		t.maxLen = n
 	}
 	i++
-	if i < len(args) && isWord(args[i], "LIMIT") {
-		if i+1 >= len(args) {
-			return 0, errSyntax, false
-		}
+	if i+1 < len(args) && isWord(args[i], "LIMIT") { // a last LIMIT is no option (XADD: the id)
 		n, ok := argInt(args[i+1])
-		if !ok || n < 0 {
+		if !ok {
+			return 0, errNotInteger, false
+		}
+		if n < 0 {
 			return 0, kv.BadRequest("The LIMIT argument must be >= 0."), false
 		}
-		if !approx {
-			return 0, kv.BadRequest("syntax error, LIMIT cannot be used without the special ~ option"), false
-		}
-		t.limit = n
+		t.limit, t.limitExact = n, !approx
 		i += 2
 	}
 	return i, kv.Reply{}, true
 }
 
 // trimPlan counts the oldest entries t removes — from the stream plus, when
-// extra is set, one more entry appended after it — and their bytes.
-func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraBytes int64) (n int, size int64) {
+// extra is set, one more entry appended after it — and their size.
+func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraSize keySize) (n int, size keySize) {
 	if !t.set {
-		return 0, 0
+		return 0, size
 	}
 	total := s.entries.live
 	if extra != nil {
 		total++
 	}
 	if !t.minID && int64(total) <= t.maxLen {
-		return 0, 0
+		return 0, size
 	}
 	removes := func(id streamID) bool {
 		if t.limit > 0 && int64(n) >= t.limit {
@@ -780,11 +859,11 @@ func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraBytes int64) (n
 			return n, size
 		}
 		n++
-		size += entrySize(it.val)
+		size = size.plus(streamEntrySize(it.val))
 	}
 	if extra != nil && removes(*extra) {
 		n++
-		size += extraBytes
+		size = size.plus(extraSize)
 	}
 	return n, size
 }
@@ -806,7 +885,9 @@ func (s *streamColl) nextID(arg []byte, nowMs int64) (streamID, kv.Reply, bool) 
 		return id, kv.Reply{}, true
 	}
 	if bytes.HasSuffix(arg, []byte("-*")) {
-		ms, ok := parseUintBytes(arg[:len(arg)-2])
+		msPart := arg[:len(arg)-2]
+		ms, ok := parseUintBytes(msPart)
+		ok = ok && len(arg) <= streamIDMaxLen && bytes.IndexByte(msPart, '-') < 0 && bytes.IndexByte(msPart, 0) < 0
 		switch {
 		case !ok:
 			return streamID{}, errStreamID, false
@@ -835,11 +916,10 @@ func (s *streamColl) nextID(arg []byte, nowMs int64) (streamID, kv.Reply, bool) 
 	return id, kv.Reply{}, true
 }
 
-func xadd(x *execCtx) kv.Reply {
-	args := x.cmd.Args
-	var t trimSpec
-	noMk := false
-	i := 0
+// xaddArgs parses XADD's arguments as Redis does before it looks the key
+// up: the options, the id's syntax, the field count, the 0-0 id; i is the
+// id's index.
+func xaddArgs(args [][]byte) (t trimSpec, noMk bool, i int, r kv.Reply, ok bool) {
 options:
 	for i < len(args) {
 		switch {
@@ -849,15 +929,44 @@ options:
 		case isWord(args[i], "MAXLEN"), isWord(args[i], "MINID"):
 			next, r, ok := parseTrim(args, i, &t)
 			if !ok {
-				return r
+				return t, false, 0, r, false
 			}
 			i = next
 		default:
 			break options
 		}
 	}
+	if i < len(args) && string(args[i]) != "*" {
+		if ms, ok := bytes.CutSuffix(args[i], []byte("-*")); ok {
+			if _, ok := parseUintBytes(ms); !ok || len(args[i]) > streamIDMaxLen || bytes.IndexByte(ms, '-') >= 0 || bytes.IndexByte(ms, 0) >= 0 {
+				return t, false, 0, errStreamID, false
+			}
+		} else if _, ok := parseStreamID(args[i], 0); !ok {
+			return t, false, 0, errStreamID, false
+		}
+	}
+	if t.limitExact {
+		return t, false, 0, errLimitExact, false
+	}
 	if rest := len(args) - i; rest < 3 || rest%2 != 1 {
-		return kv.BadRequest("wrong number of arguments for XADD")
+		return t, false, 0, kv.BadRequest("wrong number of arguments for 'xadd' command"), false
+	}
+	if id, ok := parseStreamID(args[i], 0); ok && id == (streamID{}) {
+		return t, false, 0, errXAddZero, false
+	}
+	return t, noMk, i, kv.Reply{}, true
+}
+
+func xaddCheck(args [][]byte) kv.Reply {
+	_, _, _, r, _ := xaddArgs(args)
+	return r
+}
+
+func xadd(x *execCtx) kv.Reply {
+	args := x.cmd.Args
+	t, noMk, i, r, ok := xaddArgs(args)
+	if !ok {
+		return r
 	}
 	s := streamOf(x)
 	if x.rec == nil && noMk {
@@ -868,9 +977,9 @@ options:
 		return r
 	}
 	fields := args[i+1:]
-	size := entrySize(fields)
+	size := streamEntrySize(fields)
 	n, freed := s.trimPlan(&t, &id, size)
-	if !x.streamFits(s, s.entries.live+1-n, size-freed) {
+	if !x.streamFits(s, size.minus(freed)) {
 		return x.tooLarge()
 	}
 	s.add(id, fields)
@@ -886,24 +995,40 @@ options:
 	return kv.BulkReply(idb)
 }
 
-func xtrim(x *execCtx) kv.Reply {
-	args := x.cmd.Args
+// xtrimArgs parses XTRIM's arguments (Redis parses them before it looks
+// the key up).
+func xtrimArgs(args [][]byte) (t trimSpec, r kv.Reply, ok bool) {
 	if len(args) < 2 || !isWord(args[0], "MAXLEN") && !isWord(args[0], "MINID") {
-		return errSyntax
+		return t, errSyntax, false
 	}
-	var t trimSpec
 	next, r, ok := parseTrim(args, 0, &t)
 	if !ok {
-		return r
+		return t, r, false
 	}
 	if next != len(args) {
-		return errSyntax
+		return t, errSyntax, false
+	}
+	if t.limitExact {
+		return t, errLimitExact, false
+	}
+	return t, kv.Reply{}, true
+}
+
+func xtrimCheck(args [][]byte) kv.Reply {
+	_, r, _ := xtrimArgs(args)
+	return r
+}
+
+func xtrim(x *execCtx) kv.Reply {
+	t, r, ok := xtrimArgs(x.cmd.Args)
+	if !ok {
+		return r
 	}
 	s := streamOf(x)
 	if s == nil {
 		return kv.IntReply(0)
 	}
-	n, _ := s.trimPlan(&t, nil, 0)
+	n, _ := s.trimPlan(&t, nil, keySize{})
 	if n > 0 {
 		s.trimFront(n)
 		x.changed()
@@ -911,36 +1036,45 @@ func xtrim(x *execCtx) kv.Reply {
 	return kv.IntReply(int64(n))
 }
 
-// parseCount parses an optional trailing "COUNT n" at args[i:]; count is -1
-// when absent.
-func parseCount(args [][]byte) (count int64, r kv.Reply, ok bool) {
-	switch {
-	case len(args) == 0:
-		return -1, kv.Reply{}, true
-	case len(args) == 2 && isWord(args[0], "COUNT"):
-		n, ok := argInt(args[1])
-		if !ok {
-			return 0, errNotInteger, false
-		}
-		return max(n, 0), kv.Reply{}, true // Redis: a negative COUNT is 0
+// xrangeArgs parses XRANGE/XREVRANGE's arguments in Redis's order, before
+// the key's lookup: the two bounds, then COUNT options (the last one
+// counts; a negative count is 0); count is -1 without one.
+func xrangeArgs(args [][]byte, rev bool) (start, end streamID, count int64, r kv.Reply, ok bool) {
+	if len(args) < 2 {
+		return start, end, 0, kv.BadRequest("wrong number of arguments"), false
 	}
-	return 0, errSyntax, false
+	a, b := args[0], args[1]
+	if rev {
+		a, b = b, a // XREVRANGE key end start
+	}
+	if start, end, r, ok = rangeBounds(a, b); !ok {
+		return start, end, 0, r, false
+	}
+	count = -1
+	for j := 2; j < len(args); j++ {
+		if !isWord(args[j], "COUNT") || j+1 >= len(args) {
+			return start, end, 0, errSyntax, false
+		}
+		n, ok := argInt(args[j+1])
+		if !ok {
+			return start, end, 0, errNotInteger, false
+		}
+		count = max(n, 0)
+		j++
+	}
+	return start, end, count, kv.Reply{}, true
+}
+
+func xrangeCheck(rev bool) func(args [][]byte) kv.Reply {
+	return func(args [][]byte) kv.Reply {
+		_, _, _, r, _ := xrangeArgs(args, rev)
+		return r
+	}
 }
 
 func xrange(rev bool) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 4); !ok {
-			return r
-		}
-		a, b := x.cmd.Args[0], x.cmd.Args[1]
-		if rev {
-			a, b = b, a // XREVRANGE key end start
-		}
-		start, end, r, ok := rangeBounds(a, b)
-		if !ok {
-			return r
-		}
-		count, r, ok := parseCount(x.cmd.Args[2:])
+		start, end, count, r, ok := xrangeArgs(x.cmd.Args, rev)
 		if !ok {
 			return r
 		}
@@ -999,13 +1133,18 @@ func xread(x *execCtx) kv.Reply {
 	if idArg == nil {
 		return kv.BadRequest("wrong number of arguments for XREAD")
 	}
+	// Redis's order: the key's type (checked before the handler), then
+	// '$' and '>', then the id's syntax.
 	s := streamOf(x)
 	var after streamID
-	if string(idArg) == "$" {
+	switch {
+	case string(idArg) == "$":
 		if s != nil {
 			after = s.last
 		}
-	} else {
+	case string(idArg) == ">":
+		return errGreaterInRead
+	default:
 		var ok bool
 		if after, ok = parseStreamID(idArg, 0); !ok {
 			return errStreamID
@@ -1032,6 +1171,9 @@ func xread(x *execCtx) kv.Reply {
 func xdel(x *execCtx) kv.Reply {
 	if r, ok := arity(x, 1, -1); !ok {
 		return r
+	}
+	if streamOf(x) == nil {
+		return kv.IntReply(0) // Redis looks the key up before the ids
 	}
 	ids := make([]streamID, len(x.cmd.Args))
 	for i, a := range x.cmd.Args {
@@ -1062,40 +1204,88 @@ func xdel(x *execCtx) kv.Reply {
 	return kv.IntReply(int64(n))
 }
 
+// xgroupSubs are XGROUP's subcommands with their argument counts (the
+// store's: subcommand, group, then the rest), as Redis's dispatch checks
+// them once the key and the group are looked up.
+var xgroupSubs = map[string]func(n int) bool{
+	"CREATE":         func(n int) bool { return n >= 3 && n <= 6 },
+	"SETID":          func(n int) bool { return n == 3 || n == 5 },
+	"DESTROY":        func(n int) bool { return n == 2 },
+	"CREATECONSUMER": func(n int) bool { return n == 3 },
+	"DELCONSUMER":    func(n int) bool { return n == 3 },
+}
+
+// xgroupSub returns the subcommand's upper-case name, or "".
+func xgroupSub(b []byte) string {
+	for name := range xgroupSubs {
+		if isWord(b, name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// xgroupArgs reads XGROUP's options as Redis 7.0 does before it looks the
+// key up: from the argument after the id, MKSTREAM (CREATE) and
+// ENTRIESREAD n (CREATE, SETID); anything else is a syntax error.
+func xgroupArgs(args [][]byte) (sub string, mk bool, entriesRead int64, r kv.Reply, ok bool) {
+	entriesRead = invalidEntriesRead
+	if len(args) < 2 {
+		return "", false, 0, kv.BadRequest("wrong number of arguments for XGROUP"), false
+	}
+	if sub = xgroupSub(args[0]); sub == "" {
+		return "", false, 0, kv.BadRequest("unknown XGROUP subcommand " + strconv.Quote(string(args[0]))), false
+	}
+	for i := 3; i < len(args); {
+		switch {
+		case sub == "CREATE" && isWord(args[i], "MKSTREAM"):
+			mk = true
+			i++
+		case (sub == "CREATE" || sub == "SETID") && isWord(args[i], "ENTRIESREAD") && i+1 < len(args):
+			n, bad := parseEntriesRead(args[i+1])
+			if bad != nil {
+				return "", false, 0, *bad, false
+			}
+			entriesRead = n
+			i += 2
+		default:
+			return "", false, 0, errSubcommandSyntax("XGROUP", args[0]), false
+		}
+	}
+	return sub, mk, entriesRead, kv.Reply{}, true
+}
+
+func xgroupCheck(args [][]byte) kv.Reply {
+	_, _, _, r, _ := xgroupArgs(args)
+	return r
+}
+
+// xgroup runs XGROUP in Redis 7.0's order: the options (xgroupArgs), the
+// key's type, a missing key (unless MKSTREAM), a missing group (SETID,
+// CREATECONSUMER, DELCONSUMER), the argument count, then the id.
 func xgroup(x *execCtx) kv.Reply {
 	args := x.cmd.Args
-	if len(args) < 2 {
-		return kv.BadRequest("wrong number of arguments for XGROUP")
+	sub, mk, entriesRead, r, ok := xgroupArgs(args)
+	if !ok {
+		return r
 	}
-	sub, name := args[0], args[1]
+	name := args[1]
 	s := streamOf(x)
-	missing := x.rec == nil
-	switch {
-	case isWord(sub, "CREATE"):
-		if len(args) < 3 || len(args) > 6 {
-			return errSubcommandSyntax("XGROUP", sub)
-		}
-		mk := false
-		entriesRead := int64(invalidEntriesRead)
-		for i := 3; i < len(args); {
-			switch {
-			case isWord(args[i], "MKSTREAM"):
-				mk = true
-				i++
-			case isWord(args[i], "ENTRIESREAD") && i+1 < len(args):
-				n, bad := parseEntriesRead(args[i+1])
-				if bad != nil {
-					return *bad
-				}
-				entriesRead = n
-				i += 2
-			default:
-				return errSubcommandSyntax("XGROUP", sub)
-			}
-		}
-		if missing && !mk {
+	var g *streamGroup
+	if !mk {
+		if x.rec == nil {
 			return errNoKey
 		}
+		g = s.groups[string(name)]
+		if g == nil && sub != "CREATE" && sub != "DESTROY" {
+			return errNoGroup(x, name)
+		}
+	}
+	if !xgroupSubs[sub](len(args)) {
+		return errSubcommandSyntax("XGROUP", args[0])
+	}
+	switch sub {
+	case "CREATE":
 		last := s.last
 		if string(args[2]) != "$" {
 			id, ok := parseStreamID(args[2], 0)
@@ -1107,7 +1297,7 @@ func xgroup(x *execCtx) kv.Reply {
 		if s.groups[string(name)] != nil {
 			return kv.Reply{Status: kv.StatusConflict, Message: "BUSYGROUP Consumer Group name already exists"}
 		}
-		if !x.streamFits(s, s.entries.live, int64(streamGroupOverhead+len(name))) {
+		if !x.streamFits(s, streamGroupSize(len(name))) {
 			return x.tooLarge()
 		}
 		s.addGroup(string(name), last).entriesRead = entriesRead
@@ -1120,46 +1310,19 @@ func xgroup(x *execCtx) kv.Reply {
 		}
 		x.changedAs(kv.CmdXGroup, effect...)
 		return kv.OKReply()
-	case isWord(sub, "DESTROY"):
-		if len(args) != 2 {
-			return kv.BadRequest("wrong number of arguments for XGROUP DESTROY")
-		}
-		if missing {
-			return errNoKey
-		}
-		g := s.groups[string(name)]
+	case "DESTROY":
 		if g == nil {
 			return kv.IntReply(0)
 		}
 		s.delGroup(g)
 		x.changed()
 		return kv.IntReply(1)
-	case isWord(sub, "SETID"):
-		if len(args) != 3 && len(args) != 5 {
-			return errSubcommandSyntax("XGROUP", sub)
-		}
-		// Redis parses SETID's ENTRIESREAD before the key and group lookups.
-		entriesRead := int64(invalidEntriesRead)
-		if len(args) == 5 {
-			if !isWord(args[3], "ENTRIESREAD") {
-				return errSubcommandSyntax("XGROUP", sub)
-			}
-			n, bad := parseEntriesRead(args[4])
-			if bad != nil {
-				return *bad
-			}
-			entriesRead = n
-		}
-		if missing {
-			return errNoKey
-		}
-		g := s.groups[string(name)]
-		if g == nil {
-			return errNoGroup(x, name)
-		}
+	case "SETID":
 		last := s.last
 		if string(args[2]) != "$" {
-			id, ok := parseStreamID(args[2], 0)
+			// SETID reads its id loosely, as Redis: "-" is 0-0, "+" the
+			// last possible id.
+			id, ok := parseLooseStreamID(args[2], 0)
 			if !ok {
 				return errStreamID
 			}
@@ -1175,37 +1338,26 @@ func xgroup(x *execCtx) kv.Reply {
 			x.changedAs(kv.CmdXGroup, effect...)
 		}
 		return kv.OKReply()
-	case isWord(sub, "CREATECONSUMER"), isWord(sub, "DELCONSUMER"):
-		if len(args) != 3 {
-			return kv.BadRequest("wrong number of arguments for XGROUP " + string(sub))
-		}
-		if missing {
-			return errNoKey
-		}
-		g := s.groups[string(name)]
-		if g == nil {
-			return errNoGroup(x, name)
-		}
-		c := g.consumers[string(args[2])]
-		if isWord(sub, "DELCONSUMER") {
-			if c == nil {
-				return kv.IntReply(0)
-			}
-			n := s.delConsumer(g, c)
-			x.changed()
-			return kv.IntReply(int64(n))
-		}
-		if c != nil {
+	}
+	// CREATECONSUMER, DELCONSUMER
+	c := g.consumers[string(args[2])]
+	if sub == "DELCONSUMER" {
+		if c == nil {
 			return kv.IntReply(0)
 		}
-		if !x.streamFits(s, s.entries.live, consumerSize(len(args[2]))) {
-			return x.tooLarge()
-		}
-		s.addConsumer(g, string(args[2]))
+		n := s.delConsumer(g, c)
 		x.changed()
-		return kv.IntReply(1)
+		return kv.IntReply(int64(n))
 	}
-	return kv.BadRequest("unknown XGROUP subcommand " + strconv.Quote(string(sub)))
+	if c != nil {
+		return kv.IntReply(0)
+	}
+	if !x.streamFits(s, streamConsumerSize(len(args[2]))) {
+		return x.tooLarge()
+	}
+	s.addConsumer(g, string(args[2]))
+	x.changed()
+	return kv.IntReply(1)
 }
 
 // claimEffect logs the XCLAIM that reproduces a delivery or a claim.
@@ -1219,6 +1371,41 @@ func claimEffect(x *execCtx, group, consumer []byte, ids []streamID, tail ...[]b
 }
 
 func msArg(ms int64) []byte { return strconv.AppendInt(nil, ms, 10) }
+
+var (
+	errGreaterInRead = kv.BadRequest("The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
+	errDollarInGroup = kv.BadRequest("The $ ID is meaningless in the context of XREADGROUP: you want to read the history of " +
+		"this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.")
+)
+
+// CheckGroupReadID checks an XREADGROUP id as Redis does once the key and
+// the group are found: ">" (new entries) or an entry id; "$" is refused.
+// The RESP front end checks every key of a multi-key XREADGROUP with it
+// before it serves any.
+func CheckGroupReadID(id []byte) kv.Reply {
+	switch {
+	case string(id) == "$":
+		return errDollarInGroup
+	case string(id) == ">":
+		return kv.Reply{}
+	}
+	if _, ok := parseStreamID(id, 0); !ok {
+		return errStreamID
+	}
+	return kv.Reply{}
+}
+
+// GroupReadsHistory reports whether an XREADGROUP id (checked by
+// CheckGroupReadID) reads the consumer's pending history rather than new
+// entries: any id but ">" and the last possible id, which Redis takes for
+// ">" (its internal spelling of it).
+func GroupReadsHistory(id []byte) bool {
+	if string(id) == ">" {
+		return false
+	}
+	parsed, _ := parseStreamID(id, 0)
+	return parsed != maxStreamID
+}
 
 func xreadgroup(x *execCtx) kv.Reply {
 	args := x.cmd.Args
@@ -1246,31 +1433,31 @@ func xreadgroup(x *execCtx) kv.Reply {
 	if count > 0 {
 		limit = int(min(count, math.MaxInt32))
 	}
-	var after streamID
-	history := string(idArg) != ">"
-	if history {
-		var ok bool
-		if after, ok = parseStreamID(idArg, 0); !ok {
-			return errStreamID
-		}
-	}
+	// Redis's order: the key's type, the group, then the id.
 	s, g, r, ok := groupOf(x, group)
 	if !ok {
 		return r
 	}
+	if r := CheckGroupReadID(idArg); r.Status != kv.StatusSuccess {
+		return r
+	}
+	history := GroupReadsHistory(idArg)
+	after, _ := parseStreamID(idArg, 0)
 	c := g.consumers[string(consumer)]
 	if c != nil {
 		c.seenMs = nowMs(x)
 	}
-	var grow int64
+	var grow keySize
+	reader := c
 	if c == nil {
-		grow = consumerSize(len(consumer))
+		grow = streamConsumerSize(len(consumer))
+		reader = &streamConsumer{name: string(consumer)} // its size, for the plan
 	}
 	if history {
 		// The consumer's own pending entries after the id; no state changes
 		// but the consumer's creation.
 		if c == nil {
-			if !x.streamFits(s, s.entries.live, grow) {
+			if !x.streamFits(s, grow) {
 				return x.tooLarge()
 			}
 			s.addConsumer(g, string(consumer))
@@ -1293,13 +1480,18 @@ func xreadgroup(x *execCtx) kv.Reply {
 		for i := s.entries.search(start); i < len(items) && len(ids) < limit; i++ {
 			if !items[i].dead {
 				ids = append(ids, items[i].id)
-				if !noAck && g.pel.get(items[i].id) == nil {
-					grow += streamPendingOverhead
+				if noAck {
+					continue
+				}
+				if pe := g.pel.get(items[i].id); pe == nil {
+					grow = grow.plus(streamPendingSize(len(consumer)))
+				} else {
+					grow = grow.plus(pendingTransfer(pe.consumer, reader))
 				}
 			}
 		}
 	}
-	if grow > 0 && !x.streamFits(s, s.entries.live, grow) {
+	if !x.streamFits(s, grow) {
 		return x.tooLarge()
 	}
 	if len(ids) == 0 {
@@ -1336,14 +1528,7 @@ func xack(x *execCtx) kv.Reply {
 	if r, ok := arity(x, 2, -1); !ok {
 		return r
 	}
-	ids := make([]streamID, 0, len(x.cmd.Args)-1)
-	for _, a := range x.cmd.Args[1:] {
-		id, ok := parseStreamID(a, 0)
-		if !ok {
-			return errStreamID
-		}
-		ids = append(ids, id)
-	}
+	// Redis's order: no key or no group acks nothing, whatever the ids.
 	s := streamOf(x)
 	if s == nil {
 		return kv.IntReply(0)
@@ -1351,6 +1536,14 @@ func xack(x *execCtx) kv.Reply {
 	g := s.groups[string(x.cmd.Args[0])]
 	if g == nil {
 		return kv.IntReply(0)
+	}
+	ids := make([]streamID, 0, len(x.cmd.Args)-1)
+	for _, a := range x.cmd.Args[1:] {
+		id, ok := parseStreamID(a, 0)
+		if !ok {
+			return errStreamID
+		}
+		ids = append(ids, id)
 	}
 	n := 0
 	for _, id := range ids {
@@ -1365,52 +1558,76 @@ func xack(x *execCtx) kv.Reply {
 	return kv.IntReply(int64(n))
 }
 
+// pendingSpec is XPENDING's extended form: [IDLE min-idle] start end
+// count [consumer].
+type pendingSpec struct {
+	extended   bool
+	minIdle    int64
+	start, end streamID
+	count      int64
+	consumer   []byte
+}
+
+// xpendingArgs parses XPENDING's arguments (group first) as Redis 7.0
+// does before it looks the key up: the argument count (the summary form,
+// or 6 to 9 in Redis's argv), IDLE's value, the count (a negative one is
+// 0), then the bounds. Past the count, the argument that follows is the
+// consumer and any other is ignored, as in Redis.
+func xpendingArgs(args [][]byte) (p pendingSpec, r kv.Reply, ok bool) {
+	if len(args) == 0 {
+		return p, kv.BadRequest("wrong number of arguments for XPENDING"), false
+	}
+	argc := len(args) + 2 // Redis's: XPENDING key group …
+	if argc != 3 && (argc < 6 || argc > 9) {
+		return p, errSyntax, false
+	}
+	if argc == 3 {
+		return p, kv.Reply{}, true
+	}
+	p.extended = true
+	ext := args[1:]
+	if isWord(ext[0], "IDLE") {
+		n, ok := argInt(ext[1])
+		if !ok {
+			return p, errNotInteger, false
+		}
+		if argc < 8 {
+			return p, errSyntax, false
+		}
+		p.minIdle, ext = n, ext[2:]
+	}
+	n, ok := argInt(ext[2])
+	if !ok {
+		return p, errNotInteger, false
+	}
+	p.count = max(n, 0)
+	if p.start, p.end, r, ok = rangeBounds(ext[0], ext[1]); !ok {
+		return p, r, false
+	}
+	if len(ext) > 3 {
+		p.consumer = ext[3]
+	}
+	return p, kv.Reply{}, true
+}
+
+func xpendingCheck(args [][]byte) kv.Reply {
+	_, r, _ := xpendingArgs(args)
+	return r
+}
+
 func xpending(x *execCtx) kv.Reply {
 	args := x.cmd.Args
-	if len(args) == 0 {
-		return kv.BadRequest("wrong number of arguments for XPENDING")
+	p, r, ok := xpendingArgs(args)
+	if !ok {
+		return r
 	}
-	// Parse the extended form before looking the group up.
-	var (
-		minIdle    int64
-		start, end streamID
-		count      int64
-		consumer   []byte
-	)
-	ext := args[1:]
-	if len(ext) > 0 {
-		if isWord(ext[0], "IDLE") {
-			if len(ext) < 2 {
-				return errSyntax
-			}
-			n, ok := argInt(ext[1])
-			if !ok {
-				return errNotInteger
-			}
-			minIdle = n
-			ext = ext[2:]
-		}
-		if len(ext) < 3 || len(ext) > 4 {
-			return errSyntax
-		}
-		var r kv.Reply
-		var ok, ok3 bool
-		if start, end, r, ok = rangeBounds(ext[0], ext[1]); !ok {
-			return r
-		}
-		if count, ok3 = argInt(ext[2]); !ok3 {
-			return errNotInteger
-		}
-		if len(ext) == 4 {
-			consumer = ext[3]
-		}
-	}
+	minIdle, start, end, count, consumer := p.minIdle, p.start, p.end, p.count, p.consumer
 	_, g, r, ok := groupOf(x, args[0])
 	if !ok {
 		return r
 	}
 	items := g.pel.items
-	if len(args) == 1 {
+	if !p.extended {
 		if g.pel.live == 0 {
 			return kv.ArrayReply([]kv.Reply{kv.IntReply(0), kv.NilReply(), kv.NilReply(), kv.NilReply()})
 		}
@@ -1453,15 +1670,6 @@ func xpending(x *execCtx) kv.Reply {
 	return out.reply()
 }
 
-func isClaimOption(b []byte) bool {
-	for _, w := range [...]string{"IDLE", "TIME", "RETRYCOUNT", "FORCE", "JUSTID", "LASTID"} {
-		if isWord(b, w) {
-			return true
-		}
-	}
-	return false
-}
-
 // bumpDeliveries applies XCLAIM's RETRYCOUNT (any int64: Redis stores a
 // negative count as its unsigned wrap) or the implicit increment.
 func bumpDeliveries(pe *pendingEntry, retry int64, hasRetry, justID bool) {
@@ -1473,12 +1681,21 @@ func bumpDeliveries(pe *pendingEntry, retry int64, hasRetry, justID bool) {
 	}
 }
 
+// xclaim runs XCLAIM in Redis 7.0's order: the key's type and the group
+// first, then min-idle-time, then the ids — every argument from the fifth
+// that reads as an id, up to the first that does not — and the options
+// after them, each refused as an "Unrecognized XCLAIM option". An id named
+// twice is claimed twice, as Redis does.
 func xclaim(x *execCtx) kv.Reply {
 	args := x.cmd.Args
 	if len(args) < 3 {
 		return kv.BadRequest("wrong number of arguments for XCLAIM")
 	}
 	group, consumer := args[0], args[1]
+	s, g, r, ok := groupOf(x, group)
+	if !ok {
+		return r
+	}
 	minIdle, ok := argInt(args[2])
 	if !ok {
 		return kv.BadRequest("Invalid min-idle-time argument for XCLAIM")
@@ -1486,53 +1703,52 @@ func xclaim(x *execCtx) kv.Reply {
 	minIdle = max(minIdle, 0)
 	i := 3
 	var ids []streamID
-	seen := map[streamID]bool{}
-	for ; i < len(args) && !isClaimOption(args[i]); i++ {
+	for ; i < len(args); i++ {
 		id, ok := parseStreamID(args[i], 0)
 		if !ok {
-			return errStreamID
+			break
 		}
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
+		ids = append(ids, id)
 	}
 	now := nowMs(x)
 	delivery, retry, hasRetry := now, int64(0), false
 	force, justID := false, false
 	var lastID []byte
 	for ; i < len(args); i++ {
-		word := args[i]
-		if isWord(word, "FORCE") {
+		word, more := args[i], i+1 < len(args)
+		switch {
+		case isWord(word, "FORCE"):
 			force = true
 			continue
-		}
-		if isWord(word, "JUSTID") {
+		case isWord(word, "JUSTID"):
 			justID = true
 			continue
-		}
-		if i+1 >= len(args) {
-			return errSyntax
-		}
-		i++
-		switch {
-		case isWord(word, "LASTID"):
+		case isWord(word, "LASTID") && more:
+			i++
 			if _, ok := parseStreamID(args[i], 0); !ok {
 				return errStreamID
 			}
 			lastID = args[i]
 			continue
-		case !isWord(word, "IDLE") && !isWord(word, "TIME") && !isWord(word, "RETRYCOUNT"):
-			return errSyntax
 		}
+		opt := ""
+		for _, w := range [...]string{"IDLE", "TIME", "RETRYCOUNT"} {
+			if isWord(word, w) && more {
+				opt = w
+			}
+		}
+		if opt == "" {
+			return kv.BadRequest("Unrecognized XCLAIM option '" + string(cString(word)) + "'")
+		}
+		i++
 		n, ok := argInt(args[i])
 		if !ok {
-			return kv.BadRequest("Invalid " + string(word) + " option argument for XCLAIM")
+			return kv.BadRequest("Invalid " + opt + " option argument for XCLAIM")
 		}
-		switch {
-		case isWord(word, "IDLE"):
+		switch opt {
+		case "IDLE":
 			delivery = now - n
-		case isWord(word, "TIME"):
+		case "TIME":
 			delivery = n
 		default:
 			retry, hasRetry = n, true
@@ -1540,10 +1756,6 @@ func xclaim(x *execCtx) kv.Reply {
 	}
 	if !x.apply && (delivery < 0 || delivery > now) {
 		delivery = now // a client's bogus time; a replica keeps the source's
-	}
-	s, g, r, ok := groupOf(x, group)
-	if !ok {
-		return r
 	}
 	// Plan, so that a refusal changes nothing.
 	const (
@@ -1557,13 +1769,28 @@ func xclaim(x *execCtx) kv.Reply {
 	if c != nil {
 		c.seenMs = nowMs(x)
 	}
-	var grow int64
+	var grow keySize
+	claimer := c
 	if c == nil {
-		grow = consumerSize(len(consumer))
+		grow = streamConsumerSize(len(consumer))
+		claimer = &streamConsumer{name: string(consumer)} // its size, for the plan
 	}
+	// An id named again meets the state its first claim left: pending
+	// since delivery (claimed or created), or gone (cleaned).
+	again := map[streamID]int{}
 	for k, id := range ids {
 		exists := s.entries.get(id) != nil
-		switch pe := g.pel.get(id); {
+		if first, seen := again[id]; seen {
+			switch {
+			case first == skip || first == clean:
+			case minIdle > 0 && now-delivery < minIdle:
+			default:
+				steps[k] = claim
+			}
+			continue
+		}
+		pe := g.pel.get(id)
+		switch {
 		case pe != nil && minIdle > 0 && now-pe.deliveredMs < minIdle:
 		case pe != nil && !exists:
 			steps[k] = clean
@@ -1571,10 +1798,19 @@ func xclaim(x *execCtx) kv.Reply {
 			steps[k] = claim
 		case force && exists:
 			steps[k] = create
-			grow += streamPendingOverhead
 		}
+		// The growth counts an id once: a repeat continued above.
+		switch steps[k] {
+		case clean:
+			grow = grow.minus(streamPendingSize(len(pe.consumer.name)))
+		case claim:
+			grow = grow.plus(pendingTransfer(pe.consumer, claimer))
+		case create:
+			grow = grow.plus(streamPendingSize(len(consumer)))
+		}
+		again[id] = steps[k]
 	}
-	if grow > 0 && !x.streamFits(s, s.entries.live, grow) {
+	if !x.streamFits(s, grow) {
 		return x.tooLarge()
 	}
 	changed := c == nil
@@ -1633,40 +1869,63 @@ func xclaim(x *execCtx) kv.Reply {
 	return out.reply()
 }
 
-func xautoclaim(x *execCtx) kv.Reply {
-	args := x.cmd.Args
+// autoclaimMaxCount is Redis 7.0's bound on XAUTOCLAIM's COUNT: LONG_MAX
+// over the 16 bytes of an id it reserves per count.
+const autoclaimMaxCount = math.MaxInt64 / 16
+
+// xautoclaimArgs parses XAUTOCLAIM's arguments (group consumer min-idle
+// start [COUNT n] [JUSTID]) as Redis 7.0 does before it checks the key's
+// type and looks the group up.
+func xautoclaimArgs(args [][]byte) (minIdle int64, start streamID, count int64, justID bool, r kv.Reply, ok bool) {
 	if len(args) < 4 {
-		return kv.BadRequest("wrong number of arguments for XAUTOCLAIM")
+		return 0, start, 0, false, kv.BadRequest("wrong number of arguments for XAUTOCLAIM"), false
 	}
-	group, consumer := args[0], args[1]
-	minIdle, ok := argInt(args[2])
+	minIdle, ok = argInt(args[2])
 	if !ok {
-		return kv.BadRequest("Invalid min-idle-time argument for XAUTOCLAIM")
+		return 0, start, 0, false, kv.BadRequest("Invalid min-idle-time argument for XAUTOCLAIM"), false
 	}
 	minIdle = max(minIdle, 0)
 	start, ok, in := parseRangeBound(args[3], true)
 	switch {
 	case !ok:
-		return errStreamID
+		return 0, start, 0, false, errStreamID, false
 	case !in:
-		return kv.BadRequest("invalid start ID for the interval")
+		return 0, start, 0, false, kv.BadRequest("invalid start ID for the interval"), false
 	}
-	count, justID := int64(100), false
+	count = 100
 	for i := 4; i < len(args); i++ {
 		switch {
 		case isWord(args[i], "JUSTID"):
 			justID = true
 		case isWord(args[i], "COUNT") && i+1 < len(args):
 			n, ok := argInt(args[i+1])
-			if !ok || n < 1 || n > math.MaxInt32 {
-				return kv.BadRequest("COUNT must be > 0")
+			if !ok || n < 1 || n > autoclaimMaxCount {
+				return 0, start, 0, false, kv.BadRequest("COUNT must be > 0"), false
 			}
 			count = n
 			i++
 		default:
-			return errSyntax
+			return 0, start, 0, false, errSyntax, false
 		}
 	}
+	return minIdle, start, count, justID, kv.Reply{}, true
+}
+
+func xautoclaimCheck(args [][]byte) kv.Reply {
+	_, _, _, _, r, _ := xautoclaimArgs(args)
+	return r
+}
+
+// xautoclaim: Redis reserves a transient buffer of 16 bytes per COUNT and
+// answers "Insufficient memory" when it cannot; Zaris allocates per entry
+// found, so any COUNT up to autoclaimMaxCount runs.
+func xautoclaim(x *execCtx) kv.Reply {
+	args := x.cmd.Args
+	minIdle, start, count, justID, r, ok := xautoclaimArgs(args)
+	if !ok {
+		return r
+	}
+	group, consumer := args[0], args[1]
 	s, g, r, ok := groupOf(x, group)
 	if !ok {
 		return r
@@ -1675,8 +1934,11 @@ func xautoclaim(x *execCtx) kv.Reply {
 	if c != nil {
 		c.seenMs = nowMs(x)
 	}
-	if c == nil && !x.streamFits(s, s.entries.live, consumerSize(len(consumer))) {
-		return x.tooLarge()
+	var grow keySize
+	claimer := c
+	if c == nil {
+		grow = streamConsumerSize(len(consumer))
+		claimer = &streamConsumer{name: string(consumer)} // its size, for the plan
 	}
 	now := nowMs(x)
 	var claimIDs, deleted []streamID
@@ -1691,6 +1953,7 @@ func xautoclaim(x *execCtx) kv.Reply {
 		attempts--
 		if s.entries.get(it.id) == nil {
 			deleted = append(deleted, it.id)
+			grow = grow.minus(streamPendingSize(len(it.val.consumer.name)))
 			count--
 			continue
 		}
@@ -1698,7 +1961,11 @@ func xautoclaim(x *execCtx) kv.Reply {
 			continue
 		}
 		claimIDs = append(claimIDs, it.id)
+		grow = grow.plus(pendingTransfer(it.val.consumer, claimer))
 		count--
+	}
+	if !x.streamFits(s, grow) {
+		return x.tooLarge()
 	}
 	cursor := streamID{}
 	if j := g.pel.nextLive(i); j < len(items) {
@@ -1738,9 +2005,9 @@ func xautoclaim(x *execCtx) kv.Reply {
 }
 
 func init() {
-	register(kv.CmdXAdd, handler{kind: KindStream, write: true, create: true, run: xadd})
-	register(kv.CmdXRange, handler{kind: KindStream, run: xrange(false)})
-	register(kv.CmdXRevRange, handler{kind: KindStream, run: xrange(true)})
+	register(kv.CmdXAdd, handler{kind: KindStream, write: true, create: true, check: xaddCheck, run: xadd})
+	register(kv.CmdXRange, handler{kind: KindStream, check: xrangeCheck(false), run: xrange(false)})
+	register(kv.CmdXRevRange, handler{kind: KindStream, check: xrangeCheck(true), run: xrange(true)})
 	register(kv.CmdXLen, handler{kind: KindStream, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 0, 0); !ok {
 			return r
@@ -1751,13 +2018,13 @@ func init() {
 		return kv.IntReply(0)
 	}})
 	register(kv.CmdXDel, handler{kind: KindStream, write: true, run: xdel})
-	register(kv.CmdXTrim, handler{kind: KindStream, write: true, run: xtrim})
-	register(kv.CmdXGroup, handler{kind: KindStream, write: true, create: true, run: xgroup})
+	register(kv.CmdXTrim, handler{kind: KindStream, write: true, check: xtrimCheck, run: xtrim})
+	register(kv.CmdXGroup, handler{kind: KindStream, write: true, create: true, check: xgroupCheck, run: xgroup})
 	register(kv.CmdXReadGroup, handler{kind: KindStream, write: true, run: xreadgroup})
 	register(kv.CmdXAck, handler{kind: KindStream, write: true, run: xack})
-	register(kv.CmdXPending, handler{kind: KindStream, run: xpending})
+	register(kv.CmdXPending, handler{kind: KindStream, check: xpendingCheck, run: xpending})
 	register(kv.CmdXClaim, handler{kind: KindStream, write: true, run: xclaim})
-	register(kv.CmdXAutoClaim, handler{kind: KindStream, write: true, run: xautoclaim})
+	register(kv.CmdXAutoClaim, handler{kind: KindStream, write: true, check: xautoclaimCheck, run: xautoclaim})
 	register(kv.CmdXRead, handler{kind: KindStream, run: xread})
 }
 

@@ -201,7 +201,7 @@ func xinfo(x *execCtx) kv.Reply {
 		g := s.groups[string(args[1])]
 		if g == nil {
 			return kv.Reply{Status: kv.StatusNotFound,
-				Message: "NOGROUP No such consumer group '" + string(args[1]) + "' for key name '" + x.cmd.Key + "'"}
+				Message: "NOGROUP No such consumer group '" + string(cString(args[1])) + "' for key name '" + string(cString([]byte(x.cmd.Key))) + "'"}
 		}
 		now := nowMs(x)
 		var out []kv.Reply
@@ -338,47 +338,68 @@ func nonNil(r []kv.Reply) []kv.Reply {
 	return r
 }
 
-// xsetid: XSETID key id [ENTRIESADDED n] [MAXDELETEDID id], with Redis
-// 7.0's checks and errors in Redis's order.
-func xsetid(x *execCtx) kv.Reply {
-	args := x.cmd.Args
+// xsetidSpec is XSETID's id and options.
+type xsetidSpec struct {
+	id           streamID
+	entriesAdded int64 // -1: not given
+	maxDel       streamID
+	hasMaxDel    bool
+}
+
+// xsetidArgs parses XSETID's arguments (id [ENTRIESADDED n]
+// [MAXDELETEDID id]) with Redis 7.0's checks and errors, in its order:
+// all of them before the key's lookup.
+func xsetidArgs(args [][]byte) (p xsetidSpec, r kv.Reply, ok bool) {
+	p.entriesAdded = -1
 	if len(args) == 0 {
-		return kv.BadRequest("wrong number of arguments for 'xsetid' command")
+		return p, kv.BadRequest("wrong number of arguments for 'xsetid' command"), false
 	}
-	id, ok := parseStreamID(args[0], 0)
-	if !ok {
-		return errStreamID
+	if p.id, ok = parseStreamID(args[0], 0); !ok {
+		return p, errStreamID, false
 	}
-	entriesAdded := int64(-1)
-	var maxDel streamID
-	hasMaxDel := false
 	for i := 1; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			return errSyntax
+			return p, errSyntax, false
 		}
 		switch {
 		case isWord(args[i], "ENTRIESADDED"):
 			n, ok := argInt(args[i+1])
 			if !ok {
-				return errNotInteger
+				return p, errNotInteger, false
 			}
 			if n < 0 {
-				return kv.BadRequest("entries_added must be positive")
+				return p, kv.BadRequest("entries_added must be positive"), false
 			}
-			entriesAdded = n
+			p.entriesAdded = n
 		case isWord(args[i], "MAXDELETEDID"):
 			d, ok := parseStreamID(args[i+1], 0)
 			if !ok {
-				return errStreamID
+				return p, errStreamID, false
 			}
-			if id.less(d) {
-				return kv.BadRequest("The ID specified in XSETID is smaller than the provided max_deleted_entry_id")
+			if p.id.less(d) {
+				return p, kv.BadRequest("The ID specified in XSETID is smaller than the provided max_deleted_entry_id"), false
 			}
-			maxDel, hasMaxDel = d, true
+			p.maxDel, p.hasMaxDel = d, true
 		default:
-			return errSyntax
+			return p, errSyntax, false
 		}
 	}
+	return p, kv.Reply{}, true
+}
+
+func xsetidCheck(args [][]byte) kv.Reply {
+	_, r, _ := xsetidArgs(args)
+	return r
+}
+
+// xsetid: XSETID key id [ENTRIESADDED n] [MAXDELETEDID id]; the arguments
+// are checked before the key (xsetidArgs), then the key must exist.
+func xsetid(x *execCtx) kv.Reply {
+	p, r, ok := xsetidArgs(x.cmd.Args)
+	if !ok {
+		return r
+	}
+	id, entriesAdded, maxDel, hasMaxDel := p.id, p.entriesAdded, p.maxDel, p.hasMaxDel
 	s := streamOf(x)
 	if s == nil || x.rec == nil {
 		return errNoSuchKey
@@ -406,5 +427,5 @@ func xsetid(x *execCtx) kv.Reply {
 
 func init() {
 	register(kv.CmdXInfo, handler{kind: KindStream, run: xinfo})
-	register(kv.CmdXSetID, handler{kind: KindStream, write: true, run: xsetid})
+	register(kv.CmdXSetID, handler{kind: KindStream, write: true, check: xsetidCheck, run: xsetid})
 }

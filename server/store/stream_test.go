@@ -216,11 +216,11 @@ func TestStreamGroupCommands(t *testing.T) {
 		{kv.CmdXReadGroup, "s", []string{"g", "frank", ">"}, "[]"},             // LASTID moved the group past 4-0
 		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "8-0", "FORCE"}, "[]"}, // FORCE needs the entry
 		{kv.CmdXClaim, "s", []string{"g", "frank", "x", "1-0"}, "!BadRequest: min-idle-time"},
-		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT"}, "!BadRequest: syntax"},
+		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT"}, "!BadRequest: Unrecognized XCLAIM option 'RETRYCOUNT'"},
 		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT", "-1"}, "[[1-0 [n 1]]]"}, // Redis stores the unsigned wrap
 		{kv.CmdXPending, "s", []string{"g", "1-0", "1-0", "1"}, "[[1-0 frank 0 -1]]"},
 		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "RETRYCOUNT", "2", "JUSTID"}, "[1-0]"},
-		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "BOGUS"}, "!BadRequest"},
+		{kv.CmdXClaim, "s", []string{"g", "frank", "0", "1-0", "BOGUS"}, "!BadRequest: Unrecognized XCLAIM option 'BOGUS'"},
 		{kv.CmdXClaim, "s", []string{"nogroup", "frank", "0", "1-0"}, "!NotFound: NOGROUP"},
 		// A claimed entry that no longer exists leaves the PEL.
 		{kv.CmdXDel, "s", []string{"3-0"}, "1"},
@@ -802,4 +802,88 @@ func BenchmarkXReadGroupAck(b *testing.B) {
 			}
 		})
 	})
+}
+
+// Each stream command checks its arguments, the key's type and the group in
+// Redis 7.0's order, so a command with two faults answers Redis's error —
+// through the native protocol as through RESP (server/resp's
+// diff_regress_test.go compares the RESP replies with a real redis-server).
+func TestStreamChecksInRedisOrder(t *testing.T) {
+	s, _ := newTestStore(t)
+	run(t, s, kv.CmdXAdd, "s", "1", "n", "1")
+	run(t, s, kv.CmdXAdd, "s", "2", "n", "2")
+	run(t, s, kv.CmdXGroup, "s", "CREATE", "g", "0")
+	run(t, s, kv.CmdXReadGroup, "s", "g", "alice", ">")
+	run(t, s, kv.CmdHSet, "h", "a", "1")
+	runSteps(t, s, []xstep{
+		// XPENDING parses before the key's type: count, IDLE, bounds.
+		{kv.CmdXPending, "h", []string{"g", "x", "y"}, "!BadRequest: syntax error"},
+		{kv.CmdXPending, "h", []string{"g", "-", "+", "x"}, "!BadRequest: not an integer"},
+		{kv.CmdXPending, "h", []string{"g", "x", "+", "1"}, "!BadRequest: Invalid stream ID"},
+		{kv.CmdXPending, "nope", []string{"g", "IDLE", "x", "-", "+"}, "!BadRequest: not an integer"},
+		{kv.CmdXPending, "nope", []string{"g", "IDLE", "1", "-", "+"}, "!BadRequest: syntax error"},
+		{kv.CmdXPending, "h", []string{"g", "-", "+", "1"}, "!WrongType"},
+		// Past the count, the next argument is the consumer and the rest is ignored.
+		{kv.CmdXPending, "s", []string{"g", "-", "+", "9", "alice", "x", "y"}, "[[1-0 alice 0 1] [2-0 alice 0 1]]"},
+		{kv.CmdXPending, "s", []string{"g", "-", "+", "9", "bob", "x", "y"}, "[]"},
+		// XAUTOCLAIM: min-idle, start and options before the type and the group.
+		{kv.CmdXAutoClaim, "h", []string{"g", "c", "x", "0"}, "!BadRequest: Invalid min-idle-time argument for XAUTOCLAIM"},
+		{kv.CmdXAutoClaim, "h", []string{"g", "c", "0", "0", "FOO"}, "!BadRequest: syntax error"},
+		{kv.CmdXAutoClaim, "nope", []string{"g", "c", "0", "0", "COUNT", "576460752303423488"}, "!BadRequest: COUNT must be > 0"},
+		{kv.CmdXAutoClaim, "nope", []string{"g", "c", "0", "0", "COUNT", "576460752303423487"}, "!NotFound: NOGROUP"},
+		{kv.CmdXAutoClaim, "h", []string{"g", "c", "0", "0"}, "!WrongType"},
+		// XSETID: the id and options, then the key.
+		{kv.CmdXSetID, "h", []string{"x"}, "!BadRequest: Invalid stream ID"},
+		{kv.CmdXSetID, "nope", []string{"5-0", "FOO", "1"}, "!BadRequest: syntax error"},
+		{kv.CmdXSetID, "h", []string{"5-0"}, "!WrongType"},
+		{kv.CmdXSetID, "nope", []string{"5-0"}, "!NotFound: no such key"},
+		// XGROUP: options, type, missing key, missing group, argument count, id.
+		{kv.CmdXGroup, "h", []string{"CREATE", "g", "$", "MKSTREAM", "ENTRIESREAD", "-5"}, "!BadRequest: value for ENTRIESREAD must be positive or -1"},
+		{kv.CmdXGroup, "h", []string{"SETID", "g", "+", "x"}, "!BadRequest: unknown subcommand or wrong number of arguments for 'SETID'"},
+		{kv.CmdXGroup, "h", []string{"DESTROY", "g"}, "!WrongType"},
+		{kv.CmdXGroup, "nope", []string{"CREATE", "g", "bad"}, "!NotFound: requires the key to exist"},
+		{kv.CmdXGroup, "nope", []string{"CREATE", "g", "$", "ENTRIESREAD", "1", "ENTRIESREAD", "1"}, "!NotFound: requires the key to exist"},
+		{kv.CmdXGroup, "nope", []string{"CREATE", "g", "bad", "MKSTREAM", "ENTRIESREAD", "1", "ENTRIESREAD", "1"}, "!BadRequest: unknown subcommand"},
+		{kv.CmdXGroup, "s", []string{"CREATE", "g", "$", "MKSTREAM", "MKSTREAM", "MKSTREAM", "MKSTREAM"}, "!BadRequest: unknown subcommand"},
+		{kv.CmdXGroup, "s", []string{"SETID", "nogroup", "bad"}, "!NotFound: NOGROUP"},
+		{kv.CmdXGroup, "s", []string{"SETID", "g", "bad", "MKSTREAM"}, "!BadRequest: unknown subcommand"},
+		{kv.CmdXGroup, "s", []string{"CREATE", "g2", "+"}, "!BadRequest: Invalid stream ID"},
+		{kv.CmdXGroup, "s", []string{"CREATE", "g", "bad"}, "!BadRequest: Invalid stream ID"},
+		{kv.CmdXGroup, "s", []string{"SETID", "g", "-"}, "OK"}, // SETID reads "-" and "+" as Redis does
+		{kv.CmdXGroup, "s", []string{"SETID", "g", "+", "ENTRIESREAD", "3"}, "OK"},
+		// XCLAIM: the type and the group first; ids up to the first non-id, then options.
+		{kv.CmdXClaim, "h", []string{"g", "c", "x", "bad"}, "!WrongType"},
+		{kv.CmdXClaim, "s", []string{"nogroup", "c", "x", "bad"}, "!NotFound: NOGROUP"},
+		{kv.CmdXClaim, "s", []string{"g", "c", "0", "1-0", "bad"}, "!BadRequest: Unrecognized XCLAIM option 'bad'"},
+		{kv.CmdXClaim, "s", []string{"g", "c", "0", "1-0", "FORCE", "2-0"}, "!BadRequest: Unrecognized XCLAIM option '2-0'"},
+		{kv.CmdXClaim, "s", []string{"g", "c", "0", "-"}, "!BadRequest: Unrecognized XCLAIM option '-'"},
+		{kv.CmdXClaim, "s", []string{"g", "c", "0", "1-0", "IDLE"}, "!BadRequest: Unrecognized XCLAIM option 'IDLE'"},
+		{kv.CmdXClaim, "s", []string{"g", "c", "0", "1-0", "idle", "x"}, "!BadRequest: Invalid IDLE option argument for XCLAIM"},
+		{kv.CmdXClaim, "s", []string{"g", "c", "0", "1-0", "LASTID", "x"}, "!BadRequest: Invalid stream ID"},
+		// An id named twice is claimed twice (and counted twice).
+		{kv.CmdXClaim, "s", []string{"g", "c", "0", "1-0", "1-0"}, "[[1-0 [n 1]] [1-0 [n 1]]]"},
+		{kv.CmdXPending, "s", []string{"g", "1-0", "1-0", "1"}, "[[1-0 c 0 3]]"},
+		{kv.CmdXClaim, "s", []string{"g", "d", "0", "1-0", "2-0", "1-0", "JUSTID"}, "[1-0 2-0 1-0]"},
+		{kv.CmdXPending, "s", []string{"g", "-", "+", "9"}, "[[1-0 d 0 3] [2-0 d 0 1]]"},
+		// XREADGROUP: the type, the group, then '$' and the id's syntax.
+		{kv.CmdXReadGroup, "h", []string{"g", "c", "$"}, "!WrongType"},
+		{kv.CmdXReadGroup, "s", []string{"nogroup", "c", "bad"}, "!NotFound: NOGROUP"},
+		{kv.CmdXReadGroup, "s", []string{"g", "c", "$"}, "!BadRequest: The $ ID is meaningless in the context of XREADGROUP"},
+		{kv.CmdXReadGroup, "s", []string{"g", "c", "bad"}, "!BadRequest: Invalid stream ID"},
+		// XREAD: the type, then '>', then the id's syntax.
+		{kv.CmdXRead, "h", []string{">"}, "!WrongType"},
+		{kv.CmdXRead, "nope", []string{">"}, "!BadRequest: The > ID can be specified only when calling XREADGROUP"},
+		{kv.CmdXRead, "s", []string{"bad"}, "!BadRequest: Invalid stream ID"},
+		// Range bounds: "-" and "+" read as C strings; "(-" is no bound.
+		{kv.CmdXRange, "s", []string{"-\x00x", "+"}, "[[1-0 [n 1]] [2-0 [n 2]]]"},
+		{kv.CmdXRange, "s", []string{"(-", "+"}, "!BadRequest: Invalid stream ID"},
+		// XREADGROUP takes the last possible id for '>', as Redis does.
+		{kv.CmdXAdd, "s", []string{"3", "n", "3"}, "3-0"},
+		{kv.CmdXGroup, "s", []string{"SETID", "g", "2-0"}, "OK"}, // back from "+"
+		{kv.CmdXReadGroup, "s", []string{"g", "bob", "18446744073709551615-18446744073709551615"}, "[[3-0 [n 3]]]"},
+		{kv.CmdXReadGroup, "s", []string{"g", "bob", "18446744073709551615"}, "[]"}, // ms-0: bob's history after it
+	})
+	if !GroupReadsHistory([]byte("0")) || GroupReadsHistory([]byte(">")) || GroupReadsHistory([]byte("18446744073709551615-18446744073709551615")) {
+		t.Fatal("GroupReadsHistory: only an id below the last possible one reads the history")
+	}
 }

@@ -95,7 +95,7 @@ func (g *Segment) pruneTombstones() int {
 		if r == nil || !r.Deleted {
 			continue // recreated or already pruned
 		}
-		if !tombstonePrunable(r.Revision, g.lowWater, g.hasLowWater, g.revision) {
+		if !tombstonePrunable(r.Revision, g.lowWater, g.hasLowWater, g.revision) || g.absentWatches.holds(key) {
 			kept = append(kept, key)
 			continue
 		}

@@ -66,8 +66,8 @@ type Event struct {
 	KeyKind   ValueKind // the kind of value the key holds (after the change)
 	// Origin is the client command that produced the change when it is
 	// not the logged effect itself (SPOP logged as SREM, SINTERSTORE as an
-	// SADD, an SREM that emptied its set logged as a delete); 0 otherwise
-	// and on a replica's apply.
+	// SADD, an SREM that emptied its set logged as a delete; CmdFlush for
+	// the deletes of a Flush); 0 otherwise and on a replica's apply.
 	Origin kv.CmdOp
 	// Replaced marks the delete of a key that the same command replaces at
 	// once with a new value (SINTERSTORE over an existing key).
@@ -242,10 +242,15 @@ func (w *Watch) resume(from []WatchPosition) error {
 		now := s.clock.NowNano()
 		g.mu.RLock()
 		if g.holdsLocked(f) {
-			g.eachAfterLocked(f.Revision, func(e *logEntry) {
+			// A replay that overflows the buffer ends the watch: the rest
+			// of the history is not walked (a consumer far behind resumes
+			// again from what it got; walking it all under the segment's
+			// lock, for nothing, delayed the segment's writes).
+			g.eachAfterLocked(f.Revision, func(e *logEntry) bool {
 				if w.matches(e.rec.Key) {
-					w.deliver(eventOfLog(g.id, g.epoch.Load(), e, w.opts.IncludeValues))
+					return w.deliver(eventOfLog(g.id, g.epoch.Load(), e, w.opts.IncludeValues))
 				}
+				return true
 			})
 			f.Epoch = g.epoch.Load()
 			w.marks = append(w.marks, f)
@@ -351,16 +356,18 @@ func (w *Watch) end(err error) {
 }
 
 // deliver offers ev to the watch; called under the segment's write lock,
-// so a segment's events arrive in revision order.
-func (w *Watch) deliver(ev Event) {
+// so a segment's events arrive in revision order. False once the watch
+// has ended (this event, or an earlier one, overflowed it).
+func (w *Watch) deliver(ev Event) bool {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
-		return
+		return false
 	}
 	select {
 	case w.ch <- ev:
 		w.mu.Unlock()
+		return true
 	default:
 		// The consumer fell behind: end the watch now (the buffered events
 		// stay readable), and leave the registry off the segment lock.
@@ -369,6 +376,7 @@ func (w *Watch) deliver(ev Event) {
 		close(w.done)
 		w.mu.Unlock()
 		go w.s.removeWatch(w)
+		return false
 	}
 }
 

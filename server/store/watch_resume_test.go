@@ -1,7 +1,11 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
@@ -112,5 +116,40 @@ func TestWatchResumeResyncsWhenHistoryIsGone(t *testing.T) {
 	// A position for a segment the key watch does not cover is refused.
 	if _, _, err := s.Watch(WatchOptions{Key: "k", From: []WatchPosition{{Segment: seg + 1}}}); err == nil {
 		t.Fatal("a foreign segment position was accepted")
+	}
+}
+
+// A replay longer than the watch's buffer delivers the buffer's worth, in
+// order, then ends with ErrWatchOverflow (the consumer resumes from what it
+// got); what does not fit is not walked under the segment's lock.
+func TestWatchResumeOverflowEndsTheReplay(t *testing.T) {
+	s, _ := newTestStore(t)
+	seg := s.SegmentFor("k").ID()
+	s.Put("k", []byte("v0"), nil)
+	r0 := s.Get("k")
+	for i := 1; i <= 100; i++ {
+		s.Put("k", fmt.Appendf(nil, "v%d", i), nil)
+	}
+	pos := WatchPosition{Segment: seg, Revision: r0.Revision, Key: "k", Version: r0.Version}
+	w, _, err := s.Watch(WatchOptions{Key: "k", IncludeValues: true, Buffer: 10, From: []WatchPosition{pos}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := 1; i <= 10; i++ {
+		ev := nextEvent(t, w)
+		if want := fmt.Sprintf("v%d", i); string(ev.Value) != want {
+			t.Fatalf("replayed event %d = %q, want %q", i, ev.Value, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if ev, err := w.Next(ctx); !errors.Is(err, ErrWatchOverflow) {
+		t.Fatalf("after the buffer's worth: %+v, %v; want ErrWatchOverflow", ev, err)
+	}
+	// A later write is not delivered to the ended watch.
+	s.Put("k", []byte("late"), nil)
+	if _, err := w.Next(ctx); !errors.Is(err, ErrWatchOverflow) {
+		t.Fatalf("the ended watch: %v, want ErrWatchOverflow", err)
 	}
 }

@@ -13,7 +13,8 @@ import (
 type zsetColl struct {
 	scores map[string]float64
 	sl     *skiplist
-	bytes  int64
+	bytes  int64 // accounted
+	item   int64 // item size
 }
 
 const zsetMemberOverhead = 96
@@ -21,6 +22,7 @@ const zsetMemberOverhead = 96
 func newZSet() *zsetColl            { return &zsetColl{scores: map[string]float64{}, sl: newSkiplist()} }
 func (z *zsetColl) kind() ValueKind { return KindZSet }
 func (z *zsetColl) size() int64     { return z.bytes }
+func (z *zsetColl) itemSize() int64 { return z.item }
 func (z *zsetColl) count() int      { return len(z.scores) }
 
 type zEntry struct {
@@ -61,7 +63,9 @@ func (z *zsetColl) set(member string, score float64) bool {
 		}
 		z.sl.remove(old, member)
 	} else {
-		z.bytes += int64(len(member)) + zsetMemberOverhead
+		k := zsetMemberSize(len(member))
+		z.bytes += k.acct
+		z.item += k.item
 	}
 	z.scores[member] = score
 	z.sl.insert(score, member)
@@ -75,7 +79,9 @@ func (z *zsetColl) rem(member string) bool {
 	}
 	delete(z.scores, member)
 	z.sl.remove(score, member)
-	z.bytes -= int64(len(member)) + zsetMemberOverhead
+	k := zsetMemberSize(len(member))
+	z.bytes -= k.acct
+	z.item -= k.item
 	return true
 }
 
@@ -145,12 +151,13 @@ func zadd(x *execCtx) kv.Reply {
 		if f.incr && exists {
 			score = old + score
 		}
-		if math.IsNaN(score) { // Redis refuses only NaN: an infinite score is a score
-			return kv.BadRequest("resulting score is not a number (NaN)")
-		}
+		// Redis's zsetAdd order: NX/XX first, then the NaN refusal (only
+		// NaN: an infinite score is a score), then GT/LT.
 		switch {
 		case f.nx && exists, f.xx && !exists:
 			continue
+		case math.IsNaN(score):
+			return kv.BadRequest("resulting score is not a number (NaN)")
 		case exists && (f.gt && score <= old || f.lt && score >= old):
 			continue
 		}
@@ -339,7 +346,7 @@ func init() {
 		if math.IsNaN(score) {
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}
-		if _, exists := z.scores[member]; !exists && !x.fits(1, int64(len(member))+zsetMemberOverhead) {
+		if _, exists := z.scores[member]; !exists && !x.fits(zsetMemberSize(len(member))) {
 			return x.tooLarge()
 		}
 		z.set(member, score)

@@ -527,24 +527,19 @@ func zstore(x *execCtx) kv.Reply {
 	if len(a)%2 != 0 {
 		return kv.BadRequest("ZSTORE needs score member pairs")
 	}
-	scores := make([]float64, len(a)/2)
-	var bytes int64
-	for i := range scores {
-		s, ok := argFloat(a[2*i])
+	next := newZSet()
+	for i := 0; i < len(a); i += 2 {
+		s, ok := argFloat(a[i])
 		if !ok {
 			return errNotFloat
 		}
-		scores[i] = s
-		bytes += int64(len(a[2*i+1])) + zsetMemberOverhead
+		next.set(string(a[i+1]), s)
 	}
 	z := zsetOf(x)
-	if !x.fits(len(scores)-z.count(), bytes-z.size()) {
+	if !x.fits(sizeOf(next).minus(sizeOf(z))) {
 		return x.tooLarge()
 	}
-	z.scores, z.sl, z.bytes = map[string]float64{}, newSkiplist(), 0
-	for i, s := range scores {
-		z.set(string(a[2*i+1]), s)
-	}
+	*z = *next
 	x.changed()
 	return kv.IntReply(int64(z.count()))
 }

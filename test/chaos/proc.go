@@ -41,6 +41,9 @@ type Options struct {
 	Mode   string // --replication-mode async|sync; "" = the server's default
 	Quorum string // --write-quorum all|majority|besteffort; "" = the server's default
 	Binary string // zaris-server path (BuildServer)
+	// ClusterID is --cluster-id; default "chaos". Two clusters of one test
+	// (a primary and its WAN follower) carry different ids.
+	ClusterID string
 	// Dir is the working directory: per-node data dirs (--data-dir, so a
 	// restarted node keeps its raft state) and logs. "" = a temporary
 	// directory that Close removes.
@@ -124,17 +127,28 @@ type Cluster struct {
 // GOMOD`, or from this source file's location when the working directory is
 // outside the module.
 func BuildServer(ctx context.Context, dir string) (string, error) {
+	return buildCommand(ctx, dir, "zaris-server")
+}
+
+// BuildZarisctl compiles ./cmd/zarisctl (the operator CLI) into dir and
+// returns the binary's path.
+func BuildZarisctl(ctx context.Context, dir string) (string, error) {
+	return buildCommand(ctx, dir, "zarisctl")
+}
+
+// buildCommand compiles ./cmd/name into dir, without the race detector.
+func buildCommand(ctx context.Context, dir, name string) (string, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "zaris-server")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/zaris-server")
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = root
 	cmd.Env = withoutRace(os.Environ())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("chaos: go build ./cmd/zaris-server: %w\n%s", err, out)
+		return "", fmt.Errorf("chaos: go build ./cmd/%s: %w\n%s", name, err, out)
 	}
 	return bin, nil
 }
@@ -224,7 +238,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		entries = append(entries, fmt.Sprintf("%s@%s:%d:%d:%d:%d:%d", n.id, host, p.client, p.peer, p.gossip, p.resp, p.http))
 	}
 	c.registry = strings.Join(entries, ",")
-	c.args = []string{"--nodes", c.registry, "--cluster-id", "chaos", "--memory-max-bytes", "256MiB"}
+	clusterID := o.ClusterID
+	if clusterID == "" {
+		clusterID = "chaos"
+	}
+	c.args = []string{"--nodes", c.registry, "--cluster-id", clusterID, "--memory-max-bytes", "256MiB"}
 	if o.RF > 0 {
 		c.args = append(c.args, "--replication-factor", strconv.Itoa(o.RF))
 	}
@@ -732,6 +750,29 @@ type Status struct {
 		KeysMoved  int64  `json:"keys_moved"`
 		BytesMoved int64  `json:"bytes_moved"`
 	} `json:"rebalance,omitempty"`
+	// Follow is the WAN follower's state (absent on a cluster that never
+	// followed another).
+	Follow *FollowStatus `json:"follow,omitempty"`
+}
+
+// FollowStatus is the follow document of GET /v1/cluster.
+type FollowStatus struct {
+	State          string `json:"state"` // following | promoted
+	Source         string `json:"source"`
+	Generation     uint64 `json:"generation"`
+	AppliedChanges uint64 `json:"appliedChanges"` // covered by the cursor in raft
+	PromotedFrom   string `json:"promotedFrom"`
+	// Applier is the live view of the node that runs the applier (the
+	// control-plane leader): only that node's document has it.
+	Applier *struct {
+		Node           string  `json:"node"`
+		Connected      bool    `json:"connected"`
+		LagRevisions   uint64  `json:"lagRevisions"`
+		LagSeconds     float64 `json:"lagSeconds"`
+		AppliedChanges uint64  `json:"appliedChanges"`
+		FullCopies     uint64  `json:"fullCopies"`
+		LastError      string  `json:"lastError"`
+	} `json:"applier,omitempty"`
 }
 
 // NodeStatus is one member as a node sees it.

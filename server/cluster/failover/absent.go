@@ -1,6 +1,7 @@
 package failover
 
-// OwnerPresence is what the cluster knows of a partition's active owner.
+// OwnerPresence is what the cluster knows of a partition's active owner
+// (or of any node holding a copy: AwaitCopy).
 type OwnerPresence uint8
 
 const (
@@ -82,4 +83,35 @@ func AbsentOwner(owner OwnerPresence, liveCopy bool) AbsentOwnerAction {
 		return Reassign
 	}
 	return HoldUnavailable // away, or unknown: never guess a node dead
+}
+
+// AwaitCopy is the same rule for a copy that may hold writes a serving
+// owner lacks: the sync source of a Recovering owner, or a copy a
+// restarted owner must be level with before it serves (R-REP-5/6). Such a
+// copy is waited for unless it is gone for good. Letting the owner serve
+// as soon as the copy was only silent — suspected on a loaded machine, or
+// declared dead inside the member grace — answered NotFound for the
+// acknowledged keys it had not pulled yet, and its next session then
+// replaced the copy's data by its hole: a slow node turned into lost
+// writes (a WAN follower lost mirrored keys across a restart of its
+// applier's node under load). Waiting costs the partition's availability
+// until the copy answers again or its grace runs out.
+//
+// A demoted copy (the former owner a failover confirmed dead) is waited
+// for only while it is alive: the failover promoted a copy that proved it
+// holds the data, and waiting for the dead former owner would undo it.
+func AwaitCopy(copy OwnerPresence, demoted bool) bool {
+	if demoted {
+		return copy == OwnerAlive
+	}
+	return copy != OwnerGone
+}
+
+// CopyHoldsData reports whether a live copy can stand in for an absent
+// owner (AbsentOwner's liveCopy): it follows the owner's lease in every
+// segment of the partition. A replica that restarted empty and has not
+// been sent the owner's data yet does not: promoting it served its hole
+// as the partition's content while the owner was only away.
+func CopyHoldsData(syncedSegments, segments int) bool {
+	return segments > 0 && syncedSegments >= segments
 }

@@ -162,9 +162,56 @@ func TestAbsentOwner(t *testing.T) {
 		{"owner gone for good with a live replica: the replica takes over, not an empty spare", OwnerGone, true, PromoteCopy},
 		{"RF 1, owner gone for good (grace out, evicted): reassign, the partition restarts empty", OwnerGone, false, Reassign},
 		{"an owner in an unknown state is never guessed dead: held", OwnerPresence(0), false, HoldUnavailable},
+		{"RF 2, owner away and its only live replica restarted empty (not sent the data yet: CopyHoldsData false): held, not promoted to serve its hole",
+			OwnerAway, false, HoldUnavailable},
+		{"RF 2, owner gone for good and its only replica incomplete: the copy is all there is (the failover promotes it with what it has)",
+			OwnerGone, false, Reassign},
 	}
 	for _, c := range cases {
 		if got := AbsentOwner(c.owner, c.liveCopy); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestAwaitCopy(t *testing.T) {
+	cases := []struct {
+		name    string
+		copy    OwnerPresence
+		demoted bool
+		want    bool
+	}{
+		{"the source answers: the recovering owner keeps syncing from it", OwnerAlive, false, true},
+		{"the source is suspected on a loaded machine while a restarted owner syncs from it: serving now answers NotFound for the keys not pulled yet and the owner's next session replaces the source's copy by its hole (a WAN follower lost feed:026 across its applier node's restart)",
+			OwnerAway, false, true},
+		{"the only replica of a restarted owner was declared dead inside the member grace (SIGSTOP, GC pause): the owner stays held rather than serve empty over the writes the replica comes back with",
+			OwnerAway, false, true},
+		{"a copy in an unknown state is never guessed gone: wait", OwnerPresence(0), false, true},
+		{"the copy is gone for good (grace out, evicted, decommissioned): its writes are lost either way; serve what the owner holds", OwnerGone, false, false},
+		{"the former owner a failover confirmed dead: the promoted copy proved it holds the data, waiting for the dead one would undo the failover", OwnerAway, true, false},
+		{"the former owner is back and rebuilt as a copy: an owner restarting before the demotion clears must not serve empty over it", OwnerAlive, true, true},
+		{"the former owner gone for good", OwnerGone, true, false},
+	}
+	for _, c := range cases {
+		if got := AwaitCopy(c.copy, c.demoted); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCopyHoldsData(t *testing.T) {
+	cases := []struct {
+		name             string
+		synced, segments int
+		want             bool
+	}{
+		{"a replica that follows the owner's lease in every segment stands in for it", 43, 43, true},
+		{"a replica that restarted empty and was sent none of the owner's data: promoting it serves an empty partition while the owner is only away", 0, 43, false},
+		{"a replica halfway through the owner's snapshots: the rest would read NotFound", 20, 43, false},
+		{"a partition without segments proves nothing", 0, 0, false},
+	}
+	for _, c := range cases {
+		if got := CopyHoldsData(c.synced, c.segments); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}

@@ -1,0 +1,445 @@
+package clustertest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/zaris-io/zaris/internal/testscale"
+	"github.com/zaris-io/zaris/sdk"
+	"github.com/zaris-io/zaris/server"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/clustertest"
+)
+
+// The WAN follower (R-OPS-4, issue 14 item 5): two real clusters in one
+// process, the second following the first's change feed.
+
+// followPair is a primary cluster and a follower cluster with their clients.
+type followPair struct {
+	t                 *testing.T
+	primary, follower *clustertest.Cluster
+	pc, fc            *sdk.Client
+	ctx               context.Context
+}
+
+func newFollowPair(t *testing.T, primaryNodes, followerNodes int, primaryMutate func(*server.Config)) *followPair {
+	t.Helper()
+	// RF 2 on the follower: a node restart there loses no data of its own.
+	return newFollowPairWith(t, primaryNodes, followerNodes, primaryMutate, syncRF2)
+}
+
+// newFollowPairWith is newFollowPair with the follower's configuration.
+func newFollowPairWith(t *testing.T, primaryNodes, followerNodes int, primaryMutate, followerMutate func(*server.Config)) *followPair {
+	t.Helper()
+	p := &followPair{t: t, ctx: context.Background()}
+	p.primary = clustertest.Start(t, primaryNodes, clustertest.Options{ClusterID: "primary", Mutate: primaryMutate})
+	p.follower = clustertest.Start(t, followerNodes, clustertest.Options{ClusterID: "follower", Mutate: followerMutate})
+	var err error
+	if p.pc, err = sdk.Connect(p.ctx, p.primary.ConnString()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.pc.Close() })
+	if p.fc, err = sdk.Connect(p.ctx, p.follower.ConnString()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.fc.Close() })
+	return p
+}
+
+// post sends POST path to node nd's HTTP port and decodes the answer.
+func post(t *testing.T, nd *server.Node, path string, out any) int {
+	t.Helper()
+	resp, err := http.Post("http://"+nd.Addr(server.EndpointHTTP).String()+path, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("POST %s: %d %s: %v", path, resp.StatusCode, body, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// appliedChanges is node nd's zaris_follower_applied_changes_total.
+func appliedChanges(t *testing.T, nd *server.Node) float64 {
+	return followMetric(t, nd, "zaris_follower_applied_changes_total")
+}
+
+// followMetric is the value of node nd's metric name (no labels).
+func followMetric(t *testing.T, nd *server.Node, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + nd.Addr(server.EndpointHTTP).String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s: no %s in /metrics", nd.Config().NodeID, name)
+	return 0
+}
+
+func clusterDoc(t *testing.T, nd *server.Node) cluster.Status {
+	t.Helper()
+	resp, err := http.Get("http://" + nd.Addr(server.EndpointHTTP).String() + "/v1/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st cluster.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// follow starts following through a follower node that does not lead
+// (the change is forwarded to the leader).
+func (p *followPair) follow() {
+	p.t.Helper()
+	var nd *server.Node
+	leader := p.follower.WaitLeader()
+	for _, n := range p.follower.Running() {
+		if n != leader {
+			nd = n
+		}
+	}
+	if nd == nil {
+		nd = leader
+	}
+	var doc cluster.FollowStatus
+	code := 0
+	// 503: the forwarded raft commit did not complete in time (a loaded
+	// machine); the operator tries again, and a start that did land makes
+	// the next one a no-op (same source).
+	if !poll(60*time.Second, func() bool {
+		doc = cluster.FollowStatus{}
+		code = post(p.t, nd, "/v1/cluster/follow?source="+url.QueryEscape(p.primary.ConnString()), &doc)
+		return code != http.StatusServiceUnavailable
+	}) || code != http.StatusOK {
+		p.t.Fatalf("POST /v1/cluster/follow: %d %+v", code, doc)
+	}
+	if doc.State != "following" || doc.Source == "" {
+		p.t.Fatalf("follow answered %+v", doc)
+	}
+}
+
+// put writes key on the primary.
+func (p *followPair) put(key, value string, ttl time.Duration) {
+	p.t.Helper()
+	var opts *sdk.PutOptions
+	if ttl > 0 {
+		opts = &sdk.PutOptions{TTL: ttl}
+	}
+	if _, err := p.pc.Put(p.ctx, key, []byte(value), opts); err != nil {
+		p.t.Fatalf("put %s on the primary: %v", key, err)
+	}
+}
+
+// mirrored waits until the follower holds want (key → value; "" = absent).
+func (p *followPair) mirrored(what string, want map[string]string) {
+	p.t.Helper()
+	var last string
+	ok := poll(60*time.Second, func() bool {
+		for k, v := range want {
+			r, err := p.fc.Get(p.ctx, k)
+			if err != nil {
+				last = fmt.Sprintf("%s: %v", k, err)
+				return false
+			}
+			got := ""
+			if r.OK() {
+				got = string(r.Value)
+			}
+			if got != v {
+				last = fmt.Sprintf("%s = %q, want %q", k, got, v)
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		p.t.Fatalf("%s: the follower does not mirror the primary: %s", what, last)
+	}
+}
+
+// applier is the applier's live view on the follower's leader.
+func (p *followPair) applier() *cluster.FollowApplierStatus {
+	for _, nd := range p.follower.Running() {
+		if st := clusterDoc(p.t, nd); st.Follow != nil && st.Follow.Applier != nil {
+			return st.Follow.Applier
+		}
+	}
+	return nil
+}
+
+// poll reports whether cond holds within d (scaled), polling it.
+func poll(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(testscale.D(d))
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	return true
+}
+
+// TestFollowerMirrorsPrimary: a 3-node primary and a 3-node follower. A
+// follow started at runtime copies the primary in full, then applies its
+// feed (puts, TTLs, deletes, collections); client writes on the follower
+// are refused on every protocol while reads are served; the lag drops to
+// 0; a restart of the applier's node resumes from the cursor in raft
+// without a full copy and misses nothing written meanwhile; promote opens
+// writes and stops applying. (A replay from an older cursor is tested in
+// server/follow.)
+func TestFollowerMirrorsPrimary(t *testing.T) {
+	p := newFollowPair(t, 3, 3, nil)
+	want := map[string]string{}
+	for i := range 100 {
+		k := fmt.Sprintf("pre:%03d", i)
+		p.put(k, "v"+k, 0)
+		want[k] = "v" + k
+	}
+	if _, err := p.pc.Hashes().Set(p.ctx, "h:pre", map[string][]byte{"a": []byte("1"), "b": []byte("2")}); err != nil {
+		t.Fatal(err)
+	}
+	// A key on the follower that the primary does not hold: the full copy
+	// mirrors, so it goes.
+	if _, err := p.fc.Put(p.ctx, "stray", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	want["stray"] = ""
+	p.follow()
+	p.mirrored("full copy", want)
+
+	// Writes after the copy: the feed.
+	for i := range 100 {
+		k := fmt.Sprintf("feed:%03d", i)
+		p.put(k, "f"+k, 0)
+		want[k] = "f" + k
+	}
+	for i := range 10 {
+		k := fmt.Sprintf("pre:%03d", i)
+		if _, err := p.pc.Delete(p.ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = ""
+	}
+	p.put("ttl:1", "soon", time.Hour)
+	want["ttl:1"] = "soon"
+	if _, err := p.pc.Hashes().SetField(p.ctx, "h:pre", "c", []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.pc.Counters().IncrBy(p.ctx, "ctr", 5); err != nil {
+		t.Fatal(err)
+	}
+	want["ctr"] = "5"
+	p.mirrored("feed", want)
+	if !poll(30*time.Second, func() bool {
+		m, err := p.fc.Hashes().GetAll(p.ctx, "h:pre")
+		return err == nil && len(m) == 3 && string(m["c"]) == "3"
+	}) {
+		t.Fatal("the follower's hash never got the field HSET on the primary")
+	}
+	r, err := p.fc.TimeToLive(p.ctx, "ttl:1")
+	if err != nil || r.TTL <= 0 || r.TTL > time.Hour {
+		t.Fatalf("the follower's ttl:1 TTL = %v, %v; want (0, 1h]", r.TTL, err)
+	}
+
+	// Writes refused on the follower, on every protocol; reads served.
+	if _, err := p.fc.Put(p.ctx, "feed:000", []byte("mine"), nil); !errors.Is(err, sdk.ErrReadOnly) {
+		t.Fatalf("SDK put on the follower: %v, want ErrReadOnly", err)
+	}
+	if _, err := p.fc.Delete(p.ctx, "feed:000"); !errors.Is(err, sdk.ErrReadOnly) {
+		t.Fatalf("SDK delete on the follower: %v, want ErrReadOnly", err)
+	}
+	if _, err := p.fc.Hashes().SetField(p.ctx, "h:pre", "z", []byte("1")); !errors.Is(err, sdk.ErrReadOnly) {
+		t.Fatalf("SDK HSET on the follower: %v, want ErrReadOnly", err)
+	}
+	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: p.follower.RESPEndpoints()})
+	defer rc.Close()
+	if err := rc.Set(p.ctx, "feed:001", "mine", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "READONLY You can't write against a read only replica") {
+		t.Fatalf("RESP SET on the follower: %v, want READONLY", err)
+	}
+	if v, err := rc.Get(p.ctx, "feed:001").Result(); err != nil || v != "ffeed:001" {
+		t.Fatalf("RESP GET on the follower: %q, %v", v, err)
+	}
+	nd := p.follower.Running()[0]
+	req, _ := http.NewRequest(http.MethodPut, "http://"+nd.Addr(server.EndpointHTTP).String()+"/v1/keys/feed:002", strings.NewReader("mine"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problem struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&problem)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || problem.Code != "ReadOnly" || !strings.Contains(problem.Detail, "zarisctl promote") {
+		t.Fatalf("REST PUT on the follower: %d %+v, want 403 ReadOnly", resp.StatusCode, problem)
+	}
+	// The primary is untouched by all that, and the follower still mirrors it.
+	p.mirrored("after refused writes", want)
+
+	// Lag: reported, and back to 0 once caught up.
+	if !poll(30*time.Second, func() bool {
+		a := p.applier()
+		return a != nil && a.Connected && a.LagRevisions == 0 && a.LagSeconds == 0
+	}) {
+		t.Fatalf("the applier's lag never settled at 0: %+v", p.applier())
+	}
+	total := 0.0
+	for _, nd := range p.follower.Running() {
+		total += appliedChanges(t, nd)
+	}
+	if total < 100 {
+		t.Fatalf("zaris_follower_applied_changes_total over the follower's nodes = %v, want at least the 100 feed writes", total)
+	}
+
+	// Restart the node that runs the applier, writing meanwhile: the next
+	// leader resumes from the cursor in raft (no full copy) and misses
+	// nothing.
+	leader := p.follower.WaitLeader()
+	copies := func(skip *server.Node) (n float64) {
+		for _, nd := range p.follower.Running() {
+			if nd != skip {
+				n += followMetric(t, nd, "zaris_follower_full_copies_total")
+			}
+		}
+		return n
+	}
+	before := copies(leader)
+	p.follower.Restart(leader, func() {
+		for i := range 50 {
+			k := fmt.Sprintf("down:%03d", i)
+			p.put(k, "d"+k, 0)
+			want[k] = "d" + k
+		}
+	})
+	p.mirrored("after the applier's node restarted", want)
+	if !poll(30*time.Second, func() bool { a := p.applier(); return a != nil && a.Connected }) {
+		t.Fatal("no applier runs after the restart")
+	}
+	if after := copies(nil); after != before {
+		t.Fatalf("after the restart the follower copied the primary in full (%v copies, %v before): it must resume from its cursor", after, before)
+	}
+
+	// Promote: writes open, the applier stops everywhere.
+	var doc cluster.FollowStatus
+	code := 0
+	if !poll(60*time.Second, func() bool { // 503: the raft commit did not complete in time; promote is idempotent
+		doc = cluster.FollowStatus{}
+		code = post(t, p.follower.Running()[1], "/v1/cluster/promote", &doc)
+		return code != http.StatusServiceUnavailable
+	}) || code != http.StatusOK || doc.State != "promoted" {
+		t.Fatalf("promote: %d %+v", code, doc)
+	}
+	if !poll(30*time.Second, func() bool { return p.applier() == nil }) {
+		t.Fatal("an applier still runs after promote")
+	}
+	// Every node opens writes as it folds the promotion (within a heartbeat).
+	var werr error
+	if !poll(10*time.Second, func() bool {
+		_, werr = p.fc.Put(p.ctx, "feed:000", []byte("mine"), nil)
+		if werr == nil {
+			werr = rc.Set(p.ctx, "feed:001", "mine", 0).Err()
+		}
+		return werr == nil
+	}) {
+		t.Fatalf("a write on the promoted cluster: %v", werr)
+	}
+	p.put("after:promote", "x", 0)
+	if r, err := p.fc.Get(p.ctx, "after:promote"); err != nil || r.OK() {
+		t.Fatalf("a primary write after the promotion reached the follower: %+v %v", r, err)
+	}
+}
+
+// TestFollowerRidesPrimaryFailover: a follower cluster started with
+// --follow (Config.Follow) while the primary (3 nodes, RF 2, sync) loses
+// the owner of a partition under writes: every write the primary
+// acknowledged, before and after the kill, reaches the follower.
+func TestFollowerRidesPrimaryFailover(t *testing.T) {
+	ctx := context.Background()
+	primary := clustertest.Start(t, 3, clustertest.Options{ClusterID: "primary", NoRESP: true, Mutate: syncRF2})
+	src := primary.ConnString()
+	follower := clustertest.Start(t, 1, clustertest.Options{ClusterID: "follower", NoRESP: true,
+		Mutate: func(cfg *server.Config) { cfg.Follow = src }})
+	pc, err := sdk.Connect(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	fc, err := sdk.Connect(ctx, follower.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	if !poll(30*time.Second, func() bool {
+		st := clusterDoc(t, follower.Running()[0])
+		return st.Follow != nil && st.Follow.State == "following" && st.Follow.Applier != nil && st.Follow.Applier.Connected
+	}) {
+		t.Fatalf("--follow did not start following: %+v", clusterDoc(t, follower.Running()[0]).Follow)
+	}
+
+	acked := map[string]string{}
+	write := func(n int) {
+		for range n {
+			k := fmt.Sprintf("fo:%04d", len(acked))
+			v := "v" + k
+			wctx, cancel := context.WithTimeout(ctx, testscale.D(5*time.Second))
+			_, err := pc.Put(wctx, k, []byte(v), nil)
+			cancel()
+			if err == nil {
+				acked[k] = v
+			}
+		}
+	}
+	write(150)
+	killOwner(primary)
+	write(150)
+	if len(acked) < 150 {
+		t.Fatalf("only %d writes acknowledged", len(acked))
+	}
+	var last string
+	if !poll(60*time.Second, func() bool {
+		for k, v := range acked {
+			r, err := fc.Get(ctx, k)
+			if err != nil || !r.OK() || string(r.Value) != v {
+				last = fmt.Sprintf("%s: %+v %v", k, r, err)
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("an acknowledged write of the primary never reached the follower: %s", last)
+	}
+	a := clusterDoc(t, follower.Running()[0]).Follow.Applier
+	t.Logf("acknowledged %d writes across the kill; applier: %+v", len(acked), a)
+	if a.FullCopies != 1 {
+		t.Fatalf("the follower copied the primary in full %d times, want once (at the start): %+v", a.FullCopies, a)
+	}
+}

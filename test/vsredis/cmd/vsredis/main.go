@@ -1,0 +1,49 @@
+// Command vsredis measures zaris-server against redis-server side by side
+// (issue #17): the RESP table (redis-benchmark), the native table
+// (zaris-bench on both), RSS per key (redis-cli --pipe), with server CPU per
+// request, and prints markdown tables. scripts/bench-vs-redis.sh builds the
+// binaries and runs it; see test/vsredis.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/zaris-io/zaris/test/vsredis"
+)
+
+func main() {
+	cfg := vsredis.DefaultConfig()
+	flag.StringVar(&cfg.ZarisServer, "zaris-server", "bin/zaris-server", "zaris-server binary")
+	flag.StringVar(&cfg.ZarisBench, "zaris-bench", "bin/zaris-bench", "zaris-bench binary")
+	flag.StringVar(&cfg.RedisServer, "redis-server", "redis-server", "redis-server binary")
+	flag.StringVar(&cfg.RedisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark binary")
+	flag.StringVar(&cfg.RedisCLI, "redis-cli", "redis-cli", "redis-cli binary")
+	quick := flag.Bool("quick", false, "one short round (about two minutes): a smoke run, not figures to publish")
+	rounds := flag.Int("rounds", 0, "interleaved rounds (default 3, 1 with -quick)")
+	sections := flag.String("sections", strings.Join(cfg.Sections, ","), "sections to run: resp, native, memory")
+	flag.StringVar(&cfg.TempDir, "tmp", "", "directory of the --pipe input file (default $TMPDIR)")
+	flag.Parse()
+	if *quick {
+		cfg.Quick()
+	}
+	if *rounds > 0 {
+		cfg.Rounds = *rounds
+	}
+	cfg.Sections = strings.Split(*sections, ",")
+	cfg.Progress = os.Stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := vsredis.Run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "vsredis:", err)
+		os.Exit(1)
+	}
+	res.Write(os.Stdout)
+}
