@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -98,6 +99,34 @@ func explainLoss(t *testing.T, cl *clustertest.Cluster, logs *logRing, lost []st
 	b.WriteString("  cluster events:\n")
 	for _, line := range logs.snapshot() {
 		for _, ev := range lossEvents {
+			if strings.Contains(line, ev) {
+				b.WriteString("    " + line + "\n")
+				break
+			}
+		}
+	}
+	t.Log(b.String())
+}
+
+// stallEvents are the log lines that say why a rebalance does not move:
+// plans, moves and their aborts, membership and leadership.
+var stallEvents = append([]string{`msg="rebalance`, `msg="migration`, `msg="move`, `level=WARN`}, lossEvents...)
+
+// explainStall reports, for a rebalance that did not move what it should,
+// the leader's view (members, map, rebalance status) and the cluster's
+// events from the captured logs.
+func explainStall(t *testing.T, cl *clustertest.Cluster, logs *logRing) {
+	t.Helper()
+	var b strings.Builder
+	if l := cl.Leader(); l != nil {
+		st, _ := json.MarshalIndent(l.ClusterStatus(), "", " ")
+		fmt.Fprintf(&b, "stall diagnosis: the leader %s's status:\n%s\n", l.Config().NodeID, st)
+	} else {
+		b.WriteString("stall diagnosis: no leader\n")
+	}
+	b.WriteString("  cluster events:\n")
+	for _, line := range logs.snapshot() {
+		for _, ev := range stallEvents {
 			if strings.Contains(line, ev) {
 				b.WriteString("    " + line + "\n")
 				break

@@ -340,6 +340,7 @@ func migrationFault(t *testing.T, victim, phase string) {
 	select {
 	case st = <-stops:
 	case <-time.After(testscale.D(90 * time.Second)):
+		explainStall(t, cl, logs)
 		t.Fatalf("no move towards n4 reached the %s phase", phase)
 	}
 	var dead string

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/testscale"
 	"github.com/zaris-io/zaris/server/clustertest"
 )
 
@@ -69,12 +71,22 @@ func TestClusterClientOnThreeNodes(t *testing.T) {
 	suite(t, cc, "{multi}")
 
 	// Keyless commands are per node: DBSIZE counts owned keys only, and the
-	// cluster client sums them over the shards.
-	total := int64(0)
-	for _, nd := range nodes {
-		total += newClient(t, nd).DBSize(ctx).Val()
+	// cluster client sums them over the shards. The suite leaves keys with
+	// short TTLs (1.5 s): one may expire between the two readings, so they
+	// are compared until they agree.
+	var perNode, summed int64
+	for deadline := time.Now().Add(testscale.D(10 * time.Second)); ; {
+		perNode = 0
+		for _, nd := range nodes {
+			perNode += newClient(t, nd).DBSize(ctx).Val()
+		}
+		summed = cc.DBSize(ctx).Val()
+		if perNode == summed || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // poll pacing
 	}
-	require.Equal(t, total, cc.DBSize(ctx).Val())
+	require.Equal(t, perNode, summed)
 	keys := 0
 	for _, nd := range nodes {
 		keys += len(newClient(t, nd).Keys(ctx, "key:*").Val())
