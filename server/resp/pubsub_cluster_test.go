@@ -102,20 +102,32 @@ func TestClusterPublishReachesEveryNode(t *testing.T) {
 			require.Equal(t, int64(0), n)
 		}
 	}
-	// A last message from node 1 closes the series: anything duplicated
-	// would arrive before it (a node forwards in publish order).
-	require.NoError(t, nodeClient(t, nodes[0]).Publish(ctx, "news", "end").Err())
+	// A last message from each node closes its series: a node forwards in
+	// publish order, so anything duplicated arrives before its end. (One
+	// end published on node 1 alone would not do: node 1 delivers it at
+	// once, while the messages of nodes 2 and 3 may still be on the bus.)
+	for i, nd := range nodes {
+		require.NoError(t, nodeClient(t, nd).Publish(ctx, "news", fmt.Sprint("end", i)).Err())
+	}
 	got := map[string]int{}
-	for done := false; !done; {
+	ended := func() bool {
+		for i := range nodes {
+			if got[fmt.Sprint("ne*|end", i)] != 1 || got[fmt.Sprint("|end", i)] != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	for !ended() {
 		switch m := receiveWithin(t, ps, 10*time.Second).(type) {
 		case *redis.Message:
 			got[m.Pattern+"|"+m.Payload]++
-			done = m.Payload == "end" && got["ne*|end"] == 1 && got["|end"] == 1
 		default:
 			t.Fatalf("unexpected %T %v", m, m)
 		}
 	}
-	require.Equal(t, map[string]int{"|m0": 1, "|m1": 1, "|m2": 1, "ne*|m0": 1, "ne*|m1": 1, "ne*|m2": 1, "|end": 1, "ne*|end": 1}, got)
+	require.Equal(t, map[string]int{"|m0": 1, "|m1": 1, "|m2": 1, "ne*|m0": 1, "ne*|m1": 1, "ne*|m2": 1,
+		"|end0": 1, "ne*|end0": 1, "|end1": 1, "ne*|end1": 1, "|end2": 1, "ne*|end2": 1}, got)
 
 	// PUBSUB over the cluster, asked on another node than the subscriber's.
 	other := nodeClient(t, nodes[2])
