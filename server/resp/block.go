@@ -80,6 +80,7 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	}
 	c.blocked.Store(true)
 	c.wasBlocked = true
+	c.trackBlocking()
 	defer c.blocked.Store(false)
 	wake := make(chan struct{}, 1)
 	for _, k := range keys {

@@ -471,9 +471,34 @@ func (c *conn) trackBefore(cmd *command, args [][]byte) []trackWindow {
 	}
 	w := make([]trackWindow, len(segs))
 	for i, seg := range segs {
-		w[i] = trackWindow{seg: seg, lo: c.srv.store.Segment(seg).Revision()}
+		w[i] = trackWindow{seg: seg, lo: c.srv.store.Segment(seg).Revision(), hi: windowOpen}
 	}
+	// The windows are open from now on: the store may report the
+	// command's change to the tracker before trackAfter runs, and that
+	// change must already be known as this client's own.
+	c.srv.trk.mu.Lock()
+	t.windows = append(t.windows, w...)
+	if n := len(t.windows) - trackMaxWindows; n > 0 {
+		t.windows = append(t.windows[:0], t.windows[n:]...)
+	}
+	c.srv.trk.mu.Unlock()
 	return w
+}
+
+// windowOpen is the upper bound of a NOLOOP window while its command runs.
+const windowOpen = ^uint64(0)
+
+// trackBlocking runs when a command blocks: its open NOLOOP windows go (open
+// for the whole wait, they would claim other clients' writes as its own),
+// so a blocked command's own change comes back to it: one invalidation too
+// many, never one missing.
+func (c *conn) trackBlocking() {
+	if !c.trk.noloop {
+		return
+	}
+	c.srv.trk.mu.Lock()
+	c.trk.windows = slices.DeleteFunc(c.trk.windows, func(w trackWindow) bool { return w.hi == windowOpen })
+	c.srv.trk.mu.Unlock()
 }
 
 func isScriptCmd(cmd *command) bool { return cmd.group == "scripting" && cmd.keys != nil }
@@ -482,24 +507,26 @@ func isScriptCmd(cmd *command) bool { return cmd.group == "scripting" && cmd.key
 // NOLOOP windows and remembers the keys a read-only command read.
 func (c *conn) trackAfter(cmd *command, args [][]byte, windows []trackWindow) {
 	t := &c.trk
+	if len(windows) > 0 {
+		// Close the command's open windows at the revisions it reached; a
+		// command that wrote nothing, or that blocked (its window would
+		// span the wait and claim other clients' writes), leaves none.
+		c.srv.trk.mu.Lock()
+		for _, w := range windows {
+			i := slices.IndexFunc(t.windows, func(o trackWindow) bool { return o.seg == w.seg && o.lo == w.lo && o.hi == windowOpen })
+			if i < 0 {
+				continue // trimmed meanwhile (trackMaxWindows) or reset
+			}
+			if hi := c.srv.store.Segment(w.seg).Revision(); hi > w.lo && !c.wasBlocked {
+				t.windows[i].hi = hi
+			} else {
+				t.windows = slices.Delete(t.windows, i, i+1)
+			}
+		}
+		c.srv.trk.mu.Unlock()
+	}
 	if !t.active {
 		return
-	}
-	if len(windows) > 0 && !c.wasBlocked {
-		var done []trackWindow
-		for _, w := range windows {
-			if w.hi = c.srv.store.Segment(w.seg).Revision(); w.hi > w.lo {
-				done = append(done, w)
-			}
-		}
-		if len(done) > 0 {
-			c.srv.trk.mu.Lock()
-			t.windows = append(t.windows, done...)
-			if n := len(t.windows) - trackMaxWindows; n > 0 {
-				t.windows = append(t.windows[:0], t.windows[n:]...)
-			}
-			c.srv.trk.mu.Unlock()
-		}
 	}
 	if t.bcast || c.status == kv.StatusMoved || cmd.flags&flagReadonly == 0 && !isScriptCmd(cmd) {
 		return
