@@ -1139,7 +1139,7 @@ func kernelPort(host string, udp bool) (int, []io.Closer, error) {
 	defer portMu.Unlock()
 	bindHost := host
 	for range 100 {
-		l, err := net.Listen("tcp", net.JoinHostPort(bindHost, "0"))
+		port, l, err := bindTCP(bindHost, 0)
 		if err != nil && isAddrNotAvail(err) && bindHost != "127.0.0.1" {
 			bindHost = "127.0.0.1" // another namespace's address: nothing to hold here
 			continue
@@ -1147,7 +1147,6 @@ func kernelPort(host string, udp bool) (int, []io.Closer, error) {
 		if err != nil {
 			return 0, nil, fmt.Errorf("chaos: no port from the kernel on %s: %w", host, err)
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		if handedOut[port] {
 			l.Close()
 			continue
@@ -1180,7 +1179,7 @@ func holdPorts(host string, p ports) *heldPorts {
 	held := &heldPorts{}
 	for _, port := range []int{p.client, p.peer, p.gossip, p.resp, p.http} {
 		addr := net.JoinHostPort(host, strconv.Itoa(port))
-		if l, err := net.Listen("tcp", addr); err == nil {
+		if _, l, err := bindTCP(host, port); err == nil {
 			held.socks = append(held.socks, l)
 		}
 		if port == p.gossip {
@@ -1191,6 +1190,56 @@ func holdPorts(host string, p ports) *heldPorts {
 	}
 	return held
 }
+
+// bindTCP binds a TCP socket to host:port (0: a port from the kernel)
+// without listening on it. The port is reserved — no other bind takes it,
+// no outgoing connection uses it as its local end — and a connection to it
+// is refused, as to a port of a process that died. (A listener would accept
+// connections into its backlog and leave them hanging: the node would look
+// unreachable rather than dead, and its clients and peers would wait for
+// their timeouts — 2–3 s more per failover measured by -scenario
+// failover-time.)
+func bindTCP(host string, port int) (int, io.Closer, error) {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return 0, nil, fmt.Errorf("chaos: %q is not an IP address", host)
+	}
+	family, sa := syscall.AF_INET6, syscall.Sockaddr(nil)
+	if ip4 := ip.To4(); ip4 != nil {
+		a := &syscall.SockaddrInet4{Port: port}
+		copy(a.Addr[:], ip4)
+		family, sa = syscall.AF_INET, a
+	} else {
+		a := &syscall.SockaddrInet6{Port: port}
+		copy(a.Addr[:], ip.To16())
+		sa = a
+	}
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, nil, os.NewSyscallError("socket", err)
+	}
+	if err := syscall.Bind(fd, sa); err != nil {
+		syscall.Close(fd)
+		return 0, nil, os.NewSyscallError("bind", err)
+	}
+	got, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return 0, nil, os.NewSyscallError("getsockname", err)
+	}
+	switch a := got.(type) {
+	case *syscall.SockaddrInet4:
+		port = a.Port
+	case *syscall.SockaddrInet6:
+		port = a.Port
+	}
+	return port, boundSocket(fd), nil
+}
+
+// boundSocket closes a socket bindTCP bound.
+type boundSocket int
+
+func (b boundSocket) Close() error { return syscall.Close(int(b)) }
 
 func isAddrNotAvail(err error) bool {
 	return errors.Is(err, syscall.EADDRNOTAVAIL)
