@@ -149,8 +149,9 @@ func TestConfigMaxmemoryEvicts(t *testing.T) {
 	// noeviction: a write past the cap is refused, the data stays.
 	require.NoError(t, rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
 	require.Equal(t, "noeviction", rdb.ConfigGet(ctx, "maxmemory-policy").Val()["maxmemory-policy"])
-	// An eviction pass that began under the old policy may still finish
-	// (it evicts a little below the cap): what it removes is counted.
+	// CONFIG SET returned once no eviction pass runs (a pass that began
+	// under the old policy stops at its next step): nothing is evicted from
+	// here on.
 	evicted := func() int64 { return infoInt(t, rdb.Info(ctx, "stats").Val(), "evicted_keys") }
 	keys, evictedBefore := rdb.DBSize(ctx).Val(), evicted()
 	var oom error
@@ -160,9 +161,10 @@ func TestConfigMaxmemoryEvicts(t *testing.T) {
 	require.EqualError(t, oom, "OOM command not allowed when used memory > 'maxmemory'.")
 	require.LessOrEqual(t, infoInt(t, rdb.Info(ctx, "memory").Val(), "used_memory"), int64(1<<20))
 	require.GreaterOrEqual(t, rdb.DBSize(ctx).Val()+(evicted()-evictedBefore), keys, "a refused write removed data")
-	late := evicted()
-	require.Error(t, rdb.Set(ctx, "one-more", val, 0).Err())
-	require.Equal(t, late, evicted(), "noeviction: a refused write evicts nothing")
+	// (One more write may fit again later: the sweeper prunes the tombstones
+	// the evictions left, R-KV-4, which lowers owned bytes; so the next
+	// write after the OOM is not asserted refused.)
+	require.Equal(t, evictedBefore, evicted(), "noeviction: nothing evicted after the policy changed")
 
 	// volatile-lru: after FLUSHALL, keys without a TTL survive a lowered
 	// cap; keys with one are evicted.

@@ -47,6 +47,8 @@ func (s *Store) EvictOnce(seed uint64) int {
 }
 
 func (s *Store) evictRun(rng *rand.Rand) int {
+	s.evictMu.Lock()
+	defer s.evictMu.Unlock()
 	if s.evictionPolicy() == NoEviction {
 		return 0
 	}
@@ -68,6 +70,9 @@ func (s *Store) evictRun(rng *rand.Rand) int {
 		}
 		stamp := s.stamp(s.clock.NowNano())
 		policy := s.evictionPolicy()
+		if policy == NoEviction {
+			break // switched meanwhile: SetEviction waits for this pass
+		}
 		for range evictionSegmentsPerStep {
 			s.segments[rng.IntN(len(s.segments))].sampleInto(&pool, s.cfg.EvictionSamples, stamp, policy, rng)
 		}

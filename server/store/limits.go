@@ -30,12 +30,20 @@ func (s *Store) SetMaxMemory(n int64) error {
 	return nil
 }
 
-// SetEviction changes the eviction policy.
+// SetEviction changes the eviction policy. Switching to NoEviction returns
+// once no eviction pass runs: a pass that began under the old policy stops
+// at its next step, so nothing is evicted after the call (CONFIG SET
+// maxmemory-policy noeviction; a late pass made a write succeed after the
+// store had answered OOM).
 func (s *Store) SetEviction(p EvictionPolicy) error {
 	if !p.valid() {
 		return fmt.Errorf("%w: unknown eviction policy %d", ErrInvalidConfig, p)
 	}
 	s.policy.Store(uint32(p))
+	if p == NoEviction {
+		s.evictMu.Lock() // wait for the pass in progress; later ones return at once
+		s.evictMu.Unlock()
+	}
 	s.resetWake()
 	return nil
 }

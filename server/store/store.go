@@ -39,6 +39,9 @@ type Store struct {
 	// Config's values at start, changed by SetMaxMemory / SetEviction.
 	maxMem atomic.Int64
 	policy atomic.Uint32
+	// evictMu is held by an eviction pass; SetEviction(NoEviction) takes it
+	// to wait for the pass in progress.
+	evictMu sync.Mutex
 
 	puts, deletes, expired, evicted, retimes atomic.Uint64
 
