@@ -86,14 +86,12 @@ type Backplane interface {
 // subscriber has applied the message. It suits several caches in one
 // process sharing one L2.
 type LocalBackplane struct {
-	mu   sync.Mutex // guards subs and next
-	subs map[uint64]func(Invalidation)
-	next uint64
+	handlers handlerSet
 }
 
 // NewLocalBackplane returns an empty in-process backplane.
 func NewLocalBackplane() *LocalBackplane {
-	return &LocalBackplane{subs: map[uint64]func(Invalidation){}}
+	return &LocalBackplane{}
 }
 
 // Publish delivers inv to every subscriber.
@@ -101,29 +99,52 @@ func (b *LocalBackplane) Publish(ctx context.Context, inv Invalidation) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	handlers := make([]func(Invalidation), 0, len(b.subs))
-	for _, h := range b.subs {
-		handlers = append(handlers, h)
-	}
-	b.mu.Unlock()
-	for _, h := range handlers {
-		h(inv)
-	}
+	b.handlers.deliver(inv)
 	return nil
 }
 
 // Subscribe registers handler; the returned function removes it and is
 // safe to call more than once.
 func (b *LocalBackplane) Subscribe(handler func(Invalidation)) func() {
-	b.mu.Lock()
-	id := b.next
-	b.next++
-	b.subs[id] = handler
-	b.mu.Unlock()
+	return b.handlers.add(handler)
+}
+
+// handlerSet is a backplane's registered handlers (every backplane kind
+// keeps one).
+type handlerSet struct {
+	mu   sync.Mutex // guards subs and next
+	subs map[uint64]func(Invalidation)
+	next uint64
+}
+
+// add registers handler; the returned function removes it and is safe to
+// call more than once.
+func (s *handlerSet) add(handler func(Invalidation)) func() {
+	s.mu.Lock()
+	if s.subs == nil {
+		s.subs = map[uint64]func(Invalidation){}
+	}
+	id := s.next
+	s.next++
+	s.subs[id] = handler
+	s.mu.Unlock()
 	return func() {
-		b.mu.Lock()
-		delete(b.subs, id)
-		b.mu.Unlock()
+		s.mu.Lock()
+		delete(s.subs, id)
+		s.mu.Unlock()
+	}
+}
+
+// deliver calls every handler registered now with inv, outside the lock (a
+// handler may subscribe or unsubscribe).
+func (s *handlerSet) deliver(inv Invalidation) {
+	s.mu.Lock()
+	handlers := make([]func(Invalidation), 0, len(s.subs))
+	for _, h := range s.subs {
+		handlers = append(handlers, h)
+	}
+	s.mu.Unlock()
+	for _, h := range handlers {
+		h(inv)
 	}
 }

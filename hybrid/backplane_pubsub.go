@@ -108,9 +108,7 @@ type PubSubBackplane struct {
 	o      PubSubOptions
 	origin uint64 // this backplane's id in every frame it publishes
 
-	mu     sync.Mutex // guards subs and nextID
-	subs   map[uint64]func(Invalidation)
-	nextID uint64
+	handlers handlerSet
 
 	subscribed   atomic.Bool
 	published    atomic.Uint64
@@ -154,7 +152,6 @@ func NewPubSubBackplane(ctx context.Context, c *sdk.Client, opts PubSubOptions) 
 	}
 	b := &PubSubBackplane{
 		c: c, o: o, origin: newOrigin(),
-		subs: map[uint64]func(Invalidation){},
 		done: make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -190,16 +187,7 @@ func (b *PubSubBackplane) Close() error {
 // Subscribe registers handler; the returned function removes it and is
 // safe to call more than once.
 func (b *PubSubBackplane) Subscribe(handler func(Invalidation)) func() {
-	b.mu.Lock()
-	id := b.nextID
-	b.nextID++
-	b.subs[id] = handler
-	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		delete(b.subs, id)
-		b.mu.Unlock()
-	}
+	return b.handlers.add(handler)
 }
 
 // Publish delivers inv to this process's subscribers, then publishes it on
@@ -220,17 +208,7 @@ func (b *PubSubBackplane) Publish(ctx context.Context, inv Invalidation) error {
 	return nil
 }
 
-func (b *PubSubBackplane) deliver(inv Invalidation) {
-	b.mu.Lock()
-	handlers := make([]func(Invalidation), 0, len(b.subs))
-	for _, h := range b.subs {
-		handlers = append(handlers, h)
-	}
-	b.mu.Unlock()
-	for _, h := range handlers {
-		h(inv)
-	}
-}
+func (b *PubSubBackplane) deliver(inv Invalidation) { b.handlers.deliver(inv) }
 
 // run receives until Close, subscribing again whenever the subscription
 // ends.

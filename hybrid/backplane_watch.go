@@ -109,9 +109,7 @@ type WatchBackplane struct {
 	c *sdk.Client
 	o WatchBackplaneOptions
 
-	mu     sync.Mutex // guards subs and nextID
-	subs   map[uint64]func(Invalidation)
-	nextID uint64
+	handlers handlerSet
 
 	watching  atomic.Bool
 	changes   atomic.Uint64
@@ -149,7 +147,7 @@ func NewWatchBackplane(ctx context.Context, c *sdk.Client, opts WatchBackplaneOp
 		return nil, errors.New("hybrid: watch backplane needs a client")
 	}
 	o := opts.withDefaults()
-	b := &WatchBackplane{c: c, o: o, subs: map[uint64]func(Invalidation){}, done: make(chan struct{})}
+	b := &WatchBackplane{c: c, o: o, done: make(chan struct{})}
 	// Read before the watch opens: a move from now on is a move after it.
 	b.ownerChanges = c.Routing().OwnerChanges
 	w, err := b.open(ctx)
@@ -198,16 +196,7 @@ func (b *WatchBackplane) Close() error {
 // Subscribe registers handler; the returned function removes it and is
 // safe to call more than once.
 func (b *WatchBackplane) Subscribe(handler func(Invalidation)) func() {
-	b.mu.Lock()
-	id := b.nextID
-	b.nextID++
-	b.subs[id] = handler
-	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		delete(b.subs, id)
-		b.mu.Unlock()
-	}
+	return b.handlers.add(handler)
 }
 
 // Publish sends nothing: the change a cache made in L2 reaches every
@@ -223,17 +212,7 @@ func (b *WatchBackplane) Publish(ctx context.Context, _ Invalidation) error {
 	return nil
 }
 
-func (b *WatchBackplane) deliver(inv Invalidation) {
-	b.mu.Lock()
-	handlers := make([]func(Invalidation), 0, len(b.subs))
-	for _, h := range b.subs {
-		handlers = append(handlers, h)
-	}
-	b.mu.Unlock()
-	for _, h := range handlers {
-		h(inv)
-	}
-}
+func (b *WatchBackplane) deliver(inv Invalidation) { b.handlers.deliver(inv) }
 
 func (b *WatchBackplane) flush() {
 	b.flushes.Add(1)

@@ -90,10 +90,7 @@ type JournalBackplane struct {
 	o      JournalOptions
 	seqKey string
 
-	mu   sync.Mutex // guards subs and nextID
-	subs map[uint64]func(Invalidation)
-
-	nextID uint64
+	handlers handlerSet
 
 	// Reader state, owned by the poll goroutine (and by PollNow callers,
 	// serialized by pollMu).
@@ -119,7 +116,6 @@ func NewJournalBackplane(ctx context.Context, c *sdk.Client, opts JournalOptions
 	}
 	b := &JournalBackplane{
 		c: c, o: o, seqKey: o.Prefix + "seq",
-		subs: map[uint64]func(Invalidation){},
 		next: 1,
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -145,16 +141,7 @@ func (b *JournalBackplane) Close() error {
 
 // Subscribe registers handler; the returned function removes it.
 func (b *JournalBackplane) Subscribe(handler func(Invalidation)) func() {
-	b.mu.Lock()
-	id := b.nextID
-	b.nextID++
-	b.subs[id] = handler
-	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		delete(b.subs, id)
-		b.mu.Unlock()
-	}
+	return b.handlers.add(handler)
 }
 
 const journalPublishAttempts = 64
@@ -315,17 +302,7 @@ func (b *JournalBackplane) gap() {
 	b.deliver(Invalidation{Kind: InvalidateAll})
 }
 
-func (b *JournalBackplane) deliver(inv Invalidation) {
-	b.mu.Lock()
-	handlers := make([]func(Invalidation), 0, len(b.subs))
-	for _, h := range b.subs {
-		handlers = append(handlers, h)
-	}
-	b.mu.Unlock()
-	for _, h := range handlers {
-		h(inv)
-	}
-}
+func (b *JournalBackplane) deliver(inv Invalidation) { b.handlers.deliver(inv) }
 
 func (b *JournalBackplane) entryKey(id, seq uint64) string {
 	return b.o.Prefix + "e:" + strconv.FormatUint(id, 36) + ":" + strconv.FormatUint(seq, 10)
