@@ -32,7 +32,7 @@ cluster-stop:
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: vet, then the whole suite with the race detector (what CI runs). TEST_P test binaries run at once: 2 (one per core here). At 4, three idle runs of 2026-12-02 in a row each failed somewhere (four race-built binaries of multi-node clusters starve each other's raft and memberlist timers on 2 cores: leaders flap, moves abort), while the suite beside a CPU hog at 2 binaries passed (DECISIONS D58)
+## test: the whole suite with the race detector (what CI runs, after make lint's gofmt and vet). TEST_P test binaries run at once: 2 (one per core here). At 4, three idle runs of 2026-12-02 in a row each failed somewhere (four race-built binaries of multi-node clusters starve each other's raft and memberlist timers on 2 cores: leaders flap, moves abort), while the suite beside a CPU hog at 2 binaries passed (DECISIONS D58)
 TEST_P ?= 2
 # SLOW_FIRST: the longest test binaries are named first so that go test
 # builds and starts them first: started last, they made the suite's tail.
@@ -40,7 +40,6 @@ SLOW_FIRST = $(if $(filter ./...,$(PKGS)),./sdk ./server/resp ./test/chaos ./ser
 # TESTFLAGS: extra go test flags for test and test-stress (e.g. -json, to time every test).
 TESTFLAGS ?=
 test:
-	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m $(TESTFLAGS) $(SLOW_FIRST) $(PKGS)
 
 ## console-screenshots: rerun the web console's browser test against a live cluster and refresh docs/console/*.png (needs chromium)
@@ -51,7 +50,6 @@ console-screenshots:
 ## test-stress: the whole suite while a CPU hog (internal/hog/cmd/hog) runs 2 × the CPU count of spinners; the hog stops when the suite ends, pass or fail. STRESS_SCALE sets ZARIS_TEST_TIME_SCALE (test deadlines and test-cluster timings)
 STRESS_SCALE ?= 2
 test-stress:
-	$(GO) vet $(PKGS)
 	$(GO) build -o bin/hog ./internal/hog/cmd/hog
 	@bin/hog & hog=$$!; trap 'kill $$hog 2>/dev/null; wait $$hog 2>/dev/null' EXIT INT TERM; \
 	start=$$(date +%s); \

@@ -28,12 +28,10 @@ func TestRestartedOwnerWaitsForItsAwayReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process restart test: skipped with -short")
 	}
+	t.Parallel() // main_test.go: why the process tests run two at a time
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scaled(4*time.Minute))
 	defer cancel()
-	bin, err := BuildServer(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := built(t, "zaris-server")
 	logs := &testenv.SyncBuffer{}
 	c, err := Start(ctx, Options{Nodes: 3, RF: 2, Mode: "sync", Quorum: "all", Binary: bin, Log: logs,
 		// The replica stays away well inside its grace (the restarted

@@ -159,13 +159,9 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process chaos test (about 2 minutes)")
 	}
+	t.Parallel() // main_test.go: why the process tests run two at a time
 	ctx := context.Background()
-	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	bin, err := BuildServer(bctx, t.TempDir())
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := built(t, "zaris-server")
 	for _, tc := range []struct {
 		name   string
 		rf     int

@@ -21,12 +21,10 @@ func TestElastic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process elastic test: skipped with -short")
 	}
+	t.Parallel() // main_test.go: why the process tests run two at a time
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scaled(8*time.Minute))
 	defer cancel()
-	bin, err := BuildServer(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := built(t, "zaris-server")
 	for _, tc := range []struct {
 		name         string
 		rf           int

@@ -37,17 +37,11 @@ func TestFollowerProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process follower test: skipped with -short")
 	}
+	t.Parallel() // main_test.go: why the process tests run two at a time
 	ctx, cancel := context.WithTimeout(context.Background(), testscale.D(8*time.Minute))
 	defer cancel()
-	dir := t.TempDir()
-	bin, err := BuildServer(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl, err := BuildZarisctl(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := built(t, "zaris-server")
+	ctl := built(t, "zarisctl")
 	logs := &testenv.SyncBuffer{}
 	primary, err := Start(ctx, Options{Nodes: 3, Binary: bin, ClusterID: "primary", Log: logs,
 		Extra: []string{"--feed-retention=32MiB,10m"}})

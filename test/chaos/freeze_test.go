@@ -25,12 +25,10 @@ func TestResumedOwnerDoesNotServeAStaleRead(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process freeze test: skipped with -short")
 	}
+	t.Parallel() // main_test.go: why the process tests run two at a time
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin, err := BuildServer(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := built(t, "zaris-server")
 	logs := &testenv.SyncBuffer{}
 	// Three nodes: the control plane keeps a quorum whichever node is
 	// paused (the owner may be the leader).

@@ -31,6 +31,7 @@ func TestIsolatedOwnerStopsAcknowledgingSyncWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process partition test: skipped with -short")
 	}
+	t.Parallel() // main_test.go: why the process tests run two at a time
 	probe, err := NewNet(0)
 	if errors.Is(err, ErrNoNetns) {
 		t.Skipf("needs root and network namespaces: %v", err)
@@ -41,12 +42,7 @@ func TestIsolatedOwnerStopsAcknowledgingSyncWrites(t *testing.T) {
 	if err := probe.Close(); err != nil {
 		t.Fatal(err)
 	}
-	bctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin, err := BuildServer(bctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := built(t, "zaris-server")
 	for _, tc := range []struct {
 		name   string
 		rf     int

@@ -22,10 +22,7 @@ func TestSlowNodeIsNotFailedOver(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scaled(4*time.Minute))
 	defer cancel()
-	bin, err := BuildServer(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := built(t, "zaris-server")
 	logs := &testenv.SyncBuffer{}
 	rep, err := RunSlow(ctx, SlowConfig{Cluster: Options{Nodes: 3, RF: 1, Binary: bin}, Out: logs})
 	t.Log(rep.Summary())
