@@ -268,12 +268,7 @@ func FinishMove(cur *PartitionMap, idx int, replicas []NodeID) *PartitionMap {
 	if p.MoveTo != "" {
 		owner = p.MoveTo
 	}
-	var reps []NodeID
-	for _, r := range replicas {
-		if r != owner && slices.Contains(holders, r) && !slices.Contains(reps, r) {
-			reps = append(reps, r)
-		}
-	}
+	reps := FlipReplicas(owner, replicas, holders, p.Demoted)
 	p.ActiveOwner, p.PrimaryNodeID, p.ReplicaNodeIDs = owner, owner, reps
 	p.Incoming, p.MoveTo = nil, ""
 	p.Demoted = slices.DeleteFunc(p.Demoted, func(id NodeID) bool { return id == owner || !slices.Contains(reps, id) })
@@ -285,6 +280,47 @@ func FinishMove(cur *PartitionMap, idx int, replicas []NodeID) *PartitionMap {
 		return nil
 	}
 	return next
+}
+
+// FlipReplicas are a flip's replicas: the wanted ones among the copies
+// that exist (holders: the former owner, the established replicas, the
+// incoming copies) and, make-before-break, as many leaving holders as it
+// takes for the group to keep as many level copies (not demoted) as it
+// wants replicas. Without the second part a flip could drop the only
+// level copies besides the new owner: a wanted replica that holds nothing
+// (the wanted layout changed during the move) or that a failover demoted
+// (it fell behind, or restarted empty) left the partition with one real
+// copy, and that copy's loss lost the partition at RF 2. The kept copies
+// leave later, by the planner's "only copies leave" step, which waits for
+// a Healthy partition (every copy level again).
+func FlipReplicas(owner NodeID, wanted, holders, demoted []NodeID) []NodeID {
+	var reps []NodeID
+	need := 0
+	for i, r := range wanted {
+		if r == owner || slices.Contains(wanted[:i], r) {
+			continue
+		}
+		need++
+		if slices.Contains(holders, r) {
+			reps = append(reps, r)
+		}
+	}
+	level := 0
+	for _, r := range reps {
+		if !slices.Contains(demoted, r) {
+			level++
+		}
+	}
+	for _, h := range holders {
+		if level >= need {
+			break
+		}
+		if h != owner && h != "" && !slices.Contains(reps, h) && !slices.Contains(demoted, h) {
+			reps = append(reps, h)
+			level++
+		}
+	}
+	return reps
 }
 
 // ProofStillHolds reports whether a cut-over proof taken on partition

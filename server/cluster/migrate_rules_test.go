@@ -162,8 +162,9 @@ func TestFinishAndAbortMove(t *testing.T) {
 	if FinishMove(cur, 1, nil) != nil {
 		t.Fatal("a partition not in flight cannot be finished")
 	}
-	if got := FinishMove(cur, 0, []NodeID{"z"}); got == nil || len(got.Partitions[0].ReplicaNodeIDs) != 0 {
-		t.Fatal("a wanted replica that holds no copy is not named a replica (it would be counted for quorums empty)")
+	if got := FinishMove(cur, 0, []NodeID{"z"}); got == nil || fmt.Sprint(got.Partitions[0].ReplicaNodeIDs) != "[a]" {
+		t.Fatal("a wanted replica that holds no copy is not named a replica (it would be counted for quorums empty); " +
+			"the former owner stays in its place until the group is whole")
 	}
 
 	ab := AbortMove(cur, 0)
@@ -311,6 +312,40 @@ func TestProofStillHolds(t *testing.T) {
 		c.change(&cur)
 		if got := ProofStillHolds(&proved, &cur); got != c.holds {
 			t.Errorf("%s: got %v", c.name, got)
+		}
+	}
+}
+
+// TestFlipReplicasMakeBeforeBreak: the replicas a flip leaves, and the
+// failure each row prevents.
+func TestFlipReplicasMakeBeforeBreak(t *testing.T) {
+	ids := func(s ...string) []NodeID {
+		out := make([]NodeID, 0, len(s))
+		for _, x := range s {
+			out = append(out, NodeID(x))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name                             string
+		owner                            string
+		wanted, holders, demoted, expect []NodeID
+	}{
+		{"the wanted group exists: the unwanted copy leaves", "c", ids("a"), ids("a", "b", "c"), nil, ids("a")},
+		{"RF 1: the former owner leaves (nothing to keep)", "c", nil, ids("a", "c"), nil, nil},
+		{"a wanted replica holds nothing (layout changed mid-move): the former owner stays, else one copy is left",
+			"c", ids("z"), ids("a", "c"), nil, ids("a")},
+		{"the wanted replica was demoted (behind or empty): a level leaving copy stays beside it, else its loss loses the partition",
+			"c", ids("b"), ids("a", "b", "c"), ids("b"), ids("b", "a")},
+		{"a demoted leaving copy is no substitute: it holds less than the owner acknowledged",
+			"c", ids("z"), ids("a", "c"), ids("a"), nil},
+		{"RF 3 with one wanted replica missing: one leaving level copy stays, not all",
+			"d", ids("b", "e"), ids("a", "b", "c", "d"), nil, ids("b", "a")},
+		{"the new owner named among the wanted is not its own replica", "c", ids("c", "a"), ids("a", "c"), nil, ids("a")},
+	} {
+		got := FlipReplicas(NodeID(c.owner), c.wanted, c.holders, c.demoted)
+		if fmt.Sprint(got) != fmt.Sprint(c.expect) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.expect)
 		}
 	}
 }
