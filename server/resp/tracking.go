@@ -62,8 +62,14 @@ const trackWatchBuffer = 1 << 16
 // changed hands on this node.
 const trackOwnerCheck = 100 * time.Millisecond
 
-// trackMaxWindows bounds the NOLOOP write windows a connection keeps.
-const trackMaxWindows = 64
+// trackMaxWindows bounds the NOLOOP write windows a connection keeps. A
+// window stays until the invalidator has judged its changes (tracker.
+// judged); the bound only matters when the invalidator lags that many of
+// the connection's writes behind, and then costs extra invalidations of
+// the client's own writes, never a missing one. At 64 a starved
+// invalidator (a CPU hog) fell behind the windows of a pipelined client
+// and sent it its own writes back.
+const trackMaxWindows = 4096
 
 // tracker is the node's client-side-caching state.
 type tracker struct {
@@ -74,6 +80,7 @@ type tracker struct {
 	keys     map[string]map[int64]struct{} // default mode: key → ids of the clients that read it
 	items    int                           // (key, client) pairs in keys, stale ids included (Redis's count)
 	prefixes map[string]map[*conn]struct{} // BCAST prefix → clients
+	judged   []uint64                      // per segment: the highest revision the invalidator has judged
 
 	peers atomic.Pointer[map[string]bool] // members with tracking clients (copy on write)
 
@@ -477,12 +484,22 @@ func (c *conn) trackBefore(cmd *command, args [][]byte) []trackWindow {
 	// command's change to the tracker before trackAfter runs, and that
 	// change must already be known as this client's own.
 	c.srv.trk.mu.Lock()
-	t.windows = append(t.windows, w...)
-	if n := len(t.windows) - trackMaxWindows; n > 0 {
-		t.windows = append(t.windows[:0], t.windows[n:]...)
-	}
+	t.windows = pruneWindows(append(t.windows, w...), c.srv.trk.judged, trackMaxWindows)
 	c.srv.trk.mu.Unlock()
 	return w
+}
+
+// pruneWindows drops the closed windows whose changes the invalidator has
+// already judged (judged: per segment, the highest revision it has seen),
+// then, past max, the oldest ones.
+func pruneWindows(ws []trackWindow, judged []uint64, max int) []trackWindow {
+	ws = slices.DeleteFunc(ws, func(w trackWindow) bool {
+		return w.hi != windowOpen && int(w.seg) < len(judged) && w.hi <= judged[w.seg]
+	})
+	if n := len(ws) - max; n > 0 {
+		ws = append(ws[:0], ws[n:]...)
+	}
+	return ws
 }
 
 // windowOpen is the upper bound of a NOLOOP window while its command runs.
@@ -713,6 +730,14 @@ func (s *Server) invalidate(changes []change) {
 	tr := &s.trk
 	var out outbox
 	tr.mu.Lock()
+	if tr.judged == nil {
+		tr.judged = make([]uint64, s.segs)
+	}
+	for _, ch := range changes {
+		if ch.seg >= 0 && ch.seg < len(tr.judged) {
+			tr.judged[ch.seg] = max(tr.judged[ch.seg], ch.rev)
+		}
+	}
 	if len(tr.conns) == 0 {
 		// Nobody tracks here: only forget the keys (ids of closed clients).
 		for _, ch := range changes {
