@@ -8,7 +8,8 @@
 # Knobs (environment):
 #   ROUNDS=3            interleaved rounds; the tables give medians
 #   QUICK=1             one short round (~1 min): a smoke run, not figures to publish
-#   SECTIONS=resp,native,memory
+#   SECTIONS=resp,native,memory  (add floor for the I/O-model floor: PING on
+#                       Redis, Zaris and test/ablation/cmd/pongfloor)
 #
 # Usage: scripts/bench-vs-redis.sh > /tmp/vs-redis.md   (or: make bench-redis)
 set -euo pipefail
@@ -26,12 +27,12 @@ fi
 
 GO=${GO:-go}
 mkdir -p bin
-echo "bench-vs-redis: building bin/zaris-server, bin/zaris-bench, bin/vsredis …" >&2
-"$GO" build -o bin/ ./cmd/zaris-server ./cmd/zaris-bench ./test/vsredis/cmd/vsredis
+echo "bench-vs-redis: building bin/zaris-server, bin/zaris-bench, bin/vsredis, bin/pongfloor …" >&2
+"$GO" build -o bin/ ./cmd/zaris-server ./cmd/zaris-bench ./test/vsredis/cmd/vsredis ./test/ablation/cmd/pongfloor
 
 args=(-zaris-server bin/zaris-server -zaris-bench bin/zaris-bench
 	-redis-server "$(command -v redis-server)" -redis-benchmark "$(command -v redis-benchmark)"
-	-redis-cli "$(command -v redis-cli)")
+	-redis-cli "$(command -v redis-cli)" -pongfloor bin/pongfloor)
 if [ "${QUICK:-0}" = 1 ]; then args+=(-quick); fi
 if [ -n "${ROUNDS:-}" ]; then args+=(-rounds "$ROUNDS"); fi
 if [ -n "${SECTIONS:-}" ]; then args+=(-sections "$SECTIONS"); fi

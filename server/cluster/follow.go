@@ -171,8 +171,11 @@ func (c *Cluster) Follow() *FollowState {
 	if p := c.fsm.follow.Load(); p != nil {
 		return p
 	}
-	return &FollowState{}
+	return &notFollowing // shared: a fresh one cost every write an allocation
 }
+
+// notFollowing is Follow's answer before any follow change.
+var notFollowing FollowState
 
 // CommitFollow records a follow change in the log and returns once this
 // node's fold applied it. On a follower the change is forwarded to the

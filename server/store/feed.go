@@ -76,7 +76,7 @@ func (g *Segment) trimFeedLocked(now int64) {
 		if !overBytes && !overAge {
 			break
 		}
-		f.floor = old.rec.Revision
+		f.floor = old.rev
 		f.bytes -= old.size
 		g.store.feedBytes.Add(-int64(old.size))
 		*old = feedEntry{}
@@ -108,14 +108,14 @@ func (g *Segment) historyFloorLocked() uint64 {
 // or the op-log.
 func (g *Segment) historyEntryLocked(rev uint64) (*logEntry, bool) {
 	if f := &g.feed; f.len() > 0 && rev <= g.log.floor {
-		i := sort.Search(f.len(), func(i int) bool { return f.at(i).rec.Revision >= rev })
-		if i < f.len() && f.at(i).rec.Revision == rev {
+		i := sort.Search(f.len(), func(i int) bool { return f.at(i).rev >= rev })
+		if i < f.len() && f.at(i).rev == rev {
 			return &f.at(i).logEntry, true
 		}
 		return nil, false
 	}
 	i := g.log.firstAfter(rev - 1)
-	if i < g.log.n && g.log.at(i).rec.Revision == rev {
+	if i < g.log.n && g.log.at(i).rev == rev {
 		return g.log.at(i), true
 	}
 	return nil, false
@@ -126,7 +126,7 @@ func (g *Segment) historyEntryLocked(rev uint64) (*logEntry, bool) {
 // false.
 func (g *Segment) eachAfterLocked(rev uint64, fn func(*logEntry) bool) {
 	if f := &g.feed; f.len() > 0 && rev < g.log.floor {
-		i := sort.Search(f.len(), func(i int) bool { return f.at(i).rec.Revision > rev })
+		i := sort.Search(f.len(), func(i int) bool { return f.at(i).rev > rev })
 		for ; i < f.len(); i++ {
 			if !fn(&f.at(i).logEntry) {
 				return

@@ -166,3 +166,11 @@ func TestRecordFitsNinetySixBytes(t *testing.T) {
 		t.Fatalf("Record is %d bytes: past the 96-byte size class (112 B per key)", n)
 	}
 }
+
+// An op-log slot stays at 32 bytes: a store holds up to OpLogMaxOps × 256 of
+// them (8 MiB at the defaults) whatever its keys.
+func TestLogEntryIsThirtyTwoBytes(t *testing.T) {
+	if n := unsafe.Sizeof(logEntry{}); n > 32 {
+		t.Fatalf("logEntry is %d bytes, want ≤ 32", n)
+	}
+}

@@ -676,7 +676,7 @@ func (l *opLog) lastRevision() uint64 {
 	if l.n == 0 {
 		return l.floor
 	}
-	return l.at(l.n - 1).rec.Revision
+	return l.at(l.n - 1).rev
 }
 
 // InstallSnapshot replaces the segment's content with snap (a replica or a

@@ -286,7 +286,7 @@ func (g *Segment) holdsLocked(p WatchPosition) bool {
 func (g *Segment) markLocked() WatchPosition {
 	m := WatchPosition{Segment: g.id, Revision: g.revision, Epoch: g.epoch.Load()}
 	if g.log.n > 0 {
-		if e := g.log.at(g.log.n - 1); e.rec.Revision == g.revision {
+		if e := g.log.at(g.log.n - 1); e.rev == g.revision {
 			m.Key, m.Version = e.rec.Key, e.rec.Version
 		}
 	}

@@ -21,6 +21,11 @@
 //   - replicate: SET on a real 2-node cluster (server/clustertest) at RF 1
 //     and at RF 2 sync (quorum all), on keys the node talked to owns.
 //
+// cmd/pongfloor is the I/O model's floor: a server that answers PING and
+// nothing else, on a goroutine per connection or an epoll event loop per
+// CPU, which test/vsredis's "floor" section measures with redis-benchmark
+// at 50 connections beside redis-server and Zaris.
+//
 // Network benchmarks run one connection at pipeline depth 1 (the round trip)
 // and 16 (the per-request cost once round trips are amortised); ns/op is per
 // request.

@@ -84,6 +84,9 @@ func (r *Results) Write(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(r.Floor) > 0 {
+		r.writeFloor(w)
+	}
 	if len(r.MemRedis) > 0 {
 		fmt.Fprintf(w, "Memory: %d × `SET key:%%012d <%d bytes>` (16-byte keys) written by `redis-cli -p PORT --pipe` into a fresh server (redis-server `--save '' --appendonly no`; zaris-server with its defaults), RSS from /proc/<pid>/statm before and after.\n\n",
 			c.MemKeys, c.MemValueSize)

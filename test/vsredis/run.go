@@ -19,11 +19,15 @@ type Config struct {
 	// scripts/bench-vs-redis.sh; the Redis ones come from the redis-server
 	// and redis-tools packages.
 	ZarisServer, ZarisBench, RedisServer, RedisBenchmark, RedisCLI string
+	// PongFloor is test/ablation/cmd/pongfloor, needed by the "floor"
+	// section only.
+	PongFloor string
 
 	// Rounds is how many times every row is measured on both servers; the
 	// tables give medians. Default 3.
 	Rounds int
-	// Sections to run, among "resp", "native", "memory". Default all three.
+	// Sections to run, among "resp", "native", "memory" and "floor".
+	// Default the first three.
 	Sections []string
 
 	// RESP table: redis-benchmark -c RESPClients -n RESPRequests -d 32
@@ -91,8 +95,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("rounds %d: want ≥ 1", c.Rounds))
 	}
 	for _, s := range c.Sections {
-		if s != "resp" && s != "native" && s != "memory" {
-			errs = append(errs, fmt.Errorf("section %q: want resp, native or memory", s))
+		if s != "resp" && s != "native" && s != "memory" && s != "floor" {
+			errs = append(errs, fmt.Errorf("section %q: want resp, native, memory or floor", s))
+		}
+		if s == "floor" && c.PongFloor == "" {
+			errs = append(errs, errors.New("the floor section needs the path of pongfloor"))
 		}
 	}
 	if c.RESPRequests < 1 || c.RESPClients < 1 || c.NativeDuration <= 0 || c.MemKeys < 1 || c.MemValueSize < 1 {
@@ -139,6 +146,7 @@ type Results struct {
 	Started                time.Time
 	LoadStart, LoadEnd     string
 	RESP, Native           []*Row
+	Floor                  []*FloorRow
 	MemRedis, MemZaris     []MemSample
 	RedisVersion, ZarisVer string
 }
@@ -170,6 +178,13 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			return nil, fmt.Errorf("native table: %w", err)
 		}
 		res.Native = rows
+	}
+	if cfg.has("floor") {
+		rows, err := runFloor(ctx, cfg, progress)
+		if err != nil {
+			return nil, fmt.Errorf("floor table: %w", err)
+		}
+		res.Floor = rows
 	}
 	if cfg.has("memory") {
 		r, z, err := runMemory(ctx, cfg, progress)

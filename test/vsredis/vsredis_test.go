@@ -124,12 +124,15 @@ func TestRunAgainstRealServers(t *testing.T) {
 		tools[name] = p
 	}
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", dir+"/", "github.com/zaris-io/zaris/cmd/zaris-server", "github.com/zaris-io/zaris/cmd/zaris-bench")
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/zaris-io/zaris/cmd/zaris-server", "github.com/zaris-io/zaris/cmd/zaris-bench",
+		"github.com/zaris-io/zaris/test/ablation/cmd/pongfloor")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	cfg := DefaultConfig()
 	cfg.ZarisServer, cfg.ZarisBench = filepath.Join(dir, "zaris-server"), filepath.Join(dir, "zaris-bench")
+	cfg.PongFloor = filepath.Join(dir, "pongfloor")
+	cfg.Sections = append(cfg.Sections, "floor")
 	cfg.RedisServer, cfg.RedisBenchmark, cfg.RedisCLI = tools["redis-server"], tools["redis-benchmark"], tools["redis-cli"]
 	cfg.Rounds = 1
 	cfg.RESPRequests = 2000
@@ -161,10 +164,15 @@ func TestRunAgainstRealServers(t *testing.T) {
 	require.Len(t, res.MemRedis, 1)
 	require.Len(t, res.MemZaris, 1)
 	require.Positive(t, res.MemZaris[0].RSSAfter)
+	require.Len(t, res.Floor, 1)
+	for _, name := range FloorServers {
+		require.Len(t, res.Floor[0].Samples[name], 1, name)
+		require.Positive(t, res.Floor[0].Samples[name][0].OpsPerSec, name)
+	}
 
 	var md strings.Builder
 	res.Write(&md)
-	for _, want := range []string{"| SET | 16 |", "| LPUSH | 16 |", "| 50 | 16 | SET |", "RSS growth per key", "redis-benchmark -h 127.0.0.1"} {
+	for _, want := range []string{"| SET | 16 |", "| LPUSH | 16 |", "| 50 | 16 | SET |", "RSS growth per key", "redis-benchmark -h 127.0.0.1", "| 16 | go-epoll |"} {
 		require.Contains(t, md.String(), want)
 	}
 }

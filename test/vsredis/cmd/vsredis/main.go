@@ -24,9 +24,10 @@ func main() {
 	flag.StringVar(&cfg.RedisServer, "redis-server", "redis-server", "redis-server binary")
 	flag.StringVar(&cfg.RedisBenchmark, "redis-benchmark", "redis-benchmark", "redis-benchmark binary")
 	flag.StringVar(&cfg.RedisCLI, "redis-cli", "redis-cli", "redis-cli binary")
+	flag.StringVar(&cfg.PongFloor, "pongfloor", "bin/pongfloor", "test/ablation/cmd/pongfloor binary (the floor section)")
 	quick := flag.Bool("quick", false, "one short round (about two minutes): a smoke run, not figures to publish")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 3, 1 with -quick)")
-	sections := flag.String("sections", strings.Join(cfg.Sections, ","), "sections to run: resp, native, memory")
+	sections := flag.String("sections", strings.Join(cfg.Sections, ","), "sections to run: resp, native, memory, floor")
 	flag.StringVar(&cfg.TempDir, "tmp", "", "directory of the --pipe input file (default $TMPDIR)")
 	flag.Parse()
 	if *quick {
