@@ -1,8 +1,6 @@
 package vsredis
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -47,28 +45,21 @@ func StartPongFloor(bin, name string, args []string, deadline time.Duration) (*S
 	if err != nil {
 		return nil, err
 	}
-	until := time.Now().Add(deadline)
-	for {
-		if err := s.Alive(); err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(bytes.NewReader(s.log.Bytes()))
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-				s.RESPAddr = addr
-				if err := ping(addr); err != nil {
-					s.Stop()
-					return nil, fmt.Errorf("pongfloor %s does not answer PING: %w", strings.Join(args, " "), err)
-				}
-				return s, nil
-			}
-		}
-		if time.Now().After(until) {
-			s.Stop()
-			return nil, fmt.Errorf("pongfloor %s did not listen within %v", strings.Join(args, " "), deadline)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
+	var addr string
+	err = s.awaitLine(deadline, func(line []byte) bool {
+		var ok bool
+		addr, ok = strings.CutPrefix(string(line), "listening ")
+		return ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pongfloor %s: %w", strings.Join(args, " "), err)
 	}
+	s.RESPAddr = addr
+	if err := ping(addr); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("pongfloor %s does not answer PING: %w", strings.Join(args, " "), err)
+	}
+	return s, nil
 }
 
 func runFloor(ctx context.Context, cfg Config, progress io.Writer) ([]*FloorRow, error) {

@@ -108,27 +108,44 @@ func StartZaris(bin string, deadline time.Duration, extra ...string) (*Server, e
 	if err != nil {
 		return nil, err
 	}
+	var ready zarisReady
+	err = s.awaitLine(deadline, func(line []byte) bool {
+		var r zarisReady
+		if json.Unmarshal(line, &r) == nil && r.Msg == "node ready" && r.RESPAddr != "" && r.ClientAddr != "" {
+			ready = r
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zaris-server: %w", err)
+	}
+	s.RESPAddr, s.NativeAddr = ready.RESPAddr, ready.ClientAddr
+	if err := ping(s.RESPAddr); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("zaris-server ready but its RESP port %s does not answer: %w", s.RESPAddr, err)
+	}
+	return s, nil
+}
+
+// awaitLine polls the process's output until found accepts a line. The
+// process is stopped when it does not print one within deadline.
+func (s *Server) awaitLine(deadline time.Duration, found func(line []byte) bool) error {
 	until := time.Now().Add(deadline)
 	for {
 		if err := s.Alive(); err != nil {
-			return nil, err
+			return err
 		}
 		sc := bufio.NewScanner(bytes.NewReader(s.log.Bytes()))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
-			var r zarisReady
-			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Msg == "node ready" && r.RESPAddr != "" && r.ClientAddr != "" {
-				s.RESPAddr, s.NativeAddr = r.RESPAddr, r.ClientAddr
-				if err := ping(s.RESPAddr); err != nil {
-					s.Stop()
-					return nil, fmt.Errorf("zaris-server ready but its RESP port %s does not answer: %w", s.RESPAddr, err)
-				}
-				return s, nil
+			if found(sc.Bytes()) {
+				return nil
 			}
 		}
 		if time.Now().After(until) {
 			s.Stop()
-			return nil, fmt.Errorf("zaris-server not ready within %v; output:\n%s", deadline, tail(s.log.String(), 2000))
+			return fmt.Errorf("not ready within %v; output:\n%s", deadline, tail(s.log.String(), 2000))
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not a synchronisation
 	}
