@@ -142,6 +142,9 @@ func (m *Manager) Wait(ctx context.Context, seg uint16, rev uint64) kv.Status {
 			return kv.StatusSuccess
 		}
 		if timer == nil {
+			for _, s := range ps.shippers {
+				s.hurry(int(seg))
+			}
 			timer = time.NewTimer(m.cfg.SyncTimeout)
 			defer timer.Stop()
 		}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
@@ -111,22 +113,59 @@ func writeFrame(w *bufio.Writer, t frameType, body []byte) error {
 	return err
 }
 
-// readFrame reads one frame; the body is freshly allocated (the store
-// keeps the values decoded from it).
+// readFrame reads one frame into a freshly allocated body.
 func readFrame(r *bufio.Reader) (frameType, []byte, error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	return readFrameInto(r, nil)
+}
+
+// readFrameInto reads one frame into buf when it is large enough.
+func readFrameInto(r *bufio.Reader, buf []byte) (frameType, []byte, error) {
+	hdr, err := r.Peek(5) // not io.ReadFull: a header array would escape, an allocation per frame
+	if err != nil {
+		if err == io.EOF && len(hdr) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, nil, err
 	}
-	n := binary.BigEndian.Uint32(hdr[:4])
+	n, t := binary.BigEndian.Uint32(hdr[:4]), frameType(hdr[4])
+	_, _ = r.Discard(5)
 	if n < 1 || n > maxFrame {
 		return 0, nil, protoErr("frame of %d bytes", n)
 	}
-	body := make([]byte, n-1)
+	var body []byte
+	if int(n-1) <= cap(buf) {
+		body = buf[:n-1]
+	} else {
+		body = make([]byte, n-1)
+	}
 	if _, err := io.ReadFull(r, body); err != nil {
 		return 0, nil, err
 	}
-	return frameType(hdr[4]), body, nil
+	return t, body, nil
+}
+
+// frameReader reads a session's frames into one reused body: every decode
+// copies what it keeps, so a body is dead once the next frame is read.
+// (A fresh body per frame cost a replica an allocation per batch of writes,
+// zeroed, issue 17.)
+type frameReader struct {
+	r    *bufio.Reader
+	body []byte
+}
+
+// keptBody bounds the body a frameReader keeps between frames: a snapshot
+// chunk's megabyte is not held for the session's life.
+const keptBody = 256 << 10
+
+func (fr *frameReader) next() (frameType, []byte, error) {
+	if fr.body == nil {
+		fr.body = make([]byte, 0, 16<<10)
+	}
+	t, body, err := readFrameInto(fr.r, fr.body)
+	if err == nil && cap(body) <= keptBody && cap(body) > cap(fr.body) {
+		fr.body = body[:0:cap(body)]
+	}
+	return t, body, err
 }
 
 // --- encoder ---
@@ -294,15 +333,35 @@ func encodeRecord(enc *msgpack.Encoder, r *store.Record) {
 
 // --- decoder ---
 
-// decoder reads one frame body.
+// decoder reads one frame body. Decoders are pooled: a replica decodes a
+// frame per batch of writes, and a fresh msgpack decoder per frame was a
+// measurable share of its CPU (issue 17). Everything decoded is copied out
+// of the body, so the body may be reused once decoding returns.
 type decoder struct {
-	r   *bytes.Reader
-	dec *msgpack.Decoder
+	body []byte
+	r    bytes.Reader
+	dec  *msgpack.Decoder
 }
 
+var decoders = sync.Pool{New: func() any {
+	d := &decoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}}
+
+// newDecoder takes a decoder from the pool, reading body; release returns it.
 func newDecoder(body []byte) *decoder {
-	r := bytes.NewReader(body)
-	return &decoder{r: r, dec: msgpack.NewDecoder(r)}
+	d := decoders.Get().(*decoder)
+	d.body = body
+	d.r.Reset(body)
+	d.dec.Reset(&d.r)
+	return d
+}
+
+func (d *decoder) release() {
+	d.body = nil
+	d.r.Reset(nil)
+	decoders.Put(d)
 }
 
 // array reads an array header of at least min fields, bounded by what is
@@ -383,15 +442,58 @@ func (d *decoder) raw() ([]byte, error) {
 		return nil, protoErr("%d bytes announced, %d left", n, d.r.Len())
 	}
 	b := make([]byte, n)
-	if _, err := io.ReadFull(d.r, b); err != nil {
+	if _, err := io.ReadFull(&d.r, b); err != nil {
 		return nil, protoErr("%v", err)
 	}
 	return b, nil
 }
 
+// keyValue reads a record's key (str or bin) and value (raw) into one
+// allocation: they live and die together in the store.
+func (d *decoder) keyValue() (string, []byte, error) {
+	kn, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return "", nil, protoErr("%v", err)
+	}
+	kn = max(kn, 0)
+	if kn > d.r.Len() {
+		return "", nil, protoErr("%d key bytes announced, %d left", kn, d.r.Len())
+	}
+	at := len(d.body) - d.r.Len() // the key's offset in the body
+	if _, err := d.r.Seek(int64(kn), io.SeekCurrent); err != nil {
+		return "", nil, protoErr("%v", err)
+	}
+	vn, err := d.dec.DecodeBytesLen()
+	if err != nil {
+		return "", nil, protoErr("%v", err)
+	}
+	if vn > d.r.Len() {
+		return "", nil, protoErr("%d bytes announced, %d left", vn, d.r.Len())
+	}
+	b := make([]byte, kn+max(vn, 0))
+	copy(b, d.body[at:at+kn])
+	if vn > 0 {
+		if _, err := io.ReadFull(&d.r, b[kn:]); err != nil {
+			return "", nil, protoErr("%v", err)
+		}
+	}
+	var key string
+	if kn > 0 {
+		key = unsafe.String(&b[0], kn)
+	}
+	if vn < 0 {
+		return key, nil, nil
+	}
+	return key, b[kn:len(b):len(b)], nil
+}
+
+// str is raw as a string, sharing raw's allocation (nothing else holds it).
 func (d *decoder) str() (string, error) {
 	b, err := d.raw()
-	return string(b), err
+	if len(b) == 0 {
+		return "", err
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b)), err
 }
 
 func (d *decoder) segment() (uint16, error) {
@@ -449,6 +551,7 @@ func (d *decoder) fields(dst ...any) error {
 
 func decodeHello(body []byte) (hello, error) {
 	d := newDecoder(body)
+	defer d.release()
 	var h hello
 	extra, err := d.array(12)
 	if err != nil {
@@ -463,6 +566,7 @@ func decodeHello(body []byte) (hello, error) {
 
 func decodeHelloReply(body []byte) (helloReply, error) {
 	d := newDecoder(body)
+	defer d.release()
 	var r helloReply
 	extra, err := d.array(3)
 	if err != nil {
@@ -505,6 +609,7 @@ func decodeHelloReply(body []byte) (helloReply, error) {
 
 func decodeAcks(body []byte, dst []ack) ([]ack, error) {
 	d := newDecoder(body)
+	defer d.release()
 	n, err := d.list()
 	if err != nil {
 		return dst, err
@@ -527,7 +632,14 @@ func decodeAcks(body []byte, dst []ack) ([]ack, error) {
 }
 
 func decodeOps(body []byte) (uint16, []store.Op, error) {
+	return decodeOpsInto(body, nil)
+}
+
+// decodeOpsInto is decodeOps reusing buf's array when it is large enough
+// (a replica session decodes every Ops frame into one slice).
+func decodeOpsInto(body []byte, buf []store.Op) (uint16, []store.Op, error) {
 	d := newDecoder(body)
+	defer d.release()
 	extra, err := d.array(2)
 	if err != nil {
 		return 0, nil, err
@@ -536,8 +648,18 @@ func decodeOps(body []byte) (uint16, []store.Op, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	ops, err := d.ops()
+	n, err := d.list()
 	if err != nil {
+		return 0, nil, err
+	}
+	var ops []store.Op
+	if buf != nil && n <= cap(buf) {
+		ops = buf[:n]
+		clear(ops)
+	} else {
+		ops = make([]store.Op, n)
+	}
+	if ops, err = d.opsInto(ops); err != nil {
 		return 0, nil, err
 	}
 	return seg, ops, d.skip(extra)
@@ -550,6 +672,11 @@ func (d *decoder) ops() ([]store.Op, error) {
 		return nil, err
 	}
 	ops := make([]store.Op, n)
+	return d.opsInto(ops)
+}
+
+// opsInto decodes len(ops) ops into ops.
+func (d *decoder) opsInto(ops []store.Op) ([]store.Op, error) {
 	for i := range ops {
 		op := &ops[i]
 		x, err := d.array(3)
@@ -564,7 +691,7 @@ func (d *decoder) ops() ([]store.Op, error) {
 			return nil, protoErr("op kind %d", kind)
 		}
 		op.Kind = store.OpKind(kind)
-		if op.Record, err = d.record(); err != nil {
+		if err := d.recordInto(&op.Record); err != nil {
 			return nil, err
 		}
 		if !d.isNil() {
@@ -609,43 +736,56 @@ func (d *decoder) ops() ([]store.Op, error) {
 
 func (d *decoder) record() (store.Record, error) {
 	var r store.Record
+	err := d.recordInto(&r)
+	return r, err
+}
+
+// recordInto decodes a record into *r (a decoded record escaping to the
+// heap per op was a replica's largest allocation, issue 17).
+func (d *decoder) recordInto(r *store.Record) error {
 	extra, err := d.array(9)
 	if err != nil {
-		return r, err
+		return err
 	}
-	if r.Key, err = d.str(); err != nil {
-		return r, err
-	}
-	if r.Value, err = d.raw(); err != nil {
-		return r, err
+	if r.Key, r.Value, err = d.keyValue(); err != nil {
+		return err
 	}
 	var kind uint64
-	if err := d.fields(&r.Version, &r.Revision, &r.CreatedAt, &r.ExpiresAt); err != nil {
-		return r, err
+	if r.Version, err = d.uint(); err != nil {
+		return err
+	}
+	if r.Revision, err = d.uint(); err != nil {
+		return err
+	}
+	if r.CreatedAt, err = d.int(); err != nil {
+		return err
+	}
+	if r.ExpiresAt, err = d.int(); err != nil {
+		return err
 	}
 	if r.Deleted, err = d.dec.DecodeBool(); err != nil {
-		return r, protoErr("%v", err)
+		return protoErr("%v", err)
 	}
 	if kind, err = d.uint(); err != nil {
-		return r, err
+		return err
 	}
 	if kind > 0xff {
-		return r, protoErr("value kind %d", kind)
+		return protoErr("value kind %d", kind)
 	}
 	r.Kind = store.ValueKind(kind)
 	if !d.isNil() {
 		mx, err := d.array(2)
 		if err != nil {
-			return r, err
+			return err
 		}
 		m := &store.Metadata{}
 		if m.ContentType, err = d.str(); err != nil {
-			return r, err
+			return err
 		}
 		if !d.isNil() {
 			n, err := d.dec.DecodeMapLen()
 			if err != nil || n > d.r.Len() {
-				return r, protoErr("labels: %v", err)
+				return protoErr("labels: %v", err)
 			}
 			if n > 0 {
 				m.Labels = make(map[string]string, n)
@@ -653,25 +793,26 @@ func (d *decoder) record() (store.Record, error) {
 			for range n {
 				k, err := d.str()
 				if err != nil {
-					return r, err
+					return err
 				}
 				v, err := d.str()
 				if err != nil {
-					return r, err
+					return err
 				}
 				m.Labels[k] = v
 			}
 		}
 		if err := d.skip(mx); err != nil {
-			return r, err
+			return err
 		}
 		r.Meta = m
 	}
-	return r, d.skip(extra)
+	return d.skip(extra)
 }
 
 func decodeSnapBegin(body []byte) (seg uint16, rev uint64, count int, err error) {
 	d := newDecoder(body)
+	defer d.release()
 	extra, err := d.array(3)
 	if err != nil {
 		return 0, 0, 0, err
@@ -690,6 +831,7 @@ func decodeSnapBegin(body []byte) (seg uint16, rev uint64, count int, err error)
 
 func decodeSnapChunk(body []byte) (uint16, []store.Record, error) {
 	d := newDecoder(body)
+	defer d.release()
 	extra, err := d.array(2)
 	if err != nil {
 		return 0, nil, err
@@ -713,6 +855,7 @@ func decodeSnapChunk(body []byte) (uint16, []store.Record, error) {
 
 func decodeSnapEnd(body []byte) (seg uint16, rev uint64, prepared []store.Op, err error) {
 	d := newDecoder(body)
+	defer d.release()
 	extra, err := d.array(2)
 	if err != nil {
 		return 0, 0, nil, err

@@ -50,10 +50,22 @@
 // [arg…]]. An Ops frame with no op, sent once per session for a segment
 // the replica already holds level, tells it that its copy follows this
 // owner. The replica answers every Ping with an Ack (possibly empty), and
-// acknowledges the revision it applied for every segment a frame touched,
-// once per read batch. A session the replica's map does not allow is
+// acknowledges the revision it applied for every segment a frame touched:
+// under Sync once per read batch, as soon as it is applied; under Async at
+// most once per Config.AsyncLinger (the tail of a burst by a timer). A session the replica's map does not allow is
 // refused (HelloReply status 2, with the generation it knows), and a
 // running session is closed when a new map stops allowing it.
+//
+// # Batching (issue 17)
+//
+// The store's commit hook (Store.SetCommitHook) marks a written segment
+// dirty for its partition's shippers before the write returns. Under Async
+// a shipper then gathers for AsyncLinger (1 ms) before it ships what is
+// dirty; under Sync it waits, at most 1 ms, until a write barrier waits
+// (Wait calls hurry) — a front end calls the barrier once its read batch
+// is applied, so a pipelined batch leaves in one flush. The replica decodes
+// into a reused frame body and op slice (everything it keeps is copied out,
+// a record's key and value in one allocation).
 //
 // The leader's possession query (cluster.PeerPossession, byte 4) is
 // answered by Possession: per segment the revision and the lease the copy

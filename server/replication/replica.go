@@ -237,19 +237,17 @@ func (m *Manager) ServePeer(conn net.Conn) {
 	src := lineage{Identity: h.Identity, Owner: h.From, Generation: h.Generation, Incarnation: h.Incarnation}
 	inRange := func(seg uint16) bool { return int(seg) >= h.First && int(seg) <= h.Last }
 	var (
-		snap    *store.Snapshot // being received
-		want    int             // records announced by SnapBegin
-		touched []uint16        // segments to acknowledge
-		ping    bool
+		snap *store.Snapshot // being received
+		want int             // records announced by SnapBegin
 	)
-	touch := func(seg uint16) {
-		if !slices.Contains(touched, seg) {
-			touched = append(touched, seg)
-		}
-	}
+	ak := &replicaAcker{st: m.st, conn: conn, w: w, enc: enc, linger: cfg.linger(), timeout: cfg.PeerTimeout}
+	defer ak.close()
+	touch := ak.touch
+	fr := frameReader{r: r}
+	var opsBuf []store.Op // the Ops frames' decoding, reused
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(cfg.PeerTimeout))
-		t, body, err := readFrame(r)
+		t, body, err := fr.next()
 		if err != nil {
 			return
 		}
@@ -261,10 +259,16 @@ func (m *Manager) ServePeer(conn net.Conn) {
 			}
 			switch t {
 			case fOps:
-				seg, ops, err := decodeOps(body)
+				seg, ops, err := decodeOpsInto(body, opsBuf)
 				if err != nil {
 					return err
 				}
+				defer func() {
+					clear(ops) // the store copied what it keeps
+					if cap(ops) <= keptOps {
+						opsBuf = ops[:0]
+					}
+				}()
 				if !inRange(seg) || snap != nil {
 					return protoErr("ops for segment %d", seg)
 				}
@@ -319,7 +323,7 @@ func (m *Manager) ServePeer(conn net.Conn) {
 				touch(seg)
 				snap = nil
 			case fPing:
-				ping = true
+				ak.pinged()
 			default:
 				return protoErr("frame %d from an owner", t)
 			}
@@ -330,17 +334,101 @@ func (m *Manager) ServePeer(conn net.Conn) {
 			}
 			return
 		}
-		if r.Buffered() > 0 || (len(touched) == 0 && !ping) {
-			continue
+		if r.Buffered() == 0 {
+			ak.flush() // the read batch is applied: one ack for all of it
 		}
-		acks := make([]ack, 0, len(touched))
-		for _, seg := range touched {
-			acks = append(acks, ack{Segment: seg, Revision: m.st.Segment(seg).Revision()})
+	}
+}
+
+// replicaAcker sends a replica session's acks. Under Sync the apply loop
+// sends one itself as soon as it has drained what it read (a sync write
+// waits for it: a hand-off to another goroutine would cost a wake-up per
+// round trip). Under Async (linger > 0) nobody waits: at most one ack per
+// linger, the last of a burst sent by a timer.
+type replicaAcker struct {
+	st      *store.Store
+	conn    net.Conn
+	w       *bufio.Writer
+	enc     *encoder
+	linger  time.Duration
+	timeout time.Duration
+
+	mu      sync.Mutex // guards everything below, and w
+	touched []uint16   // segments applied since the last ack
+	ping    bool       // a ping to answer
+	last    time.Time  // when the last ack was sent
+	timer   *time.Timer
+	armed   bool // timer will send the pending ack
+	closed  bool
+	acks    []ack
+}
+
+func (a *replicaAcker) touch(seg uint16) {
+	a.mu.Lock()
+	if !slices.Contains(a.touched, seg) {
+		a.touched = append(a.touched, seg)
+	}
+	a.mu.Unlock()
+}
+
+func (a *replicaAcker) pinged() {
+	a.mu.Lock()
+	a.ping = true
+	a.mu.Unlock()
+}
+
+// flush acks what was applied (the apply loop drained its reads), now or,
+// under Async, once linger has passed since the last ack.
+func (a *replicaAcker) flush() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.armed || (len(a.touched) == 0 && !a.ping) {
+		return
+	}
+	if wait := a.linger - time.Since(a.last); a.linger > 0 && wait > 0 {
+		if a.timer == nil {
+			a.timer = time.AfterFunc(wait, a.fire)
+		} else {
+			a.timer.Reset(wait)
 		}
-		touched, ping = touched[:0], false
-		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
-		if writeFrame(w, fAck, enc.acks(acks)) != nil || w.Flush() != nil {
-			return
-		}
+		a.armed = true
+		return
+	}
+	a.sendLocked()
+}
+
+func (a *replicaAcker) fire() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.armed = false
+	if !a.closed && (len(a.touched) > 0 || a.ping) {
+		a.sendLocked()
+	}
+}
+
+// sendLocked writes one ack of every touched segment at its current
+// revision (everything up to it is applied). A failed write closes the
+// connection: the apply loop's next read fails too.
+func (a *replicaAcker) sendLocked() {
+	a.acks = a.acks[:0]
+	for _, seg := range a.touched {
+		a.acks = append(a.acks, ack{Segment: seg, Revision: a.st.Segment(seg).Revision()})
+	}
+	a.touched, a.ping = a.touched[:0], false
+	a.last = time.Now()
+	_ = a.conn.SetWriteDeadline(a.last.Add(a.timeout))
+	if writeFrame(a.w, fAck, a.enc.acks(a.acks)) != nil || a.w.Flush() != nil {
+		a.closed = true
+		_ = a.conn.Close()
+	}
+}
+
+// close stops the timer; no ack is written after it returns.
+func (a *replicaAcker) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	if a.timer != nil {
+		a.timer.Stop()
 	}
 }

@@ -28,8 +28,8 @@ var stateNames = [...]string{stateConnecting: "connecting", stateStreaming: "str
 var errRetry = errors.New("replication: replica not ready for this session yet")
 
 // shipper ships one owned partition's segments to one replica. Its run
-// goroutine owns the sessions; the store watch (markDirty) and the ack
-// reader only touch its atomics.
+// goroutine owns the sessions; the store's commit hook (markDirty), the
+// write barrier (hurry) and the ack reader only touch its atomics.
 type shipper struct {
 	m           *Manager
 	key         shipKey
@@ -40,12 +40,20 @@ type shipper struct {
 	// Recovering owner (it ships its copy to the owner, R-REP-5/6).
 	recovering bool
 
+	// opsBuf is the run goroutine's batch of operations to ship, reused.
+	opsBuf []store.Op
+
 	ps      atomic.Pointer[partState] // the barrier state to wake on acks
 	applied []atomic.Uint64           // per segment: the revision the replica applied (acked)
 	dirty   []atomic.Bool             // per segment: something to ship
 	held    []atomic.Bool             // per segment: nothing shipped (PlanCatchUp said hold)
 	wake    chan struct{}             // capacity 1
-	state   atomic.Int32
+	// waited: a sync write waits for what is dirty (Wait called hurry):
+	// ship now. Under Sync a shipper woken by a write gathers until then,
+	// so that a pipelined batch of writes leaves in one frame set, not one
+	// write at a time.
+	waited atomic.Bool
+	state  atomic.Int32
 
 	snapshots, opsShipped, sessions atomic.Uint64
 
@@ -78,6 +86,18 @@ func (s *shipper) markDirty(seg int) {
 		case s.wake <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// hurry asks for seg to be shipped at once: a sync write of it waits.
+func (s *shipper) hurry(seg int) {
+	if i := seg - s.first; i >= 0 && i < len(s.dirty) {
+		s.dirty[i].Store(true) // the commit hook marked it already; a restarted session may not have
+	}
+	s.waited.Store(true)
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -320,7 +340,28 @@ func (s *shipper) session(log interface {
 	s.markAll()
 	tick := time.NewTicker(cfg.Heartbeat)
 	defer tick.Stop()
+	linger := cfg.linger()
+	var (
+		gather    *time.Timer
+		lastFlush time.Time
+	)
 	for {
+		if wait := linger - time.Since(lastFlush); linger > 0 && wait > 0 {
+			// Async: let the writes of the next moments join this batch.
+			if gather == nil {
+				gather = time.NewTimer(wait)
+				defer gather.Stop()
+			} else {
+				gather.Reset(wait)
+			}
+			select {
+			case <-s.stop:
+				return nil
+			case err := <-errc:
+				return err
+			case <-gather.C:
+			}
+		}
 		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
 		for i := range n {
 			if s.dirty[i].Swap(false) {
@@ -333,6 +374,7 @@ func (s *shipper) session(log interface {
 			if err := w.Flush(); err != nil {
 				return err
 			}
+			lastFlush = time.Now()
 		}
 		select {
 		case <-s.stop:
@@ -340,6 +382,11 @@ func (s *shipper) session(log interface {
 		case err := <-errc:
 			return err
 		case <-s.wake:
+			if err := s.gatherSync(syncGather, errc); errors.Is(err, errStopped) {
+				return nil
+			} else if err != nil {
+				return err
+			}
 		case <-tick.C:
 			if err := writeFrame(w, fPing, nil); err != nil {
 				return err
@@ -348,6 +395,42 @@ func (s *shipper) session(log interface {
 		}
 	}
 }
+
+// syncGather bounds how long a sync shipper woken by a write waits for the
+// writer's barrier before shipping anyway (a write no barrier waits for:
+// an expiry, a write of a front end without one).
+const syncGather = time.Millisecond
+
+// gatherSync, under Sync, waits after a wake until a barrier waits for
+// what is dirty (hurry) or gather has passed. It returns the session's end
+// (errStopped when the shipper stops).
+func (s *shipper) gatherSync(gather time.Duration, errc <-chan error) error {
+	if s.m.cfg.Mode != Sync || s.waited.Swap(false) {
+		return nil
+	}
+	t := time.NewTimer(gather)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return errStopped
+		case err := <-errc:
+			return err
+		case <-t.C:
+			return nil
+		case <-s.wake:
+			if s.waited.Swap(false) {
+				return nil
+			}
+		}
+	}
+}
+
+// errStopped ends a session because the shipper stops.
+var errStopped = errors.New("replication: shipper stopped")
+
+// keptOps bounds the batch buffer a shipper keeps between batches.
+const keptOps = 1024
 
 // ship sends what segment first+i needs: the operations after its cursor,
 // or a snapshot when they are below the trim floor (R-REP-1).
@@ -372,11 +455,16 @@ func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, sn
 			}
 			return nil
 		}
-		ops, err := g.OperationsAfter(cursor[i])
+		ops, err := g.AppendOperationsAfter(s.opsBuf[:0], cursor[i])
 		if err == nil {
 			release()
 			announce[i] = false
-			return s.sendOps(w, enc, seg, ops, &cursor[i])
+			err = s.sendOps(w, enc, seg, ops, &cursor[i])
+			clear(ops) // drop the records: the buffer outlives them
+			if cap(ops) <= keptOps {
+				s.opsBuf = ops[:0]
+			}
+			return err
 		}
 		if !errors.Is(err, store.ErrBelowTrimFloor) {
 			s.m.log.Warn("replication: op-log unusable; shipping a snapshot", "segment", seg, "err", err)
@@ -440,9 +528,10 @@ func (s *shipper) sendOps(w *bufio.Writer, enc *encoder, seg uint16, ops []store
 // session.
 func (s *shipper) readAcks(conn net.Conn, r *bufio.Reader) error {
 	var acks []ack
+	fr := frameReader{r: r}
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(s.m.cfg.PeerTimeout))
-		t, body, err := readFrame(r)
+		t, body, err := fr.next()
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -204,12 +205,12 @@ func (l *opLog) grow() {
 }
 
 // after returns the operations with revision > rev, or ErrBelowTrimFloor.
-func (l *opLog) after(rev uint64) ([]Op, error) {
+func (l *opLog) after(ops []Op, rev uint64) ([]Op, error) {
 	if rev < l.floor {
-		return nil, fmt.Errorf("%w: asked after %d, floor %d", ErrBelowTrimFloor, rev, l.floor)
+		return ops, fmt.Errorf("%w: asked after %d, floor %d", ErrBelowTrimFloor, rev, l.floor)
 	}
 	start := l.firstAfter(rev)
-	ops := make([]Op, 0, l.n-start)
+	ops = slices.Grow(ops, l.n-start)
 	for i := start; i < l.n; i++ {
 		e := l.at(i)
 		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported(), Cmd: e.cmd})

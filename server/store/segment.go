@@ -441,12 +441,18 @@ func (g *Segment) Revision() uint64 {
 // order, or ErrBelowTrimFloor when the log no longer reaches back to rev —
 // never a partial answer.
 func (g *Segment) OperationsAfter(rev uint64) ([]Op, error) {
+	return g.AppendOperationsAfter(nil, rev)
+}
+
+// AppendOperationsAfter is OperationsAfter appending to ops (a shipper
+// reuses one slice for every batch).
+func (g *Segment) AppendOperationsAfter(ops []Op, rev uint64) ([]Op, error) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if rev > g.revision {
-		return nil, fmt.Errorf("store: segment %d: asked after revision %d, ahead of current %d", g.id, rev, g.revision)
+		return ops, fmt.Errorf("store: segment %d: asked after revision %d, ahead of current %d", g.id, rev, g.revision)
 	}
-	return g.log.after(rev)
+	return g.log.after(ops, rev)
 }
 
 // TrimFloor is the revision above which the op-log is complete.

@@ -46,6 +46,7 @@ type Store struct {
 	puts, deletes, expired, evicted, retimes atomic.Uint64
 
 	watches     watchRegistry
+	commitHook  atomic.Pointer[func(seg uint16)]
 	pubsub      *Broker
 	shardPubSub *Broker    // Redis 7 shard channels
 	tx          *txTable   // prepared transactions (tx.go)

@@ -425,6 +425,9 @@ func (s *Store) Watchers() int {
 // notifyLocked tells the watches of the segment's change (caller holds the
 // segment's write lock).
 func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
+	if hook := g.store.commitHook.Load(); hook != nil {
+		(*hook)(g.id)
+	}
 	list := g.store.watches.list.Load()
 	if list == nil || len(*list) == 0 {
 		return
@@ -450,6 +453,19 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		}
 		w.deliver(ev)
 	}
+}
+
+// SetCommitHook installs fn, called with the segment of every committed
+// mutation, under that segment's write lock and before the write returns:
+// fn must neither block nor touch the store. nil removes it. The
+// replication manager marks the segment to ship with it — a watch cost
+// every write a channel send and a goroutine hop to do the same (issue 17).
+func (s *Store) SetCommitHook(fn func(seg uint16)) {
+	if fn == nil {
+		s.commitHook.Store(nil)
+		return
+	}
+	s.commitHook.Store(&fn)
 }
 
 // CloseWatches ends every watch (store shutdown).

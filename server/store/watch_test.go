@@ -215,3 +215,56 @@ func TestPubSubChannelsAndPatterns(t *testing.T) {
 		t.Fatalf("slow subscriber: %v", slow.Err())
 	}
 }
+
+// The commit hook sees every committed mutation's segment before the
+// write returns — puts, deletes, collection commands, expiries — and
+// nothing after it is removed. Replication ships what it marks: a
+// mutation it missed would reach replicas only at the next heartbeat pass.
+func TestCommitHookSeesEveryMutation(t *testing.T) {
+	s, clk := newTestStore(t)
+	var (
+		mu   sync.Mutex
+		segs []uint16
+	)
+	s.SetCommitHook(func(seg uint16) {
+		mu.Lock()
+		segs = append(segs, seg)
+		mu.Unlock()
+	})
+	took := func(key string, what string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		want := s.SegmentFor(key).ID()
+		if len(segs) != 1 || segs[0] != want {
+			t.Fatalf("%s of %q: hook saw segments %v, want [%d]", what, key, segs, want)
+		}
+		segs = segs[:0]
+	}
+	s.Put("a", []byte("1"), nil)
+	took("a", "put")
+	run(t, s, kv.CmdLPush, "l", "x")
+	took("l", "LPUSH")
+	s.Delete("a")
+	took("a", "delete")
+	s.Put("e", []byte("1"), &kv.PutOptions{TTL: time.Second})
+	took("e", "put with a TTL")
+	clk.Advance(2 * time.Second)
+	if expired, _ := s.SweepOnce(); expired != 1 {
+		t.Fatalf("sweep expired %d keys, want 1", expired)
+	}
+	took("e", "expiry")
+	s.Get("l") // a read commits nothing
+	mu.Lock()
+	if len(segs) != 0 {
+		t.Fatalf("a read reached the hook: %v", segs)
+	}
+	mu.Unlock()
+	s.SetCommitHook(nil)
+	s.Put("b", []byte("1"), nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(segs) != 0 {
+		t.Fatalf("a removed hook still called: %v", segs)
+	}
+}
