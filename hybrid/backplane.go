@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -75,7 +76,9 @@ type Invalidation struct {
 // Delivery is at-most-once per message and best effort; a transport that
 // knows it lost messages delivers InvalidateAll. Subscribers receive their
 // own messages too (caches filter on Source). A handler must not block:
-// the transport may call it on its publishing or polling goroutine.
+// the transport may call it on its publishing or polling goroutine. The
+// backplanes of this package call a message's handlers one after the
+// other, in the order they subscribed.
 type Backplane interface {
 	Publish(ctx context.Context, inv Invalidation) error
 	Subscribe(handler func(Invalidation)) (unsubscribe func())
@@ -110,27 +113,29 @@ func (b *LocalBackplane) Subscribe(handler func(Invalidation)) func() {
 }
 
 // handlerSet is a backplane's registered handlers (every backplane kind
-// keeps one).
+// keeps one), called in the order they subscribed.
 type handlerSet struct {
 	mu   sync.Mutex // guards subs and next
-	subs map[uint64]func(Invalidation)
+	subs []subscription
 	next uint64
+}
+
+type subscription struct {
+	id      uint64
+	handler func(Invalidation)
 }
 
 // add registers handler; the returned function removes it and is safe to
 // call more than once.
 func (s *handlerSet) add(handler func(Invalidation)) func() {
 	s.mu.Lock()
-	if s.subs == nil {
-		s.subs = map[uint64]func(Invalidation){}
-	}
 	id := s.next
 	s.next++
-	s.subs[id] = handler
+	s.subs = append(s.subs, subscription{id: id, handler: handler})
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
-		delete(s.subs, id)
+		s.subs = slices.DeleteFunc(s.subs, func(x subscription) bool { return x.id == id })
 		s.mu.Unlock()
 	}
 }
@@ -140,8 +145,8 @@ func (s *handlerSet) add(handler func(Invalidation)) func() {
 func (s *handlerSet) deliver(inv Invalidation) {
 	s.mu.Lock()
 	handlers := make([]func(Invalidation), 0, len(s.subs))
-	for _, h := range s.subs {
-		handlers = append(handlers, h)
+	for _, x := range s.subs {
+		handlers = append(handlers, x.handler)
 	}
 	s.mu.Unlock()
 	for _, h := range handlers {

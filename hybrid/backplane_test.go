@@ -220,3 +220,26 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// Handlers run in subscription order, every message, also after an
+// unsubscribe in the middle: a cache that subscribed before an observer
+// has handled a message once the observer sees it (the watch tests'
+// settled relies on it).
+func TestBackplaneHandlersRunInSubscriptionOrder(t *testing.T) {
+	bp := hybrid.NewLocalBackplane()
+	var got []int
+	var unsub []func()
+	for i := range 8 {
+		unsub = append(unsub, bp.Subscribe(func(hybrid.Invalidation) { got = append(got, i) }))
+	}
+	for range 20 {
+		got = got[:0]
+		require.NoError(t, bp.Publish(context.Background(), hybrid.Invalidation{Kind: hybrid.InvalidateKey, Key: "k"}))
+		require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, got)
+	}
+	unsub[3]()
+	unsub[3]() // twice is harmless
+	got = got[:0]
+	require.NoError(t, bp.Publish(context.Background(), hybrid.Invalidation{Kind: hybrid.InvalidateKey, Key: "k"}))
+	require.Equal(t, []int{0, 1, 2, 4, 5, 6, 7}, got)
+}

@@ -77,7 +77,8 @@ func readsThrough(t *testing.T, inst *instance, key, want string) bool {
 
 // settled waits until every recorder has received the change that made
 // key's current L2 entry (its revision), so that no earlier change of the
-// key is still on its way.
+// key is still on its way — to the caches subscribed before the recorders
+// too.
 func settled(t *testing.T, inst *instance, key string, recs ...*recorder) {
 	t.Helper()
 	_, l2k := inst.h.StoreKeys(key)
@@ -111,8 +112,11 @@ func TestWatchBackplaneEveryWriter(t *testing.T) {
 		ctx := context.Background()
 		bpA, bpB := e.watchBackplane(hybrid.WatchBackplaneOptions{}), e.watchBackplane(hybrid.WatchBackplaneOptions{})
 		assert.Equal(t, hybrid.DefaultKeyPrefix, bpA.KeyPrefix())
-		recA, recB := record(t, bpA), record(t, bpB)
 		a, b := e.instance(bpA, hybrid.Options{}), e.instance(bpB, hybrid.Options{})
+		// Recorders subscribe after the caches: a backplane calls its
+		// handlers in subscription order, so once a recorder saw a change
+		// (settled), its cache has handled it too.
+		recA, recB := record(t, bpA), record(t, bpB)
 		writer := e.l2() // a plain SDK client: no cache, no backplane
 		c := &counter{prefix: "loaded-"}
 		// warm gives both instances an L1 copy of key once every change
