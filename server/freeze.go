@@ -86,12 +86,15 @@ func (n *Node) fence(now time.Time) {
 		return
 	}
 	n.fenced.Store(true)
-	// The freeze is handled: later checks measure from here, so a ticker
-	// that runs only after the fence was lifted does not fence again.
-	n.freeze.mark(now)
 	for i := range n.store.Segments() {
 		n.store.Segment(uint16(i)).SetOwned(false)
 	}
+	// The freeze is handled: later checks measure from here, so a ticker
+	// that runs only after the fence was lifted does not fence again. Only
+	// now: a reader that loads this tick skips the lock, so every segment
+	// must already be unowned (marked before the loop, a resumed reader
+	// served a stale read from a segment the loop had not reached yet).
+	n.freeze.mark(now)
 	n.bg.Add(1) // freezeStop is open and cannot close while ownMu is held
 	go func() {
 		defer n.bg.Done()
