@@ -43,9 +43,9 @@ type Config struct {
 	// RetryMin and RetryMax bound the backoff between sessions (defaults
 	// 50 ms and 1 s).
 	RetryMin, RetryMax time.Duration
-	// AsyncLinger, under Async only, is how long a shipper gathers writes
-	// after the first before it sends them, and the least time between two
-	// of a replica's acks: nobody waits on either, and one write and one
+	// AsyncLinger, under Async only, is the least time between two of a
+	// shipper's sends (writes gather meanwhile) and between two of a
+	// replica's acks: nobody waits on either, and one write and one
 	// ack per few hundred microseconds cost a fraction of one per write
 	// (issue 17). Default 1 ms; negative: none. Sync never lingers: its
 	// writes wait for the acks.

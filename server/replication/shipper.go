@@ -340,28 +340,11 @@ func (s *shipper) session(log interface {
 	s.markAll()
 	tick := time.NewTicker(cfg.Heartbeat)
 	defer tick.Stop()
-	linger := cfg.linger()
-	var (
-		gather    *time.Timer
-		lastFlush time.Time
-	)
+	gather := time.NewTimer(time.Hour) // reused by every gathering pause
+	gather.Stop()
+	defer gather.Stop()
+	var lastFlush time.Time
 	for {
-		if wait := linger - time.Since(lastFlush); linger > 0 && wait > 0 {
-			// Async: let the writes of the next moments join this batch.
-			if gather == nil {
-				gather = time.NewTimer(wait)
-				defer gather.Stop()
-			} else {
-				gather.Reset(wait)
-			}
-			select {
-			case <-s.stop:
-				return nil
-			case err := <-errc:
-				return err
-			case <-gather.C:
-			}
-		}
 		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
 		for i := range n {
 			if s.dirty[i].Swap(false) {
@@ -382,7 +365,7 @@ func (s *shipper) session(log interface {
 		case err := <-errc:
 			return err
 		case <-s.wake:
-			if err := s.gatherSync(syncGather, errc); errors.Is(err, errStopped) {
+			if err := s.gather(gather, lastFlush, errc); errors.Is(err, errStopped) {
 				return nil
 			} else if err != nil {
 				return err
@@ -391,7 +374,7 @@ func (s *shipper) session(log interface {
 			if err := writeFrame(w, fPing, nil); err != nil {
 				return err
 			}
-			s.markAll() // the safety net under the watch: a full pass per heartbeat
+			s.markAll() // the safety net under the commit hook: a full pass per heartbeat
 		}
 	}
 }
@@ -401,14 +384,23 @@ func (s *shipper) session(log interface {
 // an expiry, a write of a front end without one).
 const syncGather = time.Millisecond
 
-// gatherSync, under Sync, waits after a wake until a barrier waits for
-// what is dirty (hurry) or gather has passed. It returns the session's end
-// (errStopped when the shipper stops).
-func (s *shipper) gatherSync(gather time.Duration, errc <-chan error) error {
-	if s.m.cfg.Mode != Sync || s.waited.Swap(false) {
+// gather pauses a woken shipper so that more writes join its next pass:
+// under Async until AsyncLinger has passed since the last flush (nobody
+// waits for the shipment); under Sync until a barrier waits for what is
+// dirty (hurry) or syncGather has passed. t is the session's stopped
+// timer. It returns the session's end (errStopped when the shipper stops).
+func (s *shipper) gather(t *time.Timer, lastFlush time.Time, errc <-chan error) error {
+	sync := s.m.cfg.Mode == Sync
+	var wait time.Duration
+	if sync {
+		if s.waited.Swap(false) {
+			return nil
+		}
+		wait = syncGather
+	} else if wait = s.m.cfg.linger() - time.Since(lastFlush); wait <= 0 {
 		return nil
 	}
-	t := time.NewTimer(gather)
+	t.Reset(wait)
 	defer t.Stop()
 	for {
 		select {
@@ -419,7 +411,7 @@ func (s *shipper) gatherSync(gather time.Duration, errc <-chan error) error {
 		case <-t.C:
 			return nil
 		case <-s.wake:
-			if s.waited.Swap(false) {
+			if sync && s.waited.Swap(false) {
 				return nil
 			}
 		}
