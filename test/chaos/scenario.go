@@ -424,13 +424,9 @@ func clusterCPU(c *Cluster) time.Duration {
 // processCPU is the user + system time of process pid (every thread), 0
 // when it cannot be read.
 func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	sec, err := vsredis.CPUSeconds(pid)
 	if err != nil {
 		return 0
 	}
-	t, err := vsredis.ParseCPUTicks(b)
-	if err != nil {
-		return 0
-	}
-	return time.Duration(t) * time.Second / vsredis.ClockTicksPerSecond
+	return time.Duration(sec * float64(time.Second))
 }

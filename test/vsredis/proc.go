@@ -7,10 +7,10 @@ import (
 	"strconv"
 )
 
-// ClockTicksPerSecond is USER_HZ, the unit of utime and stime in
+// clockTicksPerSecond is USER_HZ, the unit of utime and stime in
 // /proc/<pid>/stat: 100 on every Linux architecture Go supports (the kernel
 // exports its internal HZ converted to this fixed unit).
-const ClockTicksPerSecond = 100
+const clockTicksPerSecond = 100
 
 // ParseCPUTicks returns utime+stime (fields 14 and 15) of a /proc/<pid>/stat
 // line. The command name (field 2) is in parentheses and may hold spaces or
@@ -44,7 +44,7 @@ func CPUSeconds(pid int) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	return float64(t) / ClockTicksPerSecond, nil
+	return float64(t) / clockTicksPerSecond, nil
 }
 
 // ParseRSSPages returns the resident pages (field 2) of a /proc/<pid>/statm line.
