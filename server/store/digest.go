@@ -30,7 +30,7 @@ func (g *Segment) DigestAt(now int64) Digest {
 	var d Digest
 	var h xxhash.Digest
 	var buf [24]byte
-	for _, r := range g.items {
+	for r := range g.items.all() {
 		if !r.liveAt(now) {
 			continue
 		}

@@ -6,7 +6,7 @@
 // revision counter (a total order of the segment's mutations, R-KV-1) and a
 // bounded op-log of those mutations ordered by revision (R-REP-1). Records are
 // immutable once published: a write builds a new *Record, swaps it into the
-// segment map and appends the same pointer to the op-log, so readers, the
+// segment's table and appends the same pointer to the op-log, so readers, the
 // op-log and snapshots share data without copying.
 //
 // Every mutation — a client write on the owner, a replica apply, a migration

@@ -161,7 +161,7 @@ func (p *evictionPool) popOldest() (evictionCandidate, bool) {
 // pool, ranked by the policy (the pool evicts the highest rank first):
 // recency for the LRU policies, a random draw for the random ones, nearness
 // to expiry for volatile-ttl; the volatile policies skip records without a
-// TTL. Go's map iteration starts at a random position, which is the sample.
+// TTL. The walk starts at a random slot of the segment's table: the sample.
 func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy EvictionPolicy, rng *rand.Rand) {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
@@ -170,7 +170,7 @@ func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy 
 		return
 	}
 	seen := 0
-	for _, r := range g.items {
+	for r := range g.items.from(rng.Uint64()) {
 		if r.Deleted || policy.volatileOnly() && r.ExpiresAt == 0 {
 			continue
 		}
@@ -197,7 +197,7 @@ func (g *Segment) evict(c evictionCandidate) bool {
 	now := g.store.clock.NowNano()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r := g.items[c.key]
+	r := g.items.get(c.key)
 	if r == nil || r.Deleted || r.Revision != c.revision || !g.owned || g.fenced {
 		return false
 	}

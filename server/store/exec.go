@@ -209,7 +209,7 @@ func (g *Segment) runLocked(h *handler, x *execCtx) kv.Reply {
 }
 
 func (g *Segment) liveLocked(key string, now int64) *Record {
-	r := g.items[key]
+	r := g.items.get(key)
 	if r == nil || !r.liveAt(now) {
 		return nil
 	}
@@ -220,7 +220,7 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	if len(g.txLocks) > 0 && g.txLockedLocked(x.cmd.Key, "", x.now) {
 		return kv.Reply{Status: kv.StatusConflict, Message: "key reserved by a transaction in progress"}
 	}
-	if r := g.items[x.cmd.Key]; r != nil && !r.Deleted && r.expiredAt(x.now) && g.owned {
+	if r := g.items.get(x.cmd.Key); r != nil && !r.Deleted && r.expiredAt(x.now) && g.owned {
 		// Expired but not swept yet: log its expiry first, so that a replica
 		// replaying the effect starts from the same (absent) key instead of
 		// applying it to its stale copy.
@@ -322,7 +322,7 @@ func (g *Segment) settleLocked(delta int64) {
 }
 
 func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
-	old := g.items[rec.Key]
+	old := g.items.swap(rec)
 	delta := rec.accountedBytes()
 	if old != nil {
 		delta -= old.accountedBytes()
@@ -330,7 +330,6 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 			delete(g.expiring, rec.Key)
 		}
 	}
-	g.items[rec.Key] = rec
 	g.live++
 	g.bytes += delta
 	g.store.account(g.owned, delta, 1)
@@ -422,7 +421,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 	}
 	now := g.store.clock.NowNano()
 	x := execCtx{seg: g, cmd: cmd, now: now, apply: true}
-	x.rec = g.items[cmd.Key]
+	x.rec = g.items.get(cmd.Key)
 	if x.rec != nil && (x.rec.Deleted || hdr.Version == 1) {
 		// Version 1: the source created the key anew with this command; what
 		// this node holds under the key is an older incarnation.

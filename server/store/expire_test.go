@@ -323,7 +323,7 @@ func TestPutExpireAtAndKeepTTLKeepTheInstant(t *testing.T) {
 		g := s.SegmentFor("k")
 		g.mu.RLock()
 		defer g.mu.RUnlock()
-		return g.items["k"].ExpiresAt
+		return g.items.get("k").ExpiresAt
 	}
 	if got := expiresAt(); got != at {
 		t.Fatalf("ExpiresAt %d, want %d", got, at)

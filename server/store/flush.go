@@ -29,7 +29,7 @@ func (g *Segment) flush(now int64) int {
 	g.origin = kv.CmdFlush
 	defer func() { g.origin = 0 }()
 	n := 0
-	for _, r := range g.items {
+	for r := range g.items.all() {
 		if !r.Deleted {
 			g.tombstoneLocked(r, OpDelete, now)
 			n++
@@ -52,7 +52,7 @@ func (s *Store) DBSize() int {
 		if len(g.expiring) == 0 {
 			n += g.live
 		} else {
-			for _, r := range g.items {
+			for r := range g.items.all() {
 				if r.liveAt(now) {
 					n++
 				}

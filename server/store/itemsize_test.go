@@ -16,7 +16,7 @@ func collOf(t *testing.T, s *Store, key string) collection {
 	g := s.Segment(0)
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	r := g.items[key]
+	r := g.items.get(key)
 	if r == nil {
 		return nil
 	}

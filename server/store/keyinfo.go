@@ -164,7 +164,7 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 		return false, kv.Result{Status: kv.StatusItemTooLarge}
 	}
 	grow := rec.accountedBytes()
-	if prev := gd.items[dst]; prev != nil {
+	if prev := gd.items.get(dst); prev != nil {
 		grow -= prev.accountedBytes()
 	}
 	if gd.store.storeFull(gd, grow) {

@@ -79,7 +79,7 @@ func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 	}
 	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
-		if prev := g.items[rec.Key]; prev != nil { // expired but not yet swept
+		if prev := g.items.get(rec.Key); prev != nil { // expired but not yet swept
 			delta -= prev.accountedBytes()
 		}
 		if delta > 0 && s.owned.Load()+delta > s.maxMemory() {

@@ -26,7 +26,7 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 	for i := range snap.Records {
 		r := snap.Records[i]
 		inSnap[r.Key] = struct{}{}
-		if old := g.items[r.Key]; old != nil && old.Revision >= r.Revision {
+		if old := g.items.get(r.Key); old != nil && old.Revision >= r.Revision {
 			continue // locally as new or newer
 		}
 		r.access, r.coll = stamp, nil
@@ -41,15 +41,19 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 		}
 		g.replaceLocked(&r)
 	}
-	for key, old := range g.items {
-		if _, ok := inSnap[key]; !ok && old.Revision <= snap.Revision {
-			g.dropLocked(old)
+	var stale []*Record // dropped after the walk: the table forbids deletes during one
+	for old := range g.items.all() {
+		if _, ok := inSnap[old.Key]; !ok && old.Revision <= snap.Revision {
+			stale = append(stale, old)
 		}
 	}
+	for _, old := range stale {
+		g.dropLocked(old)
+	}
 	g.tombstones = g.tombstones[:0]
-	for key, r := range g.items {
+	for r := range g.items.all() {
 		if r.Deleted {
-			g.tombstones = append(g.tombstones, key)
+			g.tombstones = append(g.tombstones, r.Key)
 		}
 	}
 	if snap.Revision > g.revision {
@@ -77,10 +81,10 @@ func (g *Segment) AdoptRevision(rev uint64) {
 // and the memory accounting (no op-log entry, no watch event: a merge is
 // not a mutation of this node's history).
 func (g *Segment) replaceLocked(r *Record) {
-	if old := g.items[r.Key]; old != nil {
+	if old := g.items.get(r.Key); old != nil {
 		g.dropLocked(old)
 	}
-	g.items[r.Key] = r
+	g.items.set(r)
 	n := r.accountedBytes()
 	g.bytes += n
 	live := 0
@@ -99,7 +103,7 @@ func (g *Segment) replaceLocked(r *Record) {
 
 // dropLocked removes r, the key's record, keeping the accounting.
 func (g *Segment) dropLocked(r *Record) {
-	delete(g.items, r.Key)
+	g.items.delete(r.Key)
 	delete(g.expiring, r.Key)
 	n := r.accountedBytes()
 	g.bytes -= n

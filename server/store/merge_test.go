@@ -17,7 +17,7 @@ func checkAccounting(t *testing.T, g *Segment) {
 	defer g.mu.RUnlock()
 	var bytes int64
 	live := 0
-	for _, r := range g.items {
+	for r := range g.items.all() {
 		bytes += r.accountedBytes()
 		if !r.Deleted {
 			live++

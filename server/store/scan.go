@@ -35,7 +35,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -194,32 +193,30 @@ func (p ScanPage) Done() bool { return p.ResumeToken == "" }
 type keySnapshot struct {
 	// The segment state it was built from. A new key always moves an
 	// owner's revision; n and items also catch a replica-style install
-	// (an out-of-order record, InstallSnapshot swapping the map) that does
+	// (an out-of-order record, InstallSnapshot swapping the table) that does
 	// not. A change in any of them triggers a rebuild.
 	rev   uint64
 	n     int
-	items uintptr
+	items uint64   // the table's ident
 	keys  []string // live at build time, ascending
 }
-
-func mapIdentity(m map[string]*Record) uintptr { return reflect.ValueOf(m).Pointer() }
 
 // sortedKeys returns the segment's cached snapshot, rebuilding it when the
 // segment changed since it was built. The keys are copied under the read
 // lock and sorted outside it.
 func (st *scanState) sortedKeys(g *Segment, now int64) *keySnapshot {
 	g.mu.RLock()
-	rev, n, id := g.revision, len(g.items), mapIdentity(g.items)
+	rev, n, id := g.revision, g.items.len(), g.items.ident
 	if c := st.snaps[g.id].Load(); c != nil && c.rev == rev && c.n == n && c.items == id {
 		g.mu.RUnlock()
 		return c
 	}
 	keys := make([]string, 0, g.live)
-	for k, r := range g.items {
+	for r := range g.items.all() {
 		// A record dead now stays dead until a write, which moves the
 		// revision: leaving it out keeps the snapshot small and correct.
 		if r.liveAt(now) {
-			keys = append(keys, k)
+			keys = append(keys, r.Key)
 		}
 	}
 	g.mu.RUnlock()
@@ -234,7 +231,7 @@ func (st *scanState) sortedKeys(g *Segment, now int64) *keySnapshot {
 func (g *Segment) scanRead(key string, now int64, values, meta bool) (ScanItem, bool) {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	r := g.items[key]
+	r := g.items.get(key)
 	if r == nil || !r.liveAt(now) {
 		return ScanItem{}, false
 	}

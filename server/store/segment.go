@@ -11,7 +11,7 @@ import (
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
-// Segment is one of the store's segments: a map of records with its own lock,
+// Segment is one of the store's segments: a table of records (table.go) with its own lock,
 // revision counter and op-log. Client operations and the replication /
 // migration entry points (Snapshot, ApplyRecord, OperationsAfter, …) live on
 // it so that a caller that already routed a key to its segment never hashes
@@ -37,11 +37,11 @@ type Segment struct {
 	writeCmd     kv.Cmd
 	writeCtxBusy bool
 	// items holds live records, expired-but-unswept records and tombstones.
-	items map[string]*Record
+	items recordTable
 	// expiring indexes the records that carry a TTL, for the sweeper.
 	expiring map[string]*Record
 	// tombstones lists keys whose record was a tombstone when appended; the
-	// pruner checks each against the map.
+	// pruner checks each against the table.
 	tombstones []string
 	revision   uint64
 	log        opLog
@@ -96,7 +96,7 @@ func (g *Segment) txLockedLocked(key, txID string, now int64) bool {
 func newSegment(s *Store, id uint16) *Segment {
 	g := &Segment{
 		store: s, id: id,
-		items: make(map[string]*Record),
+		items: newRecordTable(0),
 		log:   newOpLog(s.cfg.OpLogMaxOps, s.cfg.OpLogMaxBytes),
 		owned: true,
 	}
@@ -145,7 +145,7 @@ func (g *Segment) getLocked(key string, now int64, noTouch bool) kv.Result {
 	if !g.owned {
 		return status(kv.StatusMoved)
 	}
-	r := g.items[key]
+	r := g.items.get(key)
 	if r == nil || !r.liveAt(now) {
 		return status(kv.StatusNotFound)
 	}
@@ -218,7 +218,7 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 		return status(kv.StatusConflict)
 	}
 	s.faultLocked(key)
-	old := g.items[key]
+	old := g.items.get(key)
 	if old != nil && !old.liveAt(now) {
 		old = nil // a tombstone or an expired record: the key is absent
 	}
@@ -241,7 +241,7 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	}
 	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
-		if prev := g.items[key]; prev != nil {
+		if prev := g.items.get(key); prev != nil {
 			delta -= prev.accountedBytes()
 		}
 		if used := s.owned.Load(); delta > 0 && used+delta > s.maxMemory() {
@@ -280,7 +280,7 @@ func (g *Segment) removeLocked(key string, kind OpKind, onlyIfRevision uint64, n
 	if st := g.writableLocked(); st != kv.StatusSuccess {
 		return status(st)
 	}
-	old := g.items[key]
+	old := g.items.get(key)
 	if old == nil || old.Deleted || (kind == OpDelete && old.expiredAt(now)) {
 		return status(kv.StatusNotFound)
 	}
@@ -329,7 +329,7 @@ func (g *Segment) retimeLocked(key string, kind OpKind, ttl time.Duration, now i
 	if st := g.writableLocked(); st != kv.StatusSuccess {
 		return status(st)
 	}
-	old := g.items[key]
+	old := g.items.get(key)
 	if old == nil || !old.liveAt(now) {
 		return status(kv.StatusNotFound)
 	}
@@ -363,7 +363,7 @@ func (g *Segment) ttlLocked(key string, now int64) kv.Result {
 	if !g.owned {
 		return status(kv.StatusMoved)
 	}
-	r := g.items[key]
+	r := g.items.get(key)
 	if r == nil || !r.liveAt(now) {
 		return status(kv.StatusNotFound)
 	}
@@ -374,7 +374,7 @@ func (g *Segment) ttlLocked(key string, now int64) kv.Result {
 // installs rec (already carrying its revision and version), keeps the indexes
 // and the memory accounting right and appends the operation to the op-log.
 func (g *Segment) commitLocked(kind OpKind, rec *Record) {
-	old := g.items[rec.Key]
+	old := g.items.swap(rec)
 	delta := rec.accountedBytes()
 	if old != nil {
 		delta -= old.accountedBytes()
@@ -385,7 +385,6 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 			delete(g.expiring, rec.Key)
 		}
 	}
-	g.items[rec.Key] = rec
 	if rec.Deleted {
 		g.tombstones = append(g.tombstones, rec.Key)
 	} else {
@@ -583,7 +582,7 @@ func (g *Segment) Snapshot() Snapshot {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	snap := Snapshot{Segment: g.id, Revision: g.revision, Records: make([]Record, 0, g.live)}
-	for _, r := range g.items {
+	for r := range g.items.all() {
 		if r.liveAt(now) {
 			snap.Records = append(snap.Records, r.exported())
 		}
@@ -620,7 +619,7 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 	r.access = g.store.stamp(g.store.clock.NowNano())
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	old := g.items[r.Key]
+	old := g.items.get(r.Key)
 	if old != nil && old.Revision >= r.Revision {
 		return false, nil
 	}
@@ -651,7 +650,7 @@ func (g *Segment) ApplyOp(op Op) (applied bool, err error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old := g.items[op.Cmd.Key]; old != nil && old.Revision >= op.Record.Revision {
+	if old := g.items.get(op.Cmd.Key); old != nil && old.Revision >= op.Record.Revision {
 		return false, nil
 	}
 	if err := g.applyCommandLocked(op.Record, op.Cmd); err != nil {
@@ -693,7 +692,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.store.account(g.owned, -g.bytes, -int64(g.live))
-	g.items = make(map[string]*Record, len(snap.Records))
+	g.items = newRecordTable(len(snap.Records))
 	g.expiring = nil
 	g.tombstones = nil
 	g.bytes, g.live = 0, 0
@@ -711,7 +710,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 			r.coll, r.Value = &collBox{c}, nil
 		}
 		rec := &r
-		g.items[rec.Key] = rec
+		g.items.set(rec)
 		g.bytes += rec.accountedBytes()
 		if rec.Deleted {
 			g.tombstones = append(g.tombstones, rec.Key)

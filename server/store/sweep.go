@@ -91,7 +91,7 @@ func (g *Segment) pruneTombstones() int {
 	kept := g.tombstones[:0]
 	pruned := 0
 	for _, key := range g.tombstones {
-		r := g.items[key]
+		r := g.items.get(key)
 		if r == nil || !r.Deleted {
 			continue // recreated or already pruned
 		}
@@ -99,7 +99,7 @@ func (g *Segment) pruneTombstones() int {
 			kept = append(kept, key)
 			continue
 		}
-		delete(g.items, key)
+		g.items.delete(key)
 		g.bytes -= r.accountedBytes()
 		g.store.account(g.owned, -r.accountedBytes(), 0)
 		pruned++

@@ -637,7 +637,7 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 				rec := Record{Key: w.Key, Value: w.Value, Meta: newMetadata(w.ContentType, w.Labels)}
 				delta += rec.accountedBytes()
 			}
-			if old := g.items[w.Key]; old != nil {
+			if old := g.items.get(w.Key); old != nil {
 				delta -= old.accountedBytes()
 			}
 		}

@@ -187,7 +187,7 @@ func (g *Segment) logTxResolvedLocked(id string, kind OpKind, applied []txApplie
 // record above the prepare marker's revision prepRev with the staged
 // outcome. While the key was reserved only that commit could write it.
 func (g *Segment) txAlreadyAppliedLocked(w *TxWrite, prepRev uint64) (txApplied, bool) {
-	r := g.items[w.Key]
+	r := g.items.get(w.Key)
 	if prepRev == 0 || r == nil || r.Revision <= prepRev {
 		return txApplied{}, false
 	}

@@ -38,7 +38,7 @@ func (a *Atomic) Watch(key string) WatchMark {
 	if g == nil {
 		return WatchMark{}
 	}
-	raw := g.items[key]
+	raw := g.items.get(key)
 	if raw != nil && raw.liveAt(a.now) {
 		return WatchMark{version: raw.Version, revision: raw.Revision}
 	}
@@ -56,7 +56,7 @@ func (a *Atomic) Changed(key string, m WatchMark) bool {
 	if g == nil {
 		return false
 	}
-	raw := g.items[key]
+	raw := g.items.get(key)
 	if !m.absent {
 		return raw == nil || !raw.liveAt(a.now) || raw.Version != m.version || raw.Revision != m.revision
 	}

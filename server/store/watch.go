@@ -213,13 +213,13 @@ func (s *Store) Watch(opts WatchOptions) (*Watch, []Record, error) {
 // collectLocked appends g's live records the watch matches.
 func (w *Watch) collectLocked(g *Segment, now int64, dst []Record) []Record {
 	if w.opts.Key != "" {
-		if r := g.items[w.opts.Key]; r != nil && r.liveAt(now) {
+		if r := g.items.get(w.opts.Key); r != nil && r.liveAt(now) {
 			dst = append(dst, r.exported())
 		}
 		return dst
 	}
-	for k, r := range g.items {
-		if strings.HasPrefix(k, w.opts.Prefix) && r.liveAt(now) {
+	for r := range g.items.all() {
+		if strings.HasPrefix(r.Key, w.opts.Prefix) && r.liveAt(now) {
 			dst = append(dst, r.exported())
 		}
 	}
