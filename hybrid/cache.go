@@ -654,7 +654,6 @@ func (h *Cache) onInvalidation(inv Invalidation) {
 	if inv.Namespace != h.opts.KeyPrefix && !(inv.Kind == InvalidateAll && inv.Namespace == "") {
 		return
 	}
-	h.stats.received.Add(1)
 	if h.tel != nil && inv.SentAt > 0 {
 		h.tel.backplaneLag(inv.Kind, time.Duration(h.clock.NowNano()-inv.SentAt))
 	}
@@ -671,6 +670,9 @@ func (h *Cache) onInvalidation(inv Invalidation) {
 	case InvalidateAll:
 		h.clearLocal()
 	}
+	// Counted once applied and measured: a reader that sees the count sees
+	// the local copy gone and the lag recorded.
+	h.stats.received.Add(1)
 }
 
 // onStoreChange applies a change of an L2 key reported by the store: an
