@@ -101,14 +101,13 @@ func (b *embeddedBackend) put(ctx context.Context, key string, value []byte, opt
 	return b.putOwned(key, value, opts), nil
 }
 
-// putOwned copies value (the engine keeps what it is given) and writes it.
+// putOwned writes value (the engine copies it into the record: the caller
+// may reuse it).
 func (b *embeddedBackend) putOwned(key string, value []byte, opts *PutOptions) Result {
 	if len(value) > b.st.Config().MaxItemBytes {
-		return tooLarge(len(value), fmt.Sprintf("--max-item-bytes %d", b.st.Config().MaxItemBytes)) // refuse before copying a huge value
+		return tooLarge(len(value), fmt.Sprintf("--max-item-bytes %d", b.st.Config().MaxItemBytes))
 	}
-	v := make([]byte, len(value))
-	copy(v, value)
-	return resultOf(b.st.Put(key, v, opts.kv()))
+	return resultOf(b.st.Put(key, value, opts.kv()))
 }
 
 func (b *embeddedBackend) delete(ctx context.Context, key string) (Result, error) {

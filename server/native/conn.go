@@ -564,18 +564,16 @@ func (c *conn) badBody(f wire.Frame, err error) {
 	}
 }
 
-// put copies the key and value out of the read buffer (the store keeps both)
-// and writes them.
+// put writes the key and value, views of the read buffer: the store copies
+// both into the record.
 func (c *conn) put(kb, vb []byte, opts *kv.PutOptions) kv.Result {
 	st := c.srv.cfg.Store
 	if len(vb) > st.Config().MaxItemBytes {
 		return kv.Result{Status: kv.StatusItemTooLarge,
 			Detail: fmt.Sprintf("value of %d bytes exceeds --max-item-bytes %d", len(vb), st.Config().MaxItemBytes)}
 	}
-	key := string(kb)
-	value := make([]byte, len(vb))
-	copy(value, vb)
-	return c.segment(key).Put(key, value, opts)
+	key := view(kb) // the store copies key and value into the record
+	return c.segment(key).Put(key, vb, opts)
 }
 
 // batch runs a Batch request: inline when small, on the worker pool when

@@ -102,16 +102,14 @@ func cmdGet(c *conn, args [][]byte) {
 	}
 }
 
-// put stores a copy of the value (the store keeps it; the argument aliases
-// the read buffer) under a copy of the key.
+// put writes key and value, views of the read buffer: the store copies
+// both into the record.
 func (c *conn) put(key, value []byte, opts *kv.PutOptions) kv.Result {
 	if len(value) > c.srv.store.Config().MaxItemBytes {
 		return kv.Result{Status: kv.StatusItemTooLarge}
 	}
-	k := string(key)
-	v := make([]byte, len(value))
-	copy(v, value)
-	return c.segment(k).Put(k, v, opts)
+	k := view(key) // the store copies key and value into the record
+	return c.segment(k).Put(k, value, opts)
 }
 
 // setOpts are the parsed options of SET and its relatives.

@@ -121,7 +121,7 @@ func (a *Atomic) Get(key string) kv.Result {
 	return g.getLocked(key, a.now, a.noTouch)
 }
 
-// Put writes key (the store keeps value).
+// Put writes key (copied, as Segment.Put).
 func (a *Atomic) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	g := a.segFor(key)
 	if g == nil {

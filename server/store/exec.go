@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
@@ -267,11 +268,18 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 // replaceValueLocked installs a string command's new value as a new record
 // (a value write: OpPut), keeping the key's TTL and creation time.
 func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
-	rec := &Record{Key: x.cmd.Key, Value: x.newValue, CreatedAt: x.now, Version: 1, access: g.store.stamp(x.now)}
-	if x.rec != nil {
-		rec.Key, rec.Version, rec.CreatedAt, rec.ExpiresAt, rec.Meta = x.rec.Key, x.rec.Version+1, x.rec.CreatedAt, x.rec.ExpiresAt, x.rec.Meta
+	// The new record copies the key (the command's may alias a network
+	// buffer; the old record's would keep the old record's allocation,
+	// value included, alive as long as the key lives).
+	var rec *Record
+	if len(x.cmd.Key)+len(x.newValue) <= maxInlineTail {
+		rec = newStringRecord(x.cmd.Key, x.newValue)
 	} else {
-		rec.Key = string([]byte(x.cmd.Key)) // the caller's key may alias a network buffer
+		rec = &Record{Key: strings.Clone(x.cmd.Key), Value: x.newValue}
+	}
+	rec.CreatedAt, rec.Version, rec.access = x.now, 1, g.store.stamp(x.now)
+	if x.rec != nil {
+		rec.Version, rec.CreatedAt, rec.ExpiresAt, rec.Meta = x.rec.Version+1, x.rec.CreatedAt, x.rec.ExpiresAt, x.rec.Meta
 	}
 	g.revision++
 	rec.Revision = g.revision
@@ -341,7 +349,7 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
 	le := newLoggedEffect(rec, effect)
 	g.log.appendCmd(&le.hdr, &le.cmd)
-	g.store.puts.Add(1)
+	g.ops.puts.Add(1)
 	g.notifyLocked(OpCommand, rec, &le.cmd)
 }
 

@@ -43,8 +43,6 @@ type Store struct {
 	// to wait for the pass in progress.
 	evictMu sync.Mutex
 
-	puts, deletes, expired, evicted, retimes atomic.Uint64
-
 	watches     watchRegistry
 	commitHook  atomic.Pointer[func(seg uint16)]
 	pubsub      *Broker
@@ -189,18 +187,24 @@ func (s *Store) account(owned bool, bytes, items int64) {
 	}
 }
 
-func (s *Store) countOp(kind OpKind) {
+// opCounters are one segment's committed mutations by kind (Stats sums
+// them).
+type opCounters struct {
+	puts, deletes, expired, evicted, retimes atomic.Uint64
+}
+
+func (c *opCounters) count(kind OpKind) {
 	switch kind {
 	case OpPut:
-		s.puts.Add(1)
+		c.puts.Add(1)
 	case OpDelete:
-		s.deletes.Add(1)
+		c.deletes.Add(1)
 	case OpExpired:
-		s.expired.Add(1)
+		c.expired.Add(1)
 	case OpEvicted:
-		s.evicted.Add(1)
+		c.evicted.Add(1)
 	case OpExpire, OpPersist:
-		s.retimes.Add(1)
+		c.retimes.Add(1)
 	}
 }
 
@@ -222,6 +226,14 @@ type Stats struct {
 
 // Stats returns the current counters.
 func (s *Store) Stats() Stats {
+	var ops [5]uint64
+	for _, g := range s.segments {
+		ops[0] += g.ops.puts.Load()
+		ops[1] += g.ops.deletes.Load()
+		ops[2] += g.ops.expired.Load()
+		ops[3] += g.ops.evicted.Load()
+		ops[4] += g.ops.retimes.Load()
+	}
 	return Stats{
 		Segments:       len(s.segments),
 		Items:          s.ownedItems.Load(),
@@ -229,11 +241,11 @@ func (s *Store) Stats() Stats {
 		OwnedBytes:     s.owned.Load(),
 		ReplicaBytes:   s.replica.Load(),
 		MaxMemoryBytes: s.maxMemory(),
-		Puts:           s.puts.Load(),
-		Deletes:        s.deletes.Load(),
-		Expired:        s.expired.Load(),
-		Evicted:        s.evicted.Load(),
-		TTLChanges:     s.retimes.Load(),
+		Puts:           ops[0],
+		Deletes:        ops[1],
+		Expired:        ops[2],
+		Evicted:        ops[3],
+		TTLChanges:     ops[4],
 		FeedBytes:      s.feedBytes.Load(),
 	}
 }

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// TestNewStringRecordCopiesEverySize: at every total size around and past
+// the inline tails the record holds exact copies, and its value cannot grow
+// into anything (capacity = length) — an APPEND-style append on a shared
+// tail would otherwise overwrite the next record's bytes.
+func TestNewStringRecordCopiesEverySize(t *testing.T) {
+	for n := 0; n <= maxInlineTail+80; n++ {
+		for _, kn := range []int{1, n / 2, n} {
+			if kn > n || kn == 0 && n > 0 {
+				continue
+			}
+			key := strings.Repeat("k", kn)
+			value := bytes.Repeat([]byte{'v'}, n-kn)
+			r := newStringRecord(key, value)
+			if r.Key != key || !bytes.Equal(r.Value, value) || r.Value == nil {
+				t.Fatalf("n=%d kn=%d: record holds %q / %q", n, kn, r.Key, r.Value)
+			}
+			if cap(r.Value) != len(r.Value) {
+				t.Fatalf("n=%d kn=%d: value capacity %d > length %d", n, kn, cap(r.Value), len(r.Value))
+			}
+			if len(value) > 0 {
+				value[0] = 'X'
+				if r.Value[0] != 'v' {
+					t.Fatalf("n=%d: the record shares the caller's value", n)
+				}
+			}
+		}
+	}
+}
+
+// TestPutCopiesKeyAndValue: a front end hands Put views of its read buffer
+// and reuses the buffer for the next request; what was written must not
+// change with it (small values inline with the record, large ones apart).
+func TestPutCopiesKeyAndValue(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, size := range []int{0, 5, 32, maxInlineTail, 4096} {
+		buf := []byte("key:" + strings.Repeat("x", 12))
+		key := string(buf) // what the test expects
+		view := unsafeView(buf)
+		value := bytes.Repeat([]byte{'a'}, size)
+		if r := s.Put(view, value, (*kv.PutOptions)(nil)); r.Status != kv.StatusSuccess {
+			t.Fatalf("put: %v", r.Status)
+		}
+		for i := range buf {
+			buf[i] = '#'
+		}
+		for i := range value {
+			value[i] = 'b'
+		}
+		got := s.Get(key)
+		if got.Status != kv.StatusSuccess || !bytes.Equal(got.Value, bytes.Repeat([]byte{'a'}, size)) {
+			t.Fatalf("size %d: after the caller reused its buffers, Get = %v %q", size, got.Status, got.Value)
+		}
+		if s.Get(string(buf)).Status != kv.StatusNotFound {
+			t.Fatalf("size %d: the key changed with the caller's buffer", size)
+		}
+	}
+}
+
+func unsafeView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
