@@ -5,9 +5,10 @@
 // collector that reads the store's Stats at scrape time, and one for the
 // leader's live migrations (NewMigrationCollector, fed by the server).
 //
-// The hot path is Recorder.Op: every (op, status) counter is resolved when
-// the Recorder is built, so recording an operation is an array index, one
-// atomic add and a histogram observation, without allocation or locking.
+// The hot path is Recorder.Op: the operation counters and latency
+// histograms are sharded atomics summed at scrape time (ops.go), so
+// recording an operation is three uncontended atomic adds, without
+// allocation or locking.
 //
 // The package imports the store and the kv vocabulary only; it must not
 // import the network front ends, which import it.
@@ -97,8 +98,7 @@ type Options struct {
 type Recorder struct {
 	reg *prometheus.Registry
 
-	ops      [numOps][]prometheus.Counter // [op][status], resolved up front
-	latency  [numOps]prometheus.Observer
+	ops      *opStats // zaris_ops_total and zaris_op_duration_seconds (ops.go)
 	conns    [numProtos]ConnGauge
 	authFail [numProtos]prometheus.Counter
 	panics   [numProtos]prometheus.Counter
@@ -130,15 +130,7 @@ const (
 func New(opts Options) *Recorder {
 	r := &Recorder{reg: prometheus.NewRegistry()}
 
-	ops := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricOps,
-		Help: "Key-value operations served, by operation type and result status.",
-	}, []string{"op", "status"})
-	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    MetricOpDuration,
-		Help:    "Time to serve one operation, by operation type.",
-		Buckets: LatencyBuckets,
-	}, []string{"op"})
+	r.ops = newOpStats()
 	conns := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: MetricConnections,
 		Help: "Open client connections, by protocol.",
@@ -162,19 +154,13 @@ func New(opts Options) *Recorder {
 	})
 	info.Set(1)
 
-	for op := Op(0); op < numOps; op++ {
-		for st := kv.Status(0); st.Valid(); st++ {
-			r.ops[op] = append(r.ops[op], ops.WithLabelValues(op.String(), st.String()))
-		}
-		r.latency[op] = latency.WithLabelValues(op.String())
-	}
 	for p := Protocol(0); p < numProtos; p++ {
 		r.conns[p] = ConnGauge{open: conns.WithLabelValues(p.String()), accepted: accepted.WithLabelValues(p.String())}
 		r.authFail[p] = authFail.WithLabelValues(p.String())
 		r.panics[p] = panics.WithLabelValues(p.String())
 	}
 
-	r.reg.MustRegister(ops, latency, conns, accepted, authFail, panics, info)
+	r.reg.MustRegister(r.ops, conns, accepted, authFail, panics, info)
 	if opts.Stats != nil {
 		r.reg.MustRegister(newStoreCollector(opts.Stats))
 	}
@@ -196,11 +182,7 @@ func (r *Recorder) Op(op Op, st kv.Status, d time.Duration) {
 	if op >= numOps {
 		op = OpOther
 	}
-	counters := r.ops[op]
-	if int(st) < len(counters) {
-		counters[st].Inc()
-	}
-	r.latency[op].Observe(d.Seconds())
+	r.ops.record(op, st, d)
 }
 
 // Conns returns the connection gauge of protocol p. Resolve it once per

@@ -2,13 +2,16 @@ package metrics
 
 import (
 	"io"
+	"math"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -27,7 +30,7 @@ func TestOpCountsByTypeAndStatus(t *testing.T) {
 
 	count := func(op, status string) float64 {
 		t.Helper()
-		return testutil.ToFloat64(mustCounter(t, r, op, status))
+		return opCounter(t, r, op, status)
 	}
 	require.Equal(t, 2.0, count("get", "Success"))
 	require.Equal(t, 1.0, count("get", "NotFound"))
@@ -42,20 +45,28 @@ func TestOpCountsByTypeAndStatus(t *testing.T) {
 	require.Contains(t, body, `zaris_op_duration_seconds_count{op="delete"} 1`)
 }
 
-func mustCounter(t *testing.T, r *Recorder, op, status string) prometheus.Collector {
+// opCounter reads zaris_ops_total{op, status} from the registry, as a
+// scrape would; a series that is not exposed fails the test.
+func opCounter(t *testing.T, r *Recorder, op, status string) float64 {
 	t.Helper()
-	for o := Op(0); o < numOps; o++ {
-		if o.String() != op {
+	families, err := r.reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != MetricOps {
 			continue
 		}
-		for st, c := range r.ops[o] {
-			if kv.Status(st).String() == status {
-				return c
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["op"] == op && labels["status"] == status {
+				return m.GetCounter().GetValue()
 			}
 		}
 	}
 	t.Fatalf("no counter for op=%s status=%s", op, status)
-	return nil
+	return 0
 }
 
 func scrape(t *testing.T, r *Recorder) string {
@@ -192,5 +203,56 @@ zaris_rebalance_segments_total 40
 `
 	if err := testutil.CollectAndCompare(NewMigrationCollector(func() MigrationStats { return st }), strings.NewReader(want)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestOpLatencyMatchesAPrometheusHistogram: the sharded latency histogram
+// exposes what a client_golang histogram with the same buckets would for
+// the same observations — durations on, just under and just over every
+// bound, zero, negative and past the last bound, spread over the shards by
+// concurrent recorders.
+func TestOpLatencyMatchesAPrometheusHistogram(t *testing.T) {
+	r := New(Options{NoRuntimeMetrics: true})
+	ref := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "ref", Buckets: LatencyBuckets})
+	var ds []time.Duration
+	for _, b := range LatencyBuckets {
+		d := time.Duration(math.Round(b * float64(time.Second)))
+		ds = append(ds, d-1, d, d+1)
+	}
+	ds = append(ds, 0, -time.Second, 3*time.Second)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for _, d := range ds {
+				r.Op(OpPut, kv.StatusSuccess, d)
+			}
+		})
+		for _, d := range ds {
+			ref.Observe(max(d, 0).Seconds())
+		}
+	}
+	wg.Wait()
+	var want dto.Metric
+	require.NoError(t, ref.Write(&want))
+	families, err := r.reg.Gather()
+	require.NoError(t, err)
+	var got *dto.Histogram
+	for _, f := range families {
+		if f.GetName() != MetricOpDuration {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetLabel()[0].GetValue() == "put" {
+				got = m.GetHistogram()
+			}
+		}
+	}
+	require.NotNil(t, got)
+	require.Equal(t, want.GetHistogram().GetSampleCount(), got.GetSampleCount())
+	require.InDelta(t, want.GetHistogram().GetSampleSum(), got.GetSampleSum(), 1e-9)
+	require.Len(t, got.GetBucket(), len(LatencyBuckets))
+	for i, b := range want.GetHistogram().GetBucket() {
+		require.Equal(t, b.GetUpperBound(), got.GetBucket()[i].GetUpperBound())
+		require.Equal(t, b.GetCumulativeCount(), got.GetBucket()[i].GetCumulativeCount(), "le=%v", b.GetUpperBound())
 	}
 }
