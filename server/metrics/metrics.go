@@ -15,6 +15,7 @@
 package metrics
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -182,7 +183,20 @@ func (r *Recorder) Op(op Op, st kv.Status, d time.Duration) {
 	if op >= numOps {
 		op = OpOther
 	}
-	r.ops.record(op, st, d)
+	r.ops.record(rand.Uint32(), op, st, d)
+}
+
+// OpShard is Op for a caller that records many operations in a row (a
+// connection): the same shard each time keeps its counters' cache lines on
+// the CPU running it.
+func (r *Recorder) OpShard(shard uint32, op Op, st kv.Status, d time.Duration) {
+	if r == nil {
+		return
+	}
+	if op >= numOps {
+		op = OpOther
+	}
+	r.ops.record(shard, op, st, d)
 }
 
 // Conns returns the connection gauge of protocol p. Resolve it once per

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"math"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -16,8 +15,9 @@ import (
 // scrape sums (issue #17, D65): with one prometheus counter and histogram
 // per series every request of every connection did three or four atomic
 // adds on the same cache lines, which both CPUs fought over (4 % of a
-// SET -P 16's server CPU). A recording picks a shard at random (the
-// runtime's per-thread generator), so two CPUs rarely share one.
+// SET -P 16's server CPU). A caller that has an identity (a RESP
+// connection) names its shard, so that a connection's batch of requests
+// touches one line the running CPU keeps; others pick one at random.
 type opStats struct {
 	shards    [opShards]opShard
 	opsDesc   *prometheus.Desc
@@ -65,9 +65,10 @@ func newOpStats() *opStats {
 	return s
 }
 
-// record counts one operation. It does not allocate.
-func (s *opStats) record(op Op, st kv.Status, d time.Duration) {
-	sh := &s.shards[rand.Uint32()&(opShards-1)]
+// record counts one operation in shard (any number; reduced modulo the
+// shard count). It does not allocate.
+func (s *opStats) record(shard uint32, op Op, st kv.Status, d time.Duration) {
+	sh := &s.shards[shard&(opShards-1)]
 	if int(st) < s.statuses {
 		sh.counts[op][st].Add(1)
 	}

@@ -2,7 +2,6 @@ package resp
 
 import (
 	"math/bits"
-	"math/rand/v2"
 	"runtime"
 	"sort"
 	"strconv"
@@ -66,8 +65,9 @@ type cmdStat struct {
 }
 
 // cmdStatsTable is INFO's commandstats and latencystats. Sharded: a
-// recording picks one of cmdStatShards copies of the table at random (the
-// runtime's per-thread generator) and a reader sums them, because one
+// connection records into one of cmdStatShards copies of the table (by its
+// id, so its batch of commands keeps one line on the CPU running it) and a
+// reader sums them, because one
 // counter per command was a cache line every connection running that
 // command wrote (3 % of a SET -P 16's CPU once the store's own counters
 // were sharded, D65).
@@ -92,10 +92,10 @@ func (s *Server) initObservability() {
 	s.cmdStats.errors = map[string]uint64{}
 }
 
-func (t *cmdStatsTable) shard() []cmdStat { return t.shards[rand.Uint32()&(cmdStatShards-1)] }
+func (t *cmdStatsTable) shard(conn int64) []cmdStat { return t.shards[conn&(cmdStatShards-1)] }
 
-func (t *cmdStatsTable) record(cmd *command, d time.Duration, failed bool) {
-	st := &t.shard()[cmd.idx]
+func (t *cmdStatsTable) record(conn int64, cmd *command, d time.Duration, failed bool) {
+	st := &t.shard(conn)[cmd.idx]
 	us := uint64(max(d.Microseconds(), 0))
 	st.calls.Add(1)
 	st.usec.Add(us)
@@ -112,7 +112,7 @@ func (t *cmdStatsTable) record(cmd *command, d time.Duration, failed bool) {
 	h[histBucket(us)].Add(1)
 }
 
-func (t *cmdStatsTable) reject(cmd *command) { t.shard()[cmd.idx].rejected.Add(1) }
+func (t *cmdStatsTable) reject(conn int64, cmd *command) { t.shard(conn)[cmd.idx].rejected.Add(1) }
 
 // cmdTotals are one command's counters summed over the shards.
 type cmdTotals struct{ calls, usec, rejected, failed uint64 }
@@ -303,7 +303,7 @@ func (c *conn) countError(msg string) {
 // as slow: its wait is not work.
 func (c *conn) observe(cmd *command, args [][]byte, d time.Duration, now time.Time, failed bool) {
 	s := c.srv
-	s.cmdStats.record(cmd, d, failed)
+	s.cmdStats.record(c.id, cmd, d, failed)
 	blocked := c.wasBlocked
 	c.wasBlocked = false
 	if !blocked && !skipSlowlog[baseName(cmd)] {

@@ -190,7 +190,7 @@ func (c *conn) execute(args [][]byte) {
 	if !cmd.arityOK(len(args)) {
 		if cmd.name == "exec" {
 			// Redis's rejectCommand: a refused EXEC aborts the transaction.
-			c.srv.cmdStats.reject(cmd)
+			c.srv.cmdStats.reject(c.id, cmd)
 			c.out.Error("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command")
 			c.txReset()
 			return
@@ -285,14 +285,14 @@ func (c *conn) execute(args [][]byte) {
 	c.cmds.Add(1)
 	c.lastActive.Store(now.UnixNano())
 	if m := c.srv.cfg.Metrics; m != nil {
-		m.Op(cmd.metric, c.status, now.Sub(began))
+		m.OpShard(uint32(c.id), cmd.metric, c.status, now.Sub(began))
 	}
 	c.observe(cmd, args, now.Sub(began), now, c.errReplies != errsBefore)
 }
 
 // rejectCmd refuses a known command before it runs (rejected_calls).
 func (c *conn) rejectCmd(cmd *command, msg string) {
-	c.srv.cmdStats.reject(cmd)
+	c.srv.cmdStats.reject(c.id, cmd)
 	c.refuse(msg)
 }
 

@@ -63,7 +63,7 @@ type conn struct {
 	reply    uint8               // CLIENT REPLY mode
 	curKey   []byte              // the first key of the command being executed (MOVED)
 	multiSeg bool                // the command being executed writes keys of several segments
-	written  map[uint16]uint64   // segments this client wrote, for WAIT (cmd_keys2.go); nil without Config.Replicas
+	written  writtenSegments     // segments this client wrote, for WAIT (cmd_keys2.go); empty without Config.Replicas
 	sub      *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
 	ssub     *store.Subscription // shard pub/sub; nil until the first SSUBSCRIBE
 	closing  bool                // close once the replies so far are written (QUIT, protocol error)
