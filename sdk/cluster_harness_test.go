@@ -298,7 +298,7 @@ type opCounter struct {
 	counts map[wire.Opcode]map[kv.Status]int
 }
 
-func (o *opCounter) Op(op wire.Opcode, st kv.Status, _ time.Duration) {
+func (o *opCounter) Op(_ uint32, op wire.Opcode, st kv.Status, _ time.Duration) {
 	o.mu.Lock()
 	if o.counts == nil {
 		o.counts = map[wire.Opcode]map[kv.Status]int{}

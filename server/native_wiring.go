@@ -49,12 +49,12 @@ var opMetric = [...]metrics.Op{
 	wire.OpBatch: metrics.OpBatch,
 }
 
-func (o nativeObserver) Op(op wire.Opcode, st kv.Status, d time.Duration) {
+func (o nativeObserver) Op(shard uint32, op wire.Opcode, st kv.Status, d time.Duration) {
 	m := metrics.OpOther
 	if int(op) < len(opMetric) && (op == wire.OpGet || opMetric[op] != metrics.OpGet) {
 		m = opMetric[op]
 	}
-	o.rec.Op(m, st, d)
+	o.rec.OpShard(shard, m, st, d)
 }
 
 var _ native.PanicObserver = nativeObserver{}

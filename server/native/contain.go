@@ -29,7 +29,7 @@ func (c *conn) dispatchContained(f wire.Frame) (ok bool) {
 			c.out = appendError(c.out, f.ID, f.Op, kv.StatusInternal, "internal error")
 			c.panicked(c.requestName(f.Op), v, debug.Stack())
 			if obs := c.srv.cfg.Observer; obs != nil {
-				obs.Op(f.Op, kv.StatusInternal, 0)
+				obs.Op(c.shard, f.Op, kv.StatusInternal, 0)
 			}
 			ok = false
 		}

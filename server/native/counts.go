@@ -11,12 +11,26 @@ type RequestCounts struct {
 	BatchItems uint64 // items inside them
 }
 
-type counters struct {
+// counters are sharded by connection (conn.shard) and summed by Counts:
+// one counter every request of every connection added to was a cache line
+// both CPUs fought over (issue #17, D65).
+type counters [counterShards]counterShard
+
+const counterShards = 8 // a power of two
+
+type counterShard struct {
 	requests, batches, batchItems atomic.Uint64
+	_                             [40]byte // one shard per cache line
 }
 
 // Counts returns the request counters.
 func (s *Server) Counts() RequestCounts {
-	return RequestCounts{Requests: s.counts.requests.Load(), Batches: s.counts.batches.Load(),
-		BatchItems: s.counts.batchItems.Load()}
+	var c RequestCounts
+	for i := range s.counts {
+		sh := &s.counts[i]
+		c.Requests += sh.requests.Load()
+		c.Batches += sh.batches.Load()
+		c.BatchItems += sh.batchItems.Load()
+	}
+	return c
 }

@@ -211,7 +211,7 @@ func (o *countingObserver) holdAt(op wire.Opcode, nth int) *holdPoint {
 	return hp
 }
 
-func (o *countingObserver) Op(op wire.Opcode, st kv.Status, _ time.Duration) {
+func (o *countingObserver) Op(_ uint32, op wire.Opcode, st kv.Status, _ time.Duration) {
 	o.mu.Lock()
 	if o.counts == nil {
 		o.counts = map[wire.Opcode]map[kv.Status]int{}

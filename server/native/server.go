@@ -21,7 +21,9 @@ import (
 // Observer receives per-operation measurements (metrics). Implementations
 // must be cheap and safe for concurrent use.
 type Observer interface {
-	Op(op wire.Opcode, status kv.Status, d time.Duration)
+	// Op records one request; shard identifies the connection (a stable
+	// number per connection, for sharded counters).
+	Op(shard uint32, op wire.Opcode, status kv.Status, d time.Duration)
 	ConnOpened()
 	ConnClosed()
 }
@@ -141,13 +143,14 @@ func (c *Config) setDefaults() error {
 
 // Server serves the native protocol for one store.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	pool   *pool
-	segs   int
-	token  []byte
-	acl    *acl.Registry
-	counts counters
+	cfg     Config
+	log     *slog.Logger
+	pool    *pool
+	segs    int
+	token   []byte
+	acl     *acl.Registry
+	counts  counters
+	connSeq atomic.Uint32 // numbers connections: their counter shard
 
 	mu        sync.Mutex // guards listeners, conns, shutting
 	listeners map[net.Listener]struct{}
