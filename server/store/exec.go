@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -64,7 +65,7 @@ type execCtx struct {
 
 	// Outputs of write handlers.
 	effect   *kv.Cmd // the mutation to log; nil = nothing changed
-	newValue []byte  // string commands: the record's new value
+	newValue []byte  // string commands: the record's new value (may alias Segment.scratch)
 	setValue bool
 	delete   bool   // string commands: remove the key (GETDEL)
 	capHit   capHit // the cap fits refused (itemcap.go)
@@ -275,7 +276,13 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	if len(x.cmd.Key)+len(x.newValue) <= maxInlineTail {
 		rec = newStringRecord(x.cmd.Key, x.newValue)
 	} else {
-		rec = &Record{Key: strings.Clone(x.cmd.Key), Value: x.newValue}
+		// Kept as is unless it is the segment's scratch (reused by the
+		// next write).
+		v := x.newValue
+		if len(v) > 0 && &v[0] == &g.scratch[0] {
+			v = bytes.Clone(v)
+		}
+		rec = &Record{Key: strings.Clone(x.cmd.Key), Value: v}
 	}
 	rec.CreatedAt, rec.Version, rec.access = x.now, 1, g.store.stamp(x.now)
 	if x.rec != nil {

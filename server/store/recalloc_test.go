@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -72,3 +73,29 @@ func TestPutCopiesKeyAndValue(t *testing.T) {
 }
 
 func unsafeView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// TestIncrValueOutlivesTheScratch: INCR formats its digits in the
+// segment's scratch; a key long enough to take the record's separate-buffer
+// path must still get its own copy, or the next INCR in the segment
+// rewrites it.
+func TestIncrValueOutlivesTheScratch(t *testing.T) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	long := "{t}" + strings.Repeat("k", maxInlineTail) // past the inline tails
+	short := "{t}short"                                 // same hash tag: same segment, same scratch
+	for i := range 3 {
+		if r := s.Exec(kv.NewCmd(kv.CmdIncrBy, long, "7")); r.Status != kv.StatusSuccess {
+			t.Fatalf("INCRBY long: %v", r.Status)
+		}
+		if r := s.Exec(kv.NewCmd(kv.CmdIncrBy, short, "1000")); r.Status != kv.StatusSuccess {
+			t.Fatalf("INCRBY short: %v", r.Status)
+		}
+		want := strconv.Itoa(7 * (i + 1))
+		if got := s.Get(long); string(got.Value) != want {
+			t.Fatalf("round %d: the long key reads %q, want %q", i, got.Value, want)
+		}
+	}
+}

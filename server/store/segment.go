@@ -42,6 +42,9 @@ type Segment struct {
 	writeCtx     execCtx
 	writeCmd     kv.Cmd
 	writeCtxBusy bool
+	// scratch holds a write's small new value (INCR's digits) until the
+	// new record copies it.
+	scratch [24]byte
 	// items holds live records, expired-but-unswept records and tombstones.
 	items recordTable
 	// expiring indexes the records that carry a TTL, for the sweeper.

@@ -99,7 +99,9 @@ func init() {
 		if overflow {
 			return kv.BadRequest("increment or decrement would overflow")
 		}
-		x.setStringValue(strconv.AppendInt(nil, next, 10))
+		// Formatted into the segment's scratch (INCR holds the write
+		// lock): the new record copies it.
+		x.setStringValue(strconv.AppendInt(x.seg.scratch[:0], next, 10))
 		return kv.IntReply(next)
 	}})
 	register(kv.CmdIncrByFloat, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
