@@ -59,8 +59,9 @@ func (s *inprocStore) release() {
 }
 
 // embeddedBackend runs operations on the in-process store engine. Values are
-// copied at the boundary: the engine keeps what it is given and shares what
-// it returns, and a caller must be free to reuse or modify its slices.
+// copied at the boundary, because a caller must be free to reuse or modify
+// its slices: Put copies what it is given into the record; what the engine
+// returns it shares, so reads copy it out.
 type embeddedBackend struct {
 	shared    *inprocStore
 	st        *store.Store
