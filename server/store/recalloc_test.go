@@ -85,7 +85,7 @@ func TestIncrValueOutlivesTheScratch(t *testing.T) {
 	}
 	defer s.Close()
 	long := "{t}" + strings.Repeat("k", maxInlineTail) // past the inline tails
-	short := "{t}short"                                 // same hash tag: same segment, same scratch
+	short := "{t}short"                                // same hash tag: same segment, same scratch
 	for i := range 3 {
 		if r := s.Exec(kv.NewCmd(kv.CmdIncrBy, long, "7")); r.Status != kv.StatusSuccess {
 			t.Fatalf("INCRBY long: %v", r.Status)
