@@ -177,13 +177,7 @@ func New(opts Options) *Recorder {
 // Op records one operation of type op that ended with status st after d.
 // It does not allocate.
 func (r *Recorder) Op(op Op, st kv.Status, d time.Duration) {
-	if r == nil {
-		return
-	}
-	if op >= numOps {
-		op = OpOther
-	}
-	r.ops.record(rand.Uint32(), op, st, d)
+	r.OpShard(rand.Uint32(), op, st, d)
 }
 
 // OpShard is Op for a caller that records many operations in a row (a

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -272,16 +271,13 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	// The new record copies the key (the command's may alias a network
 	// buffer; the old record's would keep the old record's allocation,
 	// value included, alive as long as the key lives).
+	// A big new value, fresh from the handler, is kept rather than copied
+	// — unless it is the segment's scratch, which the next write reuses.
+	v := x.newValue
 	var rec *Record
-	if len(x.cmd.Key)+len(x.newValue) <= maxInlineTail {
-		rec = newStringRecord(x.cmd.Key, x.newValue)
+	if len(x.cmd.Key)+len(v) <= maxInlineTail || len(v) > 0 && &v[0] == &g.scratch[0] {
+		rec = newStringRecord(x.cmd.Key, v)
 	} else {
-		// Kept as is unless it is the segment's scratch (reused by the
-		// next write).
-		v := x.newValue
-		if len(v) > 0 && &v[0] == &g.scratch[0] {
-			v = bytes.Clone(v)
-		}
 		rec = &Record{Key: strings.Clone(x.cmd.Key), Value: v}
 	}
 	rec.CreatedAt, rec.Version, rec.access = x.now, 1, g.store.stamp(x.now)
