@@ -53,6 +53,7 @@ func (n *Node) newRESPService() (*resp.Server, error) {
 		Partitions:   n.respPartitions,
 		Bus:          n.bus,
 		Cluster:      n.respClusterInfo,
+		EventLoops:   n.cfg.RESPEventLoops,
 	})
 }
 

@@ -91,6 +91,7 @@ func (c *conn) settle() {
 			}
 		}
 	}
+	c.leaveLoop() // the barrier waits for the replicas
 	c.wait()
 	allOK := true
 	for _, s := range c.verdict {

@@ -67,6 +67,7 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	if try() || !blocking {
 		return
 	}
+	c.leaveLoop() // it waits
 	if c.tx != nil {
 		// Inside EXEC (a segment lock held) nothing can arrive: Redis too
 		// runs a blocking command in a transaction as if it timed out.

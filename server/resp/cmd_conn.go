@@ -479,7 +479,7 @@ func (o *conn) kill(by *conn) {
 		o.closing = true
 		return
 	}
-	_ = o.nc.Close()
+	o.abort()
 }
 
 func cmdClientSetInfo(c *conn, args [][]byte) {

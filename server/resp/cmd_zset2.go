@@ -895,6 +895,11 @@ const streamChunk = 64 << 10
 // once writing failed.
 func (c *conn) awaitDrain(limit int) bool {
 	c.wmu.Lock()
+	if len(c.wq) > limit && c.lp != nil {
+		c.wmu.Unlock()
+		c.leaveLoop() // it waits for the client to read
+		c.wmu.Lock()
+	}
 	defer c.wmu.Unlock()
 	for len(c.wq) > limit && c.werr == nil {
 		c.wmu.Unlock()

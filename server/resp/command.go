@@ -74,8 +74,9 @@ type command struct {
 	run    func(c *conn, args [][]byte)
 	subs   []*command // subcommands, dispatched on args[1]
 	parent *command
-	idx    int // position in indexedCmds: the per-server statistics slot
-	aclID  int // the acl catalog id (acl.go)
+	idx    int  // position in indexedCmds: the per-server statistics slot
+	aclID  int  // the acl catalog id (acl.go)
+	onLoop bool // may run on an event loop (loop.go)
 }
 
 // commandTable is the table of every command the front end serves, by
@@ -186,6 +187,9 @@ func (c *conn) execute(args [][]byte) {
 			return
 		}
 		cmd = sub
+	}
+	if !cmd.onLoop && c.lp != nil {
+		c.leaveLoop() // what it does may wait: not on the loop
 	}
 	if !cmd.arityOK(len(args)) {
 		if cmd.name == "exec" {

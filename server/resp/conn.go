@@ -71,6 +71,8 @@ type conn struct {
 	readErr  error               // a read error that came with data, reported after it is handled
 	clock    time.Time           // when the last command ended or the last read returned
 	rw       rawWriteState
+	rd       rawReadState  // an event loop's reads
+	lp       *eventLoop    // the event loop serving the connection; nil: its own goroutine
 	txn      txState       // MULTI/WATCH state
 	tx       *store.Atomic // while EXEC runs: the view every queued command uses
 	held     []heldReply   // write replies in out waiting for the write barrier (sync replication)
@@ -94,6 +96,8 @@ type conn struct {
 	hits       atomic.Uint64
 	misses     atomic.Uint64
 	stopping   atomic.Bool
+	looped     atomic.Bool   // an event loop serves the connection (abort shuts the socket down, the loop closes it)
+	authTimer  *time.Timer   // closes the connection unless it authenticates in time; nil once authenticated at accept
 	stop       chan struct{} // closed by stopReading: a blocked command gives up
 	stopOnce   sync.Once
 
@@ -147,6 +151,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		if rc, err := sc.SyscallConn(); err == nil && rawWritable {
 			c.raw = rc
 			c.rw.fn = c.rw.write
+			c.rd.fn = c.rd.read
 		}
 	}
 	return c
@@ -161,6 +166,10 @@ func (c *conn) logger() *slog.Logger {
 func (c *conn) stopReading() {
 	c.stopping.Store(true)
 	_ = c.nc.SetReadDeadline(time.Now())
+	if c.looped.Load() && c.raw != nil {
+		// An event loop reads without a deadline: end its input instead.
+		_ = c.raw.Control(func(fd uintptr) { shutdownSocket(fd, false) })
+	}
 	c.stopOnce.Do(func() { close(c.stop) })
 }
 
@@ -178,18 +187,7 @@ func (c *conn) peerClosed() bool {
 func (c *conn) serve() {
 	defer c.srv.forget(c)
 	defer c.finish()
-	if !c.authed {
-		// A connection that has not authenticated in time is closed: it
-		// cannot hold a client slot (maxclients) for ever.
-		t := time.AfterFunc(c.srv.cfg.AuthTimeout, func() {
-			if !c.everAuthed.Load() {
-				c.srv.stats.authTimeouts.Add(1)
-				c.logger().Info("closing a connection that did not authenticate in time", "auth_timeout", c.srv.cfg.AuthTimeout)
-				_ = c.nc.Close()
-			}
-		})
-		defer t.Stop()
-	}
+	defer c.stopAuthTimer()
 	if tc, ok := c.nc.(interface{ Handshake() error }); ok {
 		_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
 		if err := tc.Handshake(); err != nil {
@@ -198,6 +196,34 @@ func (c *conn) serve() {
 		}
 		_ = c.nc.SetDeadline(time.Time{})
 	}
+	c.serveLoop()
+}
+
+// startAuthTimer closes a connection that has not authenticated in time:
+// it cannot hold a client slot (maxclients) for ever.
+func (c *conn) startAuthTimer() {
+	if c.authed {
+		return
+	}
+	c.authTimer = time.AfterFunc(c.srv.cfg.AuthTimeout, func() {
+		if !c.everAuthed.Load() {
+			c.srv.stats.authTimeouts.Add(1)
+			c.logger().Info("closing a connection that did not authenticate in time", "auth_timeout", c.srv.cfg.AuthTimeout)
+			c.abort()
+		}
+	})
+}
+
+func (c *conn) stopAuthTimer() {
+	if c.authTimer != nil {
+		c.authTimer.Stop()
+	}
+}
+
+// serveLoop is the reader's loop on its own goroutine: answer what is
+// buffered, write the replies, read more (blocking), until the connection
+// ends.
+func (c *conn) serveLoop() {
 	for {
 		if !c.handleBuffered() || !c.flush() || c.closing {
 			return
@@ -209,6 +235,19 @@ func (c *conn) serve() {
 			fc(c.clock) // once per read batch, before any of it runs (fill read the clock after the read)
 		}
 	}
+}
+
+// abort closes the connection on behalf of another goroutine (CLIENT KILL,
+// the output limit, a failed background write, the auth timeout). A
+// connection an event loop serves is only shut down here — its socket
+// then reads as ended and the loop, which owns the descriptor, closes it —
+// so no descriptor the loop still polls is ever closed under it.
+func (c *conn) abort() {
+	if c.looped.Load() && c.raw != nil {
+		_ = c.raw.Control(func(fd uintptr) { shutdownSocket(fd, true) })
+		return
+	}
+	_ = c.nc.Close()
 }
 
 // handleBuffered executes every complete command in the read buffer. It
@@ -246,6 +285,29 @@ func (c *conn) handleBuffered() bool {
 
 // fill reads more input. It reports false when the connection must end.
 func (c *conn) fill() bool {
+	if !c.makeRoom() {
+		return false
+	}
+	if t := time.Duration(c.srv.live.idleTimeout.Load()); t > 0 && !c.stopping.Load() {
+		_ = c.nc.SetReadDeadline(time.Now().Add(t))
+	}
+	n, err := c.nc.Read(c.buf[c.w:])
+	return c.filled(n, err)
+}
+
+// fillNow is fill for an event loop: one read that does not wait (the loop
+// calls it when the socket is readable; a spurious wake reads nothing).
+func (c *conn) fillNow() bool {
+	if !c.makeRoom() {
+		return false
+	}
+	n, err := c.rd.try(c.raw, c.buf[c.w:])
+	return c.filled(n, err)
+}
+
+// makeRoom reports a read error kept from the previous read, compacts the
+// buffer and grows it when full. False when the connection must end.
+func (c *conn) makeRoom() bool {
 	if c.readErr != nil {
 		c.logReadError(c.readErr)
 		return false
@@ -275,10 +337,11 @@ func (c *conn) fill() bool {
 		}
 		c.grow(size)
 	}
-	if t := time.Duration(c.srv.live.idleTimeout.Load()); t > 0 && !c.stopping.Load() {
-		_ = c.nc.SetReadDeadline(time.Now().Add(t))
-	}
-	n, err := c.nc.Read(c.buf[c.w:])
+	return true
+}
+
+// filled takes the outcome of a read. False when the connection must end.
+func (c *conn) filled(n int, err error) bool {
 	c.clock = time.Now()
 	if n > 0 {
 		c.w += n
@@ -398,7 +461,7 @@ func (c *conn) enqueueLocked(b []byte) bool {
 		c.srv.stats.outputDisconnects.Add(1)
 		c.logger().Warn("closing connection: output buffer limit reached (the client does not read its replies)",
 			"limit", why)
-		_ = c.nc.Close() // unblocks the writer
+		c.abort() // unblocks the writer
 		return false
 	}
 	if len(c.wq) == 0 && cap(c.wq) < len(b) && cap(b) <= maxKeptBuffer {
@@ -462,7 +525,7 @@ func (c *conn) writeLoop() {
 			c.wq = nil
 			c.wbusy = false
 			c.wmu.Unlock()
-			_ = c.nc.Close()
+			c.abort()
 			return
 		}
 	}

@@ -22,3 +22,13 @@ func (s *rawWriteState) try(syscall.RawConn, []byte) (int, error) {
 func isTooManyFiles(err error) bool { return false }
 
 func rawPeerClosed(syscall.RawConn) bool { return false }
+
+type rawReadState struct{ fn func(fd uintptr) bool }
+
+func (s *rawReadState) read(uintptr) bool { return true }
+
+func (s *rawReadState) try(syscall.RawConn, []byte) (int, error) {
+	return 0, errors.New("resp: direct reads unavailable")
+}
+
+func shutdownSocket(uintptr, bool) {}

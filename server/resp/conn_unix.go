@@ -4,6 +4,7 @@ package resp
 
 import (
 	"errors"
+	"io"
 	"syscall"
 )
 
@@ -75,4 +76,54 @@ func rawPeerClosed(rc syscall.RawConn) bool {
 		return true
 	})
 	return closed || err != nil
+}
+
+// rawReadState performs one read that does not wait, for an event loop
+// that knows the socket is readable (fn is bound once per connection).
+type rawReadState struct {
+	fn  func(fd uintptr) bool
+	buf []byte
+	n   int
+	err error
+}
+
+func (s *rawReadState) read(fd uintptr) bool {
+	for {
+		n, err := syscall.Read(int(fd), s.buf)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			// nothing to read yet: n, err stay 0, nil
+		case err != nil:
+			s.err = err
+		case n == 0:
+			s.err = io.EOF
+		default:
+			s.n = n
+		}
+		return true
+	}
+}
+
+// try reads what the socket holds now, up to len(b); 0 and a nil error
+// mean nothing was there.
+func (s *rawReadState) try(rc syscall.RawConn, b []byte) (int, error) {
+	s.buf, s.n, s.err = b, 0, nil
+	err := rc.Read(s.fn)
+	s.buf = nil
+	if err != nil {
+		return 0, err
+	}
+	return s.n, s.err
+}
+
+// shutdownSocket ends a socket's input (and its output too when both):
+// whoever reads it sees the end of the stream, whoever writes it an error.
+func shutdownSocket(fd uintptr, both bool) {
+	how := syscall.SHUT_RD
+	if both {
+		how = syscall.SHUT_RDWR
+	}
+	_ = syscall.Shutdown(int(fd), how)
 }

@@ -59,7 +59,7 @@ func (c *conn) panicked(what string, v any, stack []byte) {
 func (c *conn) guard(what string) {
 	if v := recover(); v != nil {
 		c.panicked(what, v, debug.Stack())
-		_ = c.nc.Close()
+		c.abort()
 	}
 }
 

@@ -120,8 +120,11 @@ func infoServer(s *Server, b *strings.Builder, now time.Time) {
 }
 
 func infoClients(s *Server, b *strings.Builder, _ time.Time) {
-	var maxIn, maxOut, blocked, pubsub int
+	var maxIn, maxOut, blocked, pubsub, looped int
 	for _, c := range s.snapshotClients() {
+		if c.looped.Load() {
+			looped++
+		}
 		maxIn = max(maxIn, int(c.inBuf.Load()))
 		c.wmu.Lock()
 		maxOut = max(maxOut, len(c.wq))
@@ -144,6 +147,12 @@ func infoClients(s *Server, b *strings.Builder, _ time.Time) {
 	field(b, "clients_in_timeout_table", blocked)
 	field(b, "zaris_pubsub_clients", pubsub)
 	field(b, "zaris_paused", s.pause.describe())
+	s.mu.Lock()
+	loops := len(s.loops)
+	s.mu.Unlock()
+	field(b, "zaris_event_loops", loops)
+	field(b, "zaris_event_loop_clients", looped)
+	field(b, "zaris_event_loop_leaves", s.stats.loopLeaves.Load())
 }
 
 func infoMemory(s *Server, b *strings.Builder, _ time.Time) {

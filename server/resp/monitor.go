@@ -254,6 +254,7 @@ func (c *conn) waitPause(cmd *command) bool {
 	if !paused {
 		return true
 	}
+	c.leaveLoop()   // it waits
 	if !c.flush() { // the replies before this command are delivered first
 		return false
 	}

@@ -83,7 +83,7 @@ func (c *conn) forward(sub *store.Subscription) {
 	}
 	if sub.Err() != nil {
 		c.logger().Warn("closing connection: the subscriber fell behind its messages", "buffer", subscriberBuffer)
-		_ = c.nc.Close()
+		c.abort()
 	}
 }
 

@@ -115,6 +115,11 @@ type Config struct {
 	// BUSY and SCRIPT KILL may stop it (Redis's busy-reply-threshold).
 	// Default 5 s.
 	ScriptTimeLimit time.Duration
+	// EventLoops is how many event loops serve plain-TCP connections
+	// (Linux; D66): 0 = one per two CPUs, at least one; negative = none,
+	// every connection on its own goroutine. TLS connections always have
+	// their own goroutine.
+	EventLoops int
 }
 
 // ClusterInfo is the cluster's health as CLUSTER INFO reports it.
@@ -219,6 +224,9 @@ type Server struct {
 	sampler   chan struct{} // closed to stop the ops/sec sampler
 
 	nextID     atomic.Int64
+	loops      []*eventLoop // nil until the first Serve, or without event loops
+	loopsErr   error        // why the loops could not start (every connection then has a goroutine)
+	loopNext   atomic.Uint32
 	stats      stats
 	listenAddr atomic.Value // *net.TCPAddr of the first listener served
 	scanCache  segCache
@@ -263,6 +271,7 @@ func New(cfg Config) (*Server, error) {
 		scripts:   newScripting(cfg.ScriptTimeLimit),
 	}
 	aclReady()
+	loopReady()
 	if s.acl == nil {
 		s.acl = acl.NewRegistry(cfg.Token)
 	}
@@ -281,6 +290,16 @@ func (s *Server) Serve(l net.Listener) error {
 		return nil
 	}
 	first := len(s.listeners) == 0
+	if s.loops == nil && s.loopsErr == nil && s.cfg.EventLoops >= 0 {
+		n := s.cfg.EventLoops
+		if n == 0 {
+			n = defaultEventLoops()
+		}
+		s.loops, s.loopsErr = newEventLoops(s, n)
+		if s.loopsErr != nil {
+			s.log.Warn("event loops unavailable; every connection gets its own goroutine", "err", s.loopsErr)
+		}
+	}
 	s.listeners[l] = struct{}{}
 	s.mu.Unlock()
 	if first {
@@ -329,12 +348,19 @@ func (s *Server) Serve(l net.Listener) error {
 			_ = nc.Close()
 			continue
 		}
+		looping := false
+		if len(s.loops) > 0 {
+			nc, looping = wrapForLoop(nc)
+		}
 		c := newConn(s, nc)
 		s.clients[c] = struct{}{}
 		s.connWG.Add(1)
 		s.mu.Unlock()
 		s.conns.Inc()
-		go c.serve()
+		c.startAuthTimer()
+		if !looping || !s.loops[s.loopNext.Add(1)%uint32(len(s.loops))].adopt(c) {
+			go c.serve()
+		}
 	}
 }
 
@@ -363,10 +389,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.connWG.Wait(); close(done) }()
 	select {
 	case <-done:
+		s.stopLoops()
 		return nil
 	case <-ctx.Done():
 		s.closeAll()
 		<-done
+		s.stopLoops()
 		return ctx.Err()
 	}
 }
@@ -387,14 +415,25 @@ func (s *Server) Close() error {
 	s.stopTracking()
 	s.closeAll()
 	s.connWG.Wait()
+	s.stopLoops()
 	return nil
+}
+
+// stopLoops ends the event loops once no connection is left on them.
+func (s *Server) stopLoops() {
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.stop()
+	}
 }
 
 func (s *Server) closeAll() {
 	s.scripts.killAll()
 	s.mu.Lock()
 	for c := range s.clients {
-		_ = c.nc.Close()
+		c.abort()
 	}
 	s.mu.Unlock()
 }
@@ -450,6 +489,7 @@ type stats struct {
 	connsReceived, rejected           atomic.Uint64
 	outputDisconnects                 atomic.Uint64 // connections closed over their output buffer limit
 	authTimeouts                      atomic.Uint64 // connections closed for not authenticating in time
+	loopLeaves                        atomic.Uint64 // connections that left an event loop for a goroutine (D66)
 	cmds, netIn, netOut, hits, misses atomic.Uint64
 
 	mu      sync.Mutex // guards the fields below
