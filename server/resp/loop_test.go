@@ -119,7 +119,9 @@ func TestEventLoopConnectionEnds(t *testing.T) {
 	requireLoops(t)
 	n := startNode(t, oneLoop)
 	addr := n.RESPAddr().String()
-	info := newClient(t, n)
+	// The idle timeout below closes this client's idle connection too: it
+	// reconnects.
+	info := newClient(t, n, func(o *redis.Options) { o.MaxRetries = 3 })
 	ctx := context.Background()
 	gone := func(c *rawConn) {
 		t.Helper()

@@ -65,18 +65,27 @@ func newLoopNetConn(tc *net.TCPConn) (*loopNetConn, error) {
 	return n, nil
 }
 
-// handOver gives the socket back to Go's netpoller. Safe to call once the
-// loop no longer polls it.
+// handOver gives the socket back to Go's netpoller: from now on every call
+// goes to a net.Conn on a duplicate descriptor. Called once the loop no
+// longer polls the socket, by the connection's reader. The loop's own
+// descriptor stays open until Close: a background write waiting in poll(2)
+// on it finishes there (so this never waits for a client to read).
 func (n *loopNetConn) handOver() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	if n.fd < 0 {
 		return net.ErrClosed
 	}
-	f := os.NewFile(uintptr(n.fd), "")
-	nc, err := net.FileConn(f) // a duplicate, in the netpoller
+	if n.inner.Load() != nil {
+		return nil
+	}
+	dup, err := unix.FcntlInt(uintptr(n.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(dup), "")
+	nc, err := net.FileConn(f) // another duplicate, in the netpoller
 	_ = f.Close()
-	n.fd = -1
 	if err != nil {
 		return err
 	}
@@ -164,19 +173,30 @@ func (n *loopNetConn) io(b []byte, events int16, deadline *atomic.Int64, op func
 	}
 }
 
+// Close closes the socket. A background write waiting in poll(2) on the
+// loop's descriptor is woken first (the write side shut down: it fails at
+// once), so closing never waits for a client to read.
 func (n *loopNetConn) Close() error {
+	n.mu.RLock()
+	if n.fd >= 0 {
+		_ = unix.Shutdown(n.fd, unix.SHUT_WR)
+	}
+	n.mu.RUnlock()
+	var err error
 	if h := n.inner.Load(); h != nil {
-		return h.nc.Close()
+		err = h.nc.Close()
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if h := n.inner.Load(); h != nil {
-		return h.nc.Close()
-	}
 	if n.fd < 0 {
-		return net.ErrClosed
+		if err == nil && n.inner.Load() == nil {
+			err = net.ErrClosed
+		}
+		return err
 	}
-	err := unix.Close(n.fd)
+	if cerr := unix.Close(n.fd); err == nil {
+		err = cerr
+	}
 	n.fd = -1
 	return err
 }
