@@ -895,7 +895,7 @@ const streamChunk = 64 << 10
 // once writing failed.
 func (c *conn) awaitDrain(limit int) bool {
 	c.wmu.Lock()
-	if len(c.wq) > limit && c.lp != nil {
+	if len(c.wq) > limit && c.onLoop() {
 		c.wmu.Unlock()
 		c.leaveLoop() // it waits for the client to read
 		c.wmu.Lock()

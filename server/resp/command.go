@@ -188,7 +188,7 @@ func (c *conn) execute(args [][]byte) {
 		}
 		cmd = sub
 	}
-	if !cmd.onLoop && c.lp != nil {
+	if !cmd.onLoop && c.onLoop() {
 		c.leaveLoop() // what it does may wait: not on the loop
 	}
 	if !cmd.arityOK(len(args)) {

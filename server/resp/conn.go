@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/acl"
+	"github.com/zaris-io/zaris/internal/evloop"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -71,12 +72,12 @@ type conn struct {
 	readErr  error               // a read error that came with data, reported after it is handled
 	clock    time.Time           // when the last command ended or the last read returned
 	rw       rawWriteState
-	rd       rawReadState  // an event loop's reads
-	lp       *eventLoop    // the event loop serving the connection; nil: its own goroutine
-	txn      txState       // MULTI/WATCH state
-	tx       *store.Atomic // while EXEC runs: the view every queued command uses
-	held     []heldReply   // write replies in out waiting for the write barrier (sync replication)
-	flushes  uint64        // flushes so far: tells hold whether a command flushed mid-way
+	rd       rawReadState   // an event loop's reads
+	member   *evloop.Member // the connection's event loop registration; nil: its own goroutine from the start
+	txn      txState        // MULTI/WATCH state
+	tx       *store.Atomic  // while EXEC runs: the view every queued command uses
+	held     []heldReply    // write replies in out waiting for the write barrier (sync replication)
+	flushes  uint64         // flushes so far: tells hold whether a command flushed mid-way
 	high     map[uint16]uint64
 	verdict  map[uint16]kv.Status
 
@@ -96,7 +97,6 @@ type conn struct {
 	hits       atomic.Uint64
 	misses     atomic.Uint64
 	stopping   atomic.Bool
-	looped     atomic.Bool   // an event loop serves the connection (abort shuts the socket down, the loop closes it)
 	authTimer  *time.Timer   // closes the connection unless it authenticates in time; nil once authenticated at accept
 	stop       chan struct{} // closed by stopReading: a blocked command gives up
 	stopOnce   sync.Once
@@ -166,9 +166,8 @@ func (c *conn) logger() *slog.Logger {
 func (c *conn) stopReading() {
 	c.stopping.Store(true)
 	_ = c.nc.SetReadDeadline(time.Now())
-	if c.looped.Load() && c.raw != nil {
-		// An event loop reads without a deadline: end its input instead.
-		_ = c.raw.Control(func(fd uintptr) { shutdownSocket(fd, false) })
+	if c.member != nil {
+		c.member.Abort(false) // an event loop reads without a deadline: end its input instead
 	}
 	c.stopOnce.Do(func() { close(c.stop) })
 }
@@ -243,8 +242,7 @@ func (c *conn) serveLoop() {
 // then reads as ended and the loop, which owns the descriptor, closes it —
 // so no descriptor the loop still polls is ever closed under it.
 func (c *conn) abort() {
-	if c.looped.Load() && c.raw != nil {
-		_ = c.raw.Control(func(fd uintptr) { shutdownSocket(fd, true) })
+	if c.member != nil && c.member.Abort(true) {
 		return
 	}
 	_ = c.nc.Close()

@@ -30,5 +30,3 @@ func (s *rawReadState) read(uintptr) bool { return true }
 func (s *rawReadState) try(syscall.RawConn, []byte) (int, error) {
 	return 0, errors.New("resp: direct reads unavailable")
 }
-
-func shutdownSocket(uintptr, bool) {}

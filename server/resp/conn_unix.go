@@ -117,13 +117,3 @@ func (s *rawReadState) try(rc syscall.RawConn, b []byte) (int, error) {
 	}
 	return s.n, s.err
 }
-
-// shutdownSocket ends a socket's input (and its output too when both):
-// whoever reads it sees the end of the stream, whoever writes it an error.
-func shutdownSocket(fd uintptr, both bool) {
-	how := syscall.SHUT_RD
-	if both {
-		how = syscall.SHUT_RDWR
-	}
-	_ = syscall.Shutdown(int(fd), how)
-}

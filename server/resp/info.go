@@ -122,7 +122,7 @@ func infoServer(s *Server, b *strings.Builder, now time.Time) {
 func infoClients(s *Server, b *strings.Builder, _ time.Time) {
 	var maxIn, maxOut, blocked, pubsub, looped int
 	for _, c := range s.snapshotClients() {
-		if c.looped.Load() {
+		if c.onLoop() {
 			looped++
 		}
 		maxIn = max(maxIn, int(c.inBuf.Load()))

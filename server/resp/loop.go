@@ -1,25 +1,19 @@
 package resp
 
 import (
-	"runtime"
 	"sync"
+	"time"
 )
 
-// Event loops (D66). On Linux a plain-TCP connection starts on an event
-// loop: one goroutine per loop waits on its own epoll instance and, for
-// every readable connection in turn, reads what is there, runs the
-// commands and writes the replies — two system calls a request instead of
-// the goroutine-per-connection model's three and a wake-up, and the
-// clients of a loop served in rounds as Redis serves them.
-//
+// Event loops (D66, internal/evloop). On Linux a plain-TCP connection
+// starts on an event loop, which serves every readable connection in turn.
 // A loop must never wait for anything but its epoll: only the commands in
 // loopCommands (the local data commands that answer at once) run on it.
 // Before anything else runs — or before one of those would wait (a client
 // pause, the write barrier of sync replication, a streamed reply the
-// client does not read) — the connection leaves the loop for good: the
-// loop's current goroutine keeps serving that connection, exactly as its
-// own goroutine would have from the start, and a fresh goroutine takes the
-// loop over. TLS connections always have their own goroutine.
+// client does not read) — the connection leaves the loop for good and goes
+// on on the goroutine that ran the loop. TLS connections always have their
+// own goroutine.
 
 // loopCommands are the commands a connection may run while an event loop
 // serves it. Each touches only the local store and the connection's
@@ -79,34 +73,70 @@ func commandByName(name string) *command {
 	return nil
 }
 
-// defaultEventLoops is Config.EventLoops' default: one loop per two CPUs
-// (the other CPU of each pair runs what the loops hand off, the GC and the
-// rest of the node), at least one.
-func defaultEventLoops() int {
-	return max(1, runtime.GOMAXPROCS(0)/2)
-}
+// onLoop reports whether an event loop serves the connection.
+func (c *conn) onLoop() bool { return c.member != nil && c.member.OnLoop() }
 
 // leaveLoop moves the connection off its event loop before it runs
 // something that may wait: this goroutine stays with the connection and a
 // new one runs the loop. Called by the connection's reader only; a no-op
 // on a connection with its own goroutine.
 func (c *conn) leaveLoop() {
-	l := c.lp
-	if l == nil {
+	if !c.onLoop() {
 		return
 	}
-	l.leave(c)
+	c.member.Leave()
 	c.srv.stats.loopLeaves.Add(1)
 }
 
-// serveLeft continues, on the goroutine that ran the event loop, a
+// Ready is one read batch on the event loop (evloop.Handler): read what is
+// there, run it, write the replies. False when the connection must end.
+func (c *conn) Ready() bool {
+	if !c.fillNow() {
+		return false
+	}
+	if fc := c.srv.cfg.FreezeCheck; fc != nil {
+		fc(c.clock)
+	}
+	return c.handleBuffered() && c.flush() && !c.closing
+}
+
+// ServeLeft continues, on the goroutine that ran the event loop, a
 // connection that left it in the middle of a read batch: alive says whether
 // that batch left it open.
-func (c *conn) serveLeft(alive bool) {
+func (c *conn) ServeLeft(alive bool) {
 	defer c.srv.forget(c)
 	defer c.finish()
 	defer c.stopAuthTimer()
 	if alive {
 		c.serveLoop()
 	}
+}
+
+// Drop ends a connection the loop closes; waiting for a background writer
+// to finish is done away from the loop.
+func (c *conn) Drop() {
+	c.wmu.Lock()
+	writer := c.wstarted
+	c.wmu.Unlock()
+	end := func() {
+		c.stopAuthTimer()
+		c.finish()
+		c.srv.forget(c)
+	}
+	if writer {
+		go end()
+		return
+	}
+	end()
+}
+
+// Expired reports a connection idle past the configured timeout (the
+// goroutine model's read deadline, checked once a second).
+func (c *conn) Expired(now time.Time) bool {
+	t := time.Duration(c.srv.live.idleTimeout.Load())
+	if t <= 0 || now.Sub(c.clock) <= t {
+		return false
+	}
+	c.logger().Info("closing idle connection", "idle_timeout", t)
+	return true
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/acl"
+	"github.com/zaris-io/zaris/internal/evloop"
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/bus"
 	"github.com/zaris-io/zaris/server/metrics"
@@ -224,8 +225,8 @@ type Server struct {
 	sampler   chan struct{} // closed to stop the ops/sec sampler
 
 	nextID     atomic.Int64
-	loops      []*eventLoop // nil until the first Serve, or without event loops
-	loopsErr   error        // why the loops could not start (every connection then has a goroutine)
+	loops      []*evloop.Loop // nil until the first Serve, or without event loops
+	loopsErr   error          // why the loops could not start (every connection then has a goroutine)
 	loopNext   atomic.Uint32
 	stats      stats
 	listenAddr atomic.Value // *net.TCPAddr of the first listener served
@@ -293,9 +294,9 @@ func (s *Server) Serve(l net.Listener) error {
 	if s.loops == nil && s.loopsErr == nil && s.cfg.EventLoops >= 0 {
 		n := s.cfg.EventLoops
 		if n == 0 {
-			n = defaultEventLoops()
+			n = evloop.DefaultLoops()
 		}
-		s.loops, s.loopsErr = newEventLoops(s, n)
+		s.loops, s.loopsErr = evloop.Start(n, s.log)
 		if s.loopsErr != nil {
 			s.log.Warn("event loops unavailable; every connection gets its own goroutine", "err", s.loopsErr)
 		}
@@ -348,17 +349,24 @@ func (s *Server) Serve(l net.Listener) error {
 			_ = nc.Close()
 			continue
 		}
-		looping := false
+		var loop *evloop.Loop
 		if len(s.loops) > 0 {
-			nc, looping = wrapForLoop(nc)
+			var ok bool
+			if nc, ok = evloop.Wrap(nc); ok {
+				loop = s.loops[s.loopNext.Add(1)%uint32(len(s.loops))]
+			}
 		}
 		c := newConn(s, nc)
+		if loop != nil {
+			c.clock = time.Now()
+			c.member = loop.NewMember(nc, c)
+		}
 		s.clients[c] = struct{}{}
 		s.connWG.Add(1)
 		s.mu.Unlock()
 		s.conns.Inc()
 		c.startAuthTimer()
-		if !looping || !s.loops[s.loopNext.Add(1)%uint32(len(s.loops))].adopt(c) {
+		if c.member == nil || !c.member.Register() {
 			go c.serve()
 		}
 	}
@@ -425,7 +433,7 @@ func (s *Server) stopLoops() {
 	loops := s.loops
 	s.mu.Unlock()
 	for _, l := range loops {
-		l.stop()
+		l.Stop()
 	}
 }
 

@@ -1,4 +1,4 @@
-package resp
+package evloop
 
 import (
 	"errors"
@@ -13,17 +13,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// loopNetConn is the socket of a connection an event loop serves. Its
+// Conn is the socket of a connection an event loop serves. Its
 // descriptor is out of Go's netpoller: were it in both, the runtime's own
 // poller would wake a thread for every request the loop reads as well
 // (measured: more CPU per request than no loop at all). When the
-// connection leaves the loop (handOver) the socket goes back to the
+// connection leaves the loop (HandOver) the socket goes back to the
 // netpoller as an ordinary net.Conn, and every call goes there.
+//
+// The front end reads and writes through SyscallConn while the loop owns
+// the socket: a callback runs at once (a callback reporting "not done" is
+// called again once poll(2) says the socket is ready).
 //
 // Until then a blocking Read or Write (the background writer of a client
 // that reads slowly) waits in poll(2), holding a thread while the socket
 // buffer is full.
-type loopNetConn struct {
+type Conn struct {
 	mu    sync.RWMutex // R: using fd; W: closing it or handing it over
 	fd    int          // -1 once closed or handed over
 	inner atomic.Pointer[handedConn]
@@ -39,11 +43,11 @@ type handedConn struct {
 	raw syscall.RawConn
 }
 
-var _ syscall.Conn = (*loopNetConn)(nil)
+var _ syscall.Conn = (*Conn)(nil)
 
-// newLoopNetConn takes tc's socket out of the netpoller: a duplicate
+// NewConn takes tc's socket out of the netpoller: a duplicate
 // descriptor, non-blocking, and tc closed.
-func newLoopNetConn(tc *net.TCPConn) (*loopNetConn, error) {
+func NewConn(tc *net.TCPConn) (*Conn, error) {
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -60,17 +64,17 @@ func newLoopNetConn(tc *net.TCPConn) (*loopNetConn, error) {
 		_ = unix.Close(fd)
 		return nil, err
 	}
-	n := &loopNetConn{fd: fd, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr()}
+	n := &Conn{fd: fd, laddr: tc.LocalAddr(), raddr: tc.RemoteAddr()}
 	_ = tc.Close()
 	return n, nil
 }
 
-// handOver gives the socket back to Go's netpoller: from now on every call
+// HandOver gives the socket back to Go's netpoller: from now on every call
 // goes to a net.Conn on a duplicate descriptor. Called once the loop no
 // longer polls the socket, by the connection's reader. The loop's own
 // descriptor stays open until Close: a background write waiting in poll(2)
 // on it finishes there (so this never waits for a client to read).
-func (n *loopNetConn) handOver() error {
+func (n *Conn) HandOver() error {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if n.fd < 0 {
@@ -109,7 +113,7 @@ func (n *loopNetConn) handOver() error {
 	return nil
 }
 
-func (n *loopNetConn) Read(b []byte) (int, error) {
+func (n *Conn) Read(b []byte) (int, error) {
 	if h := n.inner.Load(); h != nil {
 		return h.nc.Read(b)
 	}
@@ -122,7 +126,7 @@ func (n *loopNetConn) Read(b []byte) (int, error) {
 	})
 }
 
-func (n *loopNetConn) Write(b []byte) (int, error) {
+func (n *Conn) Write(b []byte) (int, error) {
 	if h := n.inner.Load(); h != nil {
 		return h.nc.Write(b)
 	}
@@ -140,7 +144,7 @@ func (n *loopNetConn) Write(b []byte) (int, error) {
 // io runs op on the descriptor, waiting in poll(2) (up to the deadline)
 // while the socket is not ready. After a hand-over it reports the socket
 // closed: the caller's next call goes to the handed-over conn.
-func (n *loopNetConn) io(b []byte, events int16, deadline *atomic.Int64, op func(int, []byte) (int, error)) (int, error) {
+func (n *Conn) io(b []byte, events int16, deadline *atomic.Int64, op func(int, []byte) (int, error)) (int, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	for {
@@ -176,7 +180,7 @@ func (n *loopNetConn) io(b []byte, events int16, deadline *atomic.Int64, op func
 // Close closes the socket. A background write waiting in poll(2) on the
 // loop's descriptor is woken first (the write side shut down: it fails at
 // once), so closing never waits for a client to read.
-func (n *loopNetConn) Close() error {
+func (n *Conn) Close() error {
 	n.mu.RLock()
 	if n.fd >= 0 {
 		_ = unix.Shutdown(n.fd, unix.SHUT_WR)
@@ -201,15 +205,15 @@ func (n *loopNetConn) Close() error {
 	return err
 }
 
-func (n *loopNetConn) LocalAddr() net.Addr  { return n.laddr }
-func (n *loopNetConn) RemoteAddr() net.Addr { return n.raddr }
+func (n *Conn) LocalAddr() net.Addr  { return n.laddr }
+func (n *Conn) RemoteAddr() net.Addr { return n.raddr }
 
-func (n *loopNetConn) SetDeadline(t time.Time) error {
+func (n *Conn) SetDeadline(t time.Time) error {
 	_ = n.SetReadDeadline(t)
 	return n.SetWriteDeadline(t)
 }
 
-func (n *loopNetConn) SetReadDeadline(t time.Time) error {
+func (n *Conn) SetReadDeadline(t time.Time) error {
 	n.rdl.Store(deadlineNs(t))
 	if h := n.inner.Load(); h != nil {
 		return h.nc.SetReadDeadline(t)
@@ -217,7 +221,7 @@ func (n *loopNetConn) SetReadDeadline(t time.Time) error {
 	return nil
 }
 
-func (n *loopNetConn) SetWriteDeadline(t time.Time) error {
+func (n *Conn) SetWriteDeadline(t time.Time) error {
 	n.wdl.Store(deadlineNs(t))
 	if h := n.inner.Load(); h != nil {
 		return h.nc.SetWriteDeadline(t)
@@ -236,11 +240,11 @@ func deadlineNs(t time.Time) int64 {
 // shutdown: the callbacks run at once (the loop only calls them when the
 // socket is ready; a callback reporting "not done" is called again after
 // poll(2) says the socket is ready).
-func (n *loopNetConn) SyscallConn() (syscall.RawConn, error) { return loopRawConn{n}, nil }
+func (n *Conn) SyscallConn() (syscall.RawConn, error) { return rawConn{n}, nil }
 
-type loopRawConn struct{ n *loopNetConn }
+type rawConn struct{ n *Conn }
 
-func (r loopRawConn) Control(f func(fd uintptr)) error {
+func (r rawConn) Control(f func(fd uintptr)) error {
 	if h := r.n.inner.Load(); h != nil {
 		return h.raw.Control(f)
 	}
@@ -257,21 +261,21 @@ func (r loopRawConn) Control(f func(fd uintptr)) error {
 	return nil
 }
 
-func (r loopRawConn) Read(f func(fd uintptr) bool) error {
+func (r rawConn) Read(f func(fd uintptr) bool) error {
 	if h := r.n.inner.Load(); h != nil {
 		return h.raw.Read(f)
 	}
 	return r.n.rawIO(f, unix.POLLIN)
 }
 
-func (r loopRawConn) Write(f func(fd uintptr) bool) error {
+func (r rawConn) Write(f func(fd uintptr) bool) error {
 	if h := r.n.inner.Load(); h != nil {
 		return h.raw.Write(f)
 	}
 	return r.n.rawIO(f, unix.POLLOUT)
 }
 
-func (n *loopNetConn) rawIO(f func(fd uintptr) bool, events int16) error {
+func (n *Conn) rawIO(f func(fd uintptr) bool, events int16) error {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	for {
