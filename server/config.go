@@ -114,6 +114,11 @@ type Config struct {
 	// RESPPort is the Redis-protocol port (--resp-port). Default 6380;
 	// 0 = RESP off; EphemeralPort lets the operating system choose.
 	RESPPort int
+	// ClientEventLoops is how many event loops serve plain-TCP native
+	// connections on Linux once their handshake is done
+	// (--client-event-loops; D66): 0 (the default) = one per two CPUs, at
+	// least one; -1 = every connection on a goroutine of its own.
+	ClientEventLoops int
 	// RESPEventLoops is how many event loops serve plain-TCP RESP
 	// connections on Linux (--resp-event-loops; D66): 0 (the default) = one
 	// per two CPUs, at least one; -1 = every connection on a goroutine of

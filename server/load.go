@@ -71,6 +71,7 @@ var options = []option{
 		show: func(c Config) string { return c.Bind }},
 	portOption("client-port", "native protocol port (-1 = ephemeral)", func(c *Config) *int { return &c.ClientPort }),
 	portOption("resp-port", "RESP port (0 = off, -1 = ephemeral)", func(c *Config) *int { return &c.RESPPort }),
+	intOption("client-event-loops", "event loops serving plain-TCP native connections (Linux; 0 = one per two CPUs, -1 = a goroutine per connection)", func(c *Config) *int { return &c.ClientEventLoops }),
 	intOption("resp-event-loops", "event loops serving plain-TCP RESP connections (Linux; 0 = one per two CPUs, -1 = a goroutine per connection)", func(c *Config) *int { return &c.RESPEventLoops }),
 	portOption("peer-port", "replication/migration/raft port (-1 = ephemeral)", func(c *Config) *int { return &c.PeerPort }),
 	portOption("gossip-port", "memberlist port (-1 = ephemeral)", func(c *Config) *int { return &c.GossipPort }),

@@ -33,6 +33,7 @@ func (n *Node) newNativeService() (*native.Server, error) {
 		MaxWorkers:        n.cfg.MaxWorkers,
 		Routing:           n.routing,
 		Logger:            n.log,
+		EventLoops:        n.cfg.ClientEventLoops,
 		Observer:          nativeObserver{rec: n.metrics, conns: n.metrics.Conns(metrics.ProtoNative)},
 	})
 }

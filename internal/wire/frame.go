@@ -372,3 +372,42 @@ func (fr *FrameReader) PeekHeader() (Frame, error) {
 	f, _, err := parseHeader(hdr, fr.max)
 	return f, err
 }
+
+// Fill reads once from the underlying reader into the buffer, for a caller
+// that polls the socket and knows it is readable (an event loop): the
+// error of that read is returned and not kept — a reader that has nothing
+// yet may say so with an error, and Next's reads are unaffected. Nothing
+// is read when the buffer is full or a sticky error is set (returned).
+func (fr *FrameReader) Fill() error {
+	if fr.err != nil {
+		return fr.err
+	}
+	if fr.r.Buffered() >= fr.r.Size() {
+		return nil
+	}
+	_, err := fr.r.Peek(fr.r.Buffered() + 1)
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return nil
+	}
+	return err
+}
+
+// Streams reports whether Next would have to read from the underlying
+// reader mid-frame even with a whole frame sent: it is skipping the body
+// of a refused oversized frame, or the next frame (its header buffered) is
+// larger than the buffer, so its body is read as it arrives. An event loop
+// hands such a connection to a goroutine that may wait.
+func (fr *FrameReader) Streams() bool {
+	if fr.err != nil {
+		return false
+	}
+	if fr.skip > 0 {
+		return true
+	}
+	if fr.r.Buffered() < HeaderSize {
+		return false
+	}
+	hdr, _ := fr.r.Peek(HeaderSize) // buffered: no read
+	n := binary.BigEndian.Uint32(hdr)
+	return uint64(n) <= uint64(fr.max) && LengthSize+uint64(n) > uint64(fr.r.Size())
+}

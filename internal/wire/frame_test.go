@@ -438,3 +438,80 @@ func TestFrameReaderCopiedBodyShorterThanBuffer(t *testing.T) {
 		t.Fatalf("end: %v", err)
 	}
 }
+
+// drip hands out its chunks one Read at a time and then says "nothing yet"
+// (errNothing) without ending, as a non-blocking socket does.
+type drip struct{ chunks [][]byte }
+
+var errNothing = errors.New("nothing yet")
+
+func (d *drip) Read(p []byte) (int, error) {
+	if len(d.chunks) == 0 {
+		return 0, errNothing
+	}
+	n := copy(p, d.chunks[0])
+	d.chunks[0] = d.chunks[0][n:]
+	if len(d.chunks[0]) == 0 {
+		d.chunks = d.chunks[1:]
+	}
+	return n, nil
+}
+
+// An event loop fills once per readiness and takes only whole frames: a
+// "nothing yet" from the socket is not an error of the stream, and a frame
+// split across readinesses is whole after the second fill.
+func TestFillReadsOnceAndKeepsNoError(t *testing.T) {
+	f1 := AppendFrame(nil, 1, OpGet, 0, []byte{0x91, 0xa1, 'a'})
+	f2 := AppendFrame(nil, 2, OpGet, 0, []byte{0x91, 0xa1, 'b'})
+	d := &drip{chunks: [][]byte{append(append([]byte{}, f1...), f2[:4]...)}}
+	fr := NewFrameReader(d, 0)
+	if err := fr.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	if !fr.HasFrame() {
+		t.Fatal("the first frame is buffered")
+	}
+	if f, err := fr.Next(); err != nil || f.ID != 1 {
+		t.Fatalf("first frame: %+v, %v", f, err)
+	}
+	if fr.HasFrame() {
+		t.Fatal("only part of the second frame is buffered")
+	}
+	if err := fr.Fill(); !errors.Is(err, errNothing) {
+		t.Fatalf("Fill with nothing to read = %v, want the reader's error", err)
+	}
+	d.chunks = append(d.chunks, f2[4:])
+	if err := fr.Fill(); err != nil {
+		t.Fatalf("Fill after a \"nothing yet\" = %v: the error must not stick", err)
+	}
+	if f, err := fr.Next(); err != nil || f.ID != 2 {
+		t.Fatalf("second frame: %+v, %v", f, err)
+	}
+}
+
+// Streams: a frame larger than the buffer, or the body of a refused one
+// being skipped, needs reads mid-frame.
+func TestStreamsOnFramesPastTheBuffer(t *testing.T) {
+	small := AppendFrame(nil, 1, OpGet, 0, []byte{0x91, 0xa1, 'a'})
+	big := AppendFrame(nil, 2, OpPut, 0, make([]byte, 200))
+	fr := NewFrameReader(bufio.NewReaderSize(&drip{chunks: [][]byte{small, big[:HeaderSize]}}, 64), 1<<20)
+	_ = fr.Fill()
+	if fr.Streams() {
+		t.Fatal("a small frame fits the buffer")
+	}
+	if _, err := fr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	_ = fr.Fill()
+	if !fr.Streams() {
+		t.Fatal("a 200-byte frame does not fit a 64-byte buffer")
+	}
+	fr = NewFrameReader(&drip{chunks: [][]byte{big}}, 100)
+	_ = fr.Fill()
+	if _, err := fr.Next(); err == nil {
+		t.Fatal("a frame over the maximum is refused")
+	}
+	if !fr.Streams() {
+		t.Fatal("the refused frame's body is skipped as it arrives")
+	}
+}

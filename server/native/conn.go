@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/acl"
+	"github.com/zaris-io/zaris/internal/evloop"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/internal/wire"
@@ -64,6 +65,14 @@ type conn struct {
 
 	// clientName is the handshake's ClientName (Config.ReadOnly's argument).
 	clientName string
+
+	// member is the connection's event-loop registration (loop.go); nil
+	// while it has its own goroutine. raw, rd and wr are the loop's
+	// reads and writes.
+	member *evloop.Member
+	raw    syscall.RawConn
+	rd     evloop.RawReader
+	wr     evloop.RawWriter
 }
 
 // pendingAck is a write answered Success in out, pending the barrier: the
@@ -80,7 +89,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		out: make([]byte, 0, 16<<10),
 		log: s.log.With("remote", nc.RemoteAddr().String()),
 	}
-	c.dr = &deadlineReader{nc: nc, timeout: s.cfg.FrameTimeout, stopping: &c.stopping}
+	c.dr = &deadlineReader{c: c, nc: nc, timeout: s.cfg.FrameTimeout, stopping: &c.stopping}
 	c.fr = wire.NewFrameReader(c.dr, s.cfg.MaxFrameSize)
 	c.shard = s.connSeq.Add(1)
 	c.counts = &s.counts[c.shard&(counterShards-1)]
@@ -91,15 +100,29 @@ func newConn(s *Server, nc net.Conn) *conn {
 // arrive, so a started frame must complete within timeout (slow-loris
 // guard) while an idle connection between frames waits without one.
 type deadlineReader struct {
+	c        *conn
 	nc       net.Conn
 	timeout  time.Duration
 	armed    bool
+	deadline time.Time    // the read deadline set last (zero: none), which an event loop checks itself
 	total    int64        // bytes read from nc
 	stopping *atomic.Bool // the conn's: once set, reads must keep failing
 }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
-	n, err := d.nc.Read(p)
+	var (
+		n   int
+		err error
+	)
+	if d.c.onLoop() {
+		// One read that does not wait; "nothing yet" is an error the
+		// frame reader's Fill passes on without keeping it.
+		if n, err = d.c.rd.Try(d.c.raw, p); n == 0 && err == nil {
+			return 0, errNothingYet
+		}
+	} else {
+		n, err = d.nc.Read(p)
+	}
 	d.total += int64(n)
 	if n > 0 && !d.armed {
 		d.armed = true
@@ -114,6 +137,7 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 // its deadline and this sets the deadline before loading the flag, so
 // whichever runs second leaves "now" in place.
 func (d *deadlineReader) setDeadline(t time.Time) {
+	d.deadline = t
 	_ = d.nc.SetReadDeadline(t)
 	if d.stopping.Load() {
 		_ = d.nc.SetReadDeadline(time.Now())
@@ -144,55 +168,83 @@ func (c *conn) unread() int64 { return c.dr.total - c.consumed }
 func (c *conn) stopReading() {
 	c.stopping.Store(true)
 	_ = c.nc.SetReadDeadline(time.Now())
+	if m := c.member; m != nil {
+		m.Abort(false) // an event loop reads without a deadline: end its input instead
+	}
+}
+
+// abort closes the connection on behalf of another goroutine. A socket an
+// event loop polls is only shut down: the loop reads its end and closes it.
+func (c *conn) abort() {
+	if m := c.member; m != nil && m.Abort(true) {
+		return
+	}
+	_ = c.nc.Close()
 }
 
 func (c *conn) serve() {
-	obs := c.srv.cfg.Observer
-	if obs != nil {
+	if obs := c.srv.cfg.Observer; obs != nil {
 		obs.ConnOpened()
-		defer obs.ConnClosed()
 	}
-	defer c.srv.forget(c)
-	defer c.nc.Close()
-	defer c.pending.Wait()     // worker tasks write to nc: let them finish first
-	defer c.streams.closeAll() // pushers too; they end with the connection
-
 	if !c.handshake() {
+		c.end()
 		return
 	}
 	c.dr.frameDone(c.unread())
-	freezeCheck := c.srv.cfg.FreezeCheck
 	c.newBatch = true
-	for {
-		f, err := c.fr.Next()
-		if err != nil {
-			var tooLarge *wire.FrameTooLargeError
-			if errors.As(err, &tooLarge) {
-				// The reader skips the body: answer by id and carry on.
-				c.consumed += wire.LengthSize + int64(tooLarge.Size)
-				c.refuse(tooLarge.ID, tooLarge.Op, kv.StatusBadRequest, err.Error())
-				if !c.afterFrame() {
-					return
-				}
-				continue
-			}
-			c.flush()
-			c.logReadError(err)
-			return
+	if !c.fr.HasFrame() && c.toLoop() {
+		return // the loop serves it from now on
+	}
+	c.serveRest()
+}
+
+// serveRest reads and answers frames on the connection's own goroutine
+// until it ends.
+func (c *conn) serveRest() {
+	defer c.end()
+	for c.step() {
+	}
+}
+
+// end releases what the connection holds, once it is over.
+func (c *conn) end() {
+	c.streams.closeAll() // pushers end with the connection
+	c.pending.Wait()     // worker tasks write to nc: let them finish first
+	_ = c.nc.Close()
+	c.srv.forget(c)
+	if obs := c.srv.cfg.Observer; obs != nil {
+		obs.ConnClosed()
+	}
+}
+
+// step reads (waiting, unless a frame is buffered) and answers one frame.
+// False when the connection must end.
+func (c *conn) step() bool {
+	f, err := c.fr.Next()
+	if err != nil {
+		var tooLarge *wire.FrameTooLargeError
+		if errors.As(err, &tooLarge) {
+			// The reader skips the body: answer by id and carry on.
+			c.consumed += wire.LengthSize + int64(tooLarge.Size)
+			c.refuse(tooLarge.ID, tooLarge.Op, kv.StatusBadRequest, err.Error())
+			return c.afterFrame()
 		}
-		c.consumed += int64(wire.HeaderSize + len(f.Body))
-		if c.newBatch && freezeCheck != nil {
-			freezeCheck(time.Now()) // once per read batch, never per request
-		}
-		c.newBatch = false
-		if !c.dispatchContained(f) {
-			c.flush()
-			return
-		}
-		if !c.afterFrame() {
-			return
+		c.flush()
+		c.logReadError(err)
+		return false
+	}
+	c.consumed += int64(wire.HeaderSize + len(f.Body))
+	if c.newBatch {
+		if fc := c.srv.cfg.FreezeCheck; fc != nil {
+			fc(time.Now()) // once per read batch, never per request
 		}
 	}
+	c.newBatch = false
+	if !c.dispatchContained(f) {
+		c.flush()
+		return false
+	}
+	return c.afterFrame()
 }
 
 // maxCoalesced bounds the responses buffered before a write: a read batch
@@ -254,6 +306,7 @@ func (c *conn) logReadError(err error) {
 // per segment, for the highest revision written there; a write whose wait
 // failed gets the barrier's status instead of Success.
 func (c *conn) settle() {
+	c.leaveLoop() // the barrier waits for the replicas
 	for i := range c.acks {
 		a := &c.acks[i]
 		if a.seg == noSegment {
@@ -292,7 +345,7 @@ func (c *conn) flush() bool {
 	if len(c.out) == 0 {
 		return true
 	}
-	ok := c.write(c.out)
+	ok := c.writeOut(c.out)
 	if cap(c.out) > 1<<20 {
 		c.out = make([]byte, 0, 16<<10) // do not keep a huge batch's buffer
 	} else {
@@ -301,27 +354,62 @@ func (c *conn) flush() bool {
 	return ok
 }
 
+// writeOut writes the reader's batch of responses. On an event loop it
+// writes what the socket takes now; what it does not take — the client
+// reads slowly — is written after the connection left the loop.
+func (c *conn) writeOut(b []byte) bool {
+	if !c.onLoop() {
+		return c.write(b)
+	}
+	if !c.wmu.TryLock() { // someone else writes (cannot happen on the loop; never wait there)
+		c.leaveLoop()
+		return c.write(b)
+	}
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return false
+	}
+	n, err := c.wr.Try(c.raw, b)
+	switch {
+	case err != nil:
+		return c.writeFailedLocked(err)
+	case n == len(b):
+		return true
+	}
+	c.leaveLoop() // wmu still held: nothing else is written between the two parts
+	return c.writeLocked(b[n:])
+}
+
 func (c *conn) write(b []byte) bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(b)
+}
+
+func (c *conn) writeLocked(b []byte) bool {
 	if c.werr != nil {
 		return false
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.WriteTimeout))
 	if _, err := c.nc.Write(b); err != nil {
-		c.werr = err
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			c.log.Warn("closing connection: the client does not read its responses", "write_timeout", c.srv.cfg.WriteTimeout)
-		} else {
-			c.log.Debug("write failed; closing", "err", err)
-		}
-		// Wake the reader (it may be idle while a worker or a stream
-		// wrote): nothing more can be answered on this connection.
-		c.stopReading()
-		return false
+		return c.writeFailedLocked(err)
 	}
 	return true
+}
+
+// writeFailedLocked records a failed write (wmu held); always false.
+func (c *conn) writeFailedLocked(err error) bool {
+	c.werr = err
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		c.log.Warn("closing connection: the client does not read its responses", "write_timeout", c.srv.cfg.WriteTimeout)
+	} else {
+		c.log.Debug("write failed; closing", "err", err)
+	}
+	// Wake the reader (it may be idle while a worker or a stream
+	// wrote): nothing more can be answered on this connection.
+	c.stopReading()
+	return false
 }
 
 func (c *conn) writeFailed() bool {
@@ -436,6 +524,9 @@ func (c *conn) dispatch(f wire.Frame) {
 	if !c.permit(f) || c.readOnly(f) {
 		return
 	}
+	if !opOnLoop(f.Op) {
+		c.leaveLoop() // it may wait (loop.go)
+	}
 	var (
 		res  kv.Result
 		wkey []byte // the key a write changed (the write barrier's segment)
@@ -484,6 +575,9 @@ func (c *conn) dispatch(f wire.Frame) {
 			return
 		}
 		c.curCmd = cmd.Op
+		if cmd.Op.NodeLevel() {
+			c.leaveLoop() // a scan, a transaction phase or a flush may wait
+		}
 		reply := c.srv.cfg.Store.Exec(cmd)
 		if c.srv.cfg.WriteBarrier != nil && reply.Status == kv.StatusSuccess && store.CommandWrites(cmd.Op) {
 			if st := c.commandBarrier(cmd); st != kv.StatusSuccess {
@@ -540,6 +634,7 @@ func (c *conn) dispatch(f wire.Frame) {
 // node-level commit (a transaction's keys, a flush), each at its current
 // revision — at or past the command's own writes.
 func (c *conn) commandBarrier(cmd kv.Cmd) kv.Status {
+	c.leaveLoop() // the barrier waits for the replicas
 	st := c.srv.cfg.Store
 	var segs []uint16
 	if cmd.Op.NodeLevel() {
@@ -598,6 +693,7 @@ func (c *conn) batch(f wire.Frame) {
 		c.out = c.appendBatch(c.out, f.ID, items)
 		return
 	}
+	c.leaveLoop() // submitting may wait for a free worker, and the worker writes to the socket
 	body := append([]byte(nil), f.Body...)
 	id := f.ID
 	c.pending.Add(1)
@@ -653,6 +749,7 @@ func (c *conn) batchItem(it *wire.BatchItem) kv.Result {
 // batch wrote there); a write whose segment timed out answers the
 // barrier's status.
 func (c *conn) appendBatchBarrier(dst []byte, start int, items []wire.BatchItem, began time.Time) []byte {
+	c.leaveLoop() // the barrier waits for the replicas
 	results := make([]kv.Result, len(items))
 	segs := make([]uint16, len(items))
 	high := map[uint16]uint64{}
@@ -701,5 +798,9 @@ func (c *conn) info() wire.InfoResponse {
 	if rf := c.srv.cfg.ReplicationFactor; rf > 0 {
 		info.Fields["replication_factor"] = strconv.Itoa(rf)
 	}
+	ls := c.srv.LoopStats()
+	info.Fields["event_loops"] = strconv.Itoa(ls.Loops)
+	info.Fields["event_loop_clients"] = strconv.Itoa(ls.Connections)
+	info.Fields["event_loop_leaves"] = strconv.FormatUint(ls.Leaves, 10)
 	return info
 }

@@ -62,7 +62,7 @@ func (c *conn) guard(what string) {
 	if v := recover(); v != nil {
 		c.panicked(what, v, debug.Stack())
 		c.stopReading()
-		_ = c.nc.Close()
+		c.abort()
 	}
 }
 
@@ -73,6 +73,6 @@ func (c *conn) guardRequest(id uint32, op wire.Opcode, what string) {
 		c.panicked(what, v, debug.Stack())
 		c.write(appendError(nil, id, op, kv.StatusInternal, "internal error"))
 		c.stopReading()
-		_ = c.nc.Close()
+		c.abort()
 	}
 }

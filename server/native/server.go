@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/evloop"
+
 	"github.com/zaris-io/zaris/internal/acl"
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/wire"
@@ -46,6 +48,11 @@ type Config struct {
 	// MaxConns bounds the open connections; one more is closed at once
 	// (the native counterpart of RESP's maxclients). 0 = DefaultMaxConns.
 	MaxConns int
+	// EventLoops is how many event loops serve plain-TCP connections once
+	// their handshake is done (Linux; D66): 0 = one per two CPUs, at least
+	// one; negative = none, every connection on its own goroutine. TLS
+	// connections always have their own goroutine.
+	EventLoops int
 	// ACL holds the users: the handshake names one (HandshakeRequest.User,
 	// "" = default) with its password in Token, and every request is
 	// checked against its permissions. nil = the token alone, no users.
@@ -160,6 +167,11 @@ type Server struct {
 	lastRefusalLog atomic.Value // time.Time
 	shutting       bool
 	connWG         sync.WaitGroup
+
+	loops      []*evloop.Loop // nil until the first Serve, or without event loops; guarded by mu
+	loopsTried bool
+	loopNext   atomic.Uint32
+	loopLeaves atomic.Uint64 // connections that left an event loop for a goroutine
 }
 
 // DefaultMaxConns is Config.MaxConns's default (RESP's maxclients default).
@@ -202,6 +214,17 @@ func (s *Server) Serve(l net.Listener) error {
 		return ErrServerClosed
 	}
 	s.listeners[l] = struct{}{}
+	if !s.loopsTried && s.cfg.TLS == nil && s.cfg.EventLoops >= 0 {
+		s.loopsTried = true
+		n := s.cfg.EventLoops
+		if n == 0 {
+			n = evloop.DefaultLoops()
+		}
+		var err error
+		if s.loops, err = evloop.Start(n, s.log); err != nil {
+			s.log.Warn("event loops unavailable; every connection keeps its own goroutine", "err", err)
+		}
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -280,12 +303,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 		s.mu.Lock()
 		for c := range s.conns {
-			_ = c.nc.Close()
+			c.abort()
 		}
 		s.mu.Unlock()
 		<-done
 	}
 	s.pool.close()
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.Stop()
+	}
 	return err
 }
 

@@ -71,13 +71,13 @@ type conn struct {
 	status   kv.Status           // outcome of the command being executed, for metrics
 	readErr  error               // a read error that came with data, reported after it is handled
 	clock    time.Time           // when the last command ended or the last read returned
-	rw       rawWriteState
-	rd       rawReadState   // an event loop's reads
-	member   *evloop.Member // the connection's event loop registration; nil: its own goroutine from the start
-	txn      txState        // MULTI/WATCH state
-	tx       *store.Atomic  // while EXEC runs: the view every queued command uses
-	held     []heldReply    // write replies in out waiting for the write barrier (sync replication)
-	flushes  uint64         // flushes so far: tells hold whether a command flushed mid-way
+	rw       evloop.RawWriter
+	rd       evloop.RawReader // an event loop's reads
+	member   *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start
+	txn      txState          // MULTI/WATCH state
+	tx       *store.Atomic    // while EXEC runs: the view every queued command uses
+	held     []heldReply      // write replies in out waiting for the write barrier (sync replication)
+	flushes  uint64           // flushes so far: tells hold whether a command flushed mid-way
 	high     map[uint16]uint64
 	verdict  map[uint16]kv.Status
 
@@ -148,10 +148,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	if sc, ok := nc.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil && rawWritable {
+		if rc, err := sc.SyscallConn(); err == nil && evloop.RawIO {
 			c.raw = rc
-			c.rw.fn = c.rw.write
-			c.rd.fn = c.rd.read
 		}
 	}
 	return c
@@ -299,7 +297,7 @@ func (c *conn) fillNow() bool {
 	if !c.makeRoom() {
 		return false
 	}
-	n, err := c.rd.try(c.raw, c.buf[c.w:])
+	n, err := c.rd.Try(c.raw, c.buf[c.w:])
 	return c.filled(n, err)
 }
 
@@ -414,7 +412,7 @@ func (c *conn) flush() bool {
 	// that what another producer (pub/sub) queues waits behind these bytes.
 	c.wdirect = true
 	c.wmu.Unlock()
-	n, err := c.rw.try(c.raw, b)
+	n, err := c.rw.Try(c.raw, b)
 	c.wmu.Lock()
 	c.wdirect = false
 	ok := true

@@ -91,6 +91,14 @@ func (c *conn) leaveLoop() {
 // Ready is one read batch on the event loop (evloop.Handler): read what is
 // there, run it, write the replies. False when the connection must end.
 func (c *conn) Ready() bool {
+	if c.stopping.Load() {
+		// Shut down (graceful): answer what was read, read no more. (A
+		// socket whose input was shut down may still take a busy client's
+		// bytes.)
+		c.handleBuffered()
+		c.flush()
+		return false
+	}
 	if !c.fillNow() {
 		return false
 	}

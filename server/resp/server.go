@@ -366,8 +366,11 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		s.conns.Inc()
 		c.startAuthTimer()
-		if c.member == nil || !c.member.Register() {
+		switch {
+		case c.member == nil || !c.member.Register():
 			go c.serve()
+		case c.stopping.Load():
+			c.member.Abort(false) // a shutdown between the insert and the registration
 		}
 	}
 }
