@@ -1,0 +1,232 @@
+package evloop
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// echo is a line-echo connection for the loop: "leave\n" moves it to its
+// own goroutine (which then echoes with blocking reads), "bye\n" ends it.
+type echo struct {
+	t       *testing.T
+	m       *Member
+	nc      net.Conn
+	rd      RawReader
+	wr      RawWriter
+	buf     []byte
+	expire  atomic.Bool
+	dropped chan struct{}
+	leftOn  chan struct{} // closed when the connection serves on its own goroutine
+}
+
+func (e *echo) Ready() bool {
+	raw, _ := e.nc.(*Conn).SyscallConn()
+	var b [4096]byte
+	n, err := e.rd.Try(raw, b[:])
+	if err != nil {
+		return false
+	}
+	e.buf = append(e.buf, b[:n]...)
+	for {
+		i := bytes.IndexByte(e.buf, '\n')
+		if i < 0 {
+			return true
+		}
+		line := string(e.buf[:i])
+		e.buf = e.buf[i+1:]
+		switch line {
+		case "bye":
+			return false
+		case "leave":
+			e.m.Leave()
+			_, err := e.nc.Write([]byte("left\n")) // blocking is allowed now
+			return err == nil
+		}
+		if _, err := e.wr.Try(raw, []byte(line+"\n")); err != nil {
+			return false
+		}
+	}
+}
+
+func (e *echo) ServeLeft(alive bool) {
+	close(e.leftOn)
+	defer e.nc.Close()
+	if !alive {
+		return
+	}
+	r := bufio.NewReader(e.nc)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if _, err := e.nc.Write([]byte("own:" + line)); err != nil {
+			return
+		}
+	}
+}
+
+func (e *echo) Drop() {
+	_ = e.nc.Close()
+	close(e.dropped)
+}
+
+func (e *echo) Expired(time.Time) bool { return e.expire.Load() }
+
+type rig struct {
+	t     *testing.T
+	loop  *Loop
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []*echo
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	loops, err := Start(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, loop: loops[0], ln: ln}
+	t.Cleanup(func() { _ = ln.Close() })
+	return r
+}
+
+// dial connects a client and registers the server side on the loop.
+func (r *rig) dial() (net.Conn, *bufio.Reader, *echo) {
+	r.t.Helper()
+	c, err := net.Dial("tcp", r.ln.Addr().String())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = c.Close() })
+	sc, err := r.ln.Accept()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	nc, ok := Wrap(sc)
+	if !ok {
+		r.t.Fatal("a TCP connection wraps")
+	}
+	e := &echo{t: r.t, nc: nc, dropped: make(chan struct{}), leftOn: make(chan struct{})}
+	e.m = r.loop.NewMember(nc, e)
+	if !e.m.Register() {
+		r.t.Fatal("register")
+	}
+	return c, bufio.NewReader(c), e
+}
+
+func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, send, want string) {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(send)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ReadString('\n')
+	if err != nil || got != want {
+		t.Fatalf("sent %q: got %q, %v; want %q", send, got, err, want)
+	}
+}
+
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s did not happen", what)
+	}
+}
+
+// The loop serves its connections in turn; one that leaves goes on on
+// the goroutine that ran the loop while a new goroutine serves the others.
+func TestLoopServesAndLeaves(t *testing.T) {
+	r := newRig(t)
+	a, ar, ae := r.dial()
+	b, br, _ := r.dial()
+	roundTrip(t, a, ar, "one\n", "one\n")
+	roundTrip(t, b, br, "two\n", "two\n")
+	roundTrip(t, a, ar, "leave\n", "left\n")
+	waitClosed(t, ae.leftOn, "a serves on its own goroutine")
+	if ae.m.OnLoop() {
+		t.Fatal("a left the loop")
+	}
+	roundTrip(t, a, ar, "three\n", "own:three\n") // a's own goroutine, the socket handed back
+	roundTrip(t, b, br, "four\n", "four\n")       // the loop's next runner serves b
+	r.loop.Stop()                                 // b still registered: Stop only ends the loop
+}
+
+// Abort from another goroutine shuts the socket down; the loop reads its
+// end and drops the connection — it never closes the descriptor under the
+// loop. Expired connections are dropped by the sweep.
+func TestLoopAbortAndSweep(t *testing.T) {
+	r := newRig(t)
+	a, ar, ae := r.dial()
+	roundTrip(t, a, ar, "x\n", "x\n")
+	if !ae.m.Abort(true) {
+		t.Fatal("Abort of a polled socket reports true")
+	}
+	waitClosed(t, ae.dropped, "the aborted connection dropped")
+	if ae.m.Abort(true) {
+		t.Fatal("Abort of a dropped connection reports false: the caller closes it")
+	}
+	_ = a.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := ar.ReadString('\n'); err == nil {
+		t.Fatal("the client sees the end of the stream")
+	}
+
+	_, _, be := r.dial()
+	be.expire.Store(true)
+	waitClosed(t, be.dropped, "the expired connection swept") // within SweepEvery of the next wake
+
+	c, cr, ce := r.dial()
+	roundTrip(t, c, cr, "y\n", "y\n")
+	_, _ = c.Write([]byte("bye\n"))
+	waitClosed(t, ce.dropped, "the connection that said bye dropped")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := cr.ReadString('\n'); err == nil || !strings.Contains(err.Error(), "EOF") {
+		t.Fatalf("after bye: %v, want EOF", err)
+	}
+	r.loop.Stop()
+	r.loop.Stop() // twice: no-op
+}
+
+// A registration on a stopped loop fails and hands the socket back: the
+// caller serves it as an ordinary connection.
+func TestRegisterOnStoppedLoop(t *testing.T) {
+	r := newRig(t)
+	r.loop.Stop()
+	c, err := net.Dial("tcp", r.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := r.ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := Wrap(sc)
+	e := &echo{t: t, nc: nc, dropped: make(chan struct{}), leftOn: make(chan struct{})}
+	e.m = r.loop.NewMember(nc, e)
+	if e.m.Register() {
+		t.Fatal("registered on a stopped loop")
+	}
+	go e.ServeLeft(true)
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("z\n")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || got != "own:z\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
