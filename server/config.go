@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/evloop"
+
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/procmem"
 	"github.com/zaris-io/zaris/server/cluster"
@@ -552,6 +554,14 @@ func (c Config) Validate() error {
 	}
 	if c.FeedRetentionBytes < 0 || c.FeedRetentionBytes > 1<<40 || c.FeedRetentionAge < 0 {
 		return bad("feed-retention", "%d bytes, %v: out of range (0..1TiB, a non-negative duration)", c.FeedRetentionBytes, c.FeedRetentionAge)
+	}
+	for _, l := range []struct {
+		name string
+		n    int
+	}{{"client-event-loops", c.ClientEventLoops}, {"resp-event-loops", c.RESPEventLoops}} {
+		if l.n < -1 || l.n > evloop.MaxLoops {
+			return bad(l.name, "%d: out of range (-1 = none, 0 = one per two CPUs, at most %d)", l.n, evloop.MaxLoops)
+		}
 	}
 
 	if c.MemoryMaxBytes <= 0 {

@@ -58,6 +58,10 @@ func TestValidate(t *testing.T) {
 			c.ClientPort, c.RESPPort, c.PeerPort, c.GossipPort, c.HTTPPort = -1, -1, -1, -1, -1
 		}, ""},
 		{"resp and http off", func(c *Config) { c.RESPPort, c.HTTPPort = 0, 0 }, ""},
+		{"event loops off", func(c *Config) { c.RESPEventLoops, c.ClientEventLoops = -1, -1 }, ""},
+		{"event loops at the bound", func(c *Config) { c.RESPEventLoops, c.ClientEventLoops = 1024, 1024 }, ""},
+		{"resp event loops past the bound", func(c *Config) { c.RESPEventLoops = 1 << 62 }, "resp-event-loops"},
+		{"client event loops negative other than -1", func(c *Config) { c.ClientEventLoops = -1 << 62 }, "client-event-loops"},
 		{"client port cannot be off", func(c *Config) { c.ClientPort = 0 }, "client-port"},
 		{"peer port cannot be off", func(c *Config) { c.PeerPort = 0 }, "peer-port"},
 		{"port out of range", func(c *Config) { c.GossipPort = 70000 }, "gossip-port"},

@@ -46,6 +46,10 @@ type Handler interface {
 	Expired(now time.Time) bool
 }
 
+// MaxLoops bounds the loops a server starts (two epoll descriptors and a
+// goroutine each): a mistyped count must not exhaust the descriptors.
+const MaxLoops = 1024
+
 // SweepEvery is how often a loop asks its connections whether they
 // expired.
 const SweepEvery = time.Second

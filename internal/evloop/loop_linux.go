@@ -45,8 +45,9 @@ type Member struct {
 // wakeID is the epoll data of the wake eventfd (member ids start at 1).
 const wakeID = 0
 
-// Start starts n loops. On an error no loop runs.
+// Start starts n loops (at most MaxLoops). On an error no loop runs.
 func Start(n int, log *slog.Logger) ([]*Loop, error) {
+	n = min(n, MaxLoops)
 	loops := make([]*Loop, 0, n)
 	for range n {
 		l, err := newLoop(log)
@@ -241,13 +242,7 @@ func (l *Loop) fail(err error) {
 		l.log.Error("event loop failed; its connections leave it", "err", err)
 	}
 	l.stopped.Store(true)
-	l.mu.Lock()
-	left := make([]*Member, 0, len(l.members))
-	for _, m := range l.members {
-		left = append(left, m)
-	}
-	l.mu.Unlock()
-	for _, m := range left {
+	for _, m := range l.snapshot() {
 		m.left = true
 		m.release()
 		m.handOver()
@@ -263,18 +258,24 @@ func (l *Loop) sweep() {
 		return
 	}
 	l.lastSweep = now
-	l.mu.Lock()
-	all := make([]*Member, 0, len(l.members))
-	for _, m := range l.members {
-		all = append(all, m)
-	}
-	l.mu.Unlock()
-	for _, m := range all {
+	for _, m := range l.snapshot() {
 		if m.h.Expired(now) {
 			m.release()
 			m.h.Drop()
 		}
 	}
+}
+
+// snapshot lists the registered members (the runner then works on them
+// without holding mu, which registration takes).
+func (l *Loop) snapshot() []*Member {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	all := make([]*Member, 0, len(l.members))
+	for _, m := range l.members {
+		all = append(all, m)
+	}
+	return all
 }
 
 // exit releases the loop's descriptors; its last runner calls it.

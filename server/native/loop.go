@@ -90,7 +90,11 @@ func (c *conn) Ready() bool {
 	// Shut down (graceful): answer what was read, read no more. (A socket
 	// whose input was shut down may still take a busy client's bytes.)
 	stopping := c.stopping.Load()
-	if err := c.fillUnless(stopping); err != nil && !errors.Is(err, errNothingYet) {
+	var err error
+	if !stopping {
+		err = c.fr.Fill()
+	}
+	if err != nil && !errors.Is(err, errNothingYet) {
 		if errors.Is(err, io.EOF) && c.fr.Buffered() > 0 {
 			err = io.ErrUnexpectedEOF
 		}
@@ -115,13 +119,6 @@ func (c *conn) Ready() bool {
 		return false
 	}
 	return true
-}
-
-func (c *conn) fillUnless(stopping bool) error {
-	if stopping {
-		return nil
-	}
-	return c.fr.Fill()
 }
 
 // ServeLeft goes on, on the goroutine that ran the loop, with a
