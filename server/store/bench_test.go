@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"testing"
@@ -167,5 +168,32 @@ func BenchmarkExecRead(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		s.Exec(kv.Cmd{Op: kv.CmdHGet, Key: keys[i&1023], Args: field})
+	}
+}
+
+// BenchmarkExecZAdd is redis-benchmark's ZADD row through Exec: one sorted
+// set, a random score and member out of 100 000 each, so that once the set
+// is full most calls move a member (a remove and an insert in the skiplist).
+func BenchmarkExecZAdd(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	const keyspace = 100_000
+	args := make([][][]byte, 1<<20) // enough that the touched nodes are not all in cache
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range args {
+		args[i] = [][]byte{[]byte(strconv.Itoa(rng.IntN(keyspace))), fmt.Appendf(nil, "element:%012d", rng.IntN(keyspace))}
+	}
+	for i := range keyspace { // the set full, as after the benchmark's first seconds
+		s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "myzset", Args: [][]byte{[]byte(strconv.Itoa(rng.IntN(keyspace))), fmt.Appendf(nil, "element:%012d", i)}})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if r := s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "myzset", Args: args[i%len(args)]}); r.Status != kv.StatusSuccess {
+			b.Fatal(r.Message)
+		}
 	}
 }

@@ -277,10 +277,16 @@ func TestSkiplistAgainstSortedSlice(t *testing.T) {
 	model := map[string]float64{}
 	for i := range 5000 {
 		m := fmt.Sprint("m", rng.IntN(300))
-		if rng.IntN(3) == 0 {
+		old, had := model[m]
+		switch {
+		case rng.IntN(3) == 0:
 			z.rem(m)
 			delete(model, m)
-		} else {
+		case had && rng.IntN(2) == 0: // a nudge: often keeps its place (rescore in place)
+			sc := old + float64(rng.IntN(3)-1)/4
+			z.set(m, sc)
+			model[m] = sc
+		default:
 			sc := float64(rng.IntN(50))
 			z.set(m, sc)
 			model[m] = sc
@@ -305,9 +311,20 @@ func TestSkiplistAgainstSortedSlice(t *testing.T) {
 			}
 			for r, w := range want {
 				n := z.sl.byRank(r)
-				if n == nil || n.member != w.m || z.sl.rank(w.s, w.m) != r {
+				if n == nil || n.member != w.m || n.score != w.s || z.sl.rank(w.s, w.m) != r || z.nodes[w.m] != n {
 					t.Fatalf("rank %d: %+v, want %+v", r, n, w)
 				}
+			}
+			// The backward links (ZREVRANGE's walk) and the tail agree too.
+			r := len(want) - 1
+			for n := z.sl.tail; n != nil; n = n.prev {
+				if r < 0 || n.member != want[r].m {
+					t.Fatalf("walking back, rank %d is %q", r, n.member)
+				}
+				r--
+			}
+			if r != -1 {
+				t.Fatalf("walking back stopped at rank %d", r)
 			}
 		}
 	}

@@ -76,10 +76,10 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		return "intset", false
 	case KindZSet:
 		z := r.coll.get().(*zsetColl)
-		if len(z.scores) > zsetListpackMaxEntries {
+		if len(z.nodes) > zsetListpackMaxEntries {
 			return "skiplist", false
 		}
-		for m := range z.scores {
+		for m := range z.nodes {
 			if len(m) > listpackMaxValue {
 				return "skiplist", false
 			}

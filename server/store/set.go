@@ -7,16 +7,22 @@ import (
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
-// setColl is the materialized form of a set.
+// setColl is the materialized form of a set. Beside the map, members lists
+// every member once in no particular order, so that SPOP and SRANDMEMBER
+// pick uniformly in O(1) a member instead of walking the map (a 100 k-member
+// set made SPOP 300 µs); m maps a member to its position in members.
 type setColl struct {
-	m     map[string]struct{}
-	bytes int64 // accounted
-	item  int64 // item size
+	m       map[string]int
+	members []string
+	bytes   int64 // accounted
+	item    int64 // item size
 }
 
-const setMemberOverhead = 32
+// setMemberOverhead is a member's accounted cost beyond its bytes: its map
+// slot (string header and position) and its members entry.
+const setMemberOverhead = 48
 
-func newSet() *setColl             { return &setColl{m: map[string]struct{}{}} }
+func newSet() *setColl             { return &setColl{m: map[string]int{}} }
 func (s *setColl) kind() ValueKind { return KindSet }
 func (s *setColl) size() int64     { return s.bytes }
 func (s *setColl) itemSize() int64 { return s.item }
@@ -49,7 +55,8 @@ func (s *setColl) add(m string) bool {
 	if _, ok := s.m[m]; ok {
 		return false
 	}
-	s.m[m] = struct{}{}
+	s.m[m] = len(s.members)
+	s.members = append(s.members, m)
 	k := setMemberSize(len(m))
 	s.bytes += k.acct
 	s.item += k.item
@@ -57,10 +64,22 @@ func (s *setColl) add(m string) bool {
 }
 
 func (s *setColl) rem(m string) bool {
-	if _, ok := s.m[m]; !ok {
+	i, ok := s.m[m]
+	if !ok {
 		return false
 	}
 	delete(s.m, m)
+	last := len(s.members) - 1
+	if i != last {
+		moved := s.members[last]
+		s.members[i] = moved
+		s.m[moved] = i
+	}
+	s.members[last] = "" // let the member's bytes go
+	s.members = s.members[:last]
+	if cap(s.members) > 64 && len(s.members) < cap(s.members)/4 {
+		s.members = append([]string(nil), s.members...)
+	}
 	k := setMemberSize(len(m))
 	s.bytes -= k.acct
 	s.item -= k.item

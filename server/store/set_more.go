@@ -110,17 +110,32 @@ func setStore(op setAlgebra) func(x *execCtx) kv.Reply {
 	}
 }
 
-// randomMembers picks n distinct members of s uniformly (n ≤ len(s.m)).
+// randomMembers picks n distinct members of s uniformly (n ≤ len(s.m)), in
+// O(n) when n is small against the set: distinct positions drawn at random;
+// a partial shuffle of a copy when the answer is most of the set anyway.
 func randomMembers(s *setColl, n int) []string {
-	all := make([]string, 0, len(s.m))
-	for m := range s.m {
-		all = append(all, m)
+	size := len(s.members)
+	if n*3 > size {
+		all := slices.Clone(s.members)
+		for i := 0; i < n; i++ {
+			j := i + rand.IntN(size-i)
+			all[i], all[j] = all[j], all[i]
+		}
+		return all[:n]
 	}
-	for i := 0; i < n; i++ {
-		j := i + rand.IntN(len(all)-i)
-		all[i], all[j] = all[j], all[i]
+	out := make([]string, 0, n)
+	if n == 1 {
+		return append(out, s.members[rand.IntN(size)])
 	}
-	return all[:n]
+	picked := make(map[int]struct{}, n)
+	for len(out) < n {
+		i := rand.IntN(size)
+		if _, dup := picked[i]; !dup {
+			picked[i] = struct{}{}
+			out = append(out, s.members[i])
+		}
+	}
+	return out
 }
 
 // parseRandomCount parses SRANDMEMBER/HRANDFIELD's count: an integer in
@@ -238,13 +253,9 @@ func init() {
 		if !randomCountFits(uint64(-n), len(s.m), s.bytes) {
 			return errRandomTooLarge
 		}
-		all := make([]string, 0, len(s.m))
-		for m := range s.m {
-			all = append(all, m)
-		}
 		out := make([]kv.Reply, -n)
 		for i := range out {
-			out[i] = kv.BulkReply([]byte(all[rand.IntN(len(all))]))
+			out[i] = kv.BulkReply([]byte(s.members[rand.IntN(len(s.members))]))
 		}
 		return kv.ArrayReply(out)
 	}})

@@ -27,6 +27,53 @@ type slNode struct {
 	levels []slLevel
 }
 
+// Nodes of the usual heights carry their levels in the same allocation (the
+// levels slice points into the node), so that a step of a search, which
+// reads a node's level and then the next node's score, touches one object
+// instead of two: the walk is cache misses, and this halves them (ZADD on a
+// 100 k-member set, BenchmarkExecZAdd). With p = 1/4, 99.6 % of nodes are
+// at most 4 levels high.
+type (
+	slNode1 struct {
+		slNode
+		inline [1]slLevel
+	}
+	slNode2 struct {
+		slNode
+		inline [2]slLevel
+	}
+	slNode3 struct {
+		slNode
+		inline [3]slLevel
+	}
+	slNode4 struct {
+		slNode
+		inline [4]slLevel
+	}
+)
+
+func newSlNode(lvl int, score float64, member string) *slNode {
+	var n *slNode
+	switch lvl {
+	case 1:
+		c := &slNode1{}
+		c.levels, n = c.inline[:], &c.slNode
+	case 2:
+		c := &slNode2{}
+		c.levels, n = c.inline[:], &c.slNode
+	case 3:
+		c := &slNode3{}
+		c.levels, n = c.inline[:], &c.slNode
+	case 4:
+		c := &slNode4{}
+		c.levels, n = c.inline[:], &c.slNode
+	default:
+		n = &slNode{levels: make([]slLevel, lvl)}
+	}
+	n.member, n.score = member, score
+	return n
+}
+
 func newSkiplist() *skiplist {
 	return &skiplist{head: &slNode{levels: make([]slLevel, slMaxLevel)}, level: 1,
 		rng: rand.New(rand.NewPCG(0x5eed, 0x2a))}
@@ -45,7 +92,16 @@ func (sl *skiplist) randomLevel() int {
 	return lvl
 }
 
-func (sl *skiplist) insert(score float64, member string) {
+func (sl *skiplist) insert(score float64, member string) *slNode {
+	n := newSlNode(sl.randomLevel(), score, member)
+	sl.insertNode(n)
+	return n
+}
+
+// insertNode links n (its levels zeroed) at its place; its height is
+// len(n.levels).
+func (sl *skiplist) insertNode(n *slNode) {
+	score, member := n.score, n.member
 	var update [slMaxLevel]*slNode
 	var rank [slMaxLevel]int
 	x := sl.head
@@ -59,7 +115,7 @@ func (sl *skiplist) insert(score float64, member string) {
 		}
 		update[i] = x
 	}
-	lvl := sl.randomLevel()
+	lvl := len(n.levels)
 	if lvl > sl.level {
 		for i := sl.level; i < lvl; i++ {
 			rank[i] = 0
@@ -68,7 +124,6 @@ func (sl *skiplist) insert(score float64, member string) {
 		}
 		sl.level = lvl
 	}
-	n := &slNode{member: member, score: score, levels: make([]slLevel, lvl)}
 	for i := 0; i < lvl; i++ {
 		n.levels[i].next = update[i].levels[i].next
 		update[i].levels[i].next = n
@@ -90,6 +145,17 @@ func (sl *skiplist) insert(score float64, member string) {
 }
 
 func (sl *skiplist) remove(score float64, member string) bool {
+	x, update := sl.find(score, member)
+	if x == nil {
+		return false
+	}
+	sl.unlink(x, &update)
+	return true
+}
+
+// find returns the node of (score, member), or nil, and the rightmost node
+// before it on every level (what unlink needs).
+func (sl *skiplist) find(score float64, member string) (*slNode, [slMaxLevel]*slNode) {
 	var update [slMaxLevel]*slNode
 	x := sl.head
 	for i := sl.level - 1; i >= 0; i-- {
@@ -100,8 +166,13 @@ func (sl *skiplist) remove(score float64, member string) bool {
 	}
 	x = x.levels[0].next
 	if x == nil || x.score != score || x.member != member {
-		return false
+		return nil, update
 	}
+	return x, update
+}
+
+// unlink takes x out of the list; update is find's path to it.
+func (sl *skiplist) unlink(x *slNode, update *[slMaxLevel]*slNode) {
 	for i := 0; i < sl.level; i++ {
 		if update[i].levels[i].next == x {
 			update[i].levels[i].span += x.levels[i].span - 1
@@ -119,7 +190,24 @@ func (sl *skiplist) remove(score float64, member string) bool {
 		sl.level--
 	}
 	sl.length--
-	return true
+}
+
+// rescore moves node x of the list to score new. A node whose new score
+// keeps its place between its neighbours is changed in place, without a
+// walk (Redis's zslUpdateScore walks first); otherwise it is unlinked and
+// the same node relinked.
+func (sl *skiplist) rescore(x *slNode, new float64) {
+	next := x.levels[0].next
+	if (x.prev == nil || less(x.prev.score, x.prev.member, new, x.member)) &&
+		(next == nil || less(new, x.member, next.score, next.member)) {
+		x.score = new
+		return
+	}
+	_, update := sl.find(x.score, x.member)
+	sl.unlink(x, &update)
+	clear(x.levels)
+	x.prev, x.score = nil, new
+	sl.insertNode(x)
 }
 
 // rank returns the 0-based rank of (score, member), or -1.

@@ -11,19 +11,29 @@ import (
 // zsetColl is the materialized form of a sorted set: member → score plus a
 // skiplist ordered by (score, member).
 type zsetColl struct {
-	scores map[string]float64
-	sl     *skiplist
-	bytes  int64 // accounted
-	item   int64 // item size
+	// nodes maps a member to its skiplist node (which holds the score):
+	// one lookup finds both, and a score change needs no second one.
+	nodes map[string]*slNode
+	sl    *skiplist
+	bytes int64 // accounted
+	item  int64 // item size
 }
 
 const zsetMemberOverhead = 96
 
-func newZSet() *zsetColl            { return &zsetColl{scores: map[string]float64{}, sl: newSkiplist()} }
+func newZSet() *zsetColl            { return &zsetColl{nodes: map[string]*slNode{}, sl: newSkiplist()} }
 func (z *zsetColl) kind() ValueKind { return KindZSet }
 func (z *zsetColl) size() int64     { return z.bytes }
 func (z *zsetColl) itemSize() int64 { return z.item }
-func (z *zsetColl) count() int      { return len(z.scores) }
+func (z *zsetColl) count() int      { return len(z.nodes) }
+
+// score is member's score, if member is in the set.
+func (z *zsetColl) score(member []byte) (float64, bool) {
+	if n := z.nodes[string(member)]; n != nil {
+		return n.score, true
+	}
+	return 0, false
+}
 
 type zEntry struct {
 	_msgpack struct{} `msgpack:",as_array"`
@@ -33,7 +43,7 @@ type zEntry struct {
 
 // encode: [member, score] pairs in (score, member) order.
 func (z *zsetColl) encode() []byte {
-	out := make([]zEntry, 0, len(z.scores))
+	out := make([]zEntry, 0, len(z.nodes))
 	for n := z.sl.head.levels[0].next; n != nil; n = n.levels[0].next {
 		out = append(out, zEntry{Member: n.member, Score: n.score})
 	}
@@ -56,29 +66,26 @@ func (z *zsetColl) set(member string, score float64) bool {
 	if score == 0 {
 		score = 0 // -0 is stored as 0: a small set in Redis keeps "0"
 	}
-	old, exists := z.scores[member]
-	if exists {
-		if old == score {
-			return false
+	if n := z.nodes[member]; n != nil {
+		if n.score != score {
+			z.sl.rescore(n, score)
 		}
-		z.sl.remove(old, member)
-	} else {
-		k := zsetMemberSize(len(member))
-		z.bytes += k.acct
-		z.item += k.item
+		return false
 	}
-	z.scores[member] = score
-	z.sl.insert(score, member)
-	return !exists
+	k := zsetMemberSize(len(member))
+	z.bytes += k.acct
+	z.item += k.item
+	z.nodes[member] = z.sl.insert(score, member)
+	return true
 }
 
 func (z *zsetColl) rem(member string) bool {
-	score, ok := z.scores[member]
-	if !ok {
+	n := z.nodes[member]
+	if n == nil {
 		return false
 	}
-	delete(z.scores, member)
-	z.sl.remove(score, member)
+	delete(z.nodes, member)
+	z.sl.remove(n.score, member)
 	k := zsetMemberSize(len(member))
 	z.bytes -= k.acct
 	z.item -= k.item
@@ -146,7 +153,7 @@ func zadd(x *execCtx) kv.Reply {
 	var incrResult kv.Reply = kv.NilReply()
 	for i := range scores {
 		member := string(rest[2*i+1])
-		old, exists := z.scores[member]
+		old, exists := z.score(rest[2*i+1])
 		score := scores[i]
 		if f.incr && exists {
 			score = old + score
@@ -340,13 +347,14 @@ func init() {
 		z := zsetOf(x)
 		member := string(x.cmd.Args[1])
 		score := delta // a new member's score is the increment itself (-0 stays -0)
-		if old, ok := z.scores[member]; ok {
+		old, exists := z.score(x.cmd.Args[1])
+		if exists {
 			score = old + delta
 		}
 		if math.IsNaN(score) {
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}
-		if _, exists := z.scores[member]; !exists && !x.fits(zsetMemberSize(len(member))) {
+		if !exists && !x.fits(zsetMemberSize(len(member))) {
 			return x.tooLarge()
 		}
 		z.set(member, score)
@@ -377,7 +385,7 @@ func init() {
 			return r
 		}
 		if z := zsetOf(x); z != nil {
-			if s, ok := z.scores[string(x.cmd.Args[0])]; ok {
+			if s, ok := z.score(x.cmd.Args[0]); ok {
 				return scoreReply(s)
 			}
 		}
@@ -385,7 +393,7 @@ func init() {
 	}})
 	register(kv.CmdZCard, handler{kind: KindZSet, run: func(x *execCtx) kv.Reply {
 		if z := zsetOf(x); z != nil {
-			return kv.IntReply(int64(len(z.scores)))
+			return kv.IntReply(int64(len(z.nodes)))
 		}
 		return kv.IntReply(0)
 	}})
@@ -398,7 +406,7 @@ func init() {
 			if z == nil {
 				return kv.NilReply()
 			}
-			s, ok := z.scores[string(x.cmd.Args[0])]
+			s, ok := z.score(x.cmd.Args[0])
 			if !ok {
 				return kv.NilReply()
 			}

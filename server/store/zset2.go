@@ -377,7 +377,7 @@ func zmscore(x *execCtx) kv.Reply {
 	for i, m := range x.cmd.Args {
 		out[i] = kv.NilReply()
 		if z != nil {
-			if s, ok := z.scores[string(m)]; ok {
+			if s, ok := z.score(m); ok {
 				out[i] = scoreReply(s)
 			}
 		}
@@ -511,7 +511,7 @@ func (z *zsetColl) small() bool {
 	if z.sl.length > zscanSmallEntries {
 		return false
 	}
-	for m := range z.scores {
+	for m := range z.nodes {
 		if len(m) > zscanSmallValue {
 			return false
 		}

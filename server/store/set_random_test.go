@@ -1,0 +1,107 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/zaris-io/zaris/internal/kv"
+)
+
+// checkSetIndex fails unless members and m describe the same members, each
+// at the position m records (what SPOP/SRANDMEMBER's O(1) pick relies on).
+func checkSetIndex(t *testing.T, s *setColl) {
+	t.Helper()
+	if len(s.members) != len(s.m) {
+		t.Fatalf("members has %d entries, the map %d", len(s.members), len(s.m))
+	}
+	for i, m := range s.members {
+		if j, ok := s.m[m]; !ok || j != i {
+			t.Fatalf("member %q at %d, map says %d (present %v)", m, i, j, ok)
+		}
+	}
+}
+
+// TestSetMembersIndexSurvivesAddRemove: swap-removal keeps every member's
+// recorded position right; a wrong one would make SPOP return a member that
+// is gone or never return one that is there.
+func TestSetMembersIndexSurvivesAddRemove(t *testing.T) {
+	s := newSet()
+	for i := range 1000 {
+		s.add(fmt.Sprint("m", i))
+	}
+	for i := 0; i < 1000; i += 3 {
+		s.rem(fmt.Sprint("m", i))
+	}
+	s.add("m0")
+	s.rem("m999")
+	s.rem("absent")
+	checkSetIndex(t, s)
+	for len(s.members) > 0 { // down to empty, shrinking the list on the way
+		s.rem(s.members[len(s.members)/2])
+	}
+	checkSetIndex(t, s)
+}
+
+// TestSetRandomPicksAreUniformAndDistinct: SRANDMEMBER over a large set
+// hits every member about equally (a walk of the map from a random start
+// favours members after gaps), SPOP with a count returns distinct members
+// that are then gone, and the set's index stays whole.
+func TestSetRandomPicksAreUniformAndDistinct(t *testing.T) {
+	st, _ := newTestStore(t)
+	const size = 200
+	args := make([]string, size)
+	for i := range args {
+		args[i] = fmt.Sprint("m", i)
+	}
+	run(t, st, kv.CmdSAdd, "s", args...)
+
+	hits := map[string]int{}
+	const draws = 200 * size
+	for range draws / 100 {
+		r := run(t, st, kv.CmdSRandMember, "s", "100")
+		seen := map[string]bool{}
+		for _, e := range r.Array {
+			m := string(e.Bulk)
+			if seen[m] {
+				t.Fatalf("SRANDMEMBER s 100 repeated %q", m)
+			}
+			seen[m] = true
+			hits[m]++
+		}
+	}
+	for range draws / 4 {
+		hits[string(run(t, st, kv.CmdSRandMember, "s").Bulk)]++
+	}
+	if len(hits) != size {
+		t.Fatalf("%d of %d members ever drawn", len(hits), size)
+	}
+	mean := float64(draws+draws/4) / size // 250 per member
+	for m, n := range hits {
+		if float64(n) < mean*0.6 || float64(n) > mean*1.4 { // > 6 σ from the mean
+			t.Fatalf("member %s drawn %d times, mean %.0f", m, n, mean)
+		}
+	}
+
+	popped := map[string]bool{}
+	for range size / 10 {
+		r := run(t, st, kv.CmdSPop, "s", "10")
+		if len(r.Array) != 10 {
+			t.Fatalf("SPOP s 10 = %s", flat(r))
+		}
+		for _, e := range r.Array {
+			if popped[string(e.Bulk)] {
+				t.Fatalf("SPOP returned %q twice", e.Bulk)
+			}
+			popped[string(e.Bulk)] = true
+			if run(t, st, kv.CmdSIsMember, "s", string(e.Bulk)).Int != 0 {
+				t.Fatalf("popped %q is still a member", e.Bulk)
+			}
+		}
+		if card := run(t, st, kv.CmdSCard, "s").Int; int(card)+len(popped) != size {
+			t.Fatalf("SCARD %d after popping %d of %d", card, len(popped), size)
+		}
+	}
+	if r := st.Get("s"); r.Status != kv.StatusNotFound {
+		t.Fatalf("the emptied set still exists: %v", r.Status)
+	}
+}
