@@ -17,10 +17,11 @@ const (
 	CmdZPop CmdOp = 163
 	// CmdZMScore: member, … → Array of scores or Nil.
 	CmdZMScore CmdOp = 164
-	// CmdZRandMember: count (≥ 0), withscores (0|1) → Array of distinct
-	// members. Named ZRANDMEMBER.SPEC: its arguments are the front end's
-	// form, not Redis's (a negative count, members repeating, is streamed
-	// by the RESP front end from a snapshot of the set).
+	// CmdZRandMember: count, withscores (0|1) → Array of distinct members
+	// (count ≥ 0) or of -count draws, members repeating (count down to
+	// -1024). Named ZRANDMEMBER.SPEC: its arguments are the front end's
+	// form, not Redis's (a larger negative count is streamed by the RESP
+	// front end from a snapshot of the set).
 	CmdZRandMember CmdOp = 165
 	// CmdZScan: cursor [MATCH pattern] [COUNT count] (Redis's ZSCAN
 	// arguments, read as SSCAN/HSCAN's) → Array [cursor, Array].

@@ -837,7 +837,7 @@ func cmdZRandMember(c *conn, args [][]byte) {
 		c.err("ERR value is out of range")
 		return
 	}
-	if n >= 0 {
+	if n >= -store.ZRandDrawsInline { // a large negative count is streamed below
 		r := c.execRaw(kv.CmdZRandMember, args[1], itoa(n), flag01(ws))
 		if r.Status != kv.StatusSuccess {
 			c.writeReply(r, shapePlain)

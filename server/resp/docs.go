@@ -217,9 +217,10 @@ characters); ` + "`INFO server`" + ` shows both.
   most 64 bytes, a listpack) whole with cursor 0, whatever the cursor, as
   Redis does. A larger one is walked with a stateless cursor, the position in
   the order of a 63-bit hash of the members: a member present for the whole
-  iteration is returned exactly once; a call examines at least 1/64 of the
-  collection (up to 16384 members), so a full iteration takes at most ~64
-  calls whatever COUNT.
+  iteration is returned exactly once; a call examines COUNT members (10 by
+  default) and, on a collection of more than 512, costs O(COUNT + log n)
+  from an order by hash that the first call of a scan builds (O(n log n),
+  reused until the membership changes, freed when a scan ends).
 - ` + "`LMOVE`" + `, ` + "`SMOVE`" + `, ` + "`LMPOP`" + `, ` + "`SINTERCARD`" + `, ` + "`SDIFF`" + ` and the ` + "`S*STORE`" + `
   commands run on the store over the segments of all their keys, under their
   locks (the multi-key rule below), and refuse before changing anything: a
@@ -557,11 +558,18 @@ const docsOutro = `
   across slots on a node owning them all (the multi-key rule above). A *STORE
   result over the per-key cap is refused whole; when the destination held
   another type it has been deleted by then (Redis has no such cap).
-- ZRANDMEMBER with a negative count streams its reply from one snapshot of
-  the set (memory bounded whatever the count); ZSCAN returns a set of at most
+- ZRANDMEMBER with a negative count down to -1024 draws each member by rank
+  (O(log n) a draw); a larger one streams its reply from one snapshot of the
+  set (memory bounded whatever the count). ZSCAN returns a set of at most
   128 members of at most 64 bytes whole with cursor 0 (as Redis's listpack
-  encoding does) and walks a larger one in the order of a hash of the members
-  (every member present throughout the scan is returned).
+  encoding does) and pages a larger one in the order of a hash of the members
+  like SSCAN (every member present throughout the scan is returned once).
+- SPOP and SRANDMEMBER pick uniformly in O(1) a member (a set keeps a list
+  of its members beside the map); HRANDFIELD picks among 32 consecutive
+  fields of a walk that starts at a random place (O(1), close to uniform: on
+  thousands of fields a field's chance stays within ~0.4–1.9× the mean, as
+  Redis's fair-random sampling is approximate too). ZCOUNT is two rank
+  walks, O(log n).
 - Geo sets are sorted sets scored by 52-bit geohashes (Web Mercator latitude
   range, as Redis). A search reads the geohash cells redis-server reads, in
   its order, so even unsorted answers come out in Redis's order; distances use

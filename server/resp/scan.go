@@ -62,8 +62,7 @@ func scanHash(key string) uint64 {
 // Immutable once built.
 type segKeys struct {
 	seg     uint16
-	rev     uint64
-	n       int
+	version store.KeysVersion
 	entries []keyEntry
 }
 
@@ -77,14 +76,14 @@ type segCache struct {
 // the segment has not changed since they were listed.
 func (s *Server) segmentKeys(seg uint16) []keyEntry {
 	g := s.store.Segment(seg)
-	if !g.Owned() {
-		return nil // a replica copy, or another node's: its owner lists it
+	owned, live, version := g.ScanState()
+	if !owned || live == 0 {
+		return nil // a replica copy, or another node's (its owner lists it), or empty
 	}
-	rev, n := g.Revision(), g.Len()
 	s.scanCache.mu.Lock()
 	for i, c := range s.scanCache.list {
 		if c.seg == seg {
-			if c.rev == rev && c.n == n {
+			if c.version == version {
 				s.scanCache.list = append(append(s.scanCache.list[:i:i], s.scanCache.list[i+1:]...), c)
 				s.scanCache.mu.Unlock()
 				return c.entries
@@ -94,14 +93,10 @@ func (s *Server) segmentKeys(seg uint16) []keyEntry {
 		}
 	}
 	s.scanCache.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	snap := g.Snapshot()
-	entries := make([]keyEntry, len(snap.Records))
-	for i := range snap.Records {
-		r := &snap.Records[i]
-		entries[i] = keyEntry{key: r.Key, kind: r.Kind, expires: r.ExpiresAt, hash: scanHash(r.Key)}
+	version, keys := g.LiveKeys()
+	entries := make([]keyEntry, len(keys))
+	for i, k := range keys {
+		entries[i] = keyEntry{key: k.Key, kind: k.Kind, expires: k.ExpiresAt, hash: scanHash(k.Key)}
 	}
 	slices.SortFunc(entries, func(a, b keyEntry) int {
 		switch {
@@ -112,7 +107,7 @@ func (s *Server) segmentKeys(seg uint16) []keyEntry {
 		}
 		return 0
 	})
-	c := &segKeys{seg: seg, rev: snap.Revision, n: len(entries), entries: entries}
+	c := &segKeys{seg: seg, version: version, entries: entries}
 	s.scanCache.mu.Lock()
 	if len(s.scanCache.list) >= segCacheSize {
 		s.scanCache.list = append(s.scanCache.list[:0:0], s.scanCache.list[1:]...)

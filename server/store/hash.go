@@ -13,6 +13,7 @@ type hashColl struct {
 	m     map[string][]byte
 	bytes int64 // accounted
 	item  int64 // item size
+	scan  scanIndex
 }
 
 const hashFieldOverhead = 48
@@ -59,6 +60,9 @@ func (h *hashColl) set(field string, value []byte) bool {
 	h.bytes += grow.acct
 	h.item += grow.item
 	h.m[field] = v
+	if !exists {
+		h.scan.membershipChanged()
+	}
 	return !exists
 }
 
@@ -66,6 +70,7 @@ func (h *hashColl) del(field string) bool {
 	old, ok := h.m[field]
 	if ok {
 		delete(h.m, field)
+		h.scan.membershipChanged()
 		gone := hashFieldSize(len(field), len(old))
 		h.bytes -= gone.acct
 		h.item -= gone.item

@@ -604,6 +604,30 @@ func (g *Segment) Snapshot() Snapshot {
 	return snap
 }
 
+// KeyMeta is what a key listing needs of a record: no value.
+type KeyMeta struct {
+	Key       string
+	Kind      ValueKind
+	ExpiresAt int64
+}
+
+// LiveKeys lists the segment's live keys and the KeysVersion they are as
+// of. Unlike Snapshot it neither copies values nor encodes collections:
+// SCAN over a keyspace holding a 100 k-member set built its key list from
+// a Snapshot, encoding the set each time.
+func (g *Segment) LiveKeys() (KeysVersion, []KeyMeta) {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	keys := make([]KeyMeta, 0, g.live)
+	for r := range g.items.all() {
+		if r.liveAt(now) {
+			keys = append(keys, KeyMeta{Key: r.Key, Kind: r.Kind, ExpiresAt: r.ExpiresAt})
+		}
+	}
+	return g.keysVersionLocked(), keys
+}
+
 // ApplyRecord applies a record produced on another node (replication,
 // catch-up, migration), keeping its Version and Revision. It is
 // revision-guarded: a record not newer than what the segment holds for the
@@ -748,6 +772,27 @@ func (g *Segment) Bytes() int64 {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.bytes
+}
+
+// KeysVersion tells whether a segment's key set may have changed: equal
+// versions, the same keys (a write moves the revision; an installed
+// snapshot replaces the table, even at the same revision).
+type KeysVersion struct {
+	revision uint64
+	records  int
+	table    uint64
+}
+
+// ScanState is Owned, Len and the KeysVersion read under one lock: what a
+// key scan checks on each of the 256 segments, most of them often empty.
+func (g *Segment) ScanState() (owned bool, live int, v KeysVersion) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.owned, g.live, g.keysVersionLocked()
+}
+
+func (g *Segment) keysVersionLocked() KeysVersion {
+	return KeysVersion{revision: g.revision, records: g.items.len(), table: g.items.ident}
 }
 
 // Len is the number of live records (expired-but-unswept included).

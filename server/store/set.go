@@ -16,6 +16,7 @@ type setColl struct {
 	members []string
 	bytes   int64 // accounted
 	item    int64 // item size
+	scan    scanIndex
 }
 
 // setMemberOverhead is a member's accounted cost beyond its bytes: its map
@@ -57,6 +58,7 @@ func (s *setColl) add(m string) bool {
 	}
 	s.m[m] = len(s.members)
 	s.members = append(s.members, m)
+	s.scan.membershipChanged()
 	k := setMemberSize(len(m))
 	s.bytes += k.acct
 	s.item += k.item
@@ -69,6 +71,7 @@ func (s *setColl) rem(m string) bool {
 		return false
 	}
 	delete(s.m, m)
+	s.scan.membershipChanged()
 	last := len(s.members) - 1
 	if i != last {
 		moved := s.members[last]

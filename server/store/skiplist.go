@@ -255,6 +255,19 @@ func (sl *skiplist) firstAtLeast(min float64, exclusive bool) *slNode {
 	return x.levels[0].next
 }
 
+// countBefore is how many nodes score below v (at most v when orEqual):
+// the rank of the first node past that bound, summed from the spans.
+func (sl *skiplist) countBefore(v float64, orEqual bool) int {
+	r, x := 0, sl.head
+	for i := sl.level - 1; i >= 0; i-- {
+		for x.levels[i].next != nil && (x.levels[i].next.score < v || orEqual && x.levels[i].next.score == v) {
+			r += x.levels[i].span
+			x = x.levels[i].next
+		}
+	}
+	return r
+}
+
 // lastAtMost returns the last node with score ≤ max (< max when exclusive).
 func (sl *skiplist) lastAtMost(max float64, exclusive bool) *slNode {
 	x := sl.head

@@ -17,6 +17,7 @@ type zsetColl struct {
 	sl    *skiplist
 	bytes int64 // accounted
 	item  int64 // item size
+	scan  scanIndex
 }
 
 const zsetMemberOverhead = 96
@@ -76,6 +77,7 @@ func (z *zsetColl) set(member string, score float64) bool {
 	z.bytes += k.acct
 	z.item += k.item
 	z.nodes[member] = z.sl.insert(score, member)
+	z.scan.membershipChanged()
 	return true
 }
 
@@ -85,6 +87,7 @@ func (z *zsetColl) rem(member string) bool {
 		return false
 	}
 	delete(z.nodes, member)
+	z.scan.membershipChanged()
 	z.sl.remove(n.score, member)
 	k := zsetMemberSize(len(member))
 	z.bytes -= k.acct
@@ -427,10 +430,19 @@ func init() {
 		if r, ok := arity(x, 2, 2); !ok {
 			return r
 		}
-		r := zrangeByScore(false)(x)
-		if r.Status != kv.StatusSuccess {
-			return r
+		min, max, minEx, maxEx, _, _, _, bad := scoreRangeArgs(x.cmd.Args, false, false)
+		if bad.Status != kv.StatusSuccess {
+			return bad
 		}
-		return kv.IntReply(int64(len(r.Array)))
+		z := zsetOf(x)
+		if z == nil {
+			return kv.IntReply(0)
+		}
+		// Two rank walks (O(log n)), not a walk of the range.
+		first, end := z.sl.countBefore(min, minEx), z.sl.countBefore(max, !maxEx)
+		if end <= first {
+			return kv.IntReply(0)
+		}
+		return kv.IntReply(int64(end - first))
 	}})
 }

@@ -385,16 +385,21 @@ func zmscore(x *execCtx) kv.Reply {
 	return kv.ArrayReply(out)
 }
 
-// zrandMember answers ZRANDMEMBER for a count ≥ 0 (the front end streams
-// negative counts from a snapshot, their reply being sized by the client).
-// A count at least the set's size returns the whole set (highest score
-// first, as Redis answers for a small set); a smaller one distinct members chosen at random.
+// ZRandDrawsInline is the largest negative ZRANDMEMBER count the store
+// answers itself, one rank lookup (O(log n)) a draw; the front end streams
+// larger ones from a snapshot, their reply being sized by the client.
+const ZRandDrawsInline = 1024
+
+// zrandMember answers ZRANDMEMBER for a count ≥ -ZRandDrawsInline. A
+// negative count draws that many members, repeats allowed. A count at least
+// the set's size returns the whole set (highest score first, as Redis
+// answers for a small set); a smaller one distinct members chosen at random.
 func zrandMember(x *execCtx) kv.Reply {
 	if r, ok := arity(x, 2, 2); !ok {
 		return r
 	}
 	count, ok := argInt(x.cmd.Args[0])
-	if !ok || count < 0 {
+	if !ok || count < -ZRandDrawsInline {
 		return errNotInteger
 	}
 	ws := string(x.cmd.Args[1]) == "1"
@@ -403,6 +408,13 @@ func zrandMember(x *execCtx) kv.Reply {
 		return kv.ArrayReply([]kv.Reply{})
 	}
 	size := z.sl.length
+	if count < 0 {
+		nodes := make([]*slNode, -count)
+		for i := range nodes {
+			nodes[i] = z.sl.byRank(rand.IntN(size))
+		}
+		return scoresReply(nodes, ws)
+	}
 	if count >= int64(size) { // the whole set, last first (a small set's order in Redis)
 		return scoresReply(z.collect(rangeSpec{by: "RANK", rev: true, start: 0, stop: -1, count: -1}), ws)
 	}
@@ -473,6 +485,17 @@ func zscan(x *execCtx) kv.Reply {
 		}
 		return kv.ArrayReply([]kv.Reply{kv.BulkReply([]byte("0")), kv.ArrayReply(out)})
 	}
+	if z.sl.length > scanOrderMin {
+		next, page := z.scan.page(req, len(z.nodes), func(yield func(string)) {
+			for m := range z.nodes {
+				yield(m)
+			}
+		}, zscanHash, func(m string) bool { return z.nodes[m] != nil })
+		for _, m := range page {
+			emit(z.nodes[m])
+		}
+		return kv.ArrayReply([]kv.Reply{kv.BulkReply(strconv.AppendUint(nil, next, 10)), kv.ArrayReply(out)})
+	}
 	type hashed struct {
 		h uint64
 		n *slNode
@@ -539,7 +562,8 @@ func zstore(x *execCtx) kv.Reply {
 	if !x.fits(sizeOf(next).minus(sizeOf(z))) {
 		return x.tooLarge()
 	}
-	*z = *next
+	z.nodes, z.sl, z.bytes, z.item = next.nodes, next.sl, next.bytes, next.item
+	z.scan.membershipChanged() // an order of the old members must not be reused
 	x.changed()
 	return kv.IntReply(int64(z.count()))
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -103,5 +105,46 @@ func TestSetRandomPicksAreUniformAndDistinct(t *testing.T) {
 	}
 	if r := st.Get("s"); r.Status != kv.StatusNotFound {
 		t.Fatalf("the emptied set still exists: %v", r.Status)
+	}
+}
+
+// TestZCountAgainstModel: ZCOUNT from two rank walks agrees with counting
+// the members in range, for inclusive, exclusive and infinite bounds over
+// scores with many ties (the rank arithmetic's edge).
+func TestZCountAgainstModel(t *testing.T) {
+	st, _ := newTestStore(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	scores := map[string]float64{}
+	for i := range 400 {
+		sc := float64(rng.IntN(40)) / 2
+		m := fmt.Sprint("m", i)
+		scores[m] = sc
+		run(t, st, kv.CmdZAdd, "z", fmt.Sprint(sc), m)
+	}
+	bound := func() (string, float64, bool) {
+		switch rng.IntN(8) {
+		case 0:
+			return "-inf", math.Inf(-1), false
+		case 1:
+			return "+inf", math.Inf(1), false
+		}
+		v := float64(rng.IntN(44)-2) / 2
+		if rng.IntN(2) == 0 {
+			return fmt.Sprint("(", v), v, true
+		}
+		return fmt.Sprint(v), v, false
+	}
+	for range 2000 {
+		loArg, lo, loEx := bound()
+		hiArg, hi, hiEx := bound()
+		want := 0
+		for _, s := range scores {
+			if (s > lo || !loEx && s == lo) && (s < hi || !hiEx && s == hi) {
+				want++
+			}
+		}
+		if got := run(t, st, kv.CmdZCount, "z", loArg, hiArg); got.Int != int64(want) {
+			t.Fatalf("ZCOUNT z %s %s = %s, want %d", loArg, hiArg, flat(got), want)
+		}
 	}
 }
