@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"crypto/rand"
 	"slices"
 	"sort"
 	"sync"
@@ -157,24 +156,8 @@ func (s *Server) eachKey(r store.KeyRange, fn func(store.ScanItem) bool) {
 	_ = s.store.ScanEach(store.ScanRequest{Range: r}, fn)
 }
 
-// randomKey returns a random live key: the first key at or after a random
-// point of the key space, wrapping around to the first key.
-func (s *Server) randomKey() (string, bool) {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	var key string
-	found := false
-	for _, start := range []string{string(b[:]), ""} {
-		s.eachKey(store.KeyRange{Start: start}, func(it store.ScanItem) bool {
-			key, found = it.Key, true
-			return false
-		})
-		if found {
-			return key, true
-		}
-	}
-	return "", false
-}
+// randomKey returns a random live key this node owns (store.RandomKey).
+func (s *Server) randomKey() (string, bool) { return s.store.RandomKey() }
 
 // expiringKeys counts the live keys with a TTL and their average remaining
 // TTL in milliseconds (INFO keyspace).

@@ -433,3 +433,25 @@ func TestDBSizeAndFlushCountOwnedSegmentsOnly(t *testing.T) {
 		t.Fatal("the replica copy was flushed")
 	}
 }
+
+// A replica that first learns of a collection from an effect carrying the
+// owner's TTL indexes that TTL: once promoted, the key expires and leaves
+// DBSIZE (it counted forever when the replayed record missed the TTL index).
+func TestReplayedCollectionKeepsItsTTL(t *testing.T) {
+	src, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	dst, dclk := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	run(t, src, kv.CmdHSet, "h", "a", "1")
+	src.Expire("h", 10*time.Second)
+	run(t, src, kv.CmdHSet, "h", "b", "2")
+	ops, _ := src.Segment(0).OperationsAfter(0)
+	if _, err := dst.Segment(0).ApplyOp(ops[len(ops)-1]); err != nil { // the HSET alone
+		t.Fatal(err)
+	}
+	if n := dst.DBSize(); n != 1 {
+		t.Fatalf("DBSIZE %d before the TTL ends, want 1", n)
+	}
+	dclk.Advance(11 * time.Second)
+	if n := dst.DBSize(); n != 0 {
+		t.Fatalf("DBSIZE %d after the TTL ended, want 0", n)
+	}
+}

@@ -341,6 +341,12 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 			delete(g.expiring, rec.Key)
 		}
 	}
+	if rec.ExpiresAt != 0 { // a replica's copy of an owner's collection that has a TTL
+		if g.expiring == nil {
+			g.expiring = make(map[string]*Record)
+		}
+		g.expiring[rec.Key] = rec
+	}
 	g.live++
 	g.bytes += delta
 	g.store.account(g.owned, delta, 1)

@@ -49,13 +49,12 @@ func (s *Store) DBSize() int {
 			g.mu.RUnlock()
 			continue
 		}
-		if len(g.expiring) == 0 {
-			n += g.live
-		} else {
-			for r := range g.items.all() {
-				if r.liveAt(now) {
-					n++
-				}
+		// Only a record with a TTL can be expired-but-unswept: count those
+		// off, walking the TTL index rather than the whole table.
+		n += g.live
+		for _, r := range g.expiring {
+			if !r.Deleted && r.expiredAt(now) {
+				n--
 			}
 		}
 		g.mu.RUnlock()

@@ -22,6 +22,7 @@ type Store struct {
 	start    int64 // clock reading at creation, the origin of access stamps
 
 	owned        atomic.Int64 // accounted bytes of owned segments
+	randomSlots  atomic.Int64 // RandomKey's bound on a record table's slots
 	replica      atomic.Int64 // accounted bytes of replica segments
 	feedBytes    atomic.Int64 // bytes retained by the feed logs (feed.go)
 	ownedItems   atomic.Int64
