@@ -66,8 +66,9 @@ type execCtx struct {
 	effect   *kv.Cmd // the mutation to log; nil = nothing changed
 	newValue []byte  // string commands: the record's new value (may alias Segment.scratch)
 	setValue bool
-	delete   bool   // string commands: remove the key (GETDEL)
-	capHit   capHit // the cap fits refused (itemcap.go)
+	delete   bool     // string commands: remove the key (GETDEL)
+	grown    *growBuf // APPEND: the new append buffer newValue is a prefix of
+	capHit   capHit   // the cap fits refused (itemcap.go)
 }
 
 // changed records that the command mutated the collection, with the command
@@ -287,6 +288,9 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	g.revision++
 	rec.Revision = g.revision
 	g.commitLocked(OpPut, rec)
+	if x.grown != nil && len(v) > 0 && &rec.Value[0] == &x.grown.buf[0] {
+		g.installGrowableLocked(rec.Key, x.grown)
+	}
 	return rec.Version, rec.Revision
 }
 
@@ -334,6 +338,9 @@ func (g *Segment) settleLocked(delta int64) {
 
 func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 	old := g.items.swap(rec)
+	if g.growable != nil {
+		g.settleGrowableLocked(rec.Key, rec)
+	}
 	delta := rec.accountedBytes()
 	if old != nil {
 		delta -= old.accountedBytes()

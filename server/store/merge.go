@@ -84,6 +84,9 @@ func (g *Segment) replaceLocked(r *Record) {
 	if old := g.items.get(r.Key); old != nil {
 		g.dropLocked(old)
 	}
+	if g.growable != nil {
+		g.settleGrowableLocked(r.Key, r)
+	}
 	g.items.set(r)
 	n := r.accountedBytes()
 	g.bytes += n
@@ -104,6 +107,9 @@ func (g *Segment) replaceLocked(r *Record) {
 // dropLocked removes r, the key's record, keeping the accounting.
 func (g *Segment) dropLocked(r *Record) {
 	g.items.delete(r.Key)
+	if g.growable != nil {
+		g.settleGrowableLocked(r.Key, nil)
+	}
 	delete(g.expiring, r.Key)
 	n := r.accountedBytes()
 	g.bytes -= n

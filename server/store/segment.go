@@ -49,6 +49,9 @@ type Segment struct {
 	items recordTable
 	// expiring indexes the records that carry a TTL, for the sweeper.
 	expiring map[string]*Record
+	// growable holds the append buffers of large strings APPEND grows
+	// (appendbuf.go).
+	growable map[string]*growBuf
 	// tombstones lists keys whose record was a tombstone when appended; the
 	// pruner checks each against the table.
 	tombstones []string
@@ -388,6 +391,9 @@ func (g *Segment) ttlLocked(key string, now int64) kv.Result {
 // and the memory accounting right and appends the operation to the op-log.
 func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 	old := g.items.swap(rec)
+	if g.growable != nil {
+		g.settleGrowableLocked(rec.Key, rec)
+	}
 	delta := rec.accountedBytes()
 	if old != nil {
 		delta -= old.accountedBytes()
@@ -731,6 +737,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	g.store.account(g.owned, -g.bytes, -int64(g.live))
 	g.items = newRecordTable(len(snap.Records))
 	g.expiring = nil
+	g.growable = nil // its spare capacity left g.bytes with the rest
 	g.tombstones = nil
 	g.bytes, g.live = 0, 0
 	stamp := g.store.stamp(now)

@@ -126,8 +126,7 @@ func init() {
 		if len(cur)+len(x.cmd.Args[0]) > x.seg.store.cfg.MaxItemBytes {
 			return kv.StatusReply(kv.StatusItemTooLarge)
 		}
-		v := make([]byte, 0, len(cur)+len(x.cmd.Args[0]))
-		v = append(append(v, cur...), x.cmd.Args[0]...)
+		v := x.appendValue(cur, x.cmd.Args[0])
 		x.setStringValue(v)
 		return kv.IntReply(int64(len(v)))
 	}})
