@@ -168,33 +168,20 @@ func startEnv(t *testing.T, kind string) *env {
 	if kind != "node" {
 		count = 3
 	}
-	var registry []string
-	ports := kernelPorts(t, 5*count) // all held until all are chosen: distinct
-	for i := range count {
-		n := &node{id: "n" + strconv.Itoa(i+1), ports: ports[5*i : 5*i+5], log: &testenv.SyncBuffer{}, done: make(chan struct{})}
-		e.nodes = append(e.nodes, n)
-		for j, doc := range documentedPorts(i) {
-			e.toReal[strconv.Itoa(doc)] = strconv.Itoa(n.ports[j])
-			e.toDoc[strconv.Itoa(n.ports[j])] = strconv.Itoa(doc)
+	// A port the kernel gave us free can be taken (as a connection's source
+	// port, the same range) before the server binds it: a node that exits
+	// for that is started again, with all the env's nodes, on new ports.
+	for attempt := 1; ; attempt++ {
+		err := startNodes(t, e, kind, server, count)
+		if err == nil {
+			break
 		}
-		registry = append(registry, fmt.Sprintf("%s@127.0.0.1:%d:%d:%d:%d:%d", n.id, n.ports[0], n.ports[3], n.ports[4], n.ports[1], n.ports[2]))
-	}
-	for _, n := range e.nodes {
-		args := []string{"--node-id", n.id}
-		if kind != "node" {
-			args = append(args, "--nodes", strings.Join(registry, ","), "--cluster-id", "local",
-				"--replication-factor", "2", "--replication-mode", "sync", "--memory-max-bytes", "256MiB")
-		} else {
-			args = append(args, "--client-port", strconv.Itoa(n.ports[0]), "--resp-port", strconv.Itoa(n.ports[1]),
-				"--http-port", strconv.Itoa(n.ports[2]), "--peer-port", strconv.Itoa(n.ports[3]), "--gossip-port", strconv.Itoa(n.ports[4]))
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
 		}
-		n.cmd = exec.Command(server, args...)
-		start(t, n)
+		t.Logf("attempt %d: %v; again on other ports", attempt, err)
 	}
 	hc := &http.Client{Timeout: 2 * time.Second}
-	for _, n := range e.nodes {
-		waitHTTP(t, hc, n, "http://"+n.httpAddr()+"/readyz", false)
-	}
 	if kind == "echo-app" {
 		var seeds []string
 		for _, n := range e.nodes {
@@ -228,6 +215,50 @@ func startEnv(t *testing.T, kind string) *env {
 	return e
 }
 
+// startNodes starts count servers of kind on ports from the kernel and
+// waits until each is ready. A node that exits first makes it stop them all
+// and return the node's log.
+func startNodes(t *testing.T, e *env, kind, server string, count int) error {
+	t.Helper()
+	e.nodes = nil
+	clear(e.toReal)
+	clear(e.toDoc)
+	var registry []string
+	ports := kernelPorts(t, 5*count) // all held until all are chosen: distinct
+	for i := range count {
+		n := &node{id: "n" + strconv.Itoa(i+1), ports: ports[5*i : 5*i+5], log: &testenv.SyncBuffer{}, done: make(chan struct{})}
+		e.nodes = append(e.nodes, n)
+		for j, doc := range documentedPorts(i) {
+			e.toReal[strconv.Itoa(doc)] = strconv.Itoa(n.ports[j])
+			e.toDoc[strconv.Itoa(n.ports[j])] = strconv.Itoa(doc)
+		}
+		registry = append(registry, fmt.Sprintf("%s@127.0.0.1:%d:%d:%d:%d:%d", n.id, n.ports[0], n.ports[3], n.ports[4], n.ports[1], n.ports[2]))
+	}
+	for _, n := range e.nodes {
+		args := []string{"--node-id", n.id}
+		if kind != "node" {
+			args = append(args, "--nodes", strings.Join(registry, ","), "--cluster-id", "local",
+				"--replication-factor", "2", "--replication-mode", "sync", "--memory-max-bytes", "256MiB")
+		} else {
+			args = append(args, "--client-port", strconv.Itoa(n.ports[0]), "--resp-port", strconv.Itoa(n.ports[1]),
+				"--http-port", strconv.Itoa(n.ports[2]), "--peer-port", strconv.Itoa(n.ports[3]), "--gossip-port", strconv.Itoa(n.ports[4]))
+		}
+		n.cmd = exec.Command(server, args...)
+		start(t, n)
+	}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for _, n := range e.nodes {
+		if err := waitReady(t, hc, n, "http://"+n.httpAddr()+"/readyz", false); err != nil {
+			for _, m := range e.nodes {
+				m.cmd.Process.Kill()
+				<-m.done
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 // start starts n's process, killed at cleanup (and with the test process).
 func start(t *testing.T, n *node) {
 	t.Helper()
@@ -247,10 +278,20 @@ func start(t *testing.T, n *node) {
 // at all); n exiting first fails the test.
 func waitHTTP(t *testing.T, hc *http.Client, n *node, url string, anyStatus bool) {
 	t.Helper()
+	if err := waitReady(t, hc, n, url, anyStatus); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitReady is waitHTTP returning n's exit before it was ready as an error.
+func waitReady(t *testing.T, hc *http.Client, n *node, url string, anyStatus bool) error {
+	t.Helper()
+	var exited error
 	testscale.Eventually(t, 2*time.Minute, 100*time.Millisecond, n.id+" ready", func() bool {
 		select {
 		case <-n.done:
-			t.Fatalf("%s exited before it was ready:\n%s", n.id, n.log.String())
+			exited = fmt.Errorf("%s exited before it was ready:\n%s", n.id, n.log.String())
+			return true
 		default:
 		}
 		resp, err := hc.Get(url)
@@ -260,6 +301,7 @@ func waitHTTP(t *testing.T, hc *http.Client, n *node, url string, anyStatus bool
 		resp.Body.Close()
 		return anyStatus || resp.StatusCode == http.StatusOK
 	})
+	return exited
 }
 
 // kernelPorts returns count distinct free ports from the kernel, each free
