@@ -125,6 +125,11 @@ storm:
 bench-redis:
 	ROUNDS=$(ROUNDS) QUICK=$(QUICK) scripts/bench-vs-redis.sh
 
+## bench-commands: per-command rate against redis-server (scripts/bench-commands.sh, issue #17): every redis-benchmark -t test, then commands on 100 k-element collections and a 1 MB string; markdown on stdout. ROUNDS=1 (default), PIPELINE=16
+.PHONY: bench-commands
+bench-commands:
+	ROUNDS=$(ROUNDS) scripts/bench-commands.sh
+
 ## mem-per-key: RSS growth per key (1 M keys, 16 B / 32 B) of zaris-server, and of redis-server when installed
 mem-per-key:
 	ZARIS_MEASURE_PER_KEY=1 $(GO) test -count=1 -timeout 30m -run TestRSSPerKey -v ./cmd/zaris-server/
