@@ -278,6 +278,8 @@ type Cluster struct {
 	// probed: when each member (by gossip name) last answered a direct
 	// probe of ours (memberlist's PingDelegate): the suspicion producer.
 	probed map[string]time.Time
+	// reprobing: Suspected members with a direct ping of ours in flight.
+	reprobing map[string]bool
 
 	refusedMu sync.Mutex // guards refused
 	refused   map[string]bool
@@ -364,6 +366,7 @@ func New(cfg Config) (*Cluster, error) {
 		evSignal:      make(chan struct{}, 1),
 		digests:       map[NodeID]digestAt{},
 		probed:        map[string]time.Time{},
+		reprobing:     map[string]bool{},
 		refused:       map[string]bool{},
 		routingCh:     make(chan struct{}),
 		requests:      make(chan request),
@@ -1324,27 +1327,20 @@ func (d *delegate) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _
 	d.c.probeMu.Unlock()
 }
 
-// probeStale is how long a member may go without answering a direct probe
-// of ours before it is Suspected. memberlist probes one member per
-// ProbeInterval, round-robin, so each is probed about once every
-// members × ProbeInterval: four rounds, never under two probe cycles.
-func (c *Cluster) probeStale() time.Duration {
-	n := 1
-	if c.ml != nil {
-		n = max(1, c.ml.NumMembers())
-	}
-	return max(4*time.Duration(n)*c.t.GossipProbeInterval, 2*(c.t.GossipProbeInterval+c.t.GossipProbeTimeout))
-}
-
 // probeCheck is the Suspected producer (R-CLU-2): memberlist does not
 // report its own suspicion, so an Alive member that answered none of our
-// direct probes for probeStale (and was Alive at least that long) is
-// Suspected; a Suspected member that answers a probe again is Alive.
+// direct probes for ProbeSilenceLimit (and was Alive at least that long) is
+// Suspected; a Suspected member that answers a probe again is Alive. Each
+// Suspected member is pinged directly besides memberlist's round-robin:
+// on a loaded node memberlist's own probe of it comes rarely (every members
+// × a stretched interval) and an ack late past the probe timeout, or an
+// indirect one, never reaches the PingDelegate; without the re-probe a
+// member stayed Suspected for tens of seconds after it answered again.
 func (c *Cluster) probeCheck(now time.Time) {
 	if c.ml == nil {
 		return
 	}
-	stale := c.probeStale()
+	stale := ProbeSilenceLimit(c.ml.NumMembers(), c.t.GossipProbeInterval, c.t.GossipProbeTimeout, c.ml.GetHealthScore())
 	c.probeMu.Lock()
 	probed := maps.Clone(c.probed)
 	c.probeMu.Unlock()
@@ -1366,6 +1362,8 @@ func (c *Cluster) probeCheck(now time.Time) {
 		case MemberSuspected:
 			if ok && last.After(m.Since) {
 				sig = SignalAlive
+			} else {
+				c.reprobe(m.Info)
 			}
 		}
 		if sig != 0 && c.tracker.Signal(m.Info, sig, now) {
@@ -1373,6 +1371,36 @@ func (c *Cluster) probeCheck(now time.Time) {
 			c.log.Info("member state", "member", m.Info.ID, "state", nm.State.String(), "probe-silence", stale)
 		}
 	}
+}
+
+// reprobe pings a Suspected member directly, one ping in flight per
+// member; an ack records it as probed, which the next probeCheck reads.
+func (c *Cluster) reprobe(info NodeInfo) {
+	name := string(info.ID)
+	c.probeMu.Lock()
+	if c.reprobing[name] {
+		c.probeMu.Unlock()
+		return
+	}
+	c.reprobing[name] = true
+	c.probeMu.Unlock()
+	go func() {
+		defer func() {
+			c.probeMu.Lock()
+			delete(c.reprobing, name)
+			c.probeMu.Unlock()
+		}()
+		addr, err := net.ResolveUDPAddr("udp", net.JoinHostPort(info.Host, strconv.Itoa(info.GossipPort)))
+		if err != nil {
+			return
+		}
+		if _, err := c.ml.Ping(name, addr); err == nil {
+			now := c.now()
+			c.probeMu.Lock()
+			c.probed[name] = now
+			c.probeMu.Unlock()
+		}
+	}()
 }
 
 func (d *delegate) NotifyJoin(n *memberlist.Node) {

@@ -89,3 +89,18 @@ func NextMemberState(cur MemberState, sig MemberSignal, since, now time.Time, gr
 	}
 	return cur
 }
+
+// ProbeSilenceLimit is how long a member may go without answering a direct
+// probe of ours before it is Suspected (R-CLU-2). memberlist probes one
+// member per probe interval, round-robin, so each member is probed about
+// once every members × interval: the limit is four such rounds, never under
+// two probe cycles. localHealth is memberlist's awareness score of this
+// node (0 healthy, higher when our own probes see no nacks): memberlist
+// stretches its probe interval by (localHealth+1) when we are the slow one,
+// so the limit stretches with it. Without that, a starved node (a CPU hog,
+// a long GC) probes each member rarely and blames them for its own
+// slowness: healthy members turned Suspected and partitions Degraded.
+func ProbeSilenceLimit(members int, interval, timeout time.Duration, localHealth int) time.Duration {
+	base := max(4*time.Duration(max(1, members))*interval, 2*(interval+timeout))
+	return base * time.Duration(1+max(0, localHealth))
+}

@@ -154,3 +154,27 @@ func TestDeclaredDown(t *testing.T) {
 		}
 	}
 }
+
+// How long a member may stay silent to our direct probes before it is
+// Suspected (R-CLU-2).
+func TestProbeSilenceLimit(t *testing.T) {
+	ms := time.Millisecond
+	cases := []struct {
+		name            string
+		members         int
+		interval, probe time.Duration
+		health          int
+		want            time.Duration
+	}{
+		{"four round-robin rounds: a member probed once per round is never blamed for one lost ack", 5, 250 * ms, 200 * ms, 0, 5 * time.Second},
+		{"a lone pair still gets two probe cycles: one slow ack must not suspect", 1, 500 * ms, 250 * ms, 0, 2 * time.Second},
+		{"no members known yet counts as one", 0, 500 * ms, 250 * ms, 0, 2 * time.Second},
+		{"our own node starved (health 3): memberlist probes 4× slower, so the limit is 4× longer — healthy members are not blamed for our CPU hog", 5, 250 * ms, 200 * ms, 3, 20 * time.Second},
+		{"a negative score is never below the healthy limit", 5, 250 * ms, 200 * ms, -1, 5 * time.Second},
+	}
+	for _, c := range cases {
+		if got := ProbeSilenceLimit(c.members, c.interval, c.probe, c.health); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
