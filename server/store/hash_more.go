@@ -168,18 +168,7 @@ func init() {
 			}
 			return collScanReply(0, req.filter(pairs(all), 2))
 		}
-		each := func(yield func(string)) {
-			for f := range h.m {
-				yield(f)
-			}
-		}
-		var next uint64
-		var page []string
-		if len(h.m) > scanOrderMin {
-			next, page = h.scan.page(req, len(h.m), each, memberHash, func(f string) bool { _, ok := h.m[f]; return ok })
-		} else {
-			next, page = scanByHash(len(h.m), each, req)
-		}
+		next, page := scanMap(&h.scan, req, h.m)
 		return collScanReply(next, req.filter(pairs(page), 2))
 	}})
 }

@@ -172,6 +172,21 @@ func (x *scanIndex) page(req collScan, n int, each func(yield func(string)), has
 	return 0, out
 }
 
+// scanMap answers one page of a scan over the keys of m (a set's members,
+// a hash's fields): from the scan index once m is large, by hash over the
+// whole map below that.
+func scanMap[V any](x *scanIndex, req collScan, m map[string]V) (uint64, []string) {
+	each := func(yield func(string)) {
+		for k := range m {
+			yield(k)
+		}
+	}
+	if len(m) > scanOrderMin {
+		return x.page(req, len(m), each, memberHash, func(k string) bool { _, ok := m[k]; return ok })
+	}
+	return scanByHash(len(m), each, req)
+}
+
 // memberHash is a member's position in the scan order: FNV-1a, 63 bits (a
 // cursor any client parses as a signed or unsigned 64-bit number).
 func memberHash(m string) uint64 {

@@ -314,18 +314,7 @@ func init() {
 			// whole, in order, whatever the cursor.
 			return collScanReply(0, req.filter(ints, 1))
 		}
-		each := func(yield func(string)) {
-			for m := range s.m {
-				yield(m)
-			}
-		}
-		var next uint64
-		var page []string
-		if len(s.m) > scanOrderMin {
-			next, page = s.scan.page(req, len(s.m), each, memberHash, func(m string) bool { _, ok := s.m[m]; return ok })
-		} else {
-			next, page = scanByHash(len(s.m), each, req)
-		}
+		next, page := scanMap(&s.scan, req, s.m)
 		return collScanReply(next, req.filter(page, 1))
 	}})
 }
