@@ -36,6 +36,9 @@ type conn struct {
 	dr       *deadlineReader
 	fr       *wire.FrameReader
 	out      []byte // responses of the current read batch, reader-owned
+	// replyRoom is where the store builds a data command's array reply
+	// (kv.Cmd.Out), cleared once the reply is encoded; reader-owned.
+	replyRoom []kv.Reply
 
 	wmu     sync.Mutex // guards writes to nc and werr
 	werr    error
@@ -577,6 +580,8 @@ func (c *conn) dispatch(f wire.Frame) {
 		c.curCmd = cmd.Op
 		if cmd.Op.NodeLevel() {
 			c.leaveLoop() // a scan, a transaction phase or a flush may wait
+		} else {
+			cmd.Out = &c.replyRoom // one segment's command, encoded below
 		}
 		reply := c.srv.cfg.Store.Exec(cmd)
 		if c.srv.cfg.WriteBarrier != nil && reply.Status == kv.StatusSuccess && store.CommandWrites(cmd.Op) {
@@ -585,6 +590,10 @@ func (c *conn) dispatch(f wire.Frame) {
 			}
 		}
 		c.appendReply(f.ID, f.Op, reply)
+		if len(c.replyRoom) > 0 {
+			clear(c.replyRoom) // encoded: keep no value reachable
+			c.replyRoom = c.replyRoom[:0]
+		}
 		if obs != nil {
 			obs.Op(c.shard, f.Op, reply.Status, time.Since(began))
 		}

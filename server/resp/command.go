@@ -555,9 +555,22 @@ func redisFloatText(b []byte) []byte {
 // exec runs a data-structure command on the store and writes its reply.
 func (c *conn) exec(op kv.CmdOp, key []byte, args [][]byte, sh shape) kv.Reply {
 	k := view(key)
-	r := c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: args})
+	r := c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: args, Out: &c.replyRoom})
 	c.writeReply(r, sh)
+	c.releaseReplyRoom()
 	return r
+}
+
+// releaseReplyRoom clears what the store built in the connection's reply
+// room once the reply is written: an idle connection must not keep the
+// values it returned reachable. A reply's array built there holds zero
+// replies after it (exec's callers look at its status and scalars only).
+func (c *conn) releaseReplyRoom() {
+	if len(c.replyRoom) == 0 {
+		return
+	}
+	clear(c.replyRoom)
+	c.replyRoom = c.replyRoom[:0]
 }
 
 // execRaw runs a store command without writing anything.

@@ -53,33 +53,37 @@ type conn struct {
 	id  int64
 
 	// reader-owned
-	buf      []byte
-	r, w     int // unconsumed input is buf[r:w]
-	parser   Parser
-	lim      Limits
-	out      Writer
-	authed   bool
-	aclSet   *acl.Set            // the user set aclU was looked up in (acl.go)
-	aclU     *acl.User           // the connection's user in aclSet; nil: deleted
-	reply    uint8               // CLIENT REPLY mode
-	curKey   []byte              // the first key of the command being executed (MOVED)
-	multiSeg bool                // the command being executed writes keys of several segments
-	written  writtenSegments     // segments this client wrote, for WAIT (cmd_keys2.go); empty without Config.Replicas
-	sub      *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
-	ssub     *store.Subscription // shard pub/sub; nil until the first SSUBSCRIBE
-	closing  bool                // close once the replies so far are written (QUIT, protocol error)
-	status   kv.Status           // outcome of the command being executed, for metrics
-	readErr  error               // a read error that came with data, reported after it is handled
-	clock    time.Time           // when the last command ended or the last read returned
-	rw       evloop.RawWriter
-	rd       evloop.RawReader // an event loop's reads
-	member   *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start
-	txn      txState          // MULTI/WATCH state
-	tx       *store.Atomic    // while EXEC runs: the view every queued command uses
-	held     []heldReply      // write replies in out waiting for the write barrier (sync replication)
-	flushes  uint64           // flushes so far: tells hold whether a command flushed mid-way
-	high     map[uint16]uint64
-	verdict  map[uint16]kv.Status
+	buf    []byte
+	r, w   int // unconsumed input is buf[r:w]
+	parser Parser
+	lim    Limits
+	out    Writer
+	// replyRoom is where the store builds a command's array reply
+	// (kv.Cmd.Out); exec clears what it held once it is written.
+	replyRoom []kv.Reply
+	zrange    zrangeArgs // a ZRANGE's store arguments (cmd_zset2.go)
+	authed    bool
+	aclSet    *acl.Set            // the user set aclU was looked up in (acl.go)
+	aclU      *acl.User           // the connection's user in aclSet; nil: deleted
+	reply     uint8               // CLIENT REPLY mode
+	curKey    []byte              // the first key of the command being executed (MOVED)
+	multiSeg  bool                // the command being executed writes keys of several segments
+	written   writtenSegments     // segments this client wrote, for WAIT (cmd_keys2.go); empty without Config.Replicas
+	sub       *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
+	ssub      *store.Subscription // shard pub/sub; nil until the first SSUBSCRIBE
+	closing   bool                // close once the replies so far are written (QUIT, protocol error)
+	status    kv.Status           // outcome of the command being executed, for metrics
+	readErr   error               // a read error that came with data, reported after it is handled
+	clock     time.Time           // when the last command ended or the last read returned
+	rw        evloop.RawWriter
+	rd        evloop.RawReader // an event loop's reads
+	member    *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start
+	txn       txState          // MULTI/WATCH state
+	tx        *store.Atomic    // while EXEC runs: the view every queued command uses
+	held      []heldReply      // write replies in out waiting for the write barrier (sync replication)
+	flushes   uint64           // flushes so far: tells hold whether a command flushed mid-way
+	high      map[uint16]uint64
+	verdict   map[uint16]kv.Status
 
 	// read by CLIENT LIST / INFO from other goroutines
 	created    time.Time

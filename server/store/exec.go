@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
@@ -69,6 +70,62 @@ type execCtx struct {
 	delete   bool     // string commands: remove the key (GETDEL)
 	grown    *growBuf // APPEND: the new append buffer newValue is a prefix of
 	capHit   capHit   // the cap fits refused (itemcap.go)
+}
+
+// maxOutReplies bounds the room a caller's Cmd.Out grows to: a larger
+// reply is allocated on its own, so a connection keeps at most this many
+// replies' room (24 KiB) after a large range read.
+const maxOutReplies = 256
+
+// replies returns an empty slice with room for n replies: the next n
+// unused entries of the caller's Cmd.Out when it gave one (grown as
+// needed; its length marks what handlers took, for the caller to clear),
+// else a new slice. Its capacity is n exactly, so appending past n
+// reallocates rather than writing into the next handout.
+func (x *execCtx) replies(n int) []kv.Reply {
+	out := x.cmd.Out
+	if out == nil || x.apply || n > maxOutReplies {
+		return make([]kv.Reply, 0, n)
+	}
+	room := *out
+	if cap(room)-len(room) < n {
+		if len(room)+n > maxOutReplies {
+			return make([]kv.Reply, 0, n)
+		}
+		// Earlier handouts keep the old array; the new one starts empty.
+		room = make([]kv.Reply, 0, min(maxOutReplies, max(2*cap(room), n, 16)))
+	}
+	start := len(room)
+	*out = room[:start+n]
+	return room[start : start : start+n]
+}
+
+// bulks is an array reply of the byte strings items yields, n of them,
+// built in replies(n).
+func (x *execCtx) bulks(n int, items func(yield func([]byte))) kv.Reply {
+	out := x.replies(n)
+	items(func(b []byte) { out = append(out, kv.BulkReply(b)) })
+	return kv.ArrayReply(out)
+}
+
+// bulksOf is an array reply of items, built in replies.
+func (x *execCtx) bulksOf(items [][]byte) kv.Reply {
+	out := x.replies(len(items))
+	for _, b := range items {
+		out = append(out, kv.BulkReply(b))
+	}
+	return kv.ArrayReply(out)
+}
+
+// stringBytes is a member or field name as a reply's bytes. A caller that
+// gave Cmd.Out encodes the reply before anything else reads it and never
+// writes into it, so the bytes alias the string (immutable, kept alive by
+// the reply); any other caller may hand them on, and gets a copy.
+func (x *execCtx) stringBytes(s string) []byte {
+	if x.cmd.Out != nil {
+		return unsafe.Slice(unsafe.StringData(s), len(s))
+	}
+	return []byte(s)
 }
 
 // changed records that the command mutated the collection, with the command

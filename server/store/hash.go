@@ -134,7 +134,7 @@ func init() {
 			return r
 		}
 		h := hashOf(x)
-		out := make([]kv.Reply, len(x.cmd.Args))
+		out := x.replies(len(x.cmd.Args))[:len(x.cmd.Args)]
 		for i, f := range x.cmd.Args {
 			if h != nil {
 				if v, ok := h.m[string(f)]; ok {
@@ -168,29 +168,31 @@ func init() {
 		if h == nil {
 			return kv.ArrayReply([]kv.Reply{})
 		}
-		out := make([]kv.Reply, 0, 2*len(h.m))
+		out := x.replies(2 * len(h.m))
 		for f, v := range h.m {
-			out = append(out, kv.BulkReply([]byte(f)), kv.BulkReply(v))
+			out = append(out, kv.BulkReply(x.stringBytes(f)), kv.BulkReply(v))
 		}
 		return kv.ArrayReply(out)
 	}})
 	register(kv.CmdHKeys, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
 		h := hashOf(x)
-		out := []kv.Reply{}
-		if h != nil {
-			for f := range h.m {
-				out = append(out, kv.BulkReply([]byte(f)))
-			}
+		if h == nil {
+			return kv.ArrayReply([]kv.Reply{})
+		}
+		out := x.replies(len(h.m))
+		for f := range h.m {
+			out = append(out, kv.BulkReply(x.stringBytes(f)))
 		}
 		return kv.ArrayReply(out)
 	}})
 	register(kv.CmdHVals, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
 		h := hashOf(x)
-		out := []kv.Reply{}
-		if h != nil {
-			for _, v := range h.m {
-				out = append(out, kv.BulkReply(v))
-			}
+		if h == nil {
+			return kv.ArrayReply([]kv.Reply{})
+		}
+		out := x.replies(len(h.m))
+		for _, v := range h.m {
+			out = append(out, kv.BulkReply(v))
 		}
 		return kv.ArrayReply(out)
 	}})

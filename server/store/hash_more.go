@@ -139,9 +139,9 @@ func init() {
 		if withValues {
 			per = 2
 		}
-		out := make([]kv.Reply, 0, per*len(picked))
+		out := x.replies(per * len(picked))
 		for _, f := range picked {
-			out = append(out, kv.BulkReply([]byte(f)))
+			out = append(out, kv.BulkReply(x.stringBytes(f)))
 			if withValues {
 				out = append(out, kv.BulkReply(h.m[f]))
 			}
@@ -166,9 +166,9 @@ func init() {
 			for f := range h.m {
 				all = append(all, f)
 			}
-			return collScanReply(0, req.filter(pairs(all), 2))
+			return x.collScanReply(0, req.filter(pairs(all), 2))
 		}
 		next, page := scanMap(&h.scan, req, h.m)
-		return collScanReply(next, req.filter(pairs(page), 2))
+		return x.collScanReply(next, req.filter(pairs(page), 2))
 	}})
 }

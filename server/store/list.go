@@ -168,7 +168,7 @@ func pop(front bool) func(x *execCtx) kv.Reply {
 		if !withCount {
 			return kv.BulkReply(out[0])
 		}
-		return kv.BulksReply(out)
+		return x.bulksOf(out)
 	}
 }
 
@@ -197,7 +197,11 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		lo, hi := normalizeRange(start, stop, l.n)
-		return kv.BulksReply(l.items(lo, hi))
+		return x.bulks(hi-lo, func(yield func([]byte)) {
+			for i := lo; i < hi; i++ {
+				yield(l.at(i))
+			}
+		})
 	}})
 	register(kv.CmdLIndex, handler{kind: KindList, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, 1); !ok {

@@ -334,7 +334,7 @@ func init() {
 			}
 			return kv.IntReply(found[0])
 		}
-		out := make([]kv.Reply, len(found))
+		out := x.replies(len(found))[:len(found)]
 		for i, n := range found {
 			out[i] = kv.IntReply(n)
 		}

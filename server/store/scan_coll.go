@@ -89,7 +89,7 @@ func collScanStart(x *execCtx, kind ValueKind) (req collScan, reply kv.Reply, do
 		return req, kv.StatusReply(kv.StatusWrongType), true
 	}
 	if x.rec == nil {
-		return req, collScanReply(0, nil), true
+		return req, x.collScanReply(0, nil), true
 	}
 	req, r, ok := parseCollScan(cursor, x.cmd.Args[1:])
 	if !ok {
@@ -113,12 +113,14 @@ func (req collScan) filter(items []string, stride int) []string {
 	return out
 }
 
-func collScanReply(next uint64, items []string) kv.Reply {
-	out := make([]kv.Reply, len(items))
-	for i, it := range items {
-		out[i] = kv.BulkReply([]byte(it))
+func (x *execCtx) collScanReply(next uint64, items []string) kv.Reply {
+	page := x.replies(2)[:2]
+	out := x.replies(len(items))
+	for _, it := range items {
+		out = append(out, kv.BulkReply(x.stringBytes(it)))
 	}
-	return kv.ArrayReply([]kv.Reply{kv.BulkReply(strconv.AppendUint(nil, next, 10)), kv.ArrayReply(out)})
+	page[0], page[1] = kv.BulkReply(strconv.AppendUint(nil, next, 10)), kv.ArrayReply(out)
+	return kv.ArrayReply(page)
 }
 
 // scanOrderMin is the size from which a collection pages from its scanIndex.

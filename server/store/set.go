@@ -113,10 +113,10 @@ func (x *execCtx) setsOf(keys [][]byte) ([]*setColl, kv.Reply, bool) {
 	return out, kv.Reply{}, true
 }
 
-func membersReply(ms []string) kv.Reply {
-	out := make([]kv.Reply, len(ms))
-	for i, m := range ms {
-		out[i] = kv.BulkReply([]byte(m))
+func (x *execCtx) membersReply(ms []string) kv.Reply {
+	out := x.replies(len(ms))
+	for _, m := range ms {
+		out = append(out, kv.BulkReply(x.stringBytes(m)))
 	}
 	return kv.ArrayReply(out)
 }
@@ -165,7 +165,7 @@ func init() {
 		if s == nil {
 			return kv.ArrayReply([]kv.Reply{})
 		}
-		return membersReply(s.sorted())
+		return x.membersReply(s.sorted())
 	}})
 	register(kv.CmdSIsMember, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, 1); !ok {
@@ -207,7 +207,7 @@ func init() {
 			out = append(out, m)
 		}
 		sort.Strings(out)
-		return membersReply(out)
+		return x.membersReply(out)
 	}})
 	register(kv.CmdSUnion, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
 		others, r, ok := x.setsOf(x.cmd.Args)
@@ -227,6 +227,6 @@ func init() {
 			out = append(out, m)
 		}
 		sort.Strings(out)
-		return membersReply(out)
+		return x.membersReply(out)
 	}})
 }

@@ -221,7 +221,7 @@ func init() {
 		if !withCount {
 			return kv.BulkReply(args[0])
 		}
-		return kv.BulksReply(args)
+		return x.bulksOf(args)
 	}})
 	register(kv.CmdSRandMember, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 0, 1); !ok {
@@ -248,14 +248,14 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		if n > 0 {
-			return membersReply(randomMembers(s, int(min(n, int64(len(s.m))))))
+			return x.membersReply(randomMembers(s, int(min(n, int64(len(s.m))))))
 		}
 		if !randomCountFits(uint64(-n), len(s.m), s.bytes) {
 			return errRandomTooLarge
 		}
-		out := make([]kv.Reply, -n)
+		out := x.replies(int(-n))[:-n]
 		for i := range out {
-			out[i] = kv.BulkReply([]byte(s.members[rand.IntN(len(s.members))]))
+			out[i] = kv.BulkReply(x.stringBytes(s.members[rand.IntN(len(s.members))]))
 		}
 		return kv.ArrayReply(out)
 	}})
@@ -264,7 +264,7 @@ func init() {
 		if !ok {
 			return r
 		}
-		return membersReply(diffOf(append([]*setColl{setOf(x)}, sets...)).sorted())
+		return x.membersReply(diffOf(append([]*setColl{setOf(x)}, sets...)).sorted())
 	}})
 	register(kv.CmdSDiffStore, handler{kind: kindAny, write: true, run: setStore(diffOf)})
 	register(kv.CmdSInterStore, handler{kind: kindAny, write: true, run: setStore(interOf)})
@@ -274,7 +274,7 @@ func init() {
 			return r
 		}
 		s := setOf(x)
-		out := make([]kv.Reply, len(x.cmd.Args))
+		out := x.replies(len(x.cmd.Args))[:len(x.cmd.Args)]
 		for i, m := range x.cmd.Args {
 			out[i] = kv.IntReply(0)
 			if s != nil {
@@ -312,10 +312,10 @@ func init() {
 		if ints, ok := intsetOrder(s); ok {
 			// Redis keeps such a set compact (an intset) and returns it
 			// whole, in order, whatever the cursor.
-			return collScanReply(0, req.filter(ints, 1))
+			return x.collScanReply(0, req.filter(ints, 1))
 		}
 		next, page := scanMap(&s.scan, req, s.m)
-		return collScanReply(next, req.filter(page, 1))
+		return x.collScanReply(next, req.filter(page, 1))
 	}})
 }
 

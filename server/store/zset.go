@@ -197,10 +197,15 @@ func zadd(x *execCtx) kv.Reply {
 // inf, NaN refused).
 func scoreBound(b []byte) (v float64, exclusive, ok bool) { return kv.ParseScoreBound(b) }
 
-func rangeReply(nodes []*slNode, withScores bool) kv.Reply {
-	out := make([]kv.Reply, 0, len(nodes)*2)
+// rangeReply is the members of nodes, each followed by its score withScores.
+func (x *execCtx) rangeReply(nodes []*slNode, withScores bool) kv.Reply {
+	per := 1
+	if withScores {
+		per = 2
+	}
+	out := x.replies(per * len(nodes))
 	for _, n := range nodes {
-		out = append(out, kv.BulkReply([]byte(n.member)))
+		out = append(out, kv.BulkReply(x.stringBytes(n.member)))
 		if withScores {
 			out = append(out, scoreReply(n.score))
 		}
@@ -239,7 +244,7 @@ func zrangeByRank(rev bool) func(x *execCtx) kv.Reply {
 				}
 			}
 		}
-		return rangeReply(nodes, withScores)
+		return x.rangeReply(nodes, withScores)
 	}
 }
 
@@ -333,7 +338,7 @@ func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
 				n = n.prev
 			}
 		}
-		return rangeReply(nodes, withScores)
+		return x.rangeReply(nodes, withScores)
 	}
 }
 

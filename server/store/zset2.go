@@ -269,17 +269,6 @@ func walk(n *slNode, in func(*slNode) bool, sp rangeSpec) []*slNode {
 	return nodes
 }
 
-func scoresReply(nodes []*slNode, withScores bool) kv.Reply {
-	out := make([]kv.Reply, 0, len(nodes)*2)
-	for _, n := range nodes {
-		out = append(out, kv.BulkReply([]byte(n.member)))
-		if withScores {
-			out = append(out, scoreReply(n.score))
-		}
-	}
-	return kv.ArrayReply(out)
-}
-
 func zrangeSpec(x *execCtx) kv.Reply {
 	if r, ok := arity(x, 7, 7); !ok {
 		return r
@@ -295,7 +284,7 @@ func zrangeSpec(x *execCtx) kv.Reply {
 	if !ok1 || !ok2 {
 		return errNotInteger
 	}
-	return scoresReply(zsetOf(x).collect(sp), string(a[6]) == "1")
+	return x.rangeReply(zsetOf(x).collect(sp), string(a[6]) == "1")
 }
 
 func zlexCount(x *execCtx) kv.Reply {
@@ -353,15 +342,16 @@ func zpop(x *execCtx) kv.Reply {
 		return kv.ArrayReply([]kv.Reply{})
 	}
 	n := int(min(count, int64(z.sl.length)))
-	out := make([]kv.Reply, 0, 2*n)
+	out := x.replies(2 * n)
 	removed := make([][]byte, 0, n)
 	for range n {
 		node := z.sl.head.levels[0].next
 		if max {
 			node = z.sl.tail
 		}
-		out = append(out, kv.BulkReply([]byte(node.member)), scoreReply(node.score))
-		removed = append(removed, []byte(node.member))
+		m := []byte(node.member) // logged: a copy
+		out = append(out, kv.BulkReply(m), scoreReply(node.score))
+		removed = append(removed, m)
 		z.rem(node.member)
 	}
 	x.changedAs(kv.CmdZRem, removed...)
@@ -373,7 +363,7 @@ func zmscore(x *execCtx) kv.Reply {
 		return r
 	}
 	z := zsetOf(x)
-	out := make([]kv.Reply, len(x.cmd.Args))
+	out := x.replies(len(x.cmd.Args))[:len(x.cmd.Args)]
 	for i, m := range x.cmd.Args {
 		out[i] = kv.NilReply()
 		if z != nil {
@@ -413,10 +403,10 @@ func zrandMember(x *execCtx) kv.Reply {
 		for i := range nodes {
 			nodes[i] = z.sl.byRank(rand.IntN(size))
 		}
-		return scoresReply(nodes, ws)
+		return x.rangeReply(nodes, ws)
 	}
 	if count >= int64(size) { // the whole set, last first (a small set's order in Redis)
-		return scoresReply(z.collect(rangeSpec{by: "RANK", rev: true, start: 0, stop: -1, count: -1}), ws)
+		return x.rangeReply(z.collect(rangeSpec{by: "RANK", rev: true, start: 0, stop: -1, count: -1}), ws)
 	}
 	var nodes []*slNode
 	if count*3 > int64(size) {
@@ -433,7 +423,7 @@ func zrandMember(x *execCtx) kv.Reply {
 			}
 		}
 	}
-	return scoresReply(nodes, ws)
+	return x.rangeReply(nodes, ws)
 }
 
 // Scanning. A small sorted set (what Redis keeps as a listpack: at most
@@ -473,7 +463,7 @@ func zscan(x *execCtx) kv.Reply {
 	var out []kv.Reply
 	emit := func(n *slNode) {
 		if keep(n.member) {
-			out = append(out, kv.BulkReply([]byte(n.member)), scoreReply(n.score))
+			out = append(out, kv.BulkReply(x.stringBytes(n.member)), scoreReply(n.score))
 		}
 	}
 	if z == nil {
