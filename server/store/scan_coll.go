@@ -158,7 +158,7 @@ func (x *scanIndex) page(req collScan, n int, each func(yield func(string)), has
 	}
 	es := o.entries
 	i := sort.Search(len(es), func(i int) bool { return es[i].h >= req.cursor })
-	var out []string
+	out := make([]string, 0, min(req.count, len(es)-i)+1) // the page, sized once
 	for examined := 0; i < len(es); i++ {
 		// Members sharing a hash go in one page: the cursor passes a hash
 		// only once all of it was returned.

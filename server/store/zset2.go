@@ -481,6 +481,7 @@ func zscan(x *execCtx) kv.Reply {
 				yield(m)
 			}
 		}, zscanHash, func(m string) bool { return z.nodes[m] != nil })
+		out = x.replies(2 * len(page))
 		for _, m := range page {
 			emit(z.nodes[m])
 		}
