@@ -946,5 +946,5 @@ func (c *conn) awaitDrain(limit int) bool {
 // key, a missing one answering an empty scan whatever the options, then
 // the options), so the native op takes Redis's form too.
 func cmdZScan(c *conn, args [][]byte) {
-	c.writeReply(c.execRaw(kv.CmdZScan, args[1], args[2:]...), shapePlain)
+	c.exec(kv.CmdZScan, args[1], args[2:], shapePlain)
 }

@@ -41,6 +41,14 @@ var loopCommands = []string{
 	// sorted sets
 	"zadd", "zrem", "zscore", "zmscore", "zcard", "zincrby", "zrange", "zrank", "zrevrank",
 	"zcount", "zpopmin", "zpopmax", "zrangebyscore", "zrevrange", "zrevrangebyscore",
+	"zrangebylex", "zrevrangebylex", "zlexcount", "zremrangebyrank", "zremrangebyscore",
+	"zremrangebylex", "zrandmember", // a reply streamed to a slow reader leaves on its own
+	// scans and random picks (an O(COUNT) page, as in Redis)
+	"scan", "sscan", "hscan", "zscan", "randomkey", "hrandfield",
+	// bits, HyperLogLog, geo, streams: one key's data, answered at once
+	"getbit", "setbit", "bitcount", "bitpos", "bitfield", "bitfield_ro", "substr",
+	"pfadd", "pfcount", "geoadd", "geopos", "geodist", "geohash", "xadd", "xlen", "xrange",
+	"xrevrange",
 }
 
 var loopOnce sync.Once

@@ -55,6 +55,36 @@ func TestEventLoopServesPlainTCPClients(t *testing.T) {
 	require.Equal(t, int64(0), clientsInfo(t, info, "zaris_event_loop_leaves"))
 }
 
+// The scans, random picks, bit, HyperLogLog, geo and stream commands of
+// one key answer on the loop: a client using them does not leave it (they
+// ran on goroutines before, at 0.3–0.6× Redis's rate, issue #17).
+func TestEventLoopServesScansBitsAndStreams(t *testing.T) {
+	requireLoops(t)
+	n := startNode(t, oneLoop)
+	a := dialRaw(t, n.RESPAddr().String())
+	steps := [][]string{
+		{"SADD", "s", "a", "b"}, {"SSCAN", "s", "0"}, {"HSET", "h", "f", "v"}, {"HSCAN", "h", "0"},
+		{"HRANDFIELD", "h"}, {"ZADD", "z", "1", "a", "2", "b"}, {"ZSCAN", "z", "0"},
+		{"ZRANDMEMBER", "z", "2"}, {"ZLEXCOUNT", "z", "-", "+"}, {"ZRANGEBYLEX", "z", "-", "+"},
+		{"ZREVRANGEBYLEX", "z", "+", "-"}, {"ZREMRANGEBYRANK", "z", "0", "0"},
+		{"ZREMRANGEBYSCORE", "z", "5", "6"}, {"ZREMRANGEBYLEX", "z", "[x", "[y"},
+		{"SCAN", "0"}, {"RANDOMKEY"}, {"SETBIT", "b", "7", "1"}, {"GETBIT", "b", "7"},
+		{"BITCOUNT", "b"}, {"BITPOS", "b", "1"}, {"BITFIELD", "b", "GET", "u8", "0"},
+		{"BITFIELD_RO", "b", "GET", "u8", "0"}, {"SUBSTR", "b", "0", "0"}, {"PFADD", "hll", "x"},
+		{"PFCOUNT", "hll"}, {"GEOADD", "g", "13.361389", "38.115556", "Palermo"},
+		{"GEOPOS", "g", "Palermo"}, {"GEODIST", "g", "Palermo", "Palermo"}, {"GEOHASH", "g", "Palermo"},
+		{"XADD", "x", "1-1", "f", "v"}, {"XLEN", "x"}, {"XRANGE", "x", "-", "+"}, {"XREVRANGE", "x", "+", "-"},
+	}
+	for _, st := range steps {
+		if r := a.do(st...); strings.HasPrefix(r, "-") {
+			t.Fatalf("%v: %q", st, r)
+		}
+	}
+	require.True(t, strings.HasPrefix(a.do("SSCAN", "s", "0"), "*2\r\n$1\r\n0\r\n*2\r\n"), "a whole page, cursor 0")
+	info := newClient(t, n)
+	require.Equal(t, int64(0), clientsInfo(t, info, "zaris_event_loop_leaves"))
+}
+
 // -1 keeps the goroutine per connection.
 func TestEventLoopsOff(t *testing.T) {
 	n := startNode(t, func(c *server.Config) { c.RESPEventLoops = -1 })
