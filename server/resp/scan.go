@@ -160,20 +160,10 @@ func (s *Server) eachKey(r store.KeyRange, fn func(store.ScanItem) bool) {
 func (s *Server) randomKey() (string, bool) { return s.store.RandomKey() }
 
 // expiringKeys counts the live keys with a TTL and their average remaining
-// TTL in milliseconds (INFO keyspace).
+// TTL in milliseconds (INFO keyspace; store.TTLStats).
 func (s *Server) expiringKeys() (n int, avgTTLms int64) {
-	var sum time.Duration
-	s.eachKey(store.KeyRange{}, func(it store.ScanItem) bool {
-		if it.TTL > 0 {
-			n++
-			sum += it.TTL
-		}
-		return true
-	})
-	if n == 0 {
-		return 0, 0
-	}
-	return n, int64(sum/time.Millisecond) / int64(n)
+	n, avg := s.store.TTLStats()
+	return n, avg.Milliseconds()
 }
 
 // keysInSlot lists up to limit keys (limit < 0: all) of a slot, from the

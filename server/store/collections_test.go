@@ -455,3 +455,69 @@ func TestReplayedCollectionKeepsItsTTL(t *testing.T) {
 		t.Fatalf("DBSIZE %d after the TTL ended, want 0", n)
 	}
 }
+
+// DBSIZE leaves a key past its TTL out exactly while its segment holds few
+// keys with a TTL; in a segment of many it counts the unswept ones until
+// the sweeper removes them (as Redis does), never walking them all.
+func TestDBSizeWithManyKeysPastTheirTTL(t *testing.T) {
+	s, clk := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	for i := range 1000 {
+		s.Put(fmt.Sprint("k", i), []byte("v"), &kv.PutOptions{TTL: time.Duration(1+i%2) * time.Second})
+	}
+	clk.Advance(time.Second) // half of them expired, none swept
+	if n := s.DBSize(); n < 500 || n > 1000 {
+		t.Fatalf("DBSIZE %d: between the live keys (500) and every unswept one (1000)", n)
+	}
+	// The sweeper samples, as Redis's expire cycle does: it goes on while a
+	// quarter of a sample is expired, so some expired keys stay (and count)
+	// until a later sample finds them; DBSIZE follows it down, never below
+	// the live keys.
+	for range 1000 {
+		s.SweepOnce()
+		n := s.DBSize()
+		if n < 500 {
+			t.Fatalf("DBSIZE %d: below the 500 live keys", n)
+		}
+		if n <= 700 {
+			return
+		}
+	}
+	t.Fatalf("DBSIZE %d after the sweeps: the sweeper left over a quarter of the keys expired", s.DBSize())
+}
+
+// TTLStats (INFO keyspace's expires and avg_ttl) counts every key with a TTL
+// — one past it too, until removed, as Redis does — and averages the
+// remaining TTL of the live ones, from a per-segment sample weighted by the
+// segment's count, without walking every key.
+func TestTTLStats(t *testing.T) {
+	s, clk := newTestStore(t, func(c *Config) { c.Segments = 4 })
+	if n, avg := s.TTLStats(); n != 0 || avg != 0 {
+		t.Fatalf("empty store: %d keys, %v", n, avg)
+	}
+	for i := range 400 {
+		ttl := 100 * time.Second
+		if i%2 == 1 {
+			ttl = 300 * time.Second
+		}
+		s.Put(fmt.Sprint("k", i), []byte("v"), &kv.PutOptions{TTL: ttl})
+		s.Put(fmt.Sprint("plain", i), []byte("v"), nil)
+	}
+	n, avg := s.TTLStats()
+	if n != 400 {
+		t.Fatalf("%d keys with a TTL, want 400", n)
+	}
+	// 16 sampled of ~100 a segment: the mean of a sample of 100 s and 300 s
+	// TTLs stays well inside (100 s, 300 s).
+	if avg < 120*time.Second || avg > 280*time.Second {
+		t.Fatalf("average TTL %v, want about 200 s", avg)
+	}
+	clk.Advance(150 * time.Second) // the 100 s keys are past their TTL, not yet swept
+	n, avg = s.TTLStats()
+	if n != 400 || avg != 150*time.Second {
+		t.Fatalf("after 150 s: %d keys, average %v; want 400 (unswept ones count) and 150 s (the live ones' TTL left)", n, avg)
+	}
+	s.SweepOnce()
+	if n, _ := s.TTLStats(); n >= 400 {
+		t.Fatalf("the sweep removed none of the expired keys: %d", n)
+	}
+}
