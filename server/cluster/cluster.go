@@ -1376,6 +1376,9 @@ func (c *Cluster) probeCheck(now time.Time) {
 // reprobe pings a Suspected member directly, one ping in flight per
 // member; an ack records it as probed, which the next probeCheck reads.
 func (c *Cluster) reprobe(info NodeInfo) {
+	if info.Host == "" || info.GossipPort <= 0 {
+		return // no gossip address known: memberlist's own probes only
+	}
 	name := string(info.ID)
 	c.probeMu.Lock()
 	if c.reprobing[name] {
