@@ -232,6 +232,15 @@ func (r Reply) Err() error {
 	return r.Status.Err()
 }
 
+// ResetOut clears what handlers built in a Cmd.Out room once the reply is
+// encoded: the room keeps no value reachable and starts empty again.
+func ResetOut(room *[]Reply) {
+	if len(*room) > 0 {
+		clear(*room)
+		*room = (*room)[:0]
+	}
+}
+
 // Constructors for handlers.
 
 func IntReply(n int64) Reply      { return Reply{Type: ReplyInt, Int: n} }

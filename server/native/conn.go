@@ -590,10 +590,7 @@ func (c *conn) dispatch(f wire.Frame) {
 			}
 		}
 		c.appendReply(f.ID, f.Op, reply)
-		if len(c.replyRoom) > 0 {
-			clear(c.replyRoom) // encoded: keep no value reachable
-			c.replyRoom = c.replyRoom[:0]
-		}
+		kv.ResetOut(&c.replyRoom) // encoded: keep no value reachable
 		if obs != nil {
 			obs.Op(c.shard, f.Op, reply.Status, time.Since(began))
 		}

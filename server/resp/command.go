@@ -557,20 +557,11 @@ func (c *conn) exec(op kv.CmdOp, key []byte, args [][]byte, sh shape) kv.Reply {
 	k := view(key)
 	r := c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: args, Out: &c.replyRoom})
 	c.writeReply(r, sh)
-	c.releaseReplyRoom()
+	// Written: an idle connection must not keep the values it returned
+	// reachable. A reply's array built in the room holds zero replies
+	// after this (exec's callers look at its status and scalars only).
+	kv.ResetOut(&c.replyRoom)
 	return r
-}
-
-// releaseReplyRoom clears what the store built in the connection's reply
-// room once the reply is written: an idle connection must not keep the
-// values it returned reachable. A reply's array built there holds zero
-// replies after it (exec's callers look at its status and scalars only).
-func (c *conn) releaseReplyRoom() {
-	if len(c.replyRoom) == 0 {
-		return
-	}
-	clear(c.replyRoom)
-	c.replyRoom = c.replyRoom[:0]
 }
 
 // execRaw runs a store command without writing anything.

@@ -85,7 +85,7 @@ const maxOutReplies = 256
 // reallocates rather than writing into the next handout.
 func (x *execCtx) replies(n int) []kv.Reply {
 	out := x.cmd.Out
-	if out == nil || x.apply || n > maxOutReplies {
+	if out == nil || n > maxOutReplies {
 		return make([]kv.Reply, 0, n)
 	}
 	room := *out
@@ -99,14 +99,6 @@ func (x *execCtx) replies(n int) []kv.Reply {
 	start := len(room)
 	*out = room[:start+n]
 	return room[start : start : start+n]
-}
-
-// bulks is an array reply of the byte strings items yields, n of them,
-// built in replies(n).
-func (x *execCtx) bulks(n int, items func(yield func([]byte))) kv.Reply {
-	out := x.replies(n)
-	items(func(b []byte) { out = append(out, kv.BulkReply(b)) })
-	return kv.ArrayReply(out)
 }
 
 // bulksOf is an array reply of items, built in replies.

@@ -197,11 +197,11 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		lo, hi := normalizeRange(start, stop, l.n)
-		return x.bulks(hi-lo, func(yield func([]byte)) {
-			for i := lo; i < hi; i++ {
-				yield(l.at(i))
-			}
-		})
+		out := x.replies(hi - lo)
+		for i := lo; i < hi; i++ {
+			out = append(out, kv.BulkReply(l.at(i)))
+		}
+		return kv.ArrayReply(out)
 	}})
 	register(kv.CmdLIndex, handler{kind: KindList, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, 1); !ok {
