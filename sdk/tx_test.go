@@ -268,10 +268,17 @@ func runTxSuite(t *testing.T, open txOpener) {
 		crashed, survivor := newClient(), newClient()
 		mustPut(t, survivor, "wedge", "before")
 		const timeout = 300 * time.Millisecond
+		beforePrepare := time.Now() // the server's window opens after this
 		prepareRaw(t, crashed, "tx-crashed", timeout, "wedge", "wedge2")
 		crashed.Close() // the coordinator is gone; it never commits or aborts
 		if r, _ := survivor.Put(ctx, "wedge", []byte("x"), nil); r.Status != sdk.StatusConflict {
-			t.Fatalf("during the prepared window: %+v", r)
+			// Only a put answered inside the window proves a reservation
+			// missing: on a starved machine (the suite under a CPU hog)
+			// the window may be over before the put is even sent.
+			if elapsed := time.Since(beforePrepare); elapsed < timeout {
+				t.Fatalf("during the prepared window (%v after the prepare): %+v", elapsed, r)
+			}
+			t.Logf("the put came %v after the prepare, past its %v window: the reservation was not checked", time.Since(beforePrepare), timeout)
 		}
 		deadline := time.Now().Add(10 * timeout)
 		for {
