@@ -48,6 +48,7 @@ type rebalanceDoc struct {
 	FencePause    time.Duration  `json:"last_fence_pause_ns"`
 	MaxFencePause time.Duration  `json:"max_fence_pause_ns"`
 	PlannedOver   []string       `json:"planned_over,omitempty"`
+	Held          string         `json:"held,omitempty"`
 }
 
 // migrationDoc is one partition's move in flight.

@@ -186,6 +186,9 @@ func (p *progress) observe(leader *clusterDoc, now time.Time) progressView {
 	case !rb.Active && v.Moving == 0:
 		v.Waiting = "waiting for the leader to plan"
 	}
+	if rb.Held != "" {
+		v.Waiting = rb.Held // the leader's own word on why nothing steps
+	}
 	if rb.SegmentsTotal > 0 {
 		v.SegmentsTotal, v.SegmentsDone = rb.SegmentsTotal, rb.SegmentsTotal-rb.SegmentsLeft
 		if p.rateFrom.IsZero() || rb.SegmentsTotal != p.rateTotal || v.SegmentsDone < p.rateFromDone {
@@ -457,6 +460,9 @@ func writeMigrations(w io.Writer, leader string, rb *rebalanceDoc, now time.Time
 		state = fmt.Sprintf("rebalance active (%s): %d/%d segments done", rb.Reason, rb.SegmentsTotal-rb.SegmentsLeft, rb.SegmentsTotal)
 	case rb.Pending:
 		state = "rebalance requested, not planned yet (membership stable, every member alive)"
+	}
+	if rb.Held != "" {
+		state += " — held: " + rb.Held
 	}
 	_, err := fmt.Fprintf(w, "leader %s: %s; %d moves completed, %d aborted, %d keys and %s moved, fence pause last %s max %s\n",
 		leader, state, rb.Completed, rb.Aborted, rb.KeysMoved, fmtMB(rb.BytesMoved), rb.FencePause.Round(time.Microsecond),

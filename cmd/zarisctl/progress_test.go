@@ -151,6 +151,19 @@ func TestProgressAcrossLeaders(t *testing.T) {
 	}
 }
 
+// A rebalance the leader holds (a member suspected) says why it does not
+// move: the leader's own word, not a guess from the flags.
+func TestProgressShowsWhyTheLeaderHolds(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := newProgress(t0)
+	held := "new steps wait until every member of the map is alive: n3 is suspected"
+	v := p.observe(&clusterDoc{Self: "n1", Leader: "n1", Rebalance: &rebalanceDoc{Active: true, SegmentsTotal: 40,
+		SegmentsLeft: 30, Held: held}}, t0.Add(time.Second))
+	if v.Waiting != held || v.SegmentsDone != 10 {
+		t.Errorf("held rebalance: %+v", v)
+	}
+}
+
 // Not a terminal: plain lines, only when something changed (at most one
 // a second), never a carriage return.
 func TestPrinterLines(t *testing.T) {

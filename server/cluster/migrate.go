@@ -238,6 +238,9 @@ type RebalanceStatus struct {
 	// planned over it is a spare; one the plan did not count was not
 	// alive to the leader then, and needs another rebalance.
 	PlannedOver []NodeID `json:"planned_over,omitempty"`
+	// Held: why a rebalance with work to do takes no new step now (a
+	// member not alive, membership not yet stable); empty while it steps.
+	Held string `json:"held,omitempty"`
 }
 
 // migrationState is the leader's migration driver state; a new leader
@@ -258,6 +261,7 @@ type migrationState struct {
 	// planned: the segments the plan changes (progress), for plannedFor.
 	planned    []int
 	plannedFor string
+	held       string // rebalanceHold's answer at the last sweep
 }
 
 type moveState struct {
@@ -451,6 +455,32 @@ func rebalanceTrigger(m *PartitionMap, members []MemberView, draining []NodeID, 
 	return ""
 }
 
+// rebalanceHold says why a rebalance with work to do (pending: a trigger
+// fired or a plan is in progress) takes no new step now, "" when it can or
+// has nothing to do (pure). New steps wait while a map member is not alive
+// — a member in trouble is failover's business first, and a move started
+// towards a node about to be declared dead only aborts — and a plan also
+// waits for membership to have been stable for stable. On a starved
+// machine members flap between alive and suspected and a drain crawls: the
+// answer, in the rebalance status, tells an operator why.
+func rebalanceHold(pending, planned bool, troubled []MemberView, sinceChange, stable time.Duration) string {
+	if !pending {
+		return ""
+	}
+	if len(troubled) > 0 {
+		var parts []string
+		for _, mv := range troubled {
+			parts = append(parts, fmt.Sprintf("%s is %s", mv.Info.ID, mv.State))
+		}
+		return "new steps wait until every member of the map is alive: " + strings.Join(parts, ", ")
+	}
+	if !planned && sinceChange < stable {
+		return fmt.Sprintf("planning waits for membership unchanged for %v (changed %v ago)", stable,
+			sinceChange.Round(time.Millisecond))
+	}
+	return ""
+}
+
 func (c *Cluster) migrationLoop() {
 	defer close(c.migrationDone)
 	t := time.NewTicker(migrationTick)
@@ -519,8 +549,12 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 	// New steps only while every member of the map is alive: a member in
 	// trouble is failover's business first (moves in flight go on).
 	allAlive := true
+	var troubled []MemberView
 	for _, n := range m.Nodes {
-		allAlive = allAlive && alive(n.ID)
+		if !alive(n.ID) {
+			allAlive = false
+			troubled = append(troubled, MemberView{Info: n, State: state[n.ID]})
+		}
 	}
 	lastChange := c.lastMemberChange()
 	// Membership must have been stable at least as long as it takes to
@@ -552,6 +586,7 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 			}
 		}
 	}
+	st.held = rebalanceHold(reason != "" || st.want != nil, st.want != nil, troubled, now.Sub(lastChange), stable)
 	if st.want == nil || !allAlive {
 		c.publishMigrations(st, m)
 		return
@@ -903,7 +938,7 @@ func (c *Cluster) queryAt(m *PartitionMap, id NodeID, p *Partition, at int64) (P
 
 func (c *Cluster) publishMigrations(st *migrationState, m *PartitionMap) {
 	rs := RebalanceStatus{Active: st.want != nil, Pending: st.want == nil && st.requested, Reason: st.reason,
-		PlannedOver: membersOfKey(st.lastPlanKey)}
+		PlannedOver: membersOfKey(st.lastPlanKey), Held: st.held}
 	if m != nil && st.want != nil && len(st.want) == m.TotalSegments {
 		if st.planned == nil || st.plannedFor != st.wantKey {
 			// What the plan changes, measured once against the map it

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -346,6 +347,31 @@ func TestFlipReplicasMakeBeforeBreak(t *testing.T) {
 		got := FlipReplicas(NodeID(c.owner), c.wanted, c.holders, c.demoted)
 		if fmt.Sprint(got) != fmt.Sprint(c.expect) {
 			t.Errorf("%s: got %v, want %v", c.name, got, c.expect)
+		}
+	}
+}
+
+func TestRebalanceHold(t *testing.T) {
+	const stable = 2 * time.Second
+	suspected := []MemberView{{Info: NodeInfo{ID: "c"}, State: MemberSuspected}}
+	for _, tc := range []struct {
+		name             string
+		pending, planned bool
+		troubled         []MemberView
+		sinceChange      time.Duration
+		held             string // a substring; "" means not held
+	}{
+		{"nothing to do: no hold to report, whatever the members", false, false, suspected, 0, ""},
+		{"a plan in progress, every member alive: it steps", true, true, nil, 0, ""},
+		{"a suspected member: no new move towards a node failover may be about to replace (it would only abort)", true,
+			true, suspected, stable, "c is suspected"},
+		{"a trigger, membership just changed: a node may be dying unnoticed, plan once the view is stable", true, false,
+			nil, stable / 4, "planning waits"},
+		{"a trigger, membership stable, every member alive: it plans", true, false, nil, stable, ""},
+	} {
+		got := rebalanceHold(tc.pending, tc.planned, tc.troubled, tc.sinceChange, stable)
+		if (tc.held == "") != (got == "") || !strings.Contains(got, tc.held) {
+			t.Errorf("%s: held %q, want %q", tc.name, got, tc.held)
 		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -507,24 +508,94 @@ func (c *Cluster) restart(nd *server.Node, id string, whileDown func()) *server.
 
 // Decommission takes nd out of the cluster for good (its leave is
 // announced) and stops it.
+//
+// A drain moves data — every partition and copy the node holds, each with
+// its own catch-up and cut-over — and on a starved machine its steps pause
+// while a member looks suspected, so its bound is on progress, not on the
+// whole: it fails once no running node has applied a new map for twice the
+// formation bound (a wedged drain), or after ten formation bounds in all.
 func (c *Cluster) Decommission(nd *server.Node) {
 	c.t.Helper()
 	c.mu.Lock()
 	c.stopped[nd] = true
 	c.mu.Unlock()
-	// A drain moves data (every partition and copy the node holds, each
-	// with its own catch-up and cut-over), so it gets four times the
-	// formation bound.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*c.opts.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*c.opts.Timeout)
 	defer cancel()
-	if err := nd.Decommission(ctx); err != nil {
-		var st cluster.RebalanceStatus
-		if l := c.Leader(); l != nil {
-			st = l.Cluster().RebalanceStatus()
+	var stalled atomic.Bool
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		c.cancelWhenStalled(ctx, cancel, nd, 2*c.opts.Timeout, &stalled)
+	}()
+	err := nd.Decommission(ctx)
+	cancel()
+	<-watchdogDone
+	if err != nil {
+		why := "in all"
+		if stalled.Load() {
+			why = "without a new map"
 		}
-		c.t.Fatalf("clustertest: decommission %s: %v (rebalance: active %v, pending %v, reason %q, %d moves in flight %+v, %d completed, %d aborted)",
-			nd.Config().NodeID, err, st.Active, st.Pending, st.Reason, len(st.Migrations), st.Migrations, st.Completed, st.Aborted)
+		c.t.Fatalf("clustertest: decommission %s: %v (%s); %s", nd.Config().NodeID, err, why, c.drainReport(nd))
 	}
+}
+
+// cancelWhenStalled cancels a drain once no node (nd included) has applied
+// a new map version for stall.
+func (c *Cluster) cancelWhenStalled(ctx context.Context, cancel func(), nd *server.Node, stall time.Duration,
+	stalled *atomic.Bool) {
+	latest := func() uint64 {
+		var v uint64
+		for _, n := range append(c.Running(), nd) {
+			if cl := n.Cluster(); cl != nil {
+				if m := cl.Map(); m != nil {
+					v = max(v, m.Version)
+				}
+			}
+		}
+		return v
+	}
+	seen, since := latest(), time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if v := latest(); v != seen {
+			seen, since = v, time.Now()
+		} else if time.Since(since) > stall {
+			stalled.Store(true)
+			cancel()
+			return
+		}
+	}
+}
+
+// drainReport says where a drain of nd stands: the leader's rebalance, the
+// members as the leader sees them, and each node's applied map.
+func (c *Cluster) drainReport(nd *server.Node) string {
+	var b strings.Builder
+	id := cluster.NodeID(nd.Config().NodeID)
+	if l := c.Leader(); l != nil {
+		st := l.Cluster().RebalanceStatus()
+		fmt.Fprintf(&b, "leader %s: rebalance active %v, pending %v, reason %q, %d moves in flight %+v, %d completed, %d aborted; members:",
+			l.Config().NodeID, st.Active, st.Pending, st.Reason, len(st.Migrations), st.Migrations, st.Completed, st.Aborted)
+		for _, ns := range l.Cluster().Status().Nodes {
+			fmt.Fprintf(&b, " %s=%s", ns.ID, ns.State)
+		}
+	} else {
+		b.WriteString("no leader")
+	}
+	for _, n := range append(c.Running(), nd) {
+		if cl := n.Cluster(); cl != nil {
+			if m := cl.Map(); m != nil {
+				fmt.Fprintf(&b, "; %s applied map v%d (drained node holds: %v)", n.Config().NodeID, m.Version, cluster.Holds(m, id))
+			}
+		}
+	}
+	return b.String()
 }
 
 // StopAll stops every node (t.Cleanup does it too).
