@@ -457,24 +457,32 @@ func rebalanceTrigger(m *PartitionMap, members []MemberView, draining []NodeID, 
 
 // rebalanceHold says why a rebalance with work to do (pending: a trigger
 // fired or a plan is in progress) takes no new step now, "" when it can or
-// has nothing to do (pure). New steps wait while a map member is not alive
-// — a member in trouble is failover's business first, and a move started
-// towards a node about to be declared dead only aborts — and a plan also
-// waits for membership to have been stable for stable. On a starved
-// machine members flap between alive and suspected and a drain crawls: the
-// answer, in the rebalance status, tells an operator why.
+// has nothing to do (pure). Planning waits until every member of the map is
+// alive and membership has been stable for stable: a plan made while a
+// node may be dying unnoticed places data on it. A plan in progress goes
+// on while a member is only suspected — a rumour: on a starved machine
+// members flap between alive and suspected for minutes, and holding every
+// step for it stalled a drain for good (TestLiveMigrationJoinAndDrainLoseNothing
+// under a CPU hog); a move towards a node that then dies aborts and nothing
+// is lost. It stops for a member declared down or gone (failover's business
+// first). The answer, in the rebalance status, tells an operator why.
 func rebalanceHold(pending, planned bool, troubled []MemberView, sinceChange, stable time.Duration) string {
 	if !pending {
 		return ""
 	}
-	if len(troubled) > 0 {
-		var parts []string
-		for _, mv := range troubled {
-			parts = append(parts, fmt.Sprintf("%s is %s", mv.Info.ID, mv.State))
+	var parts []string
+	for _, mv := range troubled {
+		if planned && mv.State == MemberSuspected {
+			continue
 		}
-		return "new steps wait until every member of the map is alive: " + strings.Join(parts, ", ")
+		parts = append(parts, fmt.Sprintf("%s is %s", mv.Info.ID, mv.State))
 	}
-	if !planned && sinceChange < stable {
+	switch {
+	case len(parts) > 0 && planned:
+		return "new steps wait until no member of the map is down: " + strings.Join(parts, ", ")
+	case len(parts) > 0:
+		return "planning waits until every member of the map is alive: " + strings.Join(parts, ", ")
+	case !planned && sinceChange < stable:
 		return fmt.Sprintf("planning waits for membership unchanged for %v (changed %v ago)", stable,
 			sinceChange.Round(time.Millisecond))
 	}
@@ -546,8 +554,8 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 		st.want = nil // re-plan now
 	}
 	c.mig.mu.Unlock()
-	// New steps only while every member of the map is alive: a member in
-	// trouble is failover's business first (moves in flight go on).
+	// Planning only while every member of the map is alive, new steps
+	// only while none is down (rebalanceHold); moves in flight go on.
 	allAlive := true
 	var troubled []MemberView
 	for _, n := range m.Nodes {
@@ -587,7 +595,7 @@ func (c *Cluster) migrationSweep(st *migrationState) {
 		}
 	}
 	st.held = rebalanceHold(reason != "" || st.want != nil, st.want != nil, troubled, now.Sub(lastChange), stable)
-	if st.want == nil || !allAlive {
+	if st.want == nil || st.held != "" {
 		c.publishMigrations(st, m)
 		return
 	}
