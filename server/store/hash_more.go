@@ -154,21 +154,23 @@ func init() {
 			return r
 		}
 		h := hashOf(x)
-		pairs := func(fields []string) []string {
-			out := make([]string, 0, 2*len(fields))
+		// MATCH applies to the field; the reply names each field and its
+		// value by their bytes (values are replaced, never changed in place).
+		reply := func(next uint64, fields []string) kv.Reply {
+			fields = req.filter(fields, 1)
+			out := x.replies(2 * len(fields))
 			for _, f := range fields {
-				out = append(out, f, string(h.m[f]))
+				out = append(out, kv.BulkReply(x.stringBytes(f)), kv.BulkReply(h.m[f]))
 			}
-			return out
+			return x.scanPageReply(next, out)
 		}
 		if hashCompact(h) {
 			all := make([]string, 0, len(h.m))
 			for f := range h.m {
 				all = append(all, f)
 			}
-			return x.collScanReply(0, req.filter(pairs(all), 2))
+			return reply(0, all)
 		}
-		next, page := scanMap(&h.scan, req, h.m)
-		return x.collScanReply(next, req.filter(pairs(page), 2))
+		return reply(scanMap(&h.scan, req, h.m))
 	}})
 }

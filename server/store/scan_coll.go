@@ -114,13 +114,18 @@ func (req collScan) filter(items []string, stride int) []string {
 }
 
 func (x *execCtx) collScanReply(next uint64, items []string) kv.Reply {
-	page := x.replies(2)[:2]
 	out := x.replies(len(items))
 	for _, it := range items {
 		out = append(out, kv.BulkReply(x.stringBytes(it)))
 	}
-	page[0], page[1] = kv.BulkReply(strconv.AppendUint(nil, next, 10)), kv.ArrayReply(out)
-	return kv.ArrayReply(page)
+	return x.scanPageReply(next, out)
+}
+
+// scanPageReply is a scan step's reply: the next cursor, then the page.
+func (x *execCtx) scanPageReply(next uint64, page []kv.Reply) kv.Reply {
+	r := x.replies(2)[:2]
+	r[0], r[1] = kv.BulkReply(strconv.AppendUint(nil, next, 10)), kv.ArrayReply(page)
+	return kv.ArrayReply(r)
 }
 
 // scanOrderMin is the size from which a collection pages from its scanIndex.

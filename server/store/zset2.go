@@ -485,7 +485,7 @@ func zscan(x *execCtx) kv.Reply {
 		for _, m := range page {
 			emit(z.nodes[m])
 		}
-		return kv.ArrayReply([]kv.Reply{kv.BulkReply(strconv.AppendUint(nil, next, 10)), kv.ArrayReply(out)})
+		return x.scanPageReply(next, out)
 	}
 	type hashed struct {
 		h uint64
