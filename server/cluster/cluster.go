@@ -1363,7 +1363,7 @@ func (c *Cluster) probeCheck(now time.Time) {
 			if ok && last.After(m.Since) {
 				sig = SignalAlive
 			} else {
-				c.reprobe(m.Info)
+				c.reprobe(m.Info, stale)
 			}
 		}
 		if sig != 0 && c.tracker.Signal(m.Info, sig, now) {
@@ -1373,9 +1373,15 @@ func (c *Cluster) probeCheck(now time.Time) {
 	}
 }
 
-// reprobe pings a Suspected member directly, one ping in flight per
-// member; an ack records it as probed, which the next probeCheck reads.
-func (c *Cluster) reprobe(info NodeInfo) {
+// reprobe pings a Suspected member directly, one check in flight per
+// member; an answer records it as probed, which the next probeCheck reads.
+// The gossip ping waits memberlist's probe timeout; when that passes
+// unanswered, the member's peer port is asked as well (a possession query
+// of nothing: the dial checks it is that node), waiting up to patience. On
+// a starved machine UDP acks came late for a minute on end while the
+// member served: it stayed suspected, and a rebalance could not be planned
+// (D70). Failover asks the same way before it acts.
+func (c *Cluster) reprobe(info NodeInfo, patience time.Duration) {
 	if info.Host == "" || info.GossipPort <= 0 {
 		return // no gossip address known: memberlist's own probes only
 	}
@@ -1397,7 +1403,20 @@ func (c *Cluster) reprobe(info NodeInfo) {
 		if err != nil {
 			return
 		}
-		if _, err := c.ml.Ping(name, addr); err == nil {
+		_, err = c.ml.Ping(name, addr)
+		if err != nil && info.PeerPort > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			go func() {
+				select {
+				case <-c.stop: // a stopping node does not wait on its peers
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			_, err = c.mux.queryPossessionQ(ctx, c.peerAddr(info), PossessionQuery{First: 0, Last: -1})
+			cancel()
+		}
+		if err == nil {
 			now := c.now()
 			c.probeMu.Lock()
 			c.probed[name] = now
