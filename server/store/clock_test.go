@@ -43,3 +43,34 @@ func TestCoarseClockIgnoresWallClockSteps(t *testing.T) {
 		})
 	}
 }
+
+// An idle clock stops ticking (D62's idle CPU: the 1 ms tick was most of
+// it) and must not hand out the time it parked at: a read of a parked
+// clock is the exact time — a key read 50 ms past its TTL on a node that
+// had been idle would otherwise still be there — and wakes the tick.
+func TestCoarseClockParksWhenIdleAndWakesExact(t *testing.T) {
+	c := newCoarseClock()
+	defer c.close()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("the idle clock to park", c.parked.Load)
+	waitFor("the parked value to fall behind", func() bool { return c.precise() > c.now.Load()+int64(2*time.Millisecond) })
+	before := c.precise()
+	if got := c.NowNano(); got < before {
+		t.Fatalf("a parked clock read %v behind the exact time", time.Duration(before-got))
+	}
+	if c.parked.Load() {
+		t.Fatal("a read left the clock parked")
+	}
+	woke := c.now.Load()
+	waitFor("the tick to run again", func() bool { return c.now.Load() > woke+int64(2*time.Millisecond) })
+	waitFor("the clock to park again", c.parked.Load)
+}
