@@ -238,8 +238,9 @@ type RebalanceStatus struct {
 	// planned over it is a spare; one the plan did not count was not
 	// alive to the leader then, and needs another rebalance.
 	PlannedOver []NodeID `json:"planned_over,omitempty"`
-	// Held: why a rebalance with work to do takes no new step now (a
-	// member not alive, membership not yet stable); empty while it steps.
+	// Held: why a rebalance with work to do takes no new step now (before
+	// planning: a member not alive or membership not yet stable; once
+	// planned: a member down); empty while it steps (rebalanceHold).
 	Held string `json:"held,omitempty"`
 }
 
