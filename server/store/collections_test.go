@@ -309,6 +309,12 @@ func TestSkiplistAgainstSortedSlice(t *testing.T) {
 			if z.sl.length != len(want) {
 				t.Fatalf("length %d, want %d", z.sl.length, len(want))
 			}
+			checkSkiplist(t, z.sl, fmt.Sprint("step ", i))
+			scores, members := make([]float64, len(want)), make([]string, len(want))
+			for i, w := range want {
+				scores[i], members[i] = w.s, w.m
+			}
+			checkScoreBounds(t, z.sl, scores, members)
 			for r, w := range want {
 				n := z.sl.byRank(r)
 				if n == nil || n.member != w.m || n.score != w.s || z.sl.rank(w.s, w.m) != r || z.nodes[w.m] != n {
