@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // CmdOp names a data-structure or coordination command (R-DS). Each command
@@ -232,13 +233,45 @@ func (r Reply) Err() error {
 	return r.Status.Err()
 }
 
-// ResetOut clears what handlers built in a Cmd.Out room once the reply is
-// encoded: the room keeps no value reachable and starts empty again.
-func ResetOut(room *[]Reply) {
-	if len(*room) > 0 {
-		clear(*room)
-		*room = (*room)[:0]
+// A Cmd.Out room keeps at most RetainedOut replies' room (24 KiB) between
+// commands; a larger one, which a range read of more elements grew it to,
+// goes back to a pool shared by every connection when the reply is encoded,
+// so that a pipeline of LRANGE 0 299 allocates nothing per command either
+// (issue #17: each allocated, zeroed and let the GC scan 28 KiB of
+// replies) and an idle connection holds no large room. A reply of more than
+// PooledOut elements is allocated on its own.
+const (
+	RetainedOut = 256
+	PooledOut   = 4096
+)
+
+// largeRooms holds cleared rooms of more than RetainedOut replies.
+var largeRooms sync.Pool
+
+// LargeOut returns an empty room with capacity for at least n replies
+// (RetainedOut < n ≤ PooledOut), from the pool when it has one that large.
+func LargeOut(n int) []Reply {
+	if p, ok := largeRooms.Get().(*[]Reply); ok && cap(*p) >= n {
+		return (*p)[:0]
 	}
+	return make([]Reply, 0, max(n, 4*RetainedOut))
+}
+
+// ResetOut clears what handlers built in a Cmd.Out room once the reply is
+// encoded: the room keeps no value reachable and starts empty again; a
+// large room goes back to the pool.
+func ResetOut(room *[]Reply) {
+	r := *room
+	if len(r) > 0 {
+		clear(r)
+	}
+	if cap(r) > RetainedOut {
+		r = r[:0]
+		largeRooms.Put(&r)
+		*room = nil
+		return
+	}
+	*room = r[:0]
 }
 
 // Constructors for handlers.

@@ -73,28 +73,25 @@ type execCtx struct {
 	capHit   capHit   // the cap fits refused (itemcap.go)
 }
 
-// maxOutReplies bounds the room a caller's Cmd.Out grows to: a larger
-// reply is allocated on its own, so a connection keeps at most this many
-// replies' room (24 KiB) after a large range read.
-const maxOutReplies = 256
-
 // replies returns an empty slice with room for n replies: the next n
 // unused entries of the caller's Cmd.Out when it gave one (grown as
-// needed; its length marks what handlers took, for the caller to clear),
-// else a new slice. Its capacity is n exactly, so appending past n
-// reallocates rather than writing into the next handout.
+// needed, from kv's pool of large rooms past kv.RetainedOut; its length
+// marks what handlers took, for the caller to clear), else a new slice.
+// Its capacity is n exactly, so appending past n reallocates rather than
+// writing into the next handout.
 func (x *execCtx) replies(n int) []kv.Reply {
 	out := x.cmd.Out
-	if out == nil || n > maxOutReplies {
+	if out == nil || n > kv.PooledOut {
 		return make([]kv.Reply, 0, n)
 	}
 	room := *out
 	if cap(room)-len(room) < n {
-		if len(room)+n > maxOutReplies {
-			return make([]kv.Reply, 0, n)
-		}
 		// Earlier handouts keep the old array; the new one starts empty.
-		room = make([]kv.Reply, 0, min(maxOutReplies, max(2*cap(room), n, 16)))
+		if want := max(2*cap(room), n, 16); want <= kv.RetainedOut {
+			room = make([]kv.Reply, 0, want)
+		} else {
+			room = kv.LargeOut(n)
+		}
 	}
 	start := len(room)
 	*out = room[:start+n]
