@@ -389,6 +389,7 @@ func cmdSetEX(c *conn, args [][]byte) {
 }
 
 func cmdMGet(c *conn, args [][]byte) {
+	c.prefetch(args[1:], 1)
 	c.out.Array(len(args) - 1)
 	for _, kb := range args[1:] {
 		k := view(kb)
@@ -408,6 +409,7 @@ func cmdMSet(c *conn, args [][]byte) {
 		c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
 		return
 	}
+	c.prefetch(args[1:], 2)
 	for j := 1; j < len(args); j += 2 {
 		if res := c.put(args[j], args[j+1], nil); res.Status != kv.StatusSuccess {
 			c.storeError(res.Status, "")

@@ -112,6 +112,15 @@ func (c *conn) runLocked(cmd *command, args [][]byte, segs []uint16) {
 	})
 }
 
+// prefetch has the locked view read ahead the keys a multi-key command
+// is about to look up one by one (keys[0], keys[step], …): nothing to do
+// outside a locked view.
+func (c *conn) prefetch(keys [][]byte, step int) {
+	if c.tx != nil && len(keys) > 1 {
+		c.tx.Prefetch(keys, step)
+	}
+}
+
 // cmdSetAlgebra is SINTER/SUNION: the store computes it over the keys'
 // segments, held by the command (execAcross), with Redis 7.0's order of
 // checks (every key's type is checked, a missing key is an empty set).

@@ -3,6 +3,7 @@ package store
 import (
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
@@ -23,6 +24,44 @@ type Atomic struct {
 	// noTouch: reads and in-place writes through the view leave the keys'
 	// access stamps as they were (SetNoTouch).
 	noTouch bool
+	// warmed keeps what Prefetch read, so that its loads are used.
+	warmed int
+}
+
+// prefetchChunk is how many keys Prefetch has in flight at once.
+const prefetchChunk = 16
+
+// Prefetch reads ahead what a multi-key command is about to look up one key
+// after another (MSET, MGET): each key's first index slot and the record
+// there, with its key bytes. The loads of different keys do not depend on
+// one another, so the CPU has them in flight together, and the command's
+// own lookups then find them in cache instead of waiting for each key's
+// misses in turn (issue #17: the index probe was a third of MSET's CPU).
+// keys[0], keys[step], … are the keys; those of segments the view does not
+// hold are skipped.
+func (a *Atomic) Prefetch(keys [][]byte, step int) {
+	var hashes [prefetchChunk]uint32
+	var tables [prefetchChunk]*recordTable
+	var recs [prefetchChunk]*Record
+	for i := 0; i < len(keys); {
+		n := 0
+		for ; i < len(keys) && n < prefetchChunk; i += step {
+			key := unsafe.String(unsafe.SliceData(keys[i]), len(keys[i]))
+			if g := a.segFor(key); g != nil && len(g.items.recs) > 0 {
+				hashes[n], tables[n] = hashKey(key), &g.items
+				n++
+			}
+		}
+		for j := range n {
+			t := tables[j]
+			recs[j] = t.recs[hashes[j]&uint32(len(t.recs)-1)]
+		}
+		for j := range n {
+			if r := recs[j]; r != nil && len(r.Key) > 0 {
+				a.warmed += int(r.Key[0])
+			}
+		}
+	}
 }
 
 // SetNoTouch sets whether reads and in-place writes through the view leave

@@ -91,3 +91,42 @@ func TestAtomicallyManyIsAtomicAcrossSegments(t *testing.T) {
 		}
 	})
 }
+
+// Prefetch only reads: keys of segments the view does not hold, absent
+// keys, empty segments and more keys than one chunk leave every value and
+// version as it was, and what the view reads after it is what it wrote.
+func TestPrefetchChangesNothing(t *testing.T) {
+	s, _ := newTestStore(t)
+	a, b := "alpha", "beta"
+	sa := s.SegmentFor(a).ID()
+	var args [][]byte
+	for i := range 3 * prefetchChunk {
+		k := "{alpha}" + strconv.Itoa(i)
+		if i%3 == 0 {
+			s.Put(k, []byte(k), nil)
+		}
+		args = append(args, []byte(k), []byte("value")) // MSET's shape: step 2
+	}
+	args = append(args, []byte(b), []byte("v"), []byte(""), []byte("v"))
+	s.AtomicallyMany([]uint16{sa}, func(x *Atomic) {
+		x.Prefetch(args, 2)
+		x.Prefetch(args[1:], 2) // values as keys: absent, or of other segments
+		x.Prefetch(nil, 1)
+		for i := 0; i < len(args)-4; i += 2 {
+			k := string(args[i])
+			r := x.Get(k)
+			if n, _ := strconv.Atoi(k[len("{alpha}"):]); n%3 == 0 {
+				if r.Status != kv.StatusSuccess || string(r.Value) != k || r.Version != 1 {
+					t.Fatalf("%s after Prefetch: %v %q v%d", k, r.Status, r.Value, r.Version)
+				}
+			} else if r.Status != kv.StatusNotFound {
+				t.Fatalf("%s after Prefetch: %v, want NotFound", k, r.Status)
+			}
+		}
+	})
+	empty, _ := newTestStore(t)
+	empty.AtomicallyMany([]uint16{sa}, func(x *Atomic) { x.Prefetch(args, 2) })
+	if n := empty.DBSize(); n != 0 {
+		t.Fatalf("an empty store holds %d keys after Prefetch", n)
+	}
+}
