@@ -163,7 +163,7 @@ type Config struct {
 	SyncTimeout time.Duration
 	// OpLogMaxOps and OpLogMaxBytes bound each segment's op-log
 	// (--oplog-max-ops, --oplog-max-bytes): a replica further behind than
-	// the log reaches catches up by snapshot (R-REP-1). Defaults 1024
+	// the log reaches catches up by snapshot (R-REP-1). Defaults 256
 	// entries and 256 KiB of values. Must be positive.
 	OpLogMaxOps   int
 	OpLogMaxBytes int

@@ -90,7 +90,7 @@ const (
 	DefaultEvictionSamples  = 8
 	DefaultSweepInterval    = 100 * time.Millisecond
 	DefaultProcessCheck     = 250 * time.Millisecond
-	DefaultOpLogMaxOps      = 1024
+	DefaultOpLogMaxOps      = 256
 	DefaultOpLogMaxBytes    = 256 << 10
 
 	DefaultMaxCollectionElements = 1 << 20
@@ -142,7 +142,9 @@ type Config struct {
 	// pruner. Default 100 ms.
 	SweepInterval time.Duration
 
-	// OpLogMaxOps bounds the op-log of one segment in entries. Default 1024.
+	// OpLogMaxOps bounds the op-log of one segment in entries. Default 256
+	// (D72: 65 536 entries over a store, four times what Redis's 1 MiB
+	// backlog holds of small writes).
 	OpLogMaxOps int
 	// OpLogMaxBytes bounds the value bytes retained by one segment's op-log.
 	// Default 256 KiB. A pinned trim floor overrides both bounds.
