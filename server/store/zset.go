@@ -81,6 +81,16 @@ func (z *zsetColl) set(member string, score float64) bool {
 	return true
 }
 
+// move gives the member of node n a new score.
+func (z *zsetColl) move(n *slNode, score float64) {
+	if score == 0 {
+		score = 0 // -0 is stored as 0, as in set
+	}
+	if n.score != score {
+		z.sl.rescore(n, score)
+	}
+}
+
 func (z *zsetColl) rem(member string) bool {
 	n := z.nodes[member]
 	if n == nil {
@@ -155,8 +165,11 @@ func zadd(x *execCtx) kv.Reply {
 	var effect [][]byte
 	var incrResult kv.Reply = kv.NilReply()
 	for i := range scores {
-		member := string(rest[2*i+1])
-		old, exists := z.score(rest[2*i+1])
+		node := z.nodes[string(rest[2*i+1])] // a member named again costs no string
+		old, exists := 0.0, node != nil
+		if exists {
+			old = node.score
+		}
 		score := scores[i]
 		if f.incr && exists {
 			score = old + score
@@ -171,10 +184,13 @@ func zadd(x *execCtx) kv.Reply {
 		case exists && (f.gt && score <= old || f.lt && score >= old):
 			continue
 		}
-		if z.set(member, score) {
+		switch {
+		case !exists:
+			z.set(string(rest[2*i+1]), score)
 			added++
 			changed++
-		} else if exists && old != score {
+		case old != score:
+			z.move(node, score)
 			changed++
 		}
 		effect = append(effect, kv.FormatFloat(score), rest[2*i+1])
