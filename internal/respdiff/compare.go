@@ -3,6 +3,7 @@ package respdiff
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -376,6 +377,67 @@ var OpenMismatches = []*OpenItem{
 				m.Redis.Str == "ERR One or more scores can't be converted into double" && staleERANGE(m.Seq)
 		},
 	},
+	{
+		Name: "lex range over mixed scores",
+		Owner: "redis-server's own: a lex range (ZRANGE … BYLEX, ZRANGEBYLEX, ZREVRANGEBYLEX, ZLEXCOUNT) of a " +
+			"sorted set whose members do not all have one score is unspecified (Redis's documentation); Redis's " +
+			"answer then depends on the random heights of its skiplist's nodes, which no other server can " +
+			"reproduce. Counted when the key's members were given different scores in the sequence.",
+		Match: func(m *Mismatch) bool {
+			last := m.last()
+			return len(last) > 1 && lexRange(last) && mixedScores(m.Seq[:len(m.Seq)-1], last[1])
+		},
+	},
+}
+
+// lexRange reports a command that ranges a sorted set by member.
+func lexRange(cmd []string) bool {
+	switch strings.ToLower(cmd[0]) {
+	case "zrangebylex", "zrevrangebylex", "zlexcount":
+		return true
+	case "zrange", "zrangestore":
+		return slices.ContainsFunc(cmd, func(a string) bool { return strings.EqualFold(a, "BYLEX") })
+	}
+	return false
+}
+
+// mixedScores reports whether seq may have given key's members different
+// scores: a ZINCRBY, a ZADD … INCR, a store into it, or ZADD score
+// arguments that are not all one number.
+func mixedScores(seq [][]string, key string) bool {
+	var first *float64
+	for _, cmd := range seq {
+		name := strings.ToLower(cmd[0])
+		switch {
+		case len(cmd) < 2:
+			continue
+		case strings.HasSuffix(name, "store") && cmd[1] == key:
+			return true
+		case name == "zincrby" && cmd[1] == key:
+			return true
+		case name != "zadd" || cmd[1] != key:
+			continue
+		}
+		j := 2
+		for j < len(cmd) && slices.Contains([]string{"NX", "XX", "GT", "LT", "CH", "INCR"}, strings.ToUpper(cmd[j])) {
+			if strings.EqualFold(cmd[j], "INCR") {
+				return true
+			}
+			j++
+		}
+		for ; j < len(cmd); j += 2 {
+			f, err := strconv.ParseFloat(strings.TrimSpace(cmd[j]), 64)
+			if err != nil {
+				continue
+			}
+			if first == nil {
+				first = &f
+			} else if *first != f {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // staleERANGE reports whether an argument of an earlier command is a

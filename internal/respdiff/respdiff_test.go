@@ -149,3 +149,37 @@ func TestSessionLeavesMultiOnEXECABORT(t *testing.T) {
 		t.Fatal("a refused DISCARD leaves the transaction open")
 	}
 }
+
+// The open item for lex ranges over mixed scores counts only a lex range of
+// a key the sequence gave different scores: the fuzzer's reproducer, not a
+// set of one score (whose lex order is specified) nor another command.
+func TestLexRangeOverMixedScoresIsOnlyThat(t *testing.T) {
+	rangeCmd := []string{"ZRANGE", "{k}5", "(2.5", "(", "BYLEX", "REV", "LIMIT", "3", "5"}
+	cases := []struct {
+		name string
+		seq  [][]string
+		want bool
+	}{
+		{"the fuzzer's reproducer", [][]string{{"ZADD", "{k}5", "CH", "0", "a", "1e17", ".5"}, {"ZINCRBY", "{k}5", "+2", "b"}, rangeCmd}, true},
+		{"two scores across ZADDs", [][]string{{"ZADD", "{k}5", "0", "a"}, {"ZADD", "{k}5", "1", "b"}, rangeCmd}, true},
+		{"a store into the key", [][]string{{"ZUNIONSTORE", "{k}5", "1", "{k}x"}, rangeCmd}, true},
+		{"one score", [][]string{{"ZADD", "{k}5", "NX", "0", "a", "0.0", "b"}, {"ZADD", "{k}5", "-0", "c"}, rangeCmd}, false},
+		{"another key's scores", [][]string{{"ZADD", "{k}6", "0", "a", "1", "b"}, {"ZADD", "{k}5", "0", "a"}, rangeCmd}, false},
+		{"not a lex range", [][]string{{"ZADD", "{k}5", "0", "a", "1", "b"}, {"ZRANGE", "{k}5", "0", "-1"}}, false},
+	}
+	var open *OpenItem
+	for _, o := range OpenMismatches {
+		if o.Name == "lex range over mixed scores" {
+			open = o
+		}
+	}
+	if open == nil {
+		t.Fatal("no open item for lex ranges over mixed scores")
+	}
+	for _, c := range cases {
+		m := &Mismatch{Seq: c.seq, Redis: Value{Kind: '*'}, Zaris: Value{Kind: '*'}}
+		if got := open.Match(m); got != c.want {
+			t.Errorf("%s: matched %v, want %v", c.name, got, c.want)
+		}
+	}
+}
