@@ -64,14 +64,12 @@ func (z *zsetColl) decode(b []byte) error {
 
 // set adds or moves member to score; reports whether it is new.
 func (z *zsetColl) set(member string, score float64) bool {
+	if n := z.nodes[member]; n != nil {
+		z.move(n, score)
+		return false
+	}
 	if score == 0 {
 		score = 0 // -0 is stored as 0: a small set in Redis keeps "0"
-	}
-	if n := z.nodes[member]; n != nil {
-		if n.score != score {
-			z.sl.rescore(n, score)
-		}
-		return false
 	}
 	k := zsetMemberSize(len(member))
 	z.bytes += k.acct
