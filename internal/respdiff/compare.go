@@ -385,7 +385,11 @@ var OpenMismatches = []*OpenItem{
 			"reproduce. Counted when the key's members were given different scores in the sequence.",
 		Match: func(m *Mismatch) bool {
 			last := m.last()
-			return len(last) > 1 && lexRange(last) && mixedScores(m.Seq[:len(m.Seq)-1], last[1])
+			src := 1 // the sorted set ranged: ZRANGESTORE's is its second key
+			if strings.EqualFold(last[0], "zrangestore") {
+				src = 2
+			}
+			return len(last) > src && lexRange(last) && mixedScores(m.Seq[:len(m.Seq)-1], last[src])
 		},
 	},
 }

@@ -165,6 +165,8 @@ func TestLexRangeOverMixedScoresIsOnlyThat(t *testing.T) {
 		{"a store into the key", [][]string{{"ZUNIONSTORE", "{k}5", "1", "{k}x"}, rangeCmd}, true},
 		{"one score", [][]string{{"ZADD", "{k}5", "NX", "0", "a", "0.0", "b"}, {"ZADD", "{k}5", "-0", "c"}, rangeCmd}, false},
 		{"another key's scores", [][]string{{"ZADD", "{k}6", "0", "a", "1", "b"}, {"ZADD", "{k}5", "0", "a"}, rangeCmd}, false},
+		{"ZRANGESTORE ranges its source", [][]string{{"ZADD", "{k}src", "0", "a", "1", "b"}, {"ZRANGESTORE", "{k}dst", "{k}src", "[a", "[z", "BYLEX"}}, true},
+		{"ZRANGESTORE's destination is not its source", [][]string{{"ZADD", "{k}dst", "0", "a", "1", "b"}, {"ZRANGESTORE", "{k}dst", "{k}src", "[a", "[z", "BYLEX"}}, false},
 		{"not a lex range", [][]string{{"ZADD", "{k}5", "0", "a", "1", "b"}, {"ZRANGE", "{k}5", "0", "-1"}}, false},
 	}
 	var open *OpenItem
