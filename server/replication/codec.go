@@ -310,22 +310,23 @@ func encodeRecord(enc *msgpack.Encoder, r *store.Record) {
 	}
 	_ = enc.EncodeUint(r.Version)
 	_ = enc.EncodeUint(r.Revision)
-	_ = enc.EncodeInt(r.CreatedAt)
+	_ = enc.EncodeInt(0) // was the creation time, which nothing read (D73); kept so nodes of both versions agree
 	_ = enc.EncodeInt(r.ExpiresAt)
 	_ = enc.EncodeBool(r.Deleted)
 	_ = enc.EncodeUint(uint64(r.Kind))
-	if r.Meta == nil {
+	meta := r.Meta()
+	if meta == nil {
 		_ = enc.EncodeNil()
 		return
 	}
 	_ = enc.EncodeArrayLen(2)
-	_ = enc.EncodeString(r.Meta.ContentType)
-	if len(r.Meta.Labels) == 0 {
+	_ = enc.EncodeString(meta.ContentType)
+	if len(meta.Labels) == 0 {
 		_ = enc.EncodeNil()
 		return
 	}
-	_ = enc.EncodeMapLen(len(r.Meta.Labels))
-	for k, v := range r.Meta.Labels {
+	_ = enc.EncodeMapLen(len(meta.Labels))
+	for k, v := range meta.Labels {
 		_ = enc.EncodeString(k)
 		_ = enc.EncodeString(v)
 	}
@@ -757,7 +758,7 @@ func (d *decoder) recordInto(r *store.Record) error {
 	if r.Revision, err = d.uint(); err != nil {
 		return err
 	}
-	if r.CreatedAt, err = d.int(); err != nil {
+	if _, err = d.int(); err != nil { // the former creation time (D73)
 		return err
 	}
 	if r.ExpiresAt, err = d.int(); err != nil {
@@ -805,7 +806,7 @@ func (d *decoder) recordInto(r *store.Record) error {
 		if err := d.skip(mx); err != nil {
 			return err
 		}
-		r.Meta = m
+		r.SetMeta(m)
 	}
 	return d.skip(extra)
 }

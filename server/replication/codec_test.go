@@ -13,12 +13,16 @@ import (
 )
 
 func sampleOps() []store.Op {
+	withMeta := func(r store.Record, m *store.Metadata) store.Record {
+		r.SetMeta(m)
+		return r
+	}
 	return []store.Op{
-		{Kind: store.OpPut, Record: store.Record{Key: "a", Value: []byte("1"), Version: 1, Revision: 7, CreatedAt: 11, ExpiresAt: 99}},
-		{Kind: store.OpPut, Record: store.Record{Key: "empty", Value: []byte{}, Version: 2, Revision: 8,
-			Meta: &store.Metadata{ContentType: "text/plain", Labels: map[string]string{"team": "x"}}}},
-		{Kind: store.OpPut, Record: store.Record{Key: "meta-no-labels", Value: []byte("v"), Version: 1, Revision: 9,
-			Meta: &store.Metadata{ContentType: "application/json"}}},
+		{Kind: store.OpPut, Record: store.Record{Key: "a", Value: []byte("1"), Version: 1, Revision: 7, ExpiresAt: 99}},
+		{Kind: store.OpPut, Record: withMeta(store.Record{Key: "empty", Value: []byte{}, Version: 2, Revision: 8},
+			&store.Metadata{ContentType: "text/plain", Labels: map[string]string{"team": "x"}})},
+		{Kind: store.OpPut, Record: withMeta(store.Record{Key: "meta-no-labels", Value: []byte("v"), Version: 1, Revision: 9},
+			&store.Metadata{ContentType: "application/json"})},
 		{Kind: store.OpDelete, Record: store.Record{Key: "a", Version: 1, Revision: 10, Deleted: true}},
 		{Kind: store.OpExpired, Record: store.Record{Key: "b", Version: 3, Revision: 11, Deleted: true}},
 		{Kind: store.OpCommand, Record: store.Record{Key: "h", Version: 4, Revision: 12, Kind: store.KindHash},

@@ -48,9 +48,9 @@ func recordHash(h *xxhash.Digest, buf *[24]byte, r *Record) uint64 {
 	_, _ = h.Write(buf[:])
 	_, _ = h.WriteString(r.Key)
 	switch {
-	case r.coll != nil:
+	case r.coll() != nil:
 		_, _ = h.Write([]byte{byte(r.Kind)})
-		_, _ = h.Write(r.coll.c.encode())
+		_, _ = h.Write(r.coll().encode())
 	case r.Kind != KindString:
 		// An exported collection (a snapshot's record) carries its
 		// encoding as the value: it hashes as the live collection does.

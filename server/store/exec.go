@@ -265,7 +265,7 @@ func (g *Segment) runLocked(h *handler, x *execCtx) kv.Reply {
 		if !x.noTouch && !h.peek {
 			x.rec.touch(g.store.stamp(now))
 		}
-		x.coll = x.rec.coll.get()
+		x.coll = x.rec.coll()
 	}
 	r := h.run(x)
 	if x.rec != nil && r.Status == kv.StatusSuccess {
@@ -297,7 +297,7 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
 			return kv.StatusReply(kv.StatusWrongType)
 		}
-		x.coll = x.rec.coll.get()
+		x.coll = x.rec.coll()
 	} else if h.create {
 		x.coll = newCollection(h.kind)
 	}
@@ -345,9 +345,10 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	} else {
 		rec = &Record{Key: strings.Clone(x.cmd.Key), Value: v}
 	}
-	rec.CreatedAt, rec.Version, rec.access = x.now, 1, g.store.stamp(x.now)
+	rec.Version, rec.access = 1, g.store.stamp(x.now)
 	if x.rec != nil {
-		rec.Version, rec.CreatedAt, rec.ExpiresAt, rec.Meta = x.rec.Version+1, x.rec.CreatedAt, x.rec.ExpiresAt, x.rec.Meta
+		rec.Version, rec.ExpiresAt = x.rec.Version+1, x.rec.ExpiresAt
+		rec.ext = x.rec.metaOnly()
 	}
 	g.revision++
 	rec.Revision = g.revision
@@ -375,7 +376,7 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 		if x.coll.count() == 0 {
 			return 0, 0
 		}
-		rec = &Record{Key: string([]byte(x.cmd.Key)), Kind: x.coll.kind(), coll: &collBox{x.coll}, CreatedAt: x.now, access: g.store.stamp(x.now)}
+		rec = &Record{Key: string([]byte(x.cmd.Key)), Kind: x.coll.kind(), ext: &recordExt{c: x.coll}, access: g.store.stamp(x.now)}
 		g.revision++
 		rec.Version, rec.Revision = 1, g.revision
 		x.effect.Key = rec.Key
@@ -519,7 +520,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
 			return fmt.Errorf("store: segment %d: %v on a %v key %q: replica diverged", g.id, cmd.Op, x.rec.Kind, cmd.Key)
 		}
-		x.coll = x.rec.coll.get()
+		x.coll = x.rec.coll()
 	} else if h.create {
 		x.coll = newCollection(h.kind)
 	}
@@ -538,12 +539,12 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 	}
 	if x.rec != nil && x.coll.count() == 0 {
 		g.settleLocked(x.coll.size() - before)
-		tomb := &Record{Key: x.rec.Key, Version: hdr.Version, Revision: hdr.Revision, CreatedAt: now, Deleted: true}
+		tomb := &Record{Key: x.rec.Key, Version: hdr.Version, Revision: hdr.Revision, Deleted: true}
 		g.commitLocked(OpDelete, tomb)
 		return nil
 	}
 	if x.rec == nil {
-		rec := &Record{Key: string([]byte(cmd.Key)), Kind: x.coll.kind(), coll: &collBox{x.coll}, CreatedAt: hdr.CreatedAt,
+		rec := &Record{Key: string([]byte(cmd.Key)), Kind: x.coll.kind(), ext: &recordExt{c: x.coll, meta: hdr.Meta()},
 			ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)}
 		g.installCollectionLocked(rec, x.effect)
 	} else {

@@ -73,7 +73,7 @@ func sizeOf(c collection) keySize {
 // recordFits reports whether a whole new record passes the per-key caps
 // (COPY builds one): a string's value, a collection's size from nothing.
 func (s *Store) recordFits(r *Record) bool {
-	if c := r.coll.get(); c != nil {
+	if c := r.coll(); c != nil {
 		return keyFits(keySize{}, sizeOf(c), s.keyLimits()) == capNone
 	}
 	return len(r.Value) <= s.cfg.MaxItemBytes

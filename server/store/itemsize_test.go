@@ -20,7 +20,7 @@ func collOf(t *testing.T, s *Store, key string) collection {
 	if r == nil {
 		return nil
 	}
-	return r.coll.get()
+	return r.coll()
 }
 
 // arrayHeader is what msgpack spends on an array header of n items.

@@ -51,7 +51,7 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		}
 		return "raw", false
 	case KindHash:
-		h := r.coll.get().(*hashColl)
+		h := r.coll().(*hashColl)
 		if len(h.m) > hashListpackMaxEntries {
 			return "hashtable", false
 		}
@@ -64,7 +64,7 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 	case KindList:
 		return "quicklist", false
 	case KindSet:
-		s := r.coll.get().(*setColl)
+		s := r.coll().(*setColl)
 		if len(s.m) > intsetMaxEntries {
 			return "hashtable", false
 		}
@@ -75,7 +75,7 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		}
 		return "intset", false
 	case KindZSet:
-		z := r.coll.get().(*zsetColl)
+		z := r.coll().(*zsetColl)
 		if len(z.nodes) > zsetListpackMaxEntries {
 			return "skiplist", false
 		}
@@ -148,14 +148,15 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if len(gd.txLocks) > 0 && gd.txLockedLocked(dst, "", a.now) {
 		return false, status(kv.StatusConflict)
 	}
-	rec := &Record{Key: string([]byte(dst)), Value: from.Value, Kind: from.Kind, CreatedAt: a.now,
-		ExpiresAt: from.ExpiresAt, Meta: from.Meta, Version: 1, access: gd.store.stamp(a.now)}
-	if c := from.coll.get(); c != nil {
+	rec := &Record{Key: string([]byte(dst)), Value: from.Value, Kind: from.Kind,
+		ExpiresAt: from.ExpiresAt, ext: from.metaOnly(), Version: 1, access: gd.store.stamp(a.now)}
+	if c := from.coll(); c != nil {
 		dup, err := decodeCollection(from.Kind, c.encode())
 		if err != nil {
 			return false, status(kv.StatusInternal)
 		}
-		rec.coll, rec.Value = &collBox{dup}, nil
+		rec.setColl(dup)
+		rec.Value = nil
 	}
 	if old != nil {
 		rec.Version = old.Version + 1

@@ -74,7 +74,7 @@ func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 		Key: strings.Clone(x.cmd.Key), // the caller's key may alias a network buffer
 		// The value is the caller's argument: copied, the store keeps it.
 		Value:   bytes.Clone(token),
-		Version: 1, CreatedAt: x.now, ExpiresAt: x.now + ttl,
+		Version: 1, ExpiresAt: x.now + ttl,
 		access: s.stamp(x.now),
 	}
 	if s.evictionPolicy() == NoEviction && g.owned {

@@ -29,7 +29,8 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 		if old := g.items.get(r.Key); old != nil && old.Revision >= r.Revision {
 			continue // locally as new or newer
 		}
-		r.access, r.coll = stamp, nil
+		r.access = stamp
+		r.setColl(nil)
 		if !r.Deleted && r.Kind != KindString {
 			c, err := decodeCollection(r.Kind, r.Value)
 			if err != nil {
@@ -37,7 +38,8 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 				shortfall++
 				continue
 			}
-			r.coll, r.Value = &collBox{c}, nil
+			r.setColl(c)
+			r.Value = nil
 		}
 		g.replaceLocked(&r)
 	}

@@ -53,10 +53,10 @@ func (x *execCtx) lookup(key []byte, kind ValueKind) (collection, kv.Reply, bool
 	if kind != kindAny && r.Kind != kind {
 		return nil, kv.StatusReply(kv.StatusWrongType), false
 	}
-	if r.coll == nil {
+	if r.coll() == nil {
 		return nil, kv.Reply{}, true
 	}
-	return r.coll.get(), kv.Reply{}, true
+	return r.coll(), kv.Reply{}, true
 }
 
 // openWrite opens another key of a write command for mutation, with the
@@ -89,8 +89,8 @@ func (x *execCtx) openWrite(key []byte, kind ValueKind, create bool) (*execCtx, 
 		if kind != kindAny && c.rec.Kind != kind {
 			return nil, kv.StatusReply(kv.StatusWrongType), false
 		}
-		if c.rec.coll != nil {
-			c.coll = c.rec.coll.get()
+		if c.rec.coll() != nil {
+			c.coll = c.rec.coll()
 		}
 	} else if create {
 		c.coll = newCollection(kind)

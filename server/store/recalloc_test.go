@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,5 +98,66 @@ func TestIncrValueOutlivesTheScratch(t *testing.T) {
 		if got := s.Get(long); string(got.Value) != want {
 			t.Fatalf("round %d: the long key reads %q, want %q", i, got.Value, want)
 		}
+	}
+}
+
+// goSizeClasses are the Go allocator's size classes up to 1 KiB
+// (internal/runtime/gc's table): an allocation costs the smallest of them
+// that holds it.
+var goSizeClasses = []int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224,
+	240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024}
+
+// TestInlineTailsFillSizeClasses: a string record of n key-and-value bytes
+// costs one allocation of the smallest size class that holds the Record and
+// n bytes — no tail wastes a class boundary (D65, D73). With the 80-byte
+// Record a 16-byte key and a 32-byte value cost 128 bytes.
+func TestInlineTailsFillSizeClasses(t *testing.T) {
+	if n := unsafe.Sizeof(Record{}); n != 80 {
+		t.Fatalf("Record is %d bytes; the tails are sized for 80", n)
+	}
+	const rounds = 200
+	keep := make([]*Record, rounds)
+	// The allocator's counters are process-wide: a runtime goroutine may
+	// allocate during a round, so the cheapest of a few rounds is the
+	// record's cost.
+	perRecord := func(n int) int {
+		key, value := strings.Repeat("k", min(n, 16)), bytes.Repeat([]byte{'v'}, n-min(n, 16))
+		best := -1
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := range keep {
+				keep[i] = newStringRecord(key, value)
+			}
+			runtime.ReadMemStats(&after)
+			if after.Mallocs-before.Mallocs != rounds {
+				continue
+			}
+			if b := int(after.TotalAlloc-before.TotalAlloc) / rounds; best < 0 || b < best {
+				best = b
+			}
+		}
+		if best < 0 {
+			t.Fatalf("n=%d: never one allocation per record", n)
+		}
+		return best
+	}
+	for n := 1; n <= maxInlineTail; n++ {
+		want, size := 0, int(unsafe.Sizeof(Record{}))+n
+		if size > 512 {
+			size += 8 // the allocator's header on a larger object with pointers
+		}
+		for _, c := range goSizeClasses {
+			if c >= size {
+				want = c
+				break
+			}
+		}
+		if got := perRecord(n); got != want {
+			t.Fatalf("n=%d: a record costs %d bytes, want the size class %d", n, got, want)
+		}
+	}
+	if got := perRecord(48); got != 128 {
+		t.Fatalf("a 16-byte key with a 32-byte value costs %d bytes, want 128", got)
 	}
 }

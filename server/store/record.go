@@ -22,14 +22,8 @@ type Record struct {
 	// record: the total order replication and recovery converge on.
 	Revision uint64
 
-	// CreatedAt is when the key was created (Unix ns).
-	CreatedAt int64
 	// ExpiresAt is the absolute expiry (Unix ns); 0 = no expiry.
 	ExpiresAt int64
-
-	// Meta holds the optional metadata; nil when there is none, so that the
-	// common record pays nothing for it.
-	Meta *Metadata
 
 	// Deleted marks a tombstone: the record of a delete.
 	Deleted bool
@@ -45,23 +39,60 @@ type Record struct {
 	// and Kind.)
 	access uint32
 
-	// coll is the node-local materialized collection of a collection record
-	// (nil for strings). Never crosses the wire: Value carries the encoding.
-	// Mutated in place under the segment's write lock. Boxed: a pointer
-	// costs a string record 8 bytes where the interface cost 16, which puts
-	// Record in the 96-byte allocation class instead of 112.
-	coll *collBox
+	// ext holds what most records do not have: the node-local materialized
+	// collection of a collection record and the optional metadata (Meta).
+	// nil for a plain string without metadata, so that the common record
+	// pays one pointer for both (D73: Record is 80 bytes, a 16-byte key with
+	// a 32-byte value one 128-byte allocation).
+	ext *recordExt
 }
 
-// collBox holds a record's materialized collection (Record.coll).
-type collBox struct{ c collection }
+// recordExt is a record's rarely present part (Record.ext). Never mutated
+// after it is published, except its collection's contents, which change in
+// place under the segment's write lock; a record that needs another
+// collection or metadata gets a new recordExt.
+type recordExt struct {
+	// c is the materialized collection (nil for strings). Never crosses the
+	// wire: Value carries the encoding.
+	c collection
+	// meta is the optional metadata (content type, labels).
+	meta *Metadata
+}
 
-// get is the boxed collection; nil for a string record.
-func (b *collBox) get() collection {
-	if b == nil {
+// coll is the record's materialized collection; nil for a string record.
+func (r *Record) coll() collection {
+	if r.ext == nil {
 		return nil
 	}
-	return b.c
+	return r.ext.c
+}
+
+// Meta is the record's optional metadata; nil when there is none.
+func (r *Record) Meta() *Metadata {
+	if r.ext == nil {
+		return nil
+	}
+	return r.ext.meta
+}
+
+// SetMeta sets the record's metadata (nil: none), keeping its collection.
+// Only on a record not yet published.
+func (r *Record) SetMeta(m *Metadata) {
+	r.setExt(r.coll(), m)
+}
+
+// setColl makes the record hold c as its materialized collection, keeping
+// its metadata. Only on a record not yet published.
+func (r *Record) setColl(c collection) {
+	r.setExt(c, r.Meta())
+}
+
+func (r *Record) setExt(c collection, m *Metadata) {
+	if c == nil && m == nil {
+		r.ext = nil
+		return
+	}
+	r.ext = &recordExt{c: c, meta: m}
 }
 
 // Metadata is the optional part of a record's metadata (R-KV). Absent
@@ -91,12 +122,12 @@ const recordOverhead = 112
 // accountedBytes is the memory this record is charged against the budget.
 func (r *Record) accountedBytes() int64 {
 	n := int64(len(r.Key) + len(r.Value) + recordOverhead)
-	if r.coll != nil {
-		n += r.coll.c.size()
+	if c := r.coll(); c != nil {
+		n += c.size()
 	}
-	if r.Meta != nil {
-		n += int64(len(r.Meta.ContentType)) + 64
-		for k, v := range r.Meta.Labels {
+	if m := r.Meta(); m != nil {
+		n += int64(len(m.ContentType)) + 64
+		for k, v := range m.Labels {
 			n += int64(len(k)+len(v)) + 48
 		}
 	}
@@ -121,12 +152,23 @@ func (r *Record) touch(stamp uint32) {
 	}
 }
 
+// metaOnly is an ext holding the record's metadata without its collection
+// (what an exported copy or a header keeps).
+func (r *Record) metaOnly() *recordExt {
+	switch {
+	case r.ext == nil || r.ext.c == nil:
+		return r.ext
+	case r.ext.meta == nil:
+		return nil
+	}
+	return &recordExt{meta: r.ext.meta}
+}
+
 // clone returns a shallow copy that the caller may modify before publishing.
 func (r *Record) clone() *Record {
 	c := &Record{
 		Key: r.Key, Value: r.Value, Version: r.Version, Revision: r.Revision,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Meta: r.Meta, Deleted: r.Deleted,
-		Kind: r.Kind, coll: r.coll,
+		ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, ext: r.ext,
 	}
 	c.access = atomic.LoadUint32(&r.access)
 	return c
@@ -138,12 +180,12 @@ func (r *Record) clone() *Record {
 func (r *Record) exported() Record {
 	e := Record{
 		Key: r.Key, Value: r.Value, Version: r.Version, Revision: r.Revision,
-		CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Meta: r.Meta, Deleted: r.Deleted,
-		Kind: r.Kind,
+		ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind,
 	}
-	if r.coll != nil {
-		e.Value = r.coll.c.encode()
+	if c := r.coll(); c != nil {
+		e.Value = c.encode()
 	}
+	e.ext = r.metaOnly()
 	return e
 }
 
@@ -157,7 +199,7 @@ func (r *Record) header() *Record {
 
 func (r *Record) headerValue() Record {
 	return Record{
-		Key: r.Key, Version: r.Version, Revision: r.Revision, CreatedAt: r.CreatedAt,
-		ExpiresAt: r.ExpiresAt, Meta: r.Meta, Deleted: r.Deleted, Kind: r.Kind,
+		Key: r.Key, Version: r.Version, Revision: r.Revision,
+		ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, ext: r.metaOnly(),
 	}
 }

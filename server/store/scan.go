@@ -236,14 +236,14 @@ func (g *Segment) scanRead(key string, now int64, values, meta bool) (ScanItem, 
 		return ScanItem{}, false
 	}
 	it := ScanItem{Key: r.Key, Kind: r.Kind, Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
-	if values && r.coll == nil {
+	if values && r.coll() == nil {
 		it.Value = r.Value
 		if it.Value == nil {
 			it.Value = []byte{} // an empty value, told apart from "not requested"
 		}
 	}
 	if meta {
-		it.Meta = r.Meta
+		it.Meta = r.Meta()
 	}
 	return it, true
 }

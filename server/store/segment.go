@@ -208,7 +208,7 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 	}
 	now := s.writeNow()
 	rec := newStringRecord(key, value)
-	rec.CreatedAt, rec.Meta = now, newMetadata(o.ContentType, o.Labels)
+	rec.SetMeta(newMetadata(o.ContentType, o.Labels))
 	switch {
 	case o.TTL > 0:
 		rec.ExpiresAt = expiryAt(now, o.TTL)
@@ -246,7 +246,6 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	}
 	if old != nil {
 		rec.Version = old.Version + 1
-		rec.CreatedAt = old.CreatedAt
 		if o.KeepTTL {
 			rec.ExpiresAt = old.ExpiresAt // Redis SET … KEEPTTL
 		}
@@ -311,7 +310,7 @@ func (g *Segment) tombstoneLocked(old *Record, kind OpKind, now int64) kv.Result
 	g.revision++
 	// The key is copied: old's shares old's allocation with its value,
 	// which the tombstone would keep alive until it is pruned.
-	tomb := &Record{Key: strings.Clone(old.Key), Version: old.Version, Revision: g.revision, CreatedAt: now, Deleted: true}
+	tomb := &Record{Key: strings.Clone(old.Key), Version: old.Version, Revision: g.revision, Deleted: true}
 	g.commitLocked(kind, tomb)
 	return kv.Result{Status: kv.StatusSuccess, Version: tomb.Version, Revision: tomb.Revision}
 }
@@ -421,12 +420,12 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 	g.bytes += delta
 	g.store.account(g.owned, delta, int64(rec.liveDelta(old)))
 	logged := rec
-	if rec.coll != nil {
+	if c := rec.coll(); c != nil {
 		// The collection keeps changing in place after this entry: log a
 		// frozen copy (the full encoding for a put, the header otherwise).
 		logged = rec.header()
 		if kind == OpPut {
-			logged.Value = rec.coll.c.encode()
+			logged.Value = c.encode()
 		}
 	}
 	g.log.append(kind, logged)
@@ -651,13 +650,14 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 		kind = OpDelete
 	}
 	r := rec // copy: the caller's struct is not retained
-	r.coll = nil
+	r.setColl(nil)
 	if !r.Deleted && r.Kind != KindString && kind == OpPut {
 		c, err := decodeCollection(r.Kind, r.Value)
 		if err != nil {
 			return false, err
 		}
-		r.coll, r.Value = &collBox{c}, nil
+		r.setColl(c)
+		r.Value = nil
 	}
 	r.access = g.store.stamp(g.store.clock.NowNano())
 	g.mu.Lock()
@@ -744,14 +744,15 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	for i := range snap.Records {
 		r := snap.Records[i]
 		r.access = stamp
-		r.coll = nil
+		r.setColl(nil)
 		if !r.Deleted && r.Kind != KindString {
 			c, err := decodeCollection(r.Kind, r.Value)
 			if err != nil {
 				g.store.log.Error("store: dropping an undecodable collection from a snapshot", "key", r.Key, "err", err)
 				continue
 			}
-			r.coll, r.Value = &collBox{c}, nil
+			r.setColl(c)
+			r.Value = nil
 		}
 		rec := &r
 		g.items.set(rec)

@@ -634,7 +634,8 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 				continue
 			}
 			if w.Op == TxPut {
-				rec := Record{Key: w.Key, Value: w.Value, Meta: newMetadata(w.ContentType, w.Labels)}
+				rec := Record{Key: w.Key, Value: w.Value}
+				rec.SetMeta(newMetadata(w.ContentType, w.Labels))
 				delta += rec.accountedBytes()
 			}
 			if old := g.items.get(w.Key); old != nil {
@@ -751,13 +752,14 @@ func (g *Segment) applyTxWriteLocked(w *TxWrite, now int64) txApplied {
 		r := g.tombstoneLocked(old, OpDelete, now)
 		return txApplied{version: r.Version, revision: r.Revision}
 	}
-	rec := &Record{Key: w.Key, Value: w.Value, CreatedAt: now, Meta: newMetadata(w.ContentType, w.Labels), Version: 1}
+	rec := &Record{Key: w.Key, Value: w.Value, Version: 1}
+	rec.SetMeta(newMetadata(w.ContentType, w.Labels))
 	rec.access = g.store.stamp(now)
 	if w.TTL > 0 {
 		rec.ExpiresAt = now + int64(w.TTL)
 	}
 	if old != nil {
-		rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
+		rec.Version = old.Version + 1
 	}
 	g.revision++
 	rec.Revision = g.revision

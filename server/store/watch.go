@@ -448,7 +448,7 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 			ev.Origin = g.origin
 		}
 		ev.Replaced = g.replacing
-		if w.opts.IncludeValues && kind == OpPut && rec.coll == nil {
+		if w.opts.IncludeValues && kind == OpPut && rec.coll() == nil {
 			ev.Value = rec.Value
 		}
 		w.deliver(ev)
