@@ -54,7 +54,7 @@ func (a *Atomic) Prefetch(keys [][]byte, step int) {
 		}
 		for j := range n {
 			t := tables[j]
-			recs[j] = t.recs[hashes[j]&uint32(len(t.recs)-1)]
+			recs[j] = t.recs[t.home(hashes[j])]
 		}
 		for j := range n {
 			if r := recs[j]; r != nil && len(r.Key) > 0 {

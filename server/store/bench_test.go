@@ -197,3 +197,25 @@ func BenchmarkExecZAdd(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGetColdKeys reads 1 M keys in a random order: every read misses
+// the CPU caches on the index and the record, as a large keyspace's reads
+// do (BenchmarkGet's 64 Ki keys fit the caches).
+func BenchmarkGetColdKeys(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	const n = 1 << 20
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key:%012d", i)
+		s.Put(keys[i], make([]byte, 32), nil)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		s.Get(keys[i&(n-1)])
+	}
+}
