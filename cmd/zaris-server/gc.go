@@ -5,17 +5,14 @@ import (
 	"runtime/debug"
 )
 
-// tuneGC sets the garbage collector for a cache server unless the operator
-// chose with GOGC / GOMEMLIMIT: the heap is mostly long-lived records, so the
-// default GOGC=100 collects far more often than the churn needs, and the
-// pauses show up as tail latency. The soft memory limit is what keeps the
+// tuneGC sets the garbage collector's soft memory limit for a cache server
+// unless the operator chose with GOMEMLIMIT: the limit is what keeps the
 // process inside its bound (--memory-max-rss): the collector runs as often as
 // it must to stay under it, and the eviction loop evicts more while RSS is
-// over it (docs/DECISIONS.md D12 and the RSS bound).
+// over it (docs/DECISIONS.md D12 and the RSS bound). GOGC stays Go's default
+// of 100 unless set (D74: 400 let RSS run to five times the live records
+// under overwrites, for no CPU measured back).
 func tuneGC(memoryMaxBytes, memoryMaxRSS int64) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		if limit := gcMemoryLimit(memoryMaxBytes, memoryMaxRSS); limit > 0 {
 			debug.SetMemoryLimit(limit)
