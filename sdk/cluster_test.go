@@ -457,7 +457,7 @@ func TestClusterOwnershipChurnUnderLoad(t *testing.T) {
 		held := false
 		for _, cn := range tc.nodes {
 			for _, r := range cn.store.Segment(seg).Snapshot().Records {
-				held = held || (r.Key == k && string(r.Value) == v)
+				held = held || (r.Key() == k && string(r.Value()) == v)
 			}
 		}
 		if !held {

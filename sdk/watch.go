@@ -214,9 +214,9 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 	for _, rs := range w.Resyncs() {
 		recs := make([]WatchRecord, 0, len(rs.Records))
 		for _, r := range rs.Records {
-			wr := WatchRecord{Key: r.Key, Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
+			wr := WatchRecord{Key: r.Key(), Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
 			if req.IncludeValues && r.Kind == store.KindString {
-				wr.Value = cloneBytes(r.Value)
+				wr.Value = cloneBytes(r.Value())
 			}
 			recs = append(recs, wr)
 		}
@@ -225,9 +225,9 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 	if req.Snapshot {
 		s.snapshot = make([]WatchRecord, 0, len(snap))
 		for _, r := range snap {
-			wr := WatchRecord{Key: r.Key, Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
+			wr := WatchRecord{Key: r.Key(), Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
 			if req.IncludeValues && r.Kind == store.KindString {
-				wr.Value = cloneBytes(r.Value)
+				wr.Value = cloneBytes(r.Value())
 			}
 			s.snapshot = append(s.snapshot, wr)
 		}

@@ -34,8 +34,8 @@ func keyWhereabouts(c *clustertest.Cluster, key string) string {
 		g := nd.Store().SegmentFor(key)
 		held := "absent"
 		for _, r := range g.Snapshot().Records {
-			if r.Key == key {
-				held = fmt.Sprintf("%q rev %d", r.Value, r.Revision)
+			if r.Key() == key {
+				held = fmt.Sprintf("%q rev %d", r.Value(), r.Revision)
 			}
 		}
 		fmt.Fprintf(&b, "\n  %s (leader %v): map v%d segment %d partition %d owner %s primary %s replicas %v health %v gen %d epoch %d demoted %v source %q incoming %v moveto %q; local segment owned %v revision %d len %d, key %s",

@@ -302,11 +302,11 @@ func (e *encoder) snapEnd(seg uint16, rev uint64, prepared []store.Op) []byte {
 
 func encodeRecord(enc *msgpack.Encoder, r *store.Record) {
 	_ = enc.EncodeArrayLen(9)
-	_ = enc.EncodeString(r.Key)
-	if r.Value == nil {
+	_ = enc.EncodeString(r.Key())
+	if r.Value() == nil {
 		_ = enc.EncodeNil()
 	} else {
-		_ = enc.EncodeBytes(r.Value)
+		_ = enc.EncodeBytes(r.Value())
 	}
 	_ = enc.EncodeUint(r.Version)
 	_ = enc.EncodeUint(r.Revision)
@@ -748,9 +748,12 @@ func (d *decoder) recordInto(r *store.Record) error {
 	if err != nil {
 		return err
 	}
-	if r.Key, r.Value, err = d.keyValue(); err != nil {
+	key, value, err := d.keyValue()
+	if err != nil {
 		return err
 	}
+	r.SetKey(key)
+	r.SetValue(value)
 	var kind uint64
 	if r.Version, err = d.uint(); err != nil {
 		return err

@@ -123,7 +123,7 @@ func TestShipAndSyncBarrierInMemory(t *testing.T) {
 	g := a.st.SegmentFor("k1")
 	eventually(t, "the tombstone pruned", func() bool {
 		a.st.SweepOnce()
-		applied, _ := g.ApplyRecord(store.Record{Key: "k1", Value: []byte("z"), Version: 1, Revision: res.Revision}, store.OpPut)
+		applied, _ := g.ApplyRecord(store.Record{Version: 1, Revision: res.Revision}.With("k1", []byte("z")), store.OpPut)
 		return applied
 	})
 }

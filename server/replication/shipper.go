@@ -479,7 +479,7 @@ func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, sn
 	for recs := sn.Records; len(recs) > 0; {
 		k, size := 0, 0
 		for k < len(recs) && k < chunkOps && size < chunkBytes {
-			size += len(recs[k].Key) + len(recs[k].Value)
+			size += len(recs[k].Key()) + len(recs[k].Value())
 			k++
 		}
 		if err := writeFrame(w, fSnapChunk, enc.snapChunk(seg, recs[:k])); err != nil {
@@ -502,7 +502,7 @@ func (s *shipper) sendOps(w *bufio.Writer, enc *encoder, seg uint16, ops []store
 	for len(ops) > 0 {
 		k, size := 0, 0
 		for k < len(ops) && k < chunkOps && size < chunkBytes {
-			size += len(ops[k].Record.Key) + len(ops[k].Record.Value)
+			size += len(ops[k].Record.Key()) + len(ops[k].Record.Value())
 			k++
 		}
 		if err := writeFrame(w, fOps, enc.ops(seg, ops[:k])); err != nil {

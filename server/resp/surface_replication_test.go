@@ -21,7 +21,7 @@ import (
 // segment answers no reads.
 func recordOf(n *server.Node, key string) (store.Record, bool) {
 	for _, r := range n.Store().SegmentFor(key).Snapshot().Records {
-		if r.Key == key {
+		if r.Key() == key {
 			return r, true
 		}
 	}
@@ -80,7 +80,7 @@ func TestSurfaceWritesReplicate(t *testing.T) {
 		got, ok := recordOf(replica, key)
 		require.True(t, ok, "the replica lacks %s", key)
 		require.Equal(t, want.Kind, got.Kind, key)
-		require.True(t, bytes.Equal(want.Value, got.Value), "%s differs on the replica:\nowner   %q\nreplica %q", key, want.Value, got.Value)
+		require.True(t, bytes.Equal(want.Value(), got.Value()), "%s differs on the replica:\nowner   %q\nreplica %q", key, want.Value(), got.Value())
 	}
 	require.Equal(t, int64(1), rc.GetBit(ctx, k("copy"), 100).Val())
 	require.Equal(t, []string{"1", "2", "3"}, rc.LRange(ctx, k("sorted"), 0, -1).Val())

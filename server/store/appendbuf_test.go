@@ -107,7 +107,7 @@ func TestAppendNeverWritesOverANewerRecord(t *testing.T) {
 	held := st.Get("k").Value
 	heldCopy := bytes.Clone(held)
 	old := older2.Records[0]
-	if &old.Value[0] != &held[0] {
+	if &old.Value()[0] != &held[0] {
 		t.Fatal("setup: the snapshot's value is not a prefix of the current buffer")
 	}
 	old.Revision, old.Version = g.Revision()+1, 99

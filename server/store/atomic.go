@@ -57,8 +57,8 @@ func (a *Atomic) Prefetch(keys [][]byte, step int) {
 			recs[j] = t.recs[t.home(hashes[j])]
 		}
 		for j := range n {
-			if r := recs[j]; r != nil && len(r.Key) > 0 {
-				a.warmed += int(r.Key[0])
+			if r := recs[j]; r != nil && len(r.Key()) > 0 {
+				a.warmed += int(r.Key()[0])
 			}
 		}
 	}

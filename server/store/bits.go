@@ -236,7 +236,7 @@ func init() {
 		if r, ok := stringKind(x); !ok {
 			return r
 		}
-		v, args := x.rec.Value, x.cmd.Args
+		v, args := x.rec.Value(), x.cmd.Args
 		switch len(args) {
 		case 0:
 			if len(v) == 0 {
@@ -298,7 +298,7 @@ func init() {
 		if r, ok := stringKind(x); !ok {
 			return r
 		}
-		v := x.rec.Value
+		v := x.rec.Value()
 		var (
 			lo, hi   uint64
 			nonEmpty bool

@@ -405,7 +405,7 @@ func TestNotOwnedSegmentAnswersMoved(t *testing.T) {
 		}
 	}
 	// Replication still applies to it.
-	if ok, err := g.ApplyRecord(Record{Key: "k", Value: []byte("from owner"), Version: 2, Revision: 9}, OpPut); !ok || err != nil {
+	if ok, err := g.ApplyRecord(Record{Version: 2, Revision: 9}.With("k", []byte("from owner")), OpPut); !ok || err != nil {
 		t.Fatalf("apply on a replica segment: %v %v", ok, err)
 	}
 	g.SetOwned(true)

@@ -228,6 +228,8 @@ func (c *Config) Validate() error {
 		return bad("max item bytes must be positive, got %d", c.MaxItemBytes)
 	case int64(c.MaxItemBytes) > c.MaxMemoryBytes:
 		return bad("max item bytes %d exceeds max memory bytes %d", c.MaxItemBytes, c.MaxMemoryBytes)
+	case int64(c.MaxItemBytes) > MaxRecordBytes:
+		return bad("max item bytes %d exceeds %d (a record's lengths are 32-bit)", c.MaxItemBytes, int64(MaxRecordBytes))
 	case c.MaxKeyBytes <= 0:
 		return bad("max key bytes must be positive, got %d", c.MaxKeyBytes)
 	case !c.Eviction.valid():

@@ -42,11 +42,11 @@ func (g *Segment) DigestAt(now int64) Digest {
 
 func recordHash(h *xxhash.Digest, buf *[24]byte, r *Record) uint64 {
 	h.Reset()
-	binary.LittleEndian.PutUint64(buf[0:], uint64(len(r.Key)))
+	binary.LittleEndian.PutUint64(buf[0:], uint64(len(r.Key())))
 	binary.LittleEndian.PutUint64(buf[8:], r.Version)
 	binary.LittleEndian.PutUint64(buf[16:], uint64(r.ExpiresAt))
 	_, _ = h.Write(buf[:])
-	_, _ = h.WriteString(r.Key)
+	_, _ = h.WriteString(r.Key())
 	switch {
 	case r.coll() != nil:
 		_, _ = h.Write([]byte{byte(r.Kind)})
@@ -55,9 +55,9 @@ func recordHash(h *xxhash.Digest, buf *[24]byte, r *Record) uint64 {
 		// An exported collection (a snapshot's record) carries its
 		// encoding as the value: it hashes as the live collection does.
 		_, _ = h.Write([]byte{byte(r.Kind)})
-		_, _ = h.Write(r.Value)
+		_, _ = h.Write(r.Value())
 	default:
-		_, _ = h.Write(r.Value)
+		_, _ = h.Write(r.Value())
 	}
 	return h.Sum64()
 }

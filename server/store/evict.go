@@ -174,7 +174,7 @@ func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy 
 		if r.Deleted || policy.volatileOnly() && r.ExpiresAt == 0 {
 			continue
 		}
-		c := evictionCandidate{seg: g, key: r.Key, revision: r.Revision, expired: r.expiredAt(now)}
+		c := evictionCandidate{seg: g, key: r.Key(), revision: r.Revision, expired: r.expiredAt(now)}
 		switch policy {
 		case EvictAllKeysRandom, EvictVolatileRandom:
 			c.age = rng.Uint32()

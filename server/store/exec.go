@@ -312,7 +312,7 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	}
 	switch {
 	case x.setValue:
-		if x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value))) ||
+		if x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value()))) ||
 			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+len(x.newValue)+recordOverhead)) {
 			return kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
 		}
@@ -343,7 +343,7 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	if len(x.cmd.Key)+len(v) <= maxInlineTail || len(v) > 0 && &v[0] == &g.scratch[0] {
 		rec = newStringRecord(x.cmd.Key, v)
 	} else {
-		rec = &Record{Key: strings.Clone(x.cmd.Key), Value: v}
+		rec = recordOf(strings.Clone(x.cmd.Key), v, Record{})
 	}
 	rec.Version, rec.access = 1, g.store.stamp(x.now)
 	if x.rec != nil {
@@ -353,8 +353,8 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	g.revision++
 	rec.Revision = g.revision
 	g.commitLocked(OpPut, rec)
-	if x.grown != nil && len(v) > 0 && &rec.Value[0] == &x.grown.buf[0] {
-		g.installGrowableLocked(rec.Key, x.grown)
+	if x.grown != nil && len(v) > 0 && &rec.Value()[0] == &x.grown.buf[0] {
+		g.installGrowableLocked(rec.Key(), x.grown)
 	}
 	return rec.Version, rec.Revision
 }
@@ -376,10 +376,10 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 		if x.coll.count() == 0 {
 			return 0, 0
 		}
-		rec = &Record{Key: string([]byte(x.cmd.Key)), Kind: x.coll.kind(), ext: &recordExt{c: x.coll}, access: g.store.stamp(x.now)}
+		rec = recordOf(string([]byte(x.cmd.Key)), nil, Record{Kind: x.coll.kind(), ext: &recordExt{c: x.coll}, access: g.store.stamp(x.now)})
 		g.revision++
 		rec.Version, rec.Revision = 1, g.revision
-		x.effect.Key = rec.Key
+		x.effect.Key = rec.Key()
 		g.installCollectionLocked(rec, x.effect)
 		return rec.Version, rec.Revision
 	}
@@ -404,20 +404,20 @@ func (g *Segment) settleLocked(delta int64) {
 func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 	old := g.items.swap(rec)
 	if g.growable != nil {
-		g.settleGrowableLocked(rec.Key, rec)
+		g.settleGrowableLocked(rec.Key(), rec)
 	}
 	delta := rec.accountedBytes()
 	if old != nil {
 		delta -= old.accountedBytes()
 		if old.ExpiresAt != 0 {
-			delete(g.expiring, rec.Key)
+			delete(g.expiring, rec.Key())
 		}
 	}
 	if rec.ExpiresAt != 0 { // a replica's copy of an owner's collection that has a TTL
 		if g.expiring == nil {
 			g.expiring = make(map[string]*Record)
 		}
-		g.expiring[rec.Key] = rec
+		g.expiring[rec.Key()] = rec
 	}
 	g.live++
 	g.bytes += delta
@@ -475,7 +475,7 @@ func newLoggedEffect(rec *Record, effect *kv.Cmd) *loggedEffect {
 	}
 	le.hdr = rec.headerValue()
 	// The key is the record's: the command's key may alias a network buffer.
-	le.cmd.Op, le.cmd.Key = effect.Op, rec.Key
+	le.cmd.Op, le.cmd.Key = effect.Op, rec.Key()
 	buf := make([]byte, 0, cmdBytes(effect))
 	for i, a := range effect.Args {
 		start := len(buf)
@@ -539,13 +539,12 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 	}
 	if x.rec != nil && x.coll.count() == 0 {
 		g.settleLocked(x.coll.size() - before)
-		tomb := &Record{Key: x.rec.Key, Version: hdr.Version, Revision: hdr.Revision, Deleted: true}
+		tomb := recordOf(x.rec.Key(), nil, Record{Version: hdr.Version, Revision: hdr.Revision, Deleted: true})
 		g.commitLocked(OpDelete, tomb)
 		return nil
 	}
 	if x.rec == nil {
-		rec := &Record{Key: string([]byte(cmd.Key)), Kind: x.coll.kind(), ext: &recordExt{c: x.coll, meta: hdr.Meta()},
-			ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)}
+		rec := recordOf(string([]byte(cmd.Key)), nil, Record{Kind: x.coll.kind(), ext: &recordExt{c: x.coll, meta: hdr.Meta()}, ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)})
 		g.installCollectionLocked(rec, x.effect)
 	} else {
 		x.rec.Version, x.rec.Revision = hdr.Version, hdr.Revision

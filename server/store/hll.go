@@ -471,10 +471,10 @@ func init() {
 		if x.rec == nil {
 			v, updated = newHLL(), true
 		} else {
-			if !HLLValid(x.rec.Value) {
+			if !HLLValid(x.rec.Value()) {
 				return errNotHLL
 			}
-			v = append([]byte(nil), x.rec.Value...)
+			v = append([]byte(nil), x.rec.Value()...)
 		}
 		for _, e := range x.cmd.Args {
 			i, n := hllPattern(e)
@@ -502,7 +502,7 @@ func init() {
 		if r, ok := stringKind(x); !ok {
 			return r
 		}
-		v := x.rec.Value
+		v := x.rec.Value()
 		if !HLLValid(v) {
 			return errNotHLL
 		}

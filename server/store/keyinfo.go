@@ -41,12 +41,12 @@ const (
 func encodingOf(r *Record) (enc string, sharedInt bool) {
 	switch r.Kind {
 	case KindString:
-		if len(r.Value) <= 20 {
-			if n, ok := redisInt(r.Value); ok {
+		if len(r.Value()) <= 20 {
+			if n, ok := redisInt(r.Value()); ok {
 				return "int", n >= 0 && n < 10000
 			}
 		}
-		if len(r.Value) <= embstrMaxLen {
+		if len(r.Value()) <= embstrMaxLen {
 			return "embstr", false
 		}
 		return "raw", false
@@ -148,15 +148,14 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if len(gd.txLocks) > 0 && gd.txLockedLocked(dst, "", a.now) {
 		return false, status(kv.StatusConflict)
 	}
-	rec := &Record{Key: string([]byte(dst)), Value: from.Value, Kind: from.Kind,
-		ExpiresAt: from.ExpiresAt, ext: from.metaOnly(), Version: 1, access: gd.store.stamp(a.now)}
+	rec := recordOf(string([]byte(dst)), from.Value(), Record{Kind: from.Kind, ExpiresAt: from.ExpiresAt, ext: from.metaOnly(), Version: 1, access: gd.store.stamp(a.now)})
 	if c := from.coll(); c != nil {
 		dup, err := decodeCollection(from.Kind, c.encode())
 		if err != nil {
 			return false, status(kv.StatusInternal)
 		}
 		rec.setColl(dup)
-		rec.Value = nil
+		rec.SetValue(nil)
 	}
 	if old != nil {
 		rec.Version = old.Version + 1

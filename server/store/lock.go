@@ -63,23 +63,20 @@ func leaseArgs(x *execCtx, withTTL bool) (token []byte, ttl int64, bad kv.Reply,
 
 // holds reports whether the live record under the key is held with token.
 func (x *execCtx) holds(token []byte) bool {
-	return x.rec != nil && bytes.Equal(x.rec.Value, token)
+	return x.rec != nil && bytes.Equal(x.rec.Value(), token)
 }
 
 // installLeaseLocked writes token under the (absent) key with an expiry ttl
 // from now: a new record, version 1, logged as an OpPut.
 func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 	g, s := x.seg, x.seg.store
-	rec := &Record{
-		Key: strings.Clone(x.cmd.Key), // the caller's key may alias a network buffer
-		// The value is the caller's argument: copied, the store keeps it.
-		Value:   bytes.Clone(token),
-		Version: 1, ExpiresAt: x.now + ttl,
-		access: s.stamp(x.now),
-	}
+	// The key may alias a network buffer and the value is the caller's
+	// argument: both copied, the store keeps them.
+	rec := recordOf(strings.Clone(x.cmd.Key), bytes.Clone(token),
+		Record{Version: 1, ExpiresAt: x.now + ttl, access: s.stamp(x.now)})
 	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
-		if prev := g.items.get(rec.Key); prev != nil { // expired but not yet swept
+		if prev := g.items.get(rec.Key()); prev != nil { // expired but not yet swept
 			delta -= prev.accountedBytes()
 		}
 		if delta > 0 && s.owned.Load()+delta > s.maxMemory() {

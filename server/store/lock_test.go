@@ -204,7 +204,7 @@ func TestLockReplicates(t *testing.T) {
 	if a, b := src.Get("L1"), dst.Get("L1"); a.Status != kv.StatusNotFound || b.Status != kv.StatusNotFound {
 		t.Fatalf("after expiry: %v / %v", a.Status, b.Status)
 	}
-	op := Op{Kind: OpCommand, Record: Record{Key: "L3", Revision: 1 << 40}, Cmd: &kv.Cmd{Op: kv.CmdLockAcquire, Key: "L3", Args: [][]byte{[]byte("A"), []byte("1000")}}}
+	op := Op{Kind: OpCommand, Record: Record{Revision: 1 << 40}.With("L3", nil), Cmd: &kv.Cmd{Op: kv.CmdLockAcquire, Key: "L3", Args: [][]byte{[]byte("A"), []byte("1000")}}}
 	if _, err := dst.Segment(0).ApplyOp(op); err == nil {
 		t.Fatal("a lock command replayed as an effect was accepted")
 	}

@@ -25,27 +25,27 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 	inSnap := make(map[string]struct{}, len(snap.Records))
 	for i := range snap.Records {
 		r := snap.Records[i]
-		inSnap[r.Key] = struct{}{}
-		if old := g.items.get(r.Key); old != nil && old.Revision >= r.Revision {
+		inSnap[r.Key()] = struct{}{}
+		if old := g.items.get(r.Key()); old != nil && old.Revision >= r.Revision {
 			continue // locally as new or newer
 		}
 		r.access = stamp
 		r.setColl(nil)
 		if !r.Deleted && r.Kind != KindString {
-			c, err := decodeCollection(r.Kind, r.Value)
+			c, err := decodeCollection(r.Kind, r.Value())
 			if err != nil {
-				g.store.log.Error("store: an undecodable collection in a snapshot to merge", "key", r.Key, "err", err)
+				g.store.log.Error("store: an undecodable collection in a snapshot to merge", "key", r.Key(), "err", err)
 				shortfall++
 				continue
 			}
 			r.setColl(c)
-			r.Value = nil
+			r.SetValue(nil)
 		}
 		g.replaceLocked(&r)
 	}
 	var stale []*Record // dropped after the walk: the table forbids deletes during one
 	for old := range g.items.all() {
-		if _, ok := inSnap[old.Key]; !ok && old.Revision <= snap.Revision {
+		if _, ok := inSnap[old.Key()]; !ok && old.Revision <= snap.Revision {
 			stale = append(stale, old)
 		}
 	}
@@ -55,7 +55,7 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 	g.tombstones = g.tombstones[:0]
 	for r := range g.items.all() {
 		if r.Deleted {
-			g.tombstones = append(g.tombstones, r.Key)
+			g.tombstones = append(g.tombstones, r.Key())
 		}
 	}
 	if snap.Revision > g.revision {
@@ -83,11 +83,11 @@ func (g *Segment) AdoptRevision(rev uint64) {
 // and the memory accounting (no op-log entry, no watch event: a merge is
 // not a mutation of this node's history).
 func (g *Segment) replaceLocked(r *Record) {
-	if old := g.items.get(r.Key); old != nil {
+	if old := g.items.get(r.Key()); old != nil {
 		g.dropLocked(old)
 	}
 	if g.growable != nil {
-		g.settleGrowableLocked(r.Key, r)
+		g.settleGrowableLocked(r.Key(), r)
 	}
 	g.items.set(r)
 	n := r.accountedBytes()
@@ -100,7 +100,7 @@ func (g *Segment) replaceLocked(r *Record) {
 			if g.expiring == nil {
 				g.expiring = make(map[string]*Record)
 			}
-			g.expiring[r.Key] = r
+			g.expiring[r.Key()] = r
 		}
 	}
 	g.store.account(g.owned, n, int64(live))
@@ -108,11 +108,11 @@ func (g *Segment) replaceLocked(r *Record) {
 
 // dropLocked removes r, the key's record, keeping the accounting.
 func (g *Segment) dropLocked(r *Record) {
-	g.items.delete(r.Key)
+	g.items.delete(r.Key())
 	if g.growable != nil {
-		g.settleGrowableLocked(r.Key, nil)
+		g.settleGrowableLocked(r.Key(), nil)
 	}
-	delete(g.expiring, r.Key)
+	delete(g.expiring, r.Key())
 	n := r.accountedBytes()
 	g.bytes -= n
 	live := 0

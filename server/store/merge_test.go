@@ -132,8 +132,8 @@ func TestMergeSnapshotReportsItsShortfall(t *testing.T) {
 	s, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
 	g := s.Segment(0)
 	snap := Snapshot{Segment: 0, Revision: 5, Records: []Record{
-		{Key: "a", Value: []byte("x"), Version: 1, Revision: 3},
-		{Key: "h", Value: []byte{0xff, 0x00}, Version: 1, Revision: 4, Kind: KindHash}, // undecodable
+		Record{Version: 1, Revision: 3}.With("a", []byte("x")),
+		Record{Version: 1, Revision: 4, Kind: KindHash}.With("h", []byte{0xff, 0x00}), // undecodable
 	}}
 	if short := g.MergeSnapshot(snap); short != 1 {
 		t.Fatalf("shortfall %d, want 1", short)

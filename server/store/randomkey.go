@@ -58,7 +58,7 @@ func (g *Segment) randomSlotKey(bound int, now int64) (key string, slots int, ok
 		return "", slots, false
 	}
 	if r := g.items.recs[i]; r != nil && r.liveAt(now) {
-		return r.Key, slots, true
+		return r.Key(), slots, true
 	}
 	return "", slots, false
 }
@@ -102,12 +102,12 @@ func (g *Segment) randomLiveKey(now int64) (string, bool) {
 	}
 	for range randomKeyTries {
 		if r := recs[rand.IntN(len(recs))]; r != nil && r.liveAt(now) {
-			return r.Key, true
+			return r.Key(), true
 		}
 	}
 	for r := range g.items.from(rand.Uint64()) {
 		if r.liveAt(now) {
-			return r.Key, true
+			return r.Key(), true
 		}
 	}
 	return "", false

@@ -8,8 +8,8 @@ import "unsafe"
 // and a separate key-and-value allocation did, with one malloc instead of
 // two and the key bytes next to the record a lookup has just read.
 //
-// The tail sizes: 80 (the record, D73) + tail is a size class for each of
-// them (96 … 1024 bytes; TestInlineTailsFillSizeClasses). Past 512 bytes
+// The tail sizes: 64 (the record, D75) + tail is a size class for each of
+// them (80 … 1024 bytes; TestInlineTailsFillSizeClasses). Past 512 bytes
 // the allocator puts an 8-byte header before an object with pointers, so
 // those tails are 8 bytes short of the class. Larger keys and values get the record and one
 // separate allocation.
@@ -18,7 +18,7 @@ type recordWith[T any] struct {
 	tail T
 }
 
-const maxInlineTail = 936
+const maxInlineTail = 952
 
 // newStringRecord returns a record whose Key and Value are copies of key
 // and value (Value is non-nil, its capacity its length: an append never
@@ -50,32 +50,34 @@ func newStringRecord(key string, value []byte) *Record {
 		r, buf = inline[[160]byte]()
 	case n <= 176:
 		r, buf = inline[[176]byte]()
-	case n <= 208:
-		r, buf = inline[[208]byte]()
-	case n <= 240:
-		r, buf = inline[[240]byte]()
-	case n <= 272:
-		r, buf = inline[[272]byte]()
-	case n <= 304:
-		r, buf = inline[[304]byte]()
-	case n <= 336:
-		r, buf = inline[[336]byte]()
-	case n <= 368:
-		r, buf = inline[[368]byte]()
-	case n <= 400:
-		r, buf = inline[[400]byte]()
-	case n <= 432:
-		r, buf = inline[[432]byte]()
-	case n <= 488:
-		r, buf = inline[[488]byte]()
-	case n <= 552:
-		r, buf = inline[[552]byte]()
-	case n <= 616:
-		r, buf = inline[[616]byte]()
-	case n <= 680:
-		r, buf = inline[[680]byte]()
-	case n <= 808:
-		r, buf = inline[[808]byte]()
+	case n <= 192:
+		r, buf = inline[[192]byte]()
+	case n <= 224:
+		r, buf = inline[[224]byte]()
+	case n <= 256:
+		r, buf = inline[[256]byte]()
+	case n <= 288:
+		r, buf = inline[[288]byte]()
+	case n <= 320:
+		r, buf = inline[[320]byte]()
+	case n <= 352:
+		r, buf = inline[[352]byte]()
+	case n <= 384:
+		r, buf = inline[[384]byte]()
+	case n <= 416:
+		r, buf = inline[[416]byte]()
+	case n <= 448:
+		r, buf = inline[[448]byte]()
+	case n <= 504:
+		r, buf = inline[[504]byte]()
+	case n <= 568:
+		r, buf = inline[[568]byte]()
+	case n <= 632:
+		r, buf = inline[[632]byte]()
+	case n <= 696:
+		r, buf = inline[[696]byte]()
+	case n <= 824:
+		r, buf = inline[[824]byte]()
 	case n <= maxInlineTail:
 		r, buf = inline[[maxInlineTail]byte]()
 	default:
@@ -84,9 +86,9 @@ func newStringRecord(key string, value []byte) *Record {
 	k := copy(buf, key)
 	copy(buf[k:], value)
 	if k > 0 {
-		r.Key = unsafe.String(&buf[0], k)
+		r.SetKey(unsafe.String(&buf[0], k))
 	}
-	r.Value = buf[k:n:n]
+	r.SetValue(buf[k:n:n])
 	return r
 }
 

@@ -2,7 +2,9 @@ package store
 
 import (
 	"maps"
+	"math"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Record is the unit of data that moves between nodes (the StoredRecord of
@@ -12,8 +14,14 @@ import (
 // A Record held by the store is immutable once published; Value must not be
 // modified by anyone who receives it from the store.
 type Record struct {
-	Key   string
-	Value []byte
+	// key and val point at the key's and the value's bytes, klen and vlen
+	// are their lengths: two pointers and two lengths where a string and a
+	// slice header took 40 bytes (D75). val is nil when the record has no
+	// value (a tombstone, a live collection): Value then returns nil, and a
+	// non-nil empty value stays non-nil. Key and Value read them; SetKey and
+	// SetValue (on a record not yet published) write them.
+	key, val   *byte
+	klen, vlen uint32
 
 	// Version is the per-key ItemVersion: 1 on create, +1 per value write.
 	// Optimistic concurrency (CAS) checks it.
@@ -45,6 +53,73 @@ type Record struct {
 	// pays one pointer for both (D73: Record is 80 bytes, a 16-byte key with
 	// a 32-byte value one 128-byte allocation).
 	ext *recordExt
+}
+
+// Key is the record's key. It shares the record's bytes: a caller that
+// keeps it keeps the record's allocation alive.
+func (r *Record) Key() string { return unsafe.String(r.key, r.klen) }
+
+// Value is the record's value bytes, nil for a record without a value
+// (a tombstone, a live collection). Its capacity is its length. Never
+// modified: the caller must not write into it.
+func (r *Record) Value() []byte {
+	if r.val == nil {
+		return nil
+	}
+	return unsafe.Slice(r.val, r.vlen)
+}
+
+// SetKey sets the record's key (not copied). Only on a record not yet
+// published.
+func (r *Record) SetKey(k string) { r.key, r.klen = unsafe.StringData(k), keyLen(len(k)) }
+
+// SetValue sets the record's value (not copied; nil: no value). Only on a
+// record not yet published.
+func (r *Record) SetValue(v []byte) {
+	switch {
+	case v == nil:
+		r.val, r.vlen = nil, 0
+	case len(v) == 0:
+		r.val, r.vlen = &emptyValue, 0
+	default:
+		r.val, r.vlen = unsafe.SliceData(v), valueLen(len(v))
+	}
+}
+
+// With returns r with key and value set (neither copied): a record
+// literal's key and value.
+func (r Record) With(key string, value []byte) Record {
+	r.SetKey(key)
+	r.SetValue(value)
+	return r
+}
+
+// recordOf is &r with key and value set.
+func recordOf(key string, value []byte, r Record) *Record {
+	r.SetKey(key)
+	r.SetValue(value)
+	return &r
+}
+
+// emptyValue is what a non-nil empty value points at.
+var emptyValue byte
+
+// MaxRecordBytes bounds a record's key and its value each: their lengths
+// are 32-bit (D75). The item cap (--max-item-bytes) must stay under it.
+const MaxRecordBytes = math.MaxUint32
+
+func keyLen(n int) uint32 {
+	if n > MaxRecordBytes {
+		panic("store: a key past MaxRecordBytes")
+	}
+	return uint32(n)
+}
+
+func valueLen(n int) uint32 {
+	if n > MaxRecordBytes {
+		panic("store: a value past MaxRecordBytes")
+	}
+	return uint32(n)
 }
 
 // recordExt is a record's rarely present part (Record.ext). Never mutated
@@ -121,7 +196,7 @@ const recordOverhead = 112
 
 // accountedBytes is the memory this record is charged against the budget.
 func (r *Record) accountedBytes() int64 {
-	n := int64(len(r.Key) + len(r.Value) + recordOverhead)
+	n := int64(len(r.Key()) + len(r.Value()) + recordOverhead)
 	if c := r.coll(); c != nil {
 		n += c.size()
 	}
@@ -166,10 +241,7 @@ func (r *Record) metaOnly() *recordExt {
 
 // clone returns a shallow copy that the caller may modify before publishing.
 func (r *Record) clone() *Record {
-	c := &Record{
-		Key: r.Key, Value: r.Value, Version: r.Version, Revision: r.Revision,
-		ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, ext: r.ext,
-	}
+	c := recordOf(r.Key(), r.Value(), Record{Version: r.Version, Revision: r.Revision, ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, ext: r.ext})
 	c.access = atomic.LoadUint32(&r.access)
 	return c
 }
@@ -178,12 +250,9 @@ func (r *Record) clone() *Record {
 // (snapshots, op-log readers). The value bytes are shared and immutable; a
 // collection is encoded into Value (the caller holds the segment lock).
 func (r *Record) exported() Record {
-	e := Record{
-		Key: r.Key, Value: r.Value, Version: r.Version, Revision: r.Revision,
-		ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind,
-	}
+	e := Record{Version: r.Version, Revision: r.Revision, ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind}.With(r.Key(), r.Value())
 	if c := r.coll(); c != nil {
-		e.Value = c.encode()
+		e.SetValue(c.encode())
 	}
 	e.ext = r.metaOnly()
 	return e
@@ -198,8 +267,5 @@ func (r *Record) header() *Record {
 }
 
 func (r *Record) headerValue() Record {
-	return Record{
-		Key: r.Key, Version: r.Version, Revision: r.Revision,
-		ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, ext: r.metaOnly(),
-	}
+	return Record{Version: r.Version, Revision: r.Revision, ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, ext: r.metaOnly()}.With(r.Key(), nil)
 }

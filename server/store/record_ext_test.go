@@ -14,7 +14,7 @@ func TestRecordExtKeepsMetadataAndCollectionApart(t *testing.T) {
 	}
 	meta := &Metadata{ContentType: "text/plain"}
 	coll := newCollection(KindList)
-	r := &Record{Key: "k", Kind: KindList}
+	r := recordOf("k", nil, Record{Kind: KindList})
 	r.SetMeta(meta)
 	r.setColl(coll)
 	if r.Meta() != meta || r.coll() != coll {

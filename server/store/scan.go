@@ -216,7 +216,7 @@ func (st *scanState) sortedKeys(g *Segment, now int64) *keySnapshot {
 		// A record dead now stays dead until a write, which moves the
 		// revision: leaving it out keeps the snapshot small and correct.
 		if r.liveAt(now) {
-			keys = append(keys, r.Key)
+			keys = append(keys, r.Key())
 		}
 	}
 	g.mu.RUnlock()
@@ -235,9 +235,9 @@ func (g *Segment) scanRead(key string, now int64, values, meta bool) (ScanItem, 
 	if r == nil || !r.liveAt(now) {
 		return ScanItem{}, false
 	}
-	it := ScanItem{Key: r.Key, Kind: r.Kind, Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
+	it := ScanItem{Key: r.Key(), Kind: r.Kind, Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
 	if values && r.coll() == nil {
-		it.Value = r.Value
+		it.Value = r.Value()
 		if it.Value == nil {
 			it.Value = []byte{} // an empty value, told apart from "not requested"
 		}

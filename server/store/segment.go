@@ -134,7 +134,7 @@ func ttlLeft(r *Record, now int64) time.Duration {
 }
 
 func resultOf(r *Record, now int64) kv.Result {
-	return kv.Result{Status: kv.StatusSuccess, Value: r.Value, Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
+	return kv.Result{Status: kv.StatusSuccess, Value: r.Value(), Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
 }
 
 func status(s kv.Status) kv.Result { return kv.Result{Status: s} }
@@ -224,7 +224,7 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 // putLocked installs a prepared record; the caller holds the write lock.
 func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	s := g.store
-	key := rec.Key
+	key := rec.Key()
 	if st := g.writableLocked(); st != kv.StatusSuccess {
 		return status(st)
 	}
@@ -310,7 +310,7 @@ func (g *Segment) tombstoneLocked(old *Record, kind OpKind, now int64) kv.Result
 	g.revision++
 	// The key is copied: old's shares old's allocation with its value,
 	// which the tombstone would keep alive until it is pruned.
-	tomb := &Record{Key: strings.Clone(old.Key), Version: old.Version, Revision: g.revision, Deleted: true}
+	tomb := recordOf(strings.Clone(old.Key()), nil, Record{Version: old.Version, Revision: g.revision, Deleted: true})
 	g.commitLocked(kind, tomb)
 	return kv.Result{Status: kv.StatusSuccess, Version: tomb.Version, Revision: tomb.Revision}
 }
@@ -391,7 +391,7 @@ func (g *Segment) ttlLocked(key string, now int64) kv.Result {
 func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 	old := g.items.swap(rec)
 	if g.growable != nil {
-		g.settleGrowableLocked(rec.Key, rec)
+		g.settleGrowableLocked(rec.Key(), rec)
 	}
 	delta := rec.accountedBytes()
 	if old != nil {
@@ -400,11 +400,11 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 			g.live--
 		}
 		if old.ExpiresAt != 0 {
-			delete(g.expiring, rec.Key)
+			delete(g.expiring, rec.Key())
 		}
 	}
 	if rec.Deleted {
-		g.tombstones = append(g.tombstones, rec.Key)
+		g.tombstones = append(g.tombstones, rec.Key())
 	} else {
 		g.live++
 	}
@@ -412,7 +412,7 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 		if g.expiring == nil {
 			g.expiring = make(map[string]*Record)
 		}
-		g.expiring[rec.Key] = rec
+		g.expiring[rec.Key()] = rec
 	}
 	if rec.Revision > g.revision {
 		g.revision = rec.Revision
@@ -425,7 +425,7 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 		// frozen copy (the full encoding for a put, the header otherwise).
 		logged = rec.header()
 		if kind == OpPut {
-			logged.Value = c.encode()
+			logged.SetValue(c.encode())
 		}
 	}
 	g.log.append(kind, logged)
@@ -627,7 +627,7 @@ func (g *Segment) LiveKeys() (KeysVersion, []KeyMeta) {
 	keys := make([]KeyMeta, 0, g.live)
 	for r := range g.items.all() {
 		if r.liveAt(now) {
-			keys = append(keys, KeyMeta{Key: r.Key, Kind: r.Kind, ExpiresAt: r.ExpiresAt})
+			keys = append(keys, KeyMeta{Key: r.Key(), Kind: r.Kind, ExpiresAt: r.ExpiresAt})
 		}
 	}
 	return g.keysVersionLocked(), keys
@@ -643,7 +643,7 @@ func (g *Segment) LiveKeys() (KeysVersion, []KeyMeta) {
 // whole; OpExpire/OpPersist only move the expiry of the record held, which
 // must exist (ErrDiverged otherwise: catch up by snapshot).
 func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error) {
-	if rec.Key == "" || rec.Revision == 0 {
+	if rec.Key() == "" || rec.Revision == 0 {
 		return false, fmt.Errorf("store: segment %d: record without key or revision", g.id)
 	}
 	if rec.Deleted && kind != OpDelete && kind != OpExpired && kind != OpEvicted {
@@ -652,23 +652,23 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 	r := rec // copy: the caller's struct is not retained
 	r.setColl(nil)
 	if !r.Deleted && r.Kind != KindString && kind == OpPut {
-		c, err := decodeCollection(r.Kind, r.Value)
+		c, err := decodeCollection(r.Kind, r.Value())
 		if err != nil {
 			return false, err
 		}
 		r.setColl(c)
-		r.Value = nil
+		r.SetValue(nil)
 	}
 	r.access = g.store.stamp(g.store.clock.NowNano())
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	old := g.items.get(r.Key)
+	old := g.items.get(r.Key())
 	if old != nil && old.Revision >= r.Revision {
 		return false, nil
 	}
 	if kind == OpExpire || kind == OpPersist {
 		if old == nil || old.Deleted {
-			return false, fmt.Errorf("%w: segment %d: %v for %q, which this node does not hold", ErrDiverged, g.id, kind, r.Key)
+			return false, fmt.Errorf("%w: segment %d: %v for %q, which this node does not hold", ErrDiverged, g.id, kind, r.Key())
 		}
 		moved := old.clone()
 		moved.ExpiresAt, moved.Version, moved.Revision = r.ExpiresAt, r.Version, r.Revision
@@ -746,19 +746,19 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 		r.access = stamp
 		r.setColl(nil)
 		if !r.Deleted && r.Kind != KindString {
-			c, err := decodeCollection(r.Kind, r.Value)
+			c, err := decodeCollection(r.Kind, r.Value())
 			if err != nil {
-				g.store.log.Error("store: dropping an undecodable collection from a snapshot", "key", r.Key, "err", err)
+				g.store.log.Error("store: dropping an undecodable collection from a snapshot", "key", r.Key(), "err", err)
 				continue
 			}
 			r.setColl(c)
-			r.Value = nil
+			r.SetValue(nil)
 		}
 		rec := &r
 		g.items.set(rec)
 		g.bytes += rec.accountedBytes()
 		if rec.Deleted {
-			g.tombstones = append(g.tombstones, rec.Key)
+			g.tombstones = append(g.tombstones, rec.Key())
 		} else {
 			g.live++
 		}
@@ -766,7 +766,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 			if g.expiring == nil {
 				g.expiring = make(map[string]*Record)
 			}
-			g.expiring[rec.Key] = rec
+			g.expiring[rec.Key()] = rec
 		}
 	}
 	g.store.account(g.owned, g.bytes, int64(g.live))

@@ -198,7 +198,7 @@ func TestSweeperExpiresManyKeysAndLogsThem(t *testing.T) {
 	}
 	found := false
 	for _, op := range ops {
-		if op.Record.Key == "k1" && op.Kind == OpExpired && op.Record.Deleted {
+		if op.Record.Key() == "k1" && op.Kind == OpExpired && op.Record.Deleted {
 			found = true
 		}
 	}
@@ -248,6 +248,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"no unlimited memory", func(c *Config) { c.MaxMemoryBytes = 0 }},
 		{"item over memory", func(c *Config) { c.MaxMemoryBytes = 100; c.MaxItemBytes = 200 }},
+		{"item past a record's 32-bit lengths", func(c *Config) { c.MaxMemoryBytes = 64 << 30; c.MaxItemBytes = 4 << 30 }},
 		{"target above trigger", func(c *Config) { c.EvictionTarget = 0.9 }},
 		{"zero segments", func(c *Config) { c.Segments = 0 }},
 		{"too many segments", func(c *Config) { c.Segments = 16385 }},
@@ -347,7 +348,7 @@ func TestTombstoneGuardsAgainstStaleWrites(t *testing.T) {
 	put := mustStatus(t, s.Put("k", []byte("v"), nil), kv.StatusSuccess)
 	del := mustStatus(t, s.Delete("k"), kv.StatusSuccess)
 	// A put older than the delete arrives late from another node: refused.
-	applied, err := g.ApplyRecord(Record{Key: "k", Value: []byte("late"), Version: 1, Revision: put.Revision}, OpPut)
+	applied, err := g.ApplyRecord(Record{Version: 1, Revision: put.Revision}.With("k", []byte("late")), OpPut)
 	if err != nil || applied {
 		t.Fatalf("stale put applied=%v err=%v: it would resurrect a deleted key", applied, err)
 	}
@@ -362,7 +363,7 @@ func TestTombstoneGuardsAgainstStaleWrites(t *testing.T) {
 		t.Fatalf("pruned %d, want 1", pruned)
 	}
 	// A newer record applies.
-	applied, _ = g.ApplyRecord(Record{Key: "k", Value: []byte("new"), Version: 1, Revision: del.Revision + 5}, OpPut)
+	applied, _ = g.ApplyRecord(Record{Version: 1, Revision: del.Revision + 5}.With("k", []byte("new")), OpPut)
 	if !applied || string(s.Get("k").Value) != "new" || g.Revision() != del.Revision+5 {
 		t.Fatalf("newer record not applied")
 	}

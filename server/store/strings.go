@@ -55,7 +55,7 @@ func valueOf(x *execCtx) []byte {
 	if x.rec == nil {
 		return nil
 	}
-	return x.rec.Value
+	return x.rec.Value()
 }
 
 func (x *execCtx) setStringValue(v []byte) {
@@ -91,7 +91,7 @@ func init() {
 		}
 		var cur int64
 		if x.rec != nil {
-			if cur, ok = argInt(x.rec.Value); !ok {
+			if cur, ok = argInt(x.rec.Value()); !ok {
 				return errNotInteger
 			}
 		}
@@ -179,7 +179,7 @@ func init() {
 			return kv.NilReply()
 		}
 		x.delete = true
-		return kv.BulkReply(x.rec.Value)
+		return kv.BulkReply(x.rec.Value())
 	}})
 	register(kv.CmdType, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
 		if x.rec == nil {

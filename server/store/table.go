@@ -93,7 +93,7 @@ func (t *recordTable) find(key string, h uint32) int {
 		if r == nil {
 			return -1
 		}
-		if t.hashes[i] == h && r.Key == key {
+		if t.hashes[i] == h && r.Key() == key {
 			return int(i)
 		}
 	}
@@ -110,8 +110,8 @@ func (t *recordTable) get(key string) *Record {
 // swap puts r under its key and returns the record it replaced (nil when
 // the key was absent): one probe for the commit path's read-then-write.
 func (t *recordTable) swap(r *Record) (old *Record) {
-	h := hashKey(r.Key)
-	if i := t.find(r.Key, h); i >= 0 {
+	h := hashKey(r.Key())
+	if i := t.find(r.Key(), h); i >= 0 {
 		old, t.recs[i] = t.recs[i], r
 		return old
 	}

@@ -23,7 +23,7 @@ func TestRecordTableMatchesAMap(t *testing.T) {
 				k := "k" + strconv.Itoa(rng.IntN(keys))
 				switch op := rng.IntN(10); {
 				case op < 6:
-					r := &Record{Key: k, Version: uint64(step)}
+					r := recordOf(k, nil, Record{Version: uint64(step)})
 					if old := tab.swap(r); old != want[k] {
 						t.Fatalf("step %d: swap(%s) replaced %p, want %p", step, k, old, want[k])
 					}
@@ -66,8 +66,8 @@ func checkTable(t *testing.T, tab *recordTable, want map[string]*Record, keys in
 	}
 	seen := 0
 	for r := range tab.all() {
-		if want[r.Key] != r {
-			t.Fatalf("walk yielded %s's stale or unknown record", r.Key)
+		if want[r.Key()] != r {
+			t.Fatalf("walk yielded %s's stale or unknown record", r.Key())
 		}
 		seen++
 	}
@@ -84,12 +84,12 @@ func checkTable(t *testing.T, tab *recordTable, want map[string]*Record, keys in
 func TestRecordTableFromVisitsEverySlotOnce(t *testing.T) {
 	tab := newRecordTable(0)
 	for i := range 100 {
-		tab.set(&Record{Key: strconv.Itoa(i)})
+		tab.set(recordOf(strconv.Itoa(i), nil, Record{}))
 	}
 	for _, start := range []uint64{0, 1, 63, 127, 128, 1 << 40} {
 		seen := map[string]int{}
 		for r := range tab.from(start) {
-			seen[r.Key]++
+			seen[r.Key()]++
 		}
 		if len(seen) != 100 {
 			t.Fatalf("start %d: %d distinct records, want 100", start, len(seen))
@@ -109,11 +109,11 @@ func TestRecordTableFromVisitsEverySlotOnce(t *testing.T) {
 func TestRecordTableIteratorRefusesStructuralChange(t *testing.T) {
 	tab := newRecordTable(0)
 	for i := range 10 {
-		tab.set(&Record{Key: strconv.Itoa(i)})
+		tab.set(recordOf(strconv.Itoa(i), nil, Record{}))
 	}
 	n := 0
 	for r := range tab.all() {
-		tab.set(&Record{Key: r.Key, Deleted: true})
+		tab.set(recordOf(r.Key(), nil, Record{Deleted: true}))
 		n++
 	}
 	if n != 10 {
@@ -121,7 +121,7 @@ func TestRecordTableIteratorRefusesStructuralChange(t *testing.T) {
 	}
 	for r := range tab.all() {
 		if !r.Deleted {
-			t.Fatalf("%s kept its old record", r.Key)
+			t.Fatalf("%s kept its old record", r.Key())
 		}
 	}
 	defer func() {
@@ -130,7 +130,7 @@ func TestRecordTableIteratorRefusesStructuralChange(t *testing.T) {
 		}
 	}()
 	for r := range tab.all() {
-		tab.delete(r.Key)
+		tab.delete(r.Key())
 	}
 }
 
@@ -139,7 +139,7 @@ func BenchmarkRecordTableGet(b *testing.B) {
 	keys := make([]string, 4096)
 	for i := range keys {
 		keys[i] = "key:" + strconv.Itoa(i*7919)
-		tab.set(&Record{Key: keys[i]})
+		tab.set(recordOf(keys[i], nil, Record{}))
 	}
 	i := 0
 	for b.Loop() {
@@ -161,7 +161,7 @@ func FuzzRecordTable(f *testing.F) {
 		for _, op := range ops {
 			k := "k" + strconv.Itoa(int(op&63))
 			if op&0x80 == 0 {
-				r := &Record{Key: k}
+				r := recordOf(k, nil, Record{})
 				if old := tab.swap(r); old != want[k] {
 					t.Fatalf("swap(%s) replaced %p, want %p", k, old, want[k])
 				}

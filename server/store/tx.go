@@ -634,7 +634,7 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 				continue
 			}
 			if w.Op == TxPut {
-				rec := Record{Key: w.Key, Value: w.Value}
+				rec := Record{}.With(w.Key, w.Value)
 				rec.SetMeta(newMetadata(w.ContentType, w.Labels))
 				delta += rec.accountedBytes()
 			}
@@ -752,7 +752,7 @@ func (g *Segment) applyTxWriteLocked(w *TxWrite, now int64) txApplied {
 		r := g.tombstoneLocked(old, OpDelete, now)
 		return txApplied{version: r.Version, revision: r.Revision}
 	}
-	rec := &Record{Key: w.Key, Value: w.Value, Version: 1}
+	rec := recordOf(w.Key, w.Value, Record{Version: 1})
 	rec.SetMeta(newMetadata(w.ContentType, w.Labels))
 	rec.access = g.store.stamp(now)
 	if w.TTL > 0 {

@@ -214,7 +214,7 @@ func TestTxCommitAppliesEveryWriteThroughTheOpLog(t *testing.T) {
 	for i, want := range map[int]OpKind{0: OpPut, 1: OpPut, 3: OpDelete} {
 		ops, err := s.SegmentFor(k[i]).OperationsAfter(revs[k[i]])
 		if err != nil || len(ops) != 3 || ops[0].Kind != OpTxPrepare || ops[2].Kind != OpTxCommit ||
-			ops[1].Kind != want || ops[1].Record.Key != k[i] || ops[1].Revision() != r.Array[i].Revision {
+			ops[1].Kind != want || ops[1].Record.Key() != k[i] || ops[1].Revision() != r.Array[i].Revision {
 			t.Fatalf("op-log of %s: %+v %v", k[i], ops, err)
 		}
 		if !ops[0].Kind.TxMarker() || !ops[2].Kind.TxMarker() || ops[1].Kind.TxMarker() {

@@ -219,7 +219,7 @@ func (w *Watch) collectLocked(g *Segment, now int64, dst []Record) []Record {
 		return dst
 	}
 	for r := range g.items.all() {
-		if strings.HasPrefix(r.Key, w.opts.Prefix) && r.liveAt(now) {
+		if strings.HasPrefix(r.Key(), w.opts.Prefix) && r.liveAt(now) {
 			dst = append(dst, r.exported())
 		}
 	}
@@ -247,7 +247,7 @@ func (w *Watch) resume(from []WatchPosition) error {
 			// again from what it got; walking it all under the segment's
 			// lock, for nothing, delayed the segment's writes).
 			g.eachAfterLocked(f.Revision, func(e *logEntry) bool {
-				if w.matches(e.rec.Key) {
+				if w.matches(e.rec.Key()) {
 					return w.deliver(eventOfLog(g.id, g.epoch.Load(), e, w.opts.IncludeValues))
 				}
 				return true
@@ -278,7 +278,7 @@ func (g *Segment) holdsLocked(p WatchPosition) bool {
 		return true
 	}
 	e, ok := g.historyEntryLocked(p.Revision)
-	return ok && e.rec.Key == p.Key && e.rec.Version == p.Version
+	return ok && e.rec.Key() == p.Key && e.rec.Version == p.Version
 }
 
 // markLocked is the segment's current position: its revision and the
@@ -287,7 +287,7 @@ func (g *Segment) markLocked() WatchPosition {
 	m := WatchPosition{Segment: g.id, Revision: g.revision, Epoch: g.epoch.Load()}
 	if g.log.n > 0 {
 		if e := g.log.at(g.log.n - 1); e.rev == g.revision {
-			m.Key, m.Version = e.rec.Key, e.rec.Version
+			m.Key, m.Version = e.rec.Key(), e.rec.Version
 		}
 	}
 	return m
@@ -296,7 +296,7 @@ func (g *Segment) markLocked() WatchPosition {
 // eventOfLog is the watch event of a logged operation.
 func eventOfLog(seg uint16, epoch uint64, e *logEntry, values bool) Event {
 	r := e.rec
-	ev := Event{Kind: eventKindOf(e.kind), Key: r.Key, Segment: seg, Epoch: epoch, Revision: r.Revision,
+	ev := Event{Kind: eventKindOf(e.kind), Key: r.Key(), Segment: seg, Epoch: epoch, Revision: r.Revision,
 		Version: r.Version, ExpiresAt: r.ExpiresAt, KeyKind: r.Kind}
 	if r.Deleted {
 		ev.ExpiresAt = 0
@@ -305,7 +305,7 @@ func eventOfLog(seg uint16, epoch uint64, e *logEntry, values bool) Event {
 		ev.Command = e.cmd.Op
 	}
 	if values && e.kind == OpPut && r.Kind == KindString {
-		ev.Value = r.Value
+		ev.Value = r.Value()
 	}
 	return ev
 }
@@ -433,10 +433,10 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		return
 	}
 	for _, w := range *list {
-		if (w.seg >= 0 && w.seg != int(g.id)) || !w.active[g.id].Load() || !w.matches(rec.Key) {
+		if (w.seg >= 0 && w.seg != int(g.id)) || !w.active[g.id].Load() || !w.matches(rec.Key()) {
 			continue
 		}
-		ev := Event{Kind: eventKindOf(kind), Key: rec.Key, Segment: g.id, Epoch: g.epoch.Load(), Revision: rec.Revision,
+		ev := Event{Kind: eventKindOf(kind), Key: rec.Key(), Segment: g.id, Epoch: g.epoch.Load(), Revision: rec.Revision,
 			Version: rec.Version, ExpiresAt: rec.ExpiresAt, KeyKind: rec.Kind}
 		if rec.Deleted {
 			ev.ExpiresAt = 0
@@ -449,7 +449,7 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		}
 		ev.Replaced = g.replacing
 		if w.opts.IncludeValues && kind == OpPut && rec.coll() == nil {
-			ev.Value = rec.Value
+			ev.Value = rec.Value()
 		}
 		w.deliver(ev)
 	}

@@ -119,8 +119,8 @@ func TestWatchPrefixSnapshotHasNoGapAndNoDuplicate(t *testing.T) {
 	view := map[string]string{}
 	rev := map[string]uint64{}
 	for _, r := range snap {
-		view[r.Key] = string(r.Value)
-		rev[r.Key] = r.Revision
+		view[r.Key()] = string(r.Value())
+		rev[r.Key()] = r.Revision
 	}
 	if len(view) != 200 {
 		t.Fatalf("snapshot has %d keys", len(view))
