@@ -394,13 +394,87 @@ func (d *decoder) list() (int, error) {
 	return n, nil
 }
 
+// skip passes over n values a newer peer added. Not msgpack's Skip: it
+// reads a string's, binary's or extension's announced length into a buffer
+// it grows as it goes, so a 13-byte frame announcing a 1 GiB string cost
+// megabytes and seconds (found by FuzzDecode). Every length here is bounded
+// by what is left of the body, and nesting by maxSkipDepth.
 func (d *decoder) skip(n int) error {
 	for range n {
-		if err := d.dec.Skip(); err != nil {
-			return protoErr("%v", err)
+		if err := d.skipValue(0); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// maxSkipDepth bounds the nesting of a skipped value: a frame of nested
+// array headers must not recurse without end.
+const maxSkipDepth = 32
+
+func (d *decoder) skipValue(depth int) error {
+	if depth > maxSkipDepth {
+		return protoErr("values nested deeper than %d", maxSkipDepth)
+	}
+	c, err := d.dec.PeekCode()
+	if err != nil {
+		return protoErr("%v", err)
+	}
+	switch {
+	case msgpcode.IsString(c), msgpcode.IsBin(c):
+		n, err := d.dec.DecodeBytesLen()
+		if err != nil {
+			return protoErr("%v", err)
+		}
+		return d.seek(n)
+	case msgpcode.IsExt(c):
+		_, n, err := d.dec.DecodeExtHeader()
+		if err != nil {
+			return protoErr("%v", err)
+		}
+		return d.seek(n)
+	case msgpcode.IsFixedArray(c), c == msgpcode.Array16, c == msgpcode.Array32:
+		n, err := d.list()
+		if err != nil {
+			return err
+		}
+		for range n {
+			if err := d.skipValue(depth + 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case msgpcode.IsFixedMap(c), c == msgpcode.Map16, c == msgpcode.Map32:
+		n, err := d.dec.DecodeMapLen()
+		if err != nil {
+			return protoErr("%v", err)
+		}
+		if n > d.r.Len() {
+			return protoErr("map of %d in %d bytes", n, d.r.Len())
+		}
+		for range 2 * max(n, 0) {
+			if err := d.skipValue(depth + 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := d.dec.Skip(); err != nil { // a scalar: a fixed size, nothing allocated
+		return protoErr("%v", err)
+	}
+	return nil
+}
+
+// seek passes over n bytes of the body.
+func (d *decoder) seek(n int) error {
+	if n < 0 {
+		return nil
+	}
+	if n > d.r.Len() {
+		return protoErr("%d bytes announced, %d left", n, d.r.Len())
+	}
+	_, err := d.r.Seek(int64(n), io.SeekCurrent)
+	return err
 }
 
 func (d *decoder) isNil() bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -233,5 +234,48 @@ func TestReadFrameTruncatedHeader(t *testing.T) {
 	}
 	if _, _, err := readFrame(bufio.NewReader(bytes.NewReader([]byte{0, 0, 1}))); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("3 bytes of a header: %v, want io.ErrUnexpectedEOF", err)
+	}
+}
+
+// TestSkippedFieldsAreBoundedByTheFrame: a frame's fields past the ones a
+// node knows are skipped, and an announced length past the frame's end is
+// refused before anything is allocated for it — msgpack's own Skip grew a
+// buffer towards a 1 GiB string a 13-byte frame announced (FuzzDecode:
+// megabytes and seconds per frame, then a dead fuzz worker). Nested arrays
+// deeper than the skip's bound are refused too.
+func TestSkippedFieldsAreBoundedByTheFrame(t *testing.T) {
+	hostile := map[string][]byte{
+		"str32 of 1 GiB":         {0x97, 0x30, 0xc0, 0x30, 0x11, 0xf3, 0xdb, 0x40, 0x30, 0x30, 0xc1, 0xd4},
+		"bin32 of 4 GiB":         {0x94, 0x01, 0x02, 0x03, 0xc6, 0xff, 0xff, 0xff, 0xff},
+		"ext32 of 2 GiB":         {0x94, 0x01, 0x02, 0x03, 0xc9, 0x7f, 0xff, 0xff, 0xff, 0x01},
+		"map32 of 4 G pairs":     {0x94, 0x01, 0x02, 0x03, 0xdf, 0xff, 0xff, 0xff, 0xff},
+		"arrays nested 100 deep": append([]byte{0x94, 0x01, 0x02, 0x03}, bytes.Repeat([]byte{0x91}, 100)...),
+	}
+	for name, b := range hostile {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range 10 {
+			_, _, _ = decodeOps(b)
+			_, _, _, _ = decodeSnapBegin(b)
+			_, _, _, _ = decodeSnapEnd(b)
+			_, _ = decodeHello(b)
+			_, _ = decodeAcks(b, nil)
+		}
+		runtime.ReadMemStats(&after)
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("%s: 10 rounds of decoding a %d-byte frame allocated %d bytes", name, len(b), grew)
+		}
+	}
+	// A known field followed by extra ones a newer peer added still decodes.
+	d := newDecoder([]byte{0x93, 0xa1, 'x', 0x92, 0xc4, 0x01, 0x00, 0x80, 0xd4, 0x01, 0x02})
+	defer d.release()
+	if extra, err := d.array(1); err != nil || extra != 2 {
+		t.Fatalf("array: %d %v", extra, err)
+	}
+	if s, err := d.str(); err != nil || s != "x" {
+		t.Fatalf("str: %q %v", s, err)
+	}
+	if err := d.skip(1); err != nil || d.r.Len() != 3 {
+		t.Fatalf("skipping [bin, {}]: %v, %d bytes left", err, d.r.Len())
 	}
 }
