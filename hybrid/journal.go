@@ -14,6 +14,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/sdk"
 )
 
@@ -270,7 +272,7 @@ func (b *JournalBackplane) PollNow(ctx context.Context) error {
 		for _, e := range res {
 			if e.OK() {
 				var inv Invalidation
-				if err := msgpack.Unmarshal(e.Value, &inv); err == nil {
+				if err := mpsafe.Unmarshal(e.Value, &inv); err == nil {
 					b.deliver(inv)
 				}
 				b.next++

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/internal/mpsafe"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
@@ -602,7 +604,7 @@ func (rc *ResponseCacher) read(ctx context.Context, key string) *storedResponse 
 		return nil
 	}
 	var e storedResponse
-	if err := msgpack.Unmarshal(data, &e); err != nil {
+	if err := mpsafe.Unmarshal(data, &e); err != nil {
 		rc.log.Warn("zaris response cache: undecodable entry; treating as a miss", "key", key, "err", err)
 		return nil
 	}

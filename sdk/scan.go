@@ -17,6 +17,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/server/store"
 )
@@ -593,7 +595,7 @@ func (it *ScanIterator) decodeToken(tok string) error {
 		return fmt.Errorf("%w: %v", ErrBadScanToken, err)
 	}
 	var t scanToken
-	if err := msgpack.Unmarshal(b, &t); err != nil {
+	if err := mpsafe.Unmarshal(b, &t); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadScanToken, err)
 	}
 	if t.Limit < 0 || t.Emitted < 0 || (t.Limit > 0 && t.Emitted > t.Limit) {

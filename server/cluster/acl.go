@@ -8,6 +8,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/internal/acl"
 )
 
@@ -38,7 +40,7 @@ func DecodeACL(data []byte) (acl.Op, error) {
 	if len(data) == 0 || EntryType(data[0]) != EntryACL {
 		return op, fmt.Errorf("%w: not an ACL change", ErrBadEntry)
 	}
-	if err := msgpack.Unmarshal(data[1:], &op); err != nil {
+	if err := mpsafe.Unmarshal(data[1:], &op); err != nil {
 		return op, fmt.Errorf("%w: ACL change: %v", ErrBadEntry, err)
 	}
 	return op, nil

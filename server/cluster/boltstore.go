@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/internal/mpsafe"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -84,7 +86,7 @@ func (s *boltStore) GetLog(index uint64, out *raft.Log) error {
 		if v == nil {
 			return raft.ErrLogNotFound
 		}
-		return msgpack.Unmarshal(v, out)
+		return mpsafe.Unmarshal(v, out)
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // Digest is what every node gossips on the memberlist heartbeat (R-CLU-6):
@@ -92,7 +94,7 @@ func decodeDigest(b []byte) (Digest, bool) {
 	if len(b) < 2 || b[0] != msgDigest {
 		return d, false
 	}
-	if err := msgpack.Unmarshal(b[1:], &d); err != nil || d.Node == "" {
+	if err := mpsafe.Unmarshal(b[1:], &d); err != nil || d.Node == "" {
 		return d, false
 	}
 	return d, true

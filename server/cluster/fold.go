@@ -7,6 +7,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/server/cluster/failover"
 )
 
@@ -68,7 +70,7 @@ func DecodeRebalance(data []byte) (RebalanceTarget, error) {
 	if len(data) == 0 || EntryType(data[0]) != EntryRebalance {
 		return t, fmt.Errorf("%w: not a rebalance target", ErrBadEntry)
 	}
-	if err := msgpack.Unmarshal(data[1:], &t); err != nil {
+	if err := mpsafe.Unmarshal(data[1:], &t); err != nil {
 		return t, fmt.Errorf("%w: rebalance target: %v", ErrBadEntry, err)
 	}
 	return t, nil
@@ -89,7 +91,7 @@ func DecodeDrain(data []byte) (NodeID, error) {
 		return "", fmt.Errorf("%w: not a drain", ErrBadEntry)
 	}
 	var ev Eviction
-	if err := msgpack.Unmarshal(data[1:], &ev); err != nil {
+	if err := mpsafe.Unmarshal(data[1:], &ev); err != nil {
 		return "", fmt.Errorf("%w: drain: %v", ErrBadEntry, err)
 	}
 	if ev.Node == "" {
@@ -118,7 +120,7 @@ func DecodeEvict(data []byte) (NodeID, error) {
 		return "", fmt.Errorf("%w: not an eviction", ErrBadEntry)
 	}
 	var ev Eviction
-	if err := msgpack.Unmarshal(data[1:], &ev); err != nil {
+	if err := mpsafe.Unmarshal(data[1:], &ev); err != nil {
 		return "", fmt.Errorf("%w: eviction: %v", ErrBadEntry, err)
 	}
 	if ev.Node == "" {
@@ -186,13 +188,13 @@ func FoldEntry(cur *PartitionMap, data []byte, term uint64, store, clusterID str
 	switch EntryType(data[0]) {
 	case EntryMapCommit:
 		var m PartitionMap
-		if err := msgpack.Unmarshal(data[1:], &m); err != nil {
+		if err := mpsafe.Unmarshal(data[1:], &m); err != nil {
 			return nil, fmt.Errorf("%w: map commit: %v", ErrBadEntry, err)
 		}
 		return FoldMapCommit(cur, &m, term, store, clusterID)
 	case EntryOwnershipChange:
 		var oc OwnershipChange
-		if err := msgpack.Unmarshal(data[1:], &oc); err != nil {
+		if err := mpsafe.Unmarshal(data[1:], &oc); err != nil {
 			return nil, fmt.Errorf("%w: ownership change: %v", ErrBadEntry, err)
 		}
 		return FoldOwnership(cur, oc, term)

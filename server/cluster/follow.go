@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // The WAN follower's state in the control-plane log (R-OPS-4): whether
@@ -102,7 +104,7 @@ func DecodeFollow(data []byte) (FollowOp, error) {
 	if len(data) == 0 || EntryType(data[0]) != EntryFollow {
 		return op, fmt.Errorf("%w: not a follow change", ErrBadEntry)
 	}
-	if err := msgpack.Unmarshal(data[1:], &op); err != nil {
+	if err := mpsafe.Unmarshal(data[1:], &op); err != nil {
 		return op, fmt.Errorf("%w: follow change: %v", ErrBadEntry, err)
 	}
 	switch op.Kind {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // Meta is what a node gossips about itself in its memberlist metadata: how
@@ -45,7 +47,7 @@ func DecodeMeta(b []byte) (Meta, error) {
 	if len(b) == 0 {
 		return m, errors.New("no metadata")
 	}
-	err := msgpack.Unmarshal(b, &m)
+	err := mpsafe.Unmarshal(b, &m)
 	return m, err
 }
 

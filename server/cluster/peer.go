@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // The peer port carries every node-to-node stream: raft, map fetches,
@@ -631,7 +633,7 @@ func (m *PeerMux) fetchMap(ctx context.Context, addr string) (*PartitionMap, err
 		return nil, err
 	}
 	var pm PartitionMap
-	if err := msgpack.Unmarshal(body, &pm); err != nil {
+	if err := mpsafe.Unmarshal(body, &pm); err != nil {
 		return nil, fmt.Errorf("cluster: fetched map: %w", err)
 	}
 	return &pm, nil

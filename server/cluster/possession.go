@@ -10,6 +10,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/server/cluster/failover"
 )
 
@@ -157,5 +159,5 @@ func readLenPrefixed(r io.Reader, v any, limit uint32) error {
 	if _, err := io.ReadFull(r, body); err != nil {
 		return err
 	}
-	return msgpack.Unmarshal(body, v)
+	return mpsafe.Unmarshal(body, v)
 }

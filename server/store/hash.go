@@ -4,8 +4,8 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // hashColl is the materialized form of a hash: field → value.
@@ -40,7 +40,7 @@ func (h *hashColl) encode() []byte {
 
 func (h *hashColl) decode(b []byte) error {
 	var flat [][]byte
-	if err := msgpack.Unmarshal(b, &flat); err != nil {
+	if err := mpsafe.Unmarshal(b, &flat); err != nil {
 		return err
 	}
 	for i := 0; i+1 < len(flat); i += 2 {

@@ -3,8 +3,8 @@ package store
 import (
 	"bytes"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // listColl is the materialized form of a list: a ring-buffer deque, so
@@ -39,7 +39,7 @@ func (l *listColl) encode() []byte { return mustMarshal(l.items(0, l.n)) }
 
 func (l *listColl) decode(b []byte) error {
 	var items [][]byte
-	if err := msgpack.Unmarshal(b, &items); err != nil {
+	if err := mpsafe.Unmarshal(b, &items); err != nil {
 		return err
 	}
 	for _, it := range items {

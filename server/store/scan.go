@@ -45,6 +45,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
@@ -833,7 +835,7 @@ func execScan(s *Store, cmd kv.Cmd) kv.Reply {
 		return kv.BadRequest("SCAN takes one argument: the msgpack-encoded ScanArgs")
 	}
 	var a ScanArgs
-	if err := msgpack.Unmarshal(cmd.Args[0], &a); err != nil {
+	if err := mpsafe.Unmarshal(cmd.Args[0], &a); err != nil {
 		return kv.BadRequest("SCAN: undecodable arguments: " + err.Error())
 	}
 	if a.Close {

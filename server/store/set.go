@@ -3,8 +3,8 @@ package store
 import (
 	"sort"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // setColl is the materialized form of a set. Beside the map, members lists
@@ -43,7 +43,7 @@ func (s *setColl) sorted() []string {
 
 func (s *setColl) decode(b []byte) error {
 	var members []string
-	if err := msgpack.Unmarshal(b, &members); err != nil {
+	if err := mpsafe.Unmarshal(b, &members); err != nil {
 		return err
 	}
 	for _, m := range members {

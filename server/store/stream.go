@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // Streams (R-DS-2): an append-only log of entries with monotonic ids, and
@@ -603,7 +603,7 @@ func (s *streamColl) encode() []byte {
 
 func (s *streamColl) decode(b []byte) error {
 	var w streamWire
-	if err := msgpack.Unmarshal(b, &w); err != nil {
+	if err := mpsafe.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	for _, e := range w.Entries {

@@ -82,6 +82,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
@@ -176,7 +178,7 @@ func TxAbortCmd(txID string) kv.Cmd {
 // with b.
 func DecodeTxPrepare(b []byte) (TxPrepareRequest, error) {
 	var req TxPrepareRequest
-	if err := msgpack.Unmarshal(b, &req); err != nil {
+	if err := mpsafe.Unmarshal(b, &req); err != nil {
 		return TxPrepareRequest{}, err
 	}
 	return req, nil

@@ -39,6 +39,8 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/zaris-io/zaris/internal/mpsafe"
+
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
@@ -212,7 +214,7 @@ func decodeTxMarker(op Op) (id string, prep *txPrepareMarker, commit *txCommitMa
 		if len(op.Cmd.Args) != 2 {
 			return "", nil, nil, fmt.Errorf("store: malformed %v marker", op.Kind)
 		}
-		if err := msgpack.Unmarshal(op.Cmd.Args[1], prep); err != nil || len(prep.Index) != len(prep.Writes) {
+		if err := mpsafe.Unmarshal(op.Cmd.Args[1], prep); err != nil || len(prep.Index) != len(prep.Writes) {
 			return "", nil, nil, fmt.Errorf("store: malformed %v marker: %v", op.Kind, err)
 		}
 	case OpTxCommit:
@@ -220,7 +222,7 @@ func decodeTxMarker(op Op) (id string, prep *txPrepareMarker, commit *txCommitMa
 		if len(op.Cmd.Args) != 2 {
 			return "", nil, nil, fmt.Errorf("store: malformed %v marker", op.Kind)
 		}
-		if err := msgpack.Unmarshal(op.Cmd.Args[1], commit); err != nil {
+		if err := mpsafe.Unmarshal(op.Cmd.Args[1], commit); err != nil {
 			return "", nil, nil, fmt.Errorf("store: malformed %v marker: %v", op.Kind, err)
 		}
 	}

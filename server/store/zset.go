@@ -4,8 +4,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // zsetColl is the materialized form of a sorted set: member → score plus a
@@ -53,7 +53,7 @@ func (z *zsetColl) encode() []byte {
 
 func (z *zsetColl) decode(b []byte) error {
 	var entries []zEntry
-	if err := msgpack.Unmarshal(b, &entries); err != nil {
+	if err := mpsafe.Unmarshal(b, &entries); err != nil {
 		return err
 	}
 	for _, e := range entries {
