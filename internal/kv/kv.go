@@ -143,6 +143,14 @@ func (s Status) Redirect() bool {
 	return false
 }
 
+// SegmentWrite is what a write barrier waits for: a write applied at
+// Revision of Segment (a revision's apply implies every earlier one of its
+// segment, so one entry per segment, at the highest revision written).
+type SegmentWrite struct {
+	Segment  uint16
+	Revision uint64
+}
+
 // Result is the outcome of one key operation (R-KV-1).
 type Result struct {
 	Status   Status

@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"bufio"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/zaris-io/zaris/internal/acl"
+	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
 // fsm is the raft state machine: the fold of the control-plane log. Raft
@@ -188,16 +189,29 @@ type fsmState struct {
 	Follow   *FollowState     `msgpack:"fw,omitempty"`
 }
 
+// maxFSMSnapshot bounds the cluster metadata snapshot Restore reads (the
+// map, the ACL, the follow state: kilobytes in practice).
+const maxFSMSnapshot = 256 << 20
+
+// Restore replaces the state with a snapshot: this node's own, or one the
+// raft leader sent. It is read whole (up to maxFSMSnapshot) and checked by
+// mpsafe before it is decoded: a stream decoder allocates towards whatever
+// length the bytes announce (D76).
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	br := bufio.NewReader(rc)
+	raw, err := io.ReadAll(io.LimitReader(rc, maxFSMSnapshot+1))
+	if err != nil {
+		return err
+	}
+	if len(raw) > maxFSMSnapshot {
+		return fmt.Errorf("cluster: metadata snapshot larger than %d bytes", maxFSMSnapshot)
+	}
 	var st fsmState
-	if b, err := br.Peek(1); err == nil && b[0] == snapshotV2 {
-		_, _ = br.ReadByte()
-		if err := msgpack.NewDecoder(br).Decode(&st); err != nil {
+	if len(raw) > 0 && raw[0] == snapshotV2 {
+		if err := mpsafe.Unmarshal(raw[1:], &st); err != nil {
 			return err
 		}
-	} else if err := msgpack.NewDecoder(br).Decode(&st.Map); err != nil {
+	} else if err := mpsafe.Unmarshal(raw, &st.Map); err != nil {
 		return err
 	}
 	ev := slices.Clone(st.Evicted)

@@ -34,6 +34,13 @@ func (b *fakeBarrier) Wait(_ context.Context, seg uint16, rev uint64) kv.Status 
 	return b.verdict
 }
 
+// WaitAll records one wait per entry, as Wait does.
+func (b *fakeBarrier) WaitAll(ctx context.Context, writes []kv.SegmentWrite, status []kv.Status) {
+	for i, w := range writes {
+		status[i] = b.Wait(ctx, w.Segment, w.Revision)
+	}
+}
+
 func (b *fakeBarrier) take() []wait {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,10 @@ type conn struct {
 	// written, so a pipelined batch of sync writes waits once per segment,
 	// not once per write.
 	acks []pendingAck
+	// barrierWrites and barrierStatus are settle's WaitAll arguments,
+	// reused from batch to batch.
+	barrierWrites []kv.SegmentWrite
+	barrierStatus []kv.Status
 
 	curCmd kv.CmdOp // the command being dispatched, for a contained panic's log (reader-owned)
 
@@ -81,9 +86,10 @@ type conn struct {
 // pendingAck is a write answered Success in out, pending the barrier: the
 // offset of its status byte, and the segment and revision to wait for.
 type pendingAck struct {
-	pos int
-	seg uint16
-	rev uint64
+	pos   int
+	seg   uint16
+	rev   uint64
+	write int // settle's index of its segment in the barrier's writes
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -306,38 +312,32 @@ func (c *conn) logReadError(err error) {
 }
 
 // settle runs the write barrier for the writes answered in out: one wait
-// per segment, for the highest revision written there; a write whose wait
-// failed gets the barrier's status instead of Success.
+// per segment, for the highest revision written there, all segments at
+// once; a write whose wait failed gets the barrier's status instead of
+// Success.
 func (c *conn) settle() {
 	c.leaveLoop() // the barrier waits for the replicas
-	for i := range c.acks {
-		a := &c.acks[i]
-		if a.seg == noSegment {
-			continue // already settled with an earlier write of its segment
+	writes := c.barrierWrites[:0]
+	for k := range c.acks {
+		a := &c.acks[k]
+		i := slices.IndexFunc(writes, func(w kv.SegmentWrite) bool { return w.Segment == a.seg })
+		if i < 0 {
+			i = len(writes)
+			writes = append(writes, kv.SegmentWrite{Segment: a.seg})
 		}
-		seg, rev := a.seg, a.rev
-		for _, b := range c.acks[i+1:] {
-			if b.seg == seg {
-				rev = max(rev, b.rev)
-			}
-		}
-		st := c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, rev)
-		for j := i; j < len(c.acks); j++ {
-			b := &c.acks[j]
-			if b.seg != seg {
-				continue
-			}
-			if st != kv.StatusSuccess && c.out[b.pos] == byte(kv.StatusSuccess) {
-				c.out[b.pos] = byte(st)
-			}
-			b.seg = noSegment
+		writes[i].Revision = max(writes[i].Revision, a.rev)
+		a.write = i
+	}
+	status := slices.Grow(c.barrierStatus[:0], len(writes))[:len(writes)]
+	c.srv.cfg.WriteBarrier.WaitAll(context.Background(), writes, status)
+	for _, a := range c.acks {
+		if st := status[a.write]; st != kv.StatusSuccess && c.out[a.pos] == byte(kv.StatusSuccess) {
+			c.out[a.pos] = byte(st)
 		}
 	}
+	c.barrierWrites, c.barrierStatus = writes[:0], status[:0]
 	c.acks = c.acks[:0]
 }
-
-// noSegment marks a settled pendingAck (segments are < 16384).
-const noSegment = 0xffff
 
 // flush writes the buffered responses — after the write barrier, when
 // writes in them wait for it. It reports false once writing failed.
@@ -652,8 +652,14 @@ func (c *conn) commandBarrier(cmd kv.Cmd) kv.Status {
 	} else {
 		segs = append(segs, placement.SegmentOf(cmd.Key, c.srv.segs))
 	}
-	for _, seg := range segs {
-		if s := c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, st.Segment(seg).Revision()); s != kv.StatusSuccess {
+	writes := make([]kv.SegmentWrite, len(segs))
+	for i, seg := range segs {
+		writes[i] = kv.SegmentWrite{Segment: seg, Revision: st.Segment(seg).Revision()}
+	}
+	status := make([]kv.Status, len(writes))
+	c.srv.cfg.WriteBarrier.WaitAll(context.Background(), writes, status)
+	for _, s := range status {
+		if s != kv.StatusSuccess {
 			return s
 		}
 	}
@@ -767,9 +773,15 @@ func (c *conn) appendBatchBarrier(dst []byte, start int, items []wire.BatchItem,
 			high[segs[i]] = max(high[segs[i]], results[i].Revision)
 		}
 	}
-	verdict := make(map[uint16]kv.Status, len(high))
+	writes := make([]kv.SegmentWrite, 0, len(high))
 	for seg, rev := range high {
-		verdict[seg] = c.srv.cfg.WriteBarrier.Wait(context.Background(), seg, rev)
+		writes = append(writes, kv.SegmentWrite{Segment: seg, Revision: rev})
+	}
+	status := make([]kv.Status, len(writes))
+	c.srv.cfg.WriteBarrier.WaitAll(context.Background(), writes, status)
+	verdict := make(map[uint16]kv.Status, len(writes))
+	for i, w := range writes {
+		verdict[w.Segment] = status[i]
 	}
 	worst := kv.StatusSuccess
 	for i := range results {

@@ -108,6 +108,10 @@ type Config struct {
 // are written in order.
 type WriteBarrier interface {
 	Wait(ctx context.Context, seg uint16, revision uint64) kv.Status
+	// WaitAll is Wait for the writes of one batch, one entry per segment:
+	// it sets status[i] for writes[i], asking every partition's replicas
+	// at once (one round trip for the batch, not one per partition).
+	WaitAll(ctx context.Context, writes []kv.SegmentWrite, status []kv.Status)
 }
 
 func (c *Config) setDefaults() error {

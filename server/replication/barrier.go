@@ -124,6 +124,55 @@ func (m *Manager) Wait(ctx context.Context, seg uint16, rev uint64) kv.Status {
 	if m.cfg.Mode != Sync {
 		return kv.StatusSuccess
 	}
+	return m.wait(ctx, seg, rev, time.Now().Add(m.cfg.SyncTimeout), false)
+}
+
+// WaitAll is Wait for the writes of one batch (one entry per segment): it
+// sets status[i] for writes[i]. Every partition's replicas are asked for
+// their segments before the first wait, so the partitions' round trips
+// overlap — waiting one write after the other left a partition's shipper
+// gathering until the previous partition had answered (a batch over two
+// partitions took two round trips). One SyncTimeout bounds the whole batch.
+func (m *Manager) WaitAll(ctx context.Context, writes []kv.SegmentWrite, status []kv.Status) {
+	if m.cfg.Mode != Sync {
+		for i := range writes {
+			status[i] = kv.StatusSuccess
+		}
+		return
+	}
+	route := *m.route.Load()
+	var asked [8]*partState // the partitions hurried so far (a node owns few)
+	nAsked := 0
+	for _, w := range writes {
+		if int(w.Segment) >= len(route) || route[w.Segment] == nil {
+			continue
+		}
+		ps := route[w.Segment]
+		if ps.satisfied(m.cfg.Quorum, int(w.Segment), w.Revision) {
+			continue
+		}
+		for _, s := range ps.shippers {
+			s.want(int(w.Segment))
+		}
+		if !slices.Contains(asked[:nAsked], ps) {
+			for _, s := range ps.shippers {
+				s.shipNow()
+			}
+			if nAsked < len(asked) {
+				asked[nAsked] = ps
+				nAsked++
+			}
+		}
+	}
+	deadline := time.Now().Add(m.cfg.SyncTimeout)
+	for i, w := range writes {
+		status[i] = m.wait(ctx, w.Segment, w.Revision, deadline, true)
+	}
+}
+
+// wait is one write's barrier until deadline; hurried says its shippers
+// were already asked to ship (WaitAll).
+func (m *Manager) wait(ctx context.Context, seg uint16, rev uint64, deadline time.Time, hurried bool) kv.Status {
 	m.syncWaits.Add(1)
 	var timer *time.Timer
 	for {
@@ -142,10 +191,12 @@ func (m *Manager) Wait(ctx context.Context, seg uint16, rev uint64) kv.Status {
 			return kv.StatusSuccess
 		}
 		if timer == nil {
-			for _, s := range ps.shippers {
-				s.hurry(int(seg))
+			if !hurried {
+				for _, s := range ps.shippers {
+					s.hurry(int(seg))
+				}
 			}
-			timer = time.NewTimer(m.cfg.SyncTimeout)
+			timer = time.NewTimer(time.Until(deadline))
 			defer timer.Stop()
 		}
 		select {

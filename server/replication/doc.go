@@ -63,7 +63,10 @@
 // a shipper then gathers for AsyncLinger (1 ms) before it ships what is
 // dirty; under Sync it waits, at most 1 ms, until a write barrier waits
 // (Wait calls hurry) — a front end calls the barrier once its read batch
-// is applied, so a pipelined batch leaves in one flush. The replica decodes
+// is applied, so a pipelined batch leaves in one flush. A batch's barrier
+// is WaitAll: every partition it wrote is asked to ship before the first
+// wait, so the partitions' round trips overlap and one SyncTimeout bounds
+// the batch. The replica decodes
 // into a reused frame body and op slice (everything it keeps is copied out,
 // a record's key and value in one allocation).
 //

@@ -91,9 +91,20 @@ func (s *shipper) markDirty(seg int) {
 
 // hurry asks for seg to be shipped at once: a sync write of it waits.
 func (s *shipper) hurry(seg int) {
+	s.want(seg)
+	s.shipNow()
+}
+
+// want marks seg to be shipped by the next pass: the commit hook marked it
+// already; a restarted session may not have.
+func (s *shipper) want(seg int) {
 	if i := seg - s.first; i >= 0 && i < len(s.dirty) {
-		s.dirty[i].Store(true) // the commit hook marked it already; a restarted session may not have
+		s.dirty[i].Store(true)
 	}
+}
+
+// shipNow ends the gathering pause: a sync write waits for what is dirty.
+func (s *shipper) shipNow() {
 	s.waited.Store(true)
 	select {
 	case s.wake <- struct{}{}:

@@ -2,7 +2,7 @@ package resp
 
 import (
 	"context"
-	"sync"
+	"slices"
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
@@ -16,6 +16,10 @@ import (
 // applied on this node either way.
 type WriteBarrier interface {
 	Wait(ctx context.Context, seg uint16, revision uint64) kv.Status
+	// WaitAll is Wait for the writes of one batch, one entry per segment:
+	// it sets status[i] for writes[i], asking every partition's replicas
+	// at once (one round trip for the batch, not one per partition).
+	WaitAll(ctx context.Context, writes []kv.SegmentWrite, status []kv.Status)
 }
 
 // msgBarrierTimeout answers a write the barrier did not confirm in time.
@@ -122,32 +126,19 @@ func (c *conn) settle() {
 	c.held = c.held[:0]
 }
 
-// wait fills verdict from high: one wait per segment, concurrent when
-// there are several (a timeout per segment, not their sum).
+// wait fills verdict from high: one wait per segment, every partition's
+// replicas asked at once, one timeout for them all (WaitAll).
 func (c *conn) wait() {
-	b := c.srv.cfg.WriteBarrier
-	if len(c.high) == 1 {
-		for seg, rev := range c.high {
-			c.verdict[seg] = b.Wait(context.Background(), seg, rev)
-		}
-		return
-	}
-	var (
-		wg sync.WaitGroup
-		mu sync.Mutex
-	)
+	writes := c.barrierWrites[:0]
 	for seg, rev := range c.high {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer c.guard("(write barrier wait)")
-			s := b.Wait(context.Background(), seg, rev)
-			mu.Lock()
-			c.verdict[seg] = s
-			mu.Unlock()
-		}()
+		writes = append(writes, kv.SegmentWrite{Segment: seg, Revision: rev})
 	}
-	wg.Wait()
+	status := slices.Grow(c.barrierStatus[:0], len(writes))[:len(writes)]
+	c.srv.cfg.WriteBarrier.WaitAll(context.Background(), writes, status)
+	for i, w := range writes {
+		c.verdict[w.Segment] = status[i]
+	}
+	c.barrierWrites, c.barrierStatus = writes[:0], status[:0]
 }
 
 func (c *conn) heldOK(h heldReply) bool {

@@ -84,6 +84,9 @@ type conn struct {
 	flushes   uint64           // flushes so far: tells hold whether a command flushed mid-way
 	high      map[uint16]uint64
 	verdict   map[uint16]kv.Status
+	// barrierWrites and barrierStatus are wait's WaitAll arguments, reused.
+	barrierWrites []kv.SegmentWrite
+	barrierStatus []kv.Status
 
 	// read by CLIENT LIST / INFO from other goroutines
 	created    time.Time

@@ -1,0 +1,131 @@
+package replication
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// barrierOnTwoPartitions is a Sync manager (quorum All) owning segments
+// 0–3 as partition A and 4–7 as partition B, each with one replica whose
+// shipper runs no session: the test plays the replica's acks.
+func barrierOnTwoPartitions(t *testing.T, timeout time.Duration) (m *Manager, a, b *shipper) {
+	t.Helper()
+	sc := store.DefaultConfig()
+	sc.Segments = 8
+	st, err := store.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	m, err = New(Config{Self: "n1", Store: st, StoreName: "default", Mode: Sync, Quorum: All, SyncTimeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	route := make([]*partState, 8)
+	ships := make([]*shipper, 2)
+	for i, name := range []string{"A", "B"} {
+		p := &cluster.Partition{ID: i, Identity: name, OwnershipGeneration: 1, FirstSegment: 4 * i, LastSegment: 4*i + 3}
+		ships[i] = newShipper(m, keyOf(p, "n2"), p)
+		ps := newPartState(p, ships[i:i+1])
+		ships[i].ps.Store(ps)
+		for seg := p.FirstSegment; seg <= p.LastSegment; seg++ {
+			route[seg] = ps
+		}
+	}
+	m.route.Store(&route)
+	return m, ships[0], ships[1]
+}
+
+// ack plays the replica: it applied rev of seg.
+func (s *shipper) ackForTest(seg int, rev uint64) {
+	s.applied[seg-s.first].Store(rev)
+	s.notify()
+}
+
+// pollFor polls cond until it holds (true) or 30 s pass (false).
+func pollFor(cond func() bool) bool {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return false
+}
+
+// A batch that wrote in two partitions asks both partitions' replicas
+// before waiting on either: the failure it prevents is the second
+// partition's shipper gathering (a sync shipper ships when a barrier asks)
+// until the first partition had answered — two round trips a batch, and
+// here, where partition A's replica answers only once B's shipper was
+// asked, a timeout for a write both replicas would have applied.
+func TestWaitAllAsksEveryPartitionBeforeWaiting(t *testing.T) {
+	m, a, b := barrierOnTwoPartitions(t, time.Minute)
+	go func() {
+		if !pollFor(func() bool { return b.waited.Load() }) { // B asked to ship: only then does A's replica answer
+			return
+		}
+		a.ackForTest(1, 7)
+		b.ackForTest(5, 9)
+	}()
+	writes := []kv.SegmentWrite{{Segment: 1, Revision: 7}, {Segment: 5, Revision: 9}}
+	status := make([]kv.Status, 2)
+	m.WaitAll(context.Background(), writes, status)
+	if status[0] != kv.StatusSuccess || status[1] != kv.StatusSuccess {
+		t.Fatalf("statuses %v, want both Success", status)
+	}
+	if !a.dirty[1].Load() || !b.dirty[1].Load() {
+		t.Fatal("the written segments were not marked for shipping")
+	}
+}
+
+// One SyncTimeout bounds the whole batch: with no replica answering, a
+// batch over two partitions answers Timeout for both after one timeout,
+// not one per partition (the native front end waited segment after
+// segment: k partitions with a dead replica held a batch k timeouts).
+func TestWaitAllTimesOutOnceForTheBatch(t *testing.T) {
+	const timeout = time.Second
+	m, _, _ := barrierOnTwoPartitions(t, timeout)
+	writes := []kv.SegmentWrite{{Segment: 0, Revision: 1}, {Segment: 4, Revision: 1}, {Segment: 6, Revision: 2}}
+	status := make([]kv.Status, len(writes))
+	began := time.Now()
+	m.WaitAll(context.Background(), writes, status)
+	took := time.Since(began)
+	for i, s := range status {
+		if s != kv.StatusTimeout {
+			t.Fatalf("write %d: %v, want Timeout", i, s)
+		}
+	}
+	if took >= 2*timeout {
+		t.Fatalf("the batch waited %v: one timeout per partition, not one for the batch (%v)", took, timeout)
+	}
+	if got := m.syncTimeouts.Load(); got != 3 {
+		t.Fatalf("%d timeouts counted, want 3 (one per write)", got)
+	}
+}
+
+// A partition already acknowledged answers at once and its shipper is not
+// asked again; the other partition's write still waits for its replica.
+func TestWaitAllMixesAnsweredAndPendingPartitions(t *testing.T) {
+	m, a, b := barrierOnTwoPartitions(t, time.Minute)
+	a.ackForTest(2, 5)
+	go func() {
+		if !pollFor(func() bool { return b.waited.Load() }) {
+			return
+		}
+		b.ackForTest(7, 3)
+	}()
+	status := make([]kv.Status, 2)
+	m.WaitAll(context.Background(), []kv.SegmentWrite{{Segment: 2, Revision: 4}, {Segment: 7, Revision: 3}}, status)
+	if status[0] != kv.StatusSuccess || status[1] != kv.StatusSuccess {
+		t.Fatalf("statuses %v", status)
+	}
+	if a.waited.Load() {
+		t.Fatal("the answered partition's shipper was asked to ship")
+	}
+}
