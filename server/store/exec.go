@@ -441,8 +441,9 @@ func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
 // collection write logs one: separately the header, the command and its
 // argument slice were three allocations per write (issue #17, the LPUSH
 // profile; DECISIONS.md). The argument bytes are still copied into one
-// buffer of their own: the command's arguments alias the caller's network
-// buffer.
+// buffer of their own (the command's arguments alias the caller's network
+// buffer), inline too when they fit effectInline bytes: an LPUSH of a
+// 32-byte element, an HSET of a field and a 32-byte value.
 type loggedEffect struct {
 	hdr Record
 	cmd kv.Cmd
@@ -458,14 +459,39 @@ type loggedEffect2 struct {
 	args [2][]byte
 }
 
+// effectInline is the argument bytes the small forms carry inline.
+const effectInline = 48
+
+type loggedEffect1Small struct {
+	loggedEffect1
+	data [effectInline]byte
+}
+
+type loggedEffect2Small struct {
+	loggedEffect2
+	data [effectInline]byte
+}
+
 func newLoggedEffect(rec *Record, effect *kv.Cmd) *loggedEffect {
-	var le *loggedEffect
-	switch n := len(effect.Args); n {
-	case 1:
+	var (
+		le  *loggedEffect
+		buf []byte
+	)
+	size := cmdBytes(effect)
+	switch n := len(effect.Args); {
+	case n == 1 && size <= effectInline:
+		l := &loggedEffect1Small{}
+		le, buf = &l.loggedEffect, l.data[:0:size]
+		le.cmd.Args = l.args[:1:1]
+	case n == 2 && size <= effectInline:
+		l := &loggedEffect2Small{}
+		le, buf = &l.loggedEffect, l.data[:0:size]
+		le.cmd.Args = l.args[:2:2]
+	case n == 1:
 		l1 := &loggedEffect1{}
 		le = &l1.loggedEffect
 		le.cmd.Args = l1.args[:1:1] // full capacity: an append never writes past it
-	case 2:
+	case n == 2:
 		l2 := &loggedEffect2{}
 		le = &l2.loggedEffect
 		le.cmd.Args = l2.args[:2:2]
@@ -476,7 +502,9 @@ func newLoggedEffect(rec *Record, effect *kv.Cmd) *loggedEffect {
 	le.hdr = rec.headerValue()
 	// The key is the record's: the command's key may alias a network buffer.
 	le.cmd.Op, le.cmd.Key = effect.Op, rec.Key()
-	buf := make([]byte, 0, cmdBytes(effect))
+	if buf == nil {
+		buf = make([]byte, 0, size)
+	}
 	for i, a := range effect.Args {
 		start := len(buf)
 		buf = append(buf, a...)

@@ -21,7 +21,7 @@ func TestHashRandomFieldSpread(t *testing.T) {
 	} {
 		h := newHash()
 		for i := range tc.fields {
-			h.set(fmt.Sprint("f", i), []byte("v"))
+			h.set([]byte(fmt.Sprint("f", i)), []byte("v"))
 		}
 		const perField = 200
 		hits := map[string]int{}
