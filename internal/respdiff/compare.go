@@ -115,6 +115,14 @@ var Allowlist = []*Accepted{
 		Match: func([]string, Value, Value) bool { return false }, // applied in leafEqual
 	},
 	{
+		Name: "SORT ALPHA ties between C strings",
+		Reason: "without STORE, SORT … ALPHA compares with strcoll, which stops at the first NUL byte: \"\\x00\\xff\" " +
+			"and \"\" tie, and a set's tied elements come in its hash table's order, which no other server " +
+			"reproduces (Zaris keeps a list's order among ties, as Redis's stable sort does). Accepted: the same " +
+			"elements, each reply in C-string order.",
+		Match: sortAlphaTies,
+	},
+	{
 		Name: "empty or oversized key",
 		Reason: "DECISIONS D2: a key is 1 byte to 16 KiB (it is copied into every op-log entry and snapshot); Redis " +
 			"accepts the empty key and keys up to 512 MB. Zaris answers -ERR invalid key.",
@@ -470,4 +478,89 @@ func OpenFor(m *Mismatch) *OpenItem {
 		}
 	}
 	return nil
+}
+
+// sortTiesAccepted is the difference probeSortStore lets through.
+var sortTiesAccepted = &Accepted{
+	Name: "SORT … BY … ALPHA … STORE of tied elements",
+	Reason: "under BY … ALPHA a missing weight ties with every other missing one (equal weights tie too); Redis " +
+		"stores tied elements of a set in its hash table's order, and with LIMIT sorts with a partial quicksort " +
+		"that does not keep ties in order — neither reproducible. Zaris sorts stably. Accepted after such a SORT … " +
+		"STORE when both destinations hold as many elements — the same ones unless LIMIT picked a page.",
+	Diverges: true,
+	Match:    func([]string, Value, Value) bool { return false }, // applied by Session.probeSortStore
+}
+
+// sortOptions reads the flags of a SORT or SORT_RO command; store is the
+// destination ("" without STORE).
+func sortOptions(cmd []string) (ok, alpha, by, limit, get, desc bool, store string) {
+	name := strings.ToLower(cmd[0])
+	if name != "sort" && name != "sort_ro" {
+		return
+	}
+	ok = true
+	for j := 2; j < len(cmd); j++ {
+		switch strings.ToUpper(cmd[j]) {
+		case "ALPHA":
+			alpha = true
+		case "DESC":
+			desc = true
+		case "BY":
+			by = true
+			j++
+		case "GET":
+			get = true
+			j++
+		case "LIMIT":
+			limit = true
+			j += 2
+		case "STORE":
+			if j+1 < len(cmd) {
+				store = cmd[j+1]
+			}
+			j++
+		}
+	}
+	return
+}
+
+// sortAlphaTies reports replies of a SORT … ALPHA (no BY, GET or STORE)
+// that hold the same elements, each in C-string order.
+func sortAlphaTies(cmd []string, r, z Value) bool {
+	ok, alpha, by, _, get, desc, store := sortOptions(cmd)
+	if !ok || !alpha || by || get || store != "" || r.Kind != '*' || z.Kind != '*' || len(r.Elems) != len(z.Elems) {
+		return false
+	}
+	return sameElements(r, z) && cOrdered(r, desc) && cOrdered(z, desc)
+}
+
+// sameElements reports two arrays holding the same strings, in any order.
+func sameElements(a, b Value) bool {
+	if len(a.Elems) != len(b.Elems) {
+		return false
+	}
+	x, y := make([]string, len(a.Elems)), make([]string, len(b.Elems))
+	for i := range a.Elems {
+		x[i], y[i] = a.Elems[i].Str, b.Elems[i].Str
+	}
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+// cOrdered reports an array sorted as C strings (up to the first NUL).
+func cOrdered(v Value, desc bool) bool {
+	cstr := func(s string) string {
+		if i := strings.IndexByte(s, 0); i >= 0 {
+			return s[:i]
+		}
+		return s
+	}
+	for i := 1; i < len(v.Elems); i++ {
+		c := strings.Compare(cstr(v.Elems[i-1].Str), cstr(v.Elems[i].Str))
+		if desc && c < 0 || !desc && c > 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -185,3 +185,46 @@ func TestLexRangeOverMixedScoresIsOnlyThat(t *testing.T) {
 		}
 	}
 }
+
+// SORT ALPHA's C-string ties are accepted only as such: the same elements,
+// each reply ordered up to the first NUL byte, without BY, GET or STORE.
+func TestSortAlphaTiesAreOnlyThat(t *testing.T) {
+	arr := func(elems ...string) Value {
+		v := Value{Kind: '*'}
+		for _, e := range elems {
+			v.Elems = append(v.Elems, Value{Kind: '$', Str: e})
+		}
+		return v
+	}
+	cases := []struct {
+		name string
+		cmd  []string
+		r, z Value
+		want bool
+	}{
+		{"the fuzzer's reproducer", []string{"SORT", "k4", "ALPHA"}, arr("\x00\xff", "", "1", "2", "k0"), arr("", "\x00\xff", "1", "2", "k0"), true},
+		{"DESC", []string{"sort_ro", "k", "desc", "alpha"}, arr("b", "a\x00x", "a", ""), arr("b", "a", "a\x00x", ""), true},
+		{"not tied: a real order difference", []string{"SORT", "k", "ALPHA"}, arr("a", "b"), arr("b", "a"), false},
+		{"other elements", []string{"SORT", "k", "ALPHA"}, arr("", "\x00"), arr("", "\x01"), false},
+		{"numeric sort", []string{"SORT", "k"}, arr("\x00a", ""), arr("", "\x00a"), false},
+		{"with GET", []string{"SORT", "k", "ALPHA", "GET", "#"}, arr("\x00a", ""), arr("", "\x00a"), false},
+		{"with STORE", []string{"SORT", "k", "ALPHA", "STORE", "d"}, arr("\x00a", ""), arr("", "\x00a"), false},
+	}
+	for _, c := range cases {
+		if got := sortAlphaTies(c.cmd, c.r, c.z); got != c.want {
+			t.Errorf("%s: accepted %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// sortOptions reads SORT's flags past the arguments of BY, GET, LIMIT and
+// STORE (a pattern spelled "ALPHA" is a pattern, not the flag).
+func TestSortOptions(t *testing.T) {
+	ok, alpha, by, limit, get, desc, store := sortOptions([]string{"SORT", "k", "BY", "ALPHA", "LIMIT", "0", "1", "GET", "DESC", "STORE", "d"})
+	if !ok || alpha || !by || !limit || !get || desc || store != "d" {
+		t.Fatalf("got ok=%v alpha=%v by=%v limit=%v get=%v desc=%v store=%q", ok, alpha, by, limit, get, desc, store)
+	}
+	if ok, _, _, _, _, _, _ := sortOptions([]string{"LRANGE", "k", "0", "-1"}); ok {
+		t.Fatal("LRANGE read as a SORT")
+	}
+}

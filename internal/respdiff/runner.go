@@ -211,7 +211,42 @@ func (s *Session) Step(cmd []string) (*Mismatch, error) {
 	if err := s.realign(cmd, rv, zv); err != nil {
 		return nil, err
 	}
+	if err := s.probeSortStore(cmd, rv); err != nil {
+		return nil, err
+	}
 	return nil, s.probeTrims(cmd, rv)
+}
+
+// probeSortStore follows a SORT … BY … ALPHA … STORE (see the accepted
+// difference "SORT … BY … ALPHA … STORE of tied elements"): both stored
+// the same count; both servers are asked for the destination list, and
+// when the lists differ only as tied elements may — as many elements, the
+// same ones unless LIMIT picked a page — the difference is counted and
+// the episode ends, the key spaces having parted.
+func (s *Session) probeSortStore(cmd []string, rv Value) error {
+	ok, alpha, by, limit, _, _, dest := sortOptions(cmd)
+	if !ok || !alpha || !by || dest == "" || rv.Kind != ':' {
+		return nil
+	}
+	var lists [2]Value
+	for i, sd := range []*side{s.redis, s.zaris} {
+		if err := sd.send(s.Timeout, []string{"LRANGE", dest, "0", "-1"}); err != nil {
+			return err
+		}
+		v, err := sd.recv(s.Timeout)
+		if err != nil {
+			return err
+		}
+		lists[i] = v
+	}
+	if eq, _, _ := Compare([]string{"LRANGE", dest, "0", "-1"}, lists[0], lists[1]); eq {
+		return nil
+	}
+	if len(lists[0].Elems) == len(lists[1].Elems) && (limit || sameElements(lists[0], lists[1])) {
+		s.Accepted = append(s.Accepted, sortTiesAccepted)
+		s.Diverged = true
+	}
+	return nil
 }
 
 // probeTrims follows the approximate trims ('~', see the accepted

@@ -518,6 +518,13 @@ func (c *conn) sortLocked(src []byte, sp sortSpec, needs *sortNeeds) {
 			c.err("ERR One or more scores can't be converted into double")
 			return
 		}
+		// ALPHA compares bytes with STORE and, without it, as C strings up
+		// to their first NUL byte — Redis's strcoll (under the C locale a
+		// server runs with), so "a\x00b" and "a" tie there.
+		collate := bytes.Compare
+		if sp.store == nil {
+			collate = cStringCompare
+		}
 		sort.SliceStable(items, func(i, j int) bool {
 			a, b := items[i], items[j]
 			var cmp int
@@ -539,10 +546,10 @@ func (c *conn) sortLocked(src []byte, sp sortSpec, needs *sortNeeds) {
 				case b.cmp == nil:
 					cmp = 1
 				default:
-					cmp = bytes.Compare(a.cmp, b.cmp)
+					cmp = collate(a.cmp, b.cmp)
 				}
 			default:
-				cmp = bytes.Compare(a.elem, b.elem)
+				cmp = collate(a.elem, b.elem)
 			}
 			if sp.desc {
 				cmp = -cmp
@@ -741,4 +748,16 @@ func (c *conn) resolveWritten() {
 			w.revs[s] = c.srv.store.Segment(uint16(s)).Revision()
 		}
 	}
+}
+
+// cStringCompare orders a and b as C's strcmp does: each up to its first
+// NUL byte, bytes unsigned.
+func cStringCompare(a, b []byte) int {
+	if i := bytes.IndexByte(a, 0); i >= 0 {
+		a = a[:i]
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return bytes.Compare(a, b)
 }

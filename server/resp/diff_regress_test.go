@@ -182,6 +182,11 @@ var diffRegressions = []struct {
 	{proto: 2, seq: [][]string{{"SADD", "k1", "a"}, {"MULTI"}, {"SPOP", "k1", "-2"}, {"SPOP", "k1", "0"}, {"EXEC"}, {"SMEMBERS", "k1"}}},                                                                             // the fuzzer queued its SPOP realignment into Zaris's transaction
 	{proto: 2, seq: [][]string{{"MULTI"}, {"SPUBLISH", "inf", "c"}, {"HMSET", "k2", "b", "x"}, {"EXEC"}}},                                                                                                            // zaris: no reply (SPUBLISH waited for the segment lock EXEC held)
 	{proto: 2, seq: [][]string{{"SADD", "{k}5", "0", "a", "c", "b"}, {"SORT_RO", "{k}5", "BY", "\\*", "ASC", "ALPHA"}, {"SORT", "{k}5", "BY", "a*", "DESC", "ALPHA"}}},                                               // ties under BY: a set's own order (compared as SMEMBERS)
+	// SORT ALPHA without STORE compares C strings (strcoll stops at the first NUL): "b\x00a" ties with "b" and keeps
+	// its place in the list; with STORE it compares bytes.
+	{proto: 2, seq: [][]string{{"RPUSH", "{s}l", "b\x00z", "a", "b", "b\x00a", "\x00", "c"}, {"SORT", "{s}l", "ALPHA"}, {"SORT", "{s}l", "ALPHA", "DESC"},
+		{"SORT", "{s}l", "ALPHA", "STORE", "{s}d"}, {"LRANGE", "{s}d", "0", "-1"}, {"MSET", "{s}w_a", "x\x00b", "{s}w_b", "x\x00a", "{s}w_c", "x"},
+		{"SORT", "{s}l", "BY", "{s}w_*", "ALPHA"}, {"SORT", "{s}l", "BY", "{s}w_*", "ALPHA", "STORE", "{s}e"}, {"LRANGE", "{s}e", "0", "-1"}}},
 	// EXPIRE GT/LT at the very same instant: the store compares absolute milliseconds, a relative time converted
 	// once with its own clock (the front end compared its wall clock with the store's coarse one).
 	{proto: 2, seq: [][]string{{"SET", "k1", "v"}, {"PEXPIREAT", "k1", "4102444800000"}, {"PEXPIREAT", "k1", "4102444800000", "GT"}, {"EXPIREAT", "k1", "4102444800", "LT"}, {"PEXPIREAT", "k1", "4102444800001", "GT"}, {"EXPIREAT", "k1", "4102444800", "XX", "LT"}, {"PEXPIRETIME", "k1"}}}, // redis: 0 0 1 1 | zaris: 0 or 1 by its two clocks
