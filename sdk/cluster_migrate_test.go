@@ -139,24 +139,45 @@ func verifyLedger(t *testing.T, c *sdk.Client, l *ledger, fixed map[string]strin
 }
 
 // waitSettled waits until no move is in flight, the leader has no
-// rebalance left to do, and cond holds of the map.
-func waitSettled(t *testing.T, cl *clustertest.Cluster, what string, cond func(*cluster.PartitionMap) bool) *cluster.PartitionMap {
+// rebalance left to do, and cond holds of the map. A rebalance moves data
+// and pauses while a starved machine's members look suspected, so the
+// bound is on progress: it fails once the map has not changed for a
+// minute (scaled), or after ten in all, and then explains the stall.
+func waitSettled(t *testing.T, cl *clustertest.Cluster, logs *logRing, what string, cond func(*cluster.PartitionMap) bool) *cluster.PartitionMap {
 	t.Helper()
+	stall, overall := testscale.D(time.Minute), time.Now().Add(testscale.D(10*time.Minute))
 	var m *cluster.PartitionMap
-	cl.Eventually(60*time.Second, what, func() bool {
+	var seen uint64
+	since := time.Now()
+	for {
 		m = cl.Map()
-		leader := cl.Leader()
-		if m == nil || leader == nil || leader.Cluster().RebalanceStatus().Active {
+		if settledWith(cl, m, cond) {
+			return m
+		}
+		if m != nil && m.Version != seen {
+			seen, since = m.Version, time.Now()
+		}
+		if now := time.Now(); now.Sub(since) > stall || now.After(overall) {
+			explainStall(t, cl, logs)
+			t.Fatalf("waiting for %s: no new map for %v (map v%d)", what, now.Sub(since).Round(time.Second), seen)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+}
+
+// settledWith reports that map m has no move in flight, the leader no
+// rebalance left, and cond holds of m.
+func settledWith(cl *clustertest.Cluster, m *cluster.PartitionMap, cond func(*cluster.PartitionMap) bool) bool {
+	leader := cl.Leader()
+	if m == nil || leader == nil || leader.Cluster().RebalanceStatus().Active {
+		return false
+	}
+	for _, p := range m.Partitions {
+		if p.Migrating() {
 			return false
 		}
-		for _, p := range m.Partitions {
-			if p.Migrating() {
-				return false
-			}
-		}
-		return cond(m)
-	})
-	return m
+	}
+	return cond(m)
 }
 
 func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
@@ -188,7 +209,7 @@ func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
 
 			// A node joins: auto-rebalance gives it its share, live.
 			n4 := cl.AddNode()
-			waitSettled(t, cl, "the joiner holds partitions and no move is in flight", func(m *cluster.PartitionMap) bool {
+			waitSettled(t, cl, logs, "the joiner holds partitions and no move is in flight", func(m *cluster.PartitionMap) bool {
 				return cluster.Holds(m, cluster.NodeID(n4.Config().NodeID))
 			})
 			verifyLedger(t, c, l, fixed, explain)
@@ -196,7 +217,7 @@ func TestLiveMigrationJoinAndDrainLoseNothing(t *testing.T) {
 			// A node is drained: its partitions move away, then it leaves.
 			victim := cl.Node("n2")
 			cl.Decommission(victim)
-			waitSettled(t, cl, "the drained node's partitions live elsewhere", func(m *cluster.PartitionMap) bool {
+			waitSettled(t, cl, logs, "the drained node's partitions live elsewhere", func(m *cluster.PartitionMap) bool {
 				_, listed := m.Node("n2")
 				return !cluster.Holds(m, "n2") && !listed
 			})

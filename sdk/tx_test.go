@@ -424,9 +424,14 @@ func transfer(ctx context.Context, c *sdk.Client, from, to string, amount int) (
 		tx.Put(from, []byte(strconv.Itoa(fb-amount)), nil)
 		tx.Put(to, []byte(strconv.Itoa(tb+amount)), nil)
 	}
-	if _, err := tx.Commit(ctx); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrTimeout) {
+	if res, err := tx.Commit(ctx); err != nil {
+		switch {
+		case errors.Is(err, sdk.ErrTxOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, sdk.ErrTimeout):
 			return false, false, fmt.Errorf("%w: %w", errCommitUnknown, err)
+		case res.Status == sdk.StatusUnavailable:
+			// The prepare was not served (the owners kept changing, or
+			// one was down): every owner aborted, nothing was written.
+			return false, false, fmt.Errorf("%w: commit: %w", errReadNotServed, err)
 		}
 		return false, false, err
 	}
@@ -434,8 +439,9 @@ func transfer(ctx context.Context, c *sdk.Client, from, to string, amount int) (
 }
 
 var (
-	// errReadNotServed: a transfer's read was not served (Unavailable,
-	// Timeout, the call's deadline): nothing was written, it may start again.
+	// errReadNotServed: a transfer's read or prepare was not served
+	// (Unavailable, Timeout, the call's deadline): nothing was written, it
+	// may start again.
 	errReadNotServed = errors.New("read not served")
 	// errCommitUnknown: the commit's deadline passed: it applied whole or
 	// not at all, which one is unknown.

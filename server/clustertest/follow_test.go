@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,27 +163,37 @@ func (p *followPair) put(key, value string, ttl time.Duration) {
 // mirrored waits until the follower holds want (key → value; "" = absent).
 func (p *followPair) mirrored(what string, want map[string]string) {
 	p.t.Helper()
-	var last string
+	var wrong []string
 	ok := poll(60*time.Second, func() bool {
-		for k, v := range want {
+		wrong = wrong[:0]
+		for _, k := range slices.Sorted(maps.Keys(want)) {
+			v := want[k]
 			r, err := p.fc.Get(p.ctx, k)
 			if err != nil {
-				last = fmt.Sprintf("%s: %v", k, err)
-				return false
+				wrong = append(wrong, fmt.Sprintf("%s: %v", k, err))
+				continue
 			}
 			got := ""
 			if r.OK() {
 				got = string(r.Value)
 			}
 			if got != v {
-				last = fmt.Sprintf("%s = %q, want %q", k, got, v)
-				return false
+				wrong = append(wrong, fmt.Sprintf("%s = %q, want %q", k, got, v))
 			}
 		}
-		return true
+		return len(wrong) == 0
 	})
 	if !ok {
-		p.t.Fatalf("%s: the follower does not mirror the primary: %s", what, last)
+		// Where the follow stands, to tell a slow applier from a lost change.
+		var state []string
+		for _, nd := range p.follower.Running() {
+			if st := clusterDoc(p.t, nd); st.Follow != nil {
+				doc, _ := json.Marshal(st.Follow)
+				state = append(state, nd.Config().NodeID+": "+string(doc))
+			}
+		}
+		p.t.Fatalf("%s: the follower does not mirror the primary: %d of %d keys differ (%s); follow status: %s",
+			what, len(wrong), len(want), strings.Join(wrong[:min(len(wrong), 10)], "; "), strings.Join(state, "; "))
 	}
 }
 
