@@ -527,3 +527,93 @@ func TestTTLStats(t *testing.T) {
 		t.Fatalf("the sweep removed none of the expired keys: %d", n)
 	}
 }
+
+// dbsizeByWalk is DBSIZE counted the long way: every owned segment's live
+// records under its lock, less those past their TTL where the segment holds
+// up to dbsizeExactTTLKeys keys with one.
+func dbsizeByWalk(s *Store) int {
+	n := 0
+	now := s.clock.NowNano()
+	for _, g := range s.segments {
+		g.mu.RLock()
+		if g.owned {
+			n += g.live
+			if len(g.expiring) <= dbsizeExactTTLKeys {
+				for _, r := range g.expiring {
+					if !r.Deleted && r.expiredAt(now) {
+						n--
+					}
+				}
+			}
+		}
+		g.mu.RUnlock()
+	}
+	return n
+}
+
+// DBSIZE reads the owned-key count the writes keep and locks only the
+// segments with a few keys with a TTL: after every kind of change — writes
+// with and without a TTL, collections emptied, expiry and sweeps, a segment
+// handed over or taken back, a snapshot installed or merged, replayed ops,
+// a flush — it answers what walking every segment answers.
+func TestDBSizeFollowsEveryChangeOfTheKeyspace(t *testing.T) {
+	s, clk := newTestStore(t, func(c *Config) { c.Segments = 8 })
+	other, oclk := newTestStore(t, func(c *Config) { c.Segments = 8 })
+	rng := rand.New(rand.NewPCG(7, 17))
+	key := func() string { return fmt.Sprint("k", rng.IntN(120)) }
+	for step := range 4000 {
+		switch op := rng.IntN(16); op {
+		case 0, 1, 2:
+			s.Put(key(), []byte("v"), nil)
+		case 3, 4:
+			s.Put(key(), []byte("v"), &kv.PutOptions{TTL: time.Duration(1+rng.IntN(4)) * time.Second})
+		case 5:
+			s.Delete(key())
+		case 6:
+			run(t, s, kv.CmdHSet, key(), "f", "1")
+		case 7:
+			run(t, s, kv.CmdHDel, key(), "f")
+		case 8:
+			run(t, s, kv.CmdLPush, key(), "a")
+		case 9:
+			s.Expire(key(), time.Duration(1+rng.IntN(3))*time.Second)
+		case 10:
+			s.Persist(key())
+		case 11:
+			clk.Advance(time.Second)
+			if rng.IntN(2) == 0 {
+				s.SweepOnce()
+			}
+		case 12:
+			g := s.Segment(uint16(rng.IntN(8)))
+			g.SetOwned(!g.Owned())
+		case 13:
+			// Another store's segment arrives whole (a catch-up from below
+			// the trim floor) or merged (a migration's copy).
+			k := fmt.Sprint("o", rng.IntN(60))
+			other.Put(k, []byte("w"), &kv.PutOptions{TTL: time.Duration(1+rng.IntN(4)) * time.Second})
+			oclk.Advance(time.Duration(rng.IntN(2)) * time.Second)
+			seg := other.SegmentFor(k).ID()
+			if rng.IntN(2) == 0 {
+				s.Segment(seg).InstallSnapshot(other.Segment(seg).Snapshot())
+			} else {
+				s.Segment(seg).MergeSnapshot(other.Segment(seg).Snapshot())
+			}
+		case 14:
+			k := fmt.Sprint("r", rng.IntN(60))
+			other.Put(k, []byte("w"), nil)
+			g := other.SegmentFor(k)
+			ops, err := g.OperationsAfter(s.Segment(g.ID()).Revision())
+			if err == nil && len(ops) > 0 {
+				_, _ = s.Segment(g.ID()).ApplyOp(ops[len(ops)-1])
+			}
+		case 15:
+			if rng.IntN(20) == 0 {
+				s.Flush()
+			}
+		}
+		if got, want := s.DBSize(), dbsizeByWalk(s); got != want {
+			t.Fatalf("step %d: DBSize %d, walking the segments counts %d", step, got, want)
+		}
+	}
+}

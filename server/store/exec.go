@@ -411,6 +411,7 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 		delta -= old.accountedBytes()
 		if old.ExpiresAt != 0 {
 			delete(g.expiring, rec.Key())
+			g.countTTLKeysLocked()
 		}
 	}
 	if rec.ExpiresAt != 0 { // a replica's copy of an owner's collection that has a TTL
@@ -418,6 +419,7 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 			g.expiring = make(map[string]*Record)
 		}
 		g.expiring[rec.Key()] = rec
+		g.countTTLKeysLocked()
 	}
 	g.live++
 	g.bytes += delta

@@ -47,6 +47,25 @@ func randomField(h *hashColl) string {
 	return window[rand.IntN(n)]
 }
 
+// randomWindow is the fields of one walk of the non-empty h from a random
+// place, randomFieldWindow more than the n a caller picks among them (all
+// of h when it is smaller): n picks at randomField's spread for the price
+// of one walk instead of n.
+func randomWindow(h *hashColl, n int, buf []string) []string {
+	win := buf[:0]
+	if want := min(len(h.m), n+randomFieldWindow); cap(win) < want {
+		win = make([]string, 0, want)
+	} else {
+		win = win[:0:want]
+	}
+	for f := range h.m {
+		if win = append(win, f); len(win) == cap(win) {
+			break
+		}
+	}
+	return win
+}
+
 func init() {
 	register(kv.CmdHStrLen, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, 1); !ok {
@@ -97,6 +116,7 @@ func init() {
 		}
 		size := len(h.m)
 		var picked []string
+		var window [2 * randomFieldWindow]string // a small count's window, on the stack
 		switch {
 		case n > int64(size)/3: // most of the hash (n*3 could overflow): a partial shuffle of all of it
 			all := fields()
@@ -106,15 +126,13 @@ func init() {
 				all[i], all[j] = all[j], all[i]
 			}
 			picked = all[:k]
-		case n > 0: // a few distinct fields: draws, without walking the hash
-			seen := make(map[string]struct{}, n)
-			for int64(len(picked)) < n {
-				f := randomField(h)
-				if _, dup := seen[f]; !dup {
-					seen[f] = struct{}{}
-					picked = append(picked, f)
-				}
+		case n > 0: // a few distinct fields: a partial shuffle of one window
+			win := randomWindow(h, int(n), window[:])
+			for i := range int(n) {
+				j := i + rand.IntN(len(win)-i)
+				win[i], win[j] = win[j], win[i]
 			}
+			picked = win[:n]
 		default:
 			reps := uint64(-n)
 			if withValues {
@@ -125,8 +143,9 @@ func init() {
 			}
 			picked = make([]string, -n)
 			if -n < int64(size)/randomFieldWindow { // fewer draws than a walk of the hash costs
+				win := randomWindow(h, len(picked), window[:])
 				for i := range picked {
-					picked[i] = randomField(h)
+					picked[i] = win[rand.IntN(len(win))]
 				}
 				break
 			}

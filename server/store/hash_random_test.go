@@ -84,3 +84,34 @@ func atoiTest(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestHRandFieldCountSpread: the picks of a small count come from one walk
+// of the hash (randomWindow), and still reach every field with the spread
+// a single draw has — no field left out, none far above the mean — with
+// positive and negative counts.
+func TestHRandFieldCountSpread(t *testing.T) {
+	st, _ := newTestStore(t)
+	const fields = 2000
+	args := make([]string, 0, 2*fields)
+	for i := range fields {
+		args = append(args, fmt.Sprint("f", i), "v")
+	}
+	run(t, st, kv.CmdHSet, "h", args...)
+	for _, count := range []string{"10", "-10"} {
+		hits := map[string]int{}
+		const calls = fields * 200 / 10
+		for range calls {
+			for _, e := range run(t, st, kv.CmdHRandField, "h", count).Array {
+				hits[string(e.Bulk)]++
+			}
+		}
+		if len(hits) != fields {
+			t.Fatalf("HRANDFIELD h %s: %d of %d fields ever drawn", count, len(hits), fields)
+		}
+		for f, n := range hits {
+			if r := float64(n) / 200; r < 0.2 || r > 3 {
+				t.Fatalf("HRANDFIELD h %s: %s drawn %.2f× the mean", count, f, r)
+			}
+		}
+	}
+}

@@ -101,6 +101,7 @@ func (g *Segment) replaceLocked(r *Record) {
 				g.expiring = make(map[string]*Record)
 			}
 			g.expiring[r.Key()] = r
+			g.countTTLKeysLocked()
 		}
 	}
 	g.store.account(g.owned, n, int64(live))
@@ -113,6 +114,7 @@ func (g *Segment) dropLocked(r *Record) {
 		g.settleGrowableLocked(r.Key(), nil)
 	}
 	delete(g.expiring, r.Key())
+	g.countTTLKeysLocked()
 	n := r.accountedBytes()
 	g.bytes -= n
 	live := 0

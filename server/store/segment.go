@@ -49,6 +49,8 @@ type Segment struct {
 	items recordTable
 	// expiring indexes the records that carry a TTL, for the sweeper.
 	expiring map[string]*Record
+	// ttlKeys is len(expiring), readable without the lock (DBSize).
+	ttlKeys atomic.Int32
 	// growable holds the append buffers of large strings APPEND grows
 	// (appendbuf.go).
 	growable map[string]*growBuf
@@ -399,8 +401,9 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 		if !old.Deleted {
 			g.live--
 		}
-		if old.ExpiresAt != 0 {
+		if old.ExpiresAt != 0 && (rec.ExpiresAt == 0 || rec.Deleted) {
 			delete(g.expiring, rec.Key())
+			g.countTTLKeysLocked()
 		}
 	}
 	if rec.Deleted {
@@ -409,10 +412,13 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 		g.live++
 	}
 	if rec.ExpiresAt != 0 && !rec.Deleted {
+		// One assignment replaces a TTL's entry (a delete first cost a
+		// second lookup on every EXPIRE of a key that had one).
 		if g.expiring == nil {
 			g.expiring = make(map[string]*Record)
 		}
 		g.expiring[rec.Key()] = rec
+		g.countTTLKeysLocked()
 	}
 	if rec.Revision > g.revision {
 		g.revision = rec.Revision
@@ -769,6 +775,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 			g.expiring[rec.Key()] = rec
 		}
 	}
+	g.countTTLKeysLocked()
 	g.store.account(g.owned, g.bytes, int64(g.live))
 	g.revision = snap.Revision
 	g.log.reset(snap.Revision)
@@ -819,4 +826,11 @@ func expiryAt(now int64, ttl time.Duration) int64 {
 		return math.MaxInt64
 	}
 	return now + int64(ttl)
+}
+
+// countTTLKeysLocked publishes len(g.expiring) after a change of it.
+func (g *Segment) countTTLKeysLocked() {
+	if n := int32(len(g.expiring)); g.ttlKeys.Load() != n { // a store is a locked instruction
+		g.ttlKeys.Store(n)
+	}
 }

@@ -123,20 +123,40 @@ func randomMembers(s *setColl, n int) []string {
 		}
 		return all[:n]
 	}
-	out := make([]string, 0, n)
-	if n == 1 {
-		return append(out, s.members[rand.IntN(size)])
-	}
-	picked := make(map[int]struct{}, n)
-	for len(out) < n {
-		i := rand.IntN(size)
-		if _, dup := picked[i]; !dup {
-			picked[i] = struct{}{}
-			out = append(out, s.members[i])
-		}
+	out := make([]string, n)
+	for j, i := range distinctPositions(n, size) {
+		out[j] = s.members[i]
 	}
 	return out
 }
+
+// distinctPositions draws n distinct positions of [0, size) uniformly, for
+// n a small part of size (n*3 ≤ size: few draws are repeats). A few are
+// told apart by a look at those drawn so far — a map for a handful cost an
+// allocation and hashing that outweighed the draws.
+func distinctPositions(n, size int) []int {
+	out := make([]int, 0, n)
+	var seen map[int]struct{}
+	if n > distinctByScan {
+		seen = make(map[int]struct{}, n)
+	}
+	for len(out) < n {
+		i := rand.IntN(size)
+		if seen != nil {
+			if _, dup := seen[i]; dup {
+				continue
+			}
+			seen[i] = struct{}{}
+		} else if slices.Contains(out, i) {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// distinctByScan is the most draws distinctPositions tells apart by a scan.
+const distinctByScan = 32
 
 // parseRandomCount parses SRANDMEMBER/HRANDFIELD's count: an integer in
 // [−2^63+1, 2^63−1] (Redis's range).

@@ -414,13 +414,9 @@ func zrandMember(x *execCtx) kv.Reply {
 		rand.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 		nodes = all[:count]
 	} else {
-		picked := make(map[int]bool, count)
-		for int64(len(nodes)) < count {
-			r := rand.IntN(size)
-			if !picked[r] {
-				picked[r] = true
-				nodes = append(nodes, z.sl.byRank(r))
-			}
+		nodes = make([]*slNode, 0, count)
+		for _, r := range distinctPositions(int(count), size) {
+			nodes = append(nodes, z.sl.byRank(r))
 		}
 	}
 	return x.rangeReply(nodes, ws)
