@@ -6,6 +6,8 @@
 // It is a leaf package: it imports nothing of Zaris.
 package placement
 
+import "strings"
+
 // SlotCount is the number of Redis Cluster hash slots.
 const SlotCount = 16384
 
@@ -13,10 +15,13 @@ const SlotCount = 16384
 // fixed for the life of a cluster.
 const DefaultSegments = 256
 
-// crcTable is the table of CRC16/XMODEM (polynomial 0x1021, init 0, no
-// reflection), computed once at package initialisation.
-var crcTable = func() (t [256]uint16) {
-	for i := range t {
+// crcTables are the tables of CRC16/XMODEM (polynomial 0x1021, init 0, no
+// reflection), computed once at package initialisation. crcTables[0] is the
+// byte-at-a-time table; crcTables[k][b] is crcTables[0][b] carried through
+// k more zero bytes, so that eight bytes fold in with eight independent
+// lookups (slicing-by-8) instead of a chain of eight dependent ones.
+var crcTables = func() (t [8][256]uint16) {
+	for i := range t[0] {
 		crc := uint16(i) << 8
 		for range 8 {
 			if crc&0x8000 != 0 {
@@ -25,17 +30,30 @@ var crcTable = func() (t [256]uint16) {
 				crc <<= 1
 			}
 		}
-		t[i] = crc
+		t[0][i] = crc
+	}
+	for k := 1; k < len(t); k++ {
+		for i := range t[k] {
+			prev := t[k-1][i]
+			t[k][i] = prev<<8 ^ t[0][prev>>8]
+		}
 	}
 	return t
 }()
 
 // CRC16 returns the CRC16/XMODEM checksum of s. It takes a string so that
-// routing a key never converts (and so never allocates).
+// routing a key never converts (and so never allocates). Every key of every
+// request goes through it, often more than once.
 func CRC16(s string) uint16 {
 	var crc uint16
+	t := &crcTables
+	for ; len(s) >= 8; s = s[8:] {
+		// The register's two bytes fold into the first two of the eight.
+		crc = t[7][byte(crc>>8)^s[0]] ^ t[6][byte(crc)^s[1]] ^ t[5][s[2]] ^ t[4][s[3]] ^
+			t[3][s[4]] ^ t[2][s[5]] ^ t[1][s[6]] ^ t[0][s[7]]
+	}
 	for i := 0; i < len(s); i++ {
-		crc = crc<<8 ^ crcTable[byte(crc>>8)^s[i]]
+		crc = crc<<8 ^ t[0][byte(crc>>8)^s[i]]
 	}
 	return crc
 }
@@ -45,21 +63,15 @@ func CRC16(s string) uint16 {
 // empty; otherwise the whole key. Matching is on bytes, exactly like Redis,
 // so multi-byte UTF-8 keys behave identically.
 func HashTag(key string) string {
-	for i := 0; i < len(key); i++ {
-		if key[i] != '{' {
-			continue
-		}
-		for j := i + 1; j < len(key); j++ {
-			if key[j] == '}' {
-				if j == i+1 {
-					return key // "{}" — empty tag: hash the whole key
-				}
-				return key[i+1 : j]
-			}
-		}
-		return key // '{' without a closing '}'
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return key
 	}
-	return key
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return key // '{' without a closing '}', or "{}" (an empty tag): the whole key
+	}
+	return key[i+1 : i+1+j]
 }
 
 // Slot returns the Redis Cluster hash slot of key (R-PLACE-1): identical to
