@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 
@@ -113,10 +114,12 @@ type opLog struct {
 
 func newOpLog(maxOps, maxBytes int) opLog {
 	// Start small: most segments of a small store never fill the bound.
-	return opLog{entries: make([]logEntry, min(maxOps, 16)), maxOps: maxOps, maxBytes: maxBytes}
+	// A power-of-two ring (grow doubles it): a slot is a mask away, not a
+	// division, on every write.
+	return opLog{entries: make([]logEntry, 1<<bits.Len(uint(min(maxOps, 16)-1))), maxOps: maxOps, maxBytes: maxBytes}
 }
 
-func (l *opLog) at(i int) *logEntry { return &l.entries[(l.head+i)%len(l.entries)] }
+func (l *opLog) at(i int) *logEntry { return &l.entries[(l.head+i)&(len(l.entries)-1)] }
 
 // pinnedFloor returns the lowest pinned revision and whether any pin exists.
 func (l *opLog) pinnedFloor() (uint64, bool) {
@@ -191,7 +194,7 @@ func (l *opLog) trimOne(full bool) bool {
 	l.floor = oldest.rev
 	l.bytes -= int(oldest.bytes)
 	*oldest = logEntry{}
-	l.head = (l.head + 1) % len(l.entries)
+	l.head = (l.head + 1) & (len(l.entries) - 1)
 	l.n--
 	return true
 }
