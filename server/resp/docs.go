@@ -568,7 +568,9 @@ const docsOutro = `
   of its members beside the map); HRANDFIELD picks among 32 consecutive
   fields of a walk that starts at a random place (O(1), close to uniform: on
   thousands of fields a field's chance stays within ~0.4–1.9× the mean, as
-  Redis's fair-random sampling is approximate too). ZCOUNT is two rank
+  Redis's fair-random sampling is approximate too); with a count smaller than
+  a third of the hash it picks that many among count + 32 consecutive fields
+  of one such walk. ZCOUNT is two rank
   walks, O(log n).
 - Geo sets are sorted sets scored by 52-bit geohashes (Web Mercator latitude
   range, as Redis). A search reads the geohash cells redis-server reads, in

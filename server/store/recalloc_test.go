@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -159,5 +160,68 @@ func TestInlineTailsFillSizeClasses(t *testing.T) {
 	}
 	if got := perRecord(48); got != 112 {
 		t.Fatalf("a 16-byte key with a 32-byte value costs %d bytes, want 112", got)
+	}
+}
+
+// TestRetimedRecordHoldsNoOldAllocation: an EXPIRE, a PERSIST and a
+// replicated OpExpire give a small string key a record with its own copy of
+// the key and value, not pointers into the record it replaces — those kept
+// the old record's whole allocation alive beside the new one (64 bytes more
+// for every key given a TTL). A large value's own allocation is shared, not
+// copied.
+func TestRetimedRecordHoldsNoOldAllocation(t *testing.T) {
+	s, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	g := s.Segment(0)
+	// inside: p points into old's allocation, as far as old's own key and
+	// value bytes reach (the next allocation may start right after).
+	inside := func(p unsafe.Pointer, old *Record) bool {
+		start := uintptr(unsafe.Pointer(old))
+		end := max(uintptr(unsafe.Pointer(old.key))+uintptr(old.klen), uintptr(unsafe.Pointer(old.val))+uintptr(old.vlen))
+		return uintptr(p) >= start && uintptr(p) < end
+	}
+	check := func(what, key string, old *Record) {
+		t.Helper()
+		cur := g.items.get(key)
+		if cur == old {
+			t.Fatalf("%s: the record was not replaced", what)
+		}
+		if inside(unsafe.Pointer(cur.key), old) || inside(unsafe.Pointer(cur.val), old) {
+			t.Fatalf("%s: the new record points into the old one's allocation", what)
+		}
+		if cur.Key() != key || string(cur.Value()) != "value-of-"+key {
+			t.Fatalf("%s: %q = %q", what, cur.Key(), cur.Value())
+		}
+	}
+	s.Put("a", []byte("value-of-a"), nil)
+	old := g.items.get("a")
+	s.Expire("a", time.Hour)
+	check("EXPIRE", "a", old)
+	old = g.items.get("a")
+	s.Persist("a")
+	check("PERSIST", "a", old)
+
+	replica, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	rg := replica.Segment(0)
+	ops, err := g.OperationsAfter(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rg.ApplyOp(ops[0]); err != nil { // the put
+		t.Fatal(err)
+	}
+	before := rg.items.get("a")
+	if _, err := rg.ApplyOp(ops[1]); err != nil { // the OpExpire
+		t.Fatal(err)
+	}
+	if cur := rg.items.get("a"); cur.ExpiresAt == 0 || inside(unsafe.Pointer(cur.key), before) || string(cur.Value()) != "value-of-a" {
+		t.Fatalf("replicated OpExpire: expires %d, value %q, points into the old record: %v", cur.ExpiresAt, cur.Value(), inside(unsafe.Pointer(cur.key), before))
+	}
+
+	big := strings.Repeat("v", 4*maxInlineTail)
+	s.Put("big", []byte(big), nil)
+	old = g.items.get("big")
+	s.Expire("big", time.Hour)
+	if cur := g.items.get("big"); cur.val != old.val || string(cur.Value()) != big {
+		t.Fatal("EXPIRE of a large value copied it (it has an allocation of its own to share)")
 	}
 }

@@ -241,7 +241,18 @@ func (r *Record) metaOnly() *recordExt {
 
 // clone returns a shallow copy that the caller may modify before publishing.
 func (r *Record) clone() *Record {
-	c := recordOf(r.Key(), r.Value(), Record{Version: r.Version, Revision: r.Revision, ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, ext: r.ext})
+	var c *Record
+	if n := int(r.klen) + int(r.vlen); r.val != nil && n <= maxInlineTail {
+		// A small string record's key and value live in its own allocation
+		// (newStringRecord): a clone that pointed at them kept that whole
+		// allocation alive beside its own — a key given a TTL by EXPIRE
+		// cost 64 bytes more for as long as it lived. Copied, the old one
+		// goes. (Larger bytes have an allocation of their own, shared.)
+		c = newStringRecord(r.Key(), r.Value())
+	} else {
+		c = recordOf(r.Key(), r.Value(), Record{})
+	}
+	c.Version, c.Revision, c.ExpiresAt, c.Deleted, c.Kind, c.ext = r.Version, r.Revision, r.ExpiresAt, r.Deleted, r.Kind, r.ext
 	c.access = atomic.LoadUint32(&r.access)
 	return c
 }

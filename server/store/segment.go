@@ -678,7 +678,8 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 		}
 		moved := old.clone()
 		moved.ExpiresAt, moved.Version, moved.Revision = r.ExpiresAt, r.Version, r.Revision
-		r = *moved
+		g.installLocked(moved, kind) // moved itself: a copy of it would keep both alive
+		return true, nil
 	}
 	g.installLocked(&r, kind)
 	return true, nil
