@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"slices"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
@@ -26,7 +27,9 @@ func (s *Sets) Rem(ctx context.Context, key string, members ...string) (removed 
 
 // Members lists the members (SMEMBERS), sorted.
 func (s *Sets) Members(ctx context.Context, key string) ([]string, error) {
-	return dsStrings(s.c.runDS(ctx, kv.Cmd{Op: kv.CmdSMembers, Key: key}))
+	ms, err := dsStrings(s.c.runDS(ctx, kv.Cmd{Op: kv.CmdSMembers, Key: key}))
+	slices.Sort(ms) // the server answers in the set's order; the client pays for the sort
+	return ms, err
 }
 
 // IsMember reports whether member is in the set (SISMEMBER).

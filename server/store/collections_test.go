@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,16 @@ func TestCollectionCommands(t *testing.T) {
 		if !r.OK() {
 			t.Fatalf("step %d %v %s %v: %v %s", i, st.op, st.key, st.args, r.Status, r.Message)
 		}
-		if got := flat(r); got != st.want && !(st.op == kv.CmdHGetAll) {
+		got := flat(r)
+		if st.op == kv.CmdSMembers { // a set's order is its own, as in Redis
+			ms := make([]string, len(r.Array))
+			for i, e := range r.Array {
+				ms[i] = string(e.Bulk)
+			}
+			slices.Sort(ms)
+			got = "[" + strings.Join(ms, " ") + "]"
+		}
+		if got != st.want && !(st.op == kv.CmdHGetAll) {
 			t.Fatalf("step %d %v %s %v = %s, want %s", i, st.op, st.key, st.args, got, st.want)
 		}
 	}
@@ -615,5 +625,35 @@ func TestDBSizeFollowsEveryChangeOfTheKeyspace(t *testing.T) {
 		if got, want := s.DBSize(), dbsizeByWalk(s); got != want {
 			t.Fatalf("step %d: DBSize %d, walking the segments counts %d", step, got, want)
 		}
+	}
+}
+
+// SMEMBERS answers what Redis 7.0 keeps as an intset in ascending numeric
+// order, as Redis does, and any other set in its own order — every member
+// once, without sorting them on each call.
+func TestSMembersOrder(t *testing.T) {
+	s, _ := newTestStore(t)
+	run(t, s, kv.CmdSAdd, "ints", "10", "9", "-1", "100")
+	if got := flat(run(t, s, kv.CmdSMembers, "ints")); got != "[-1 9 10 100]" {
+		t.Fatalf("SMEMBERS of an intset = %s, want [-1 9 10 100]", got)
+	}
+	want := map[string]bool{}
+	for i := range 600 {
+		m := fmt.Sprint("m", i)
+		run(t, s, kv.CmdSAdd, "big", m)
+		want[m] = true
+	}
+	run(t, s, kv.CmdSRem, "big", "m7", "m300")
+	delete(want, "m7")
+	delete(want, "m300")
+	r := run(t, s, kv.CmdSMembers, "big")
+	if len(r.Array) != len(want) {
+		t.Fatalf("SMEMBERS answered %d members, want %d", len(r.Array), len(want))
+	}
+	for _, e := range r.Array {
+		if !want[string(e.Bulk)] {
+			t.Fatalf("SMEMBERS answered %q twice or never added", e.Bulk)
+		}
+		delete(want, string(e.Bulk))
 	}
 }

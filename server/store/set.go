@@ -165,7 +165,13 @@ func init() {
 		if s == nil {
 			return kv.ArrayReply([]kv.Reply{})
 		}
-		return x.membersReply(s.sorted())
+		// Redis's order for what it keeps as an intset (ascending numbers),
+		// else the set's own order, as a Redis hashtable answers: a sort
+		// of every member on every call was most of the command's cost.
+		if ints, ok := intsetOrder(s); ok {
+			return x.membersReply(ints)
+		}
+		return x.membersReply(s.members)
 	}})
 	register(kv.CmdSIsMember, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, 1); !ok {
