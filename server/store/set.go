@@ -168,10 +168,7 @@ func init() {
 		// Redis's order for what it keeps as an intset (ascending numbers),
 		// else the set's own order, as a Redis hashtable answers: a sort
 		// of every member on every call was most of the command's cost.
-		if ints, ok := intsetOrder(s); ok {
-			return x.membersReply(ints)
-		}
-		return x.membersReply(s.members)
+		return x.setReply(s.members)
 	}})
 	register(kv.CmdSIsMember, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 1, 1); !ok {
@@ -212,8 +209,7 @@ func init() {
 			}
 			out = append(out, m)
 		}
-		sort.Strings(out)
-		return x.membersReply(out)
+		return x.setReply(out)
 	}})
 	register(kv.CmdSUnion, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
 		others, r, ok := x.setsOf(x.cmd.Args)
@@ -232,7 +228,6 @@ func init() {
 		for m := range all {
 			out = append(out, m)
 		}
-		sort.Strings(out)
-		return x.membersReply(out)
+		return x.setReply(out)
 	}})
 }

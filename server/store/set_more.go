@@ -284,7 +284,7 @@ func init() {
 		if !ok {
 			return r
 		}
-		return x.membersReply(diffOf(append([]*setColl{setOf(x)}, sets...)).sorted())
+		return x.setReply(diffOf(append([]*setColl{setOf(x)}, sets...)).members)
 	}})
 	register(kv.CmdSDiffStore, handler{kind: kindAny, write: true, run: setStore(diffOf)})
 	register(kv.CmdSInterStore, handler{kind: kindAny, write: true, run: setStore(interOf)})
@@ -342,12 +342,16 @@ func init() {
 // intsetOrder returns the members of s in ascending numeric order when
 // Redis 7.0 would encode it as an intset: at most 512 members (the default
 // set-max-intset-entries), each an integer in canonical form.
-func intsetOrder(s *setColl) ([]string, bool) {
-	if len(s.m) > 512 {
+func intsetOrder(s *setColl) ([]string, bool) { return intsetOrdered(s.members) }
+
+// intsetOrdered is members in ascending numeric order when they would make
+// an intset (intsetOrder).
+func intsetOrdered(members []string) ([]string, bool) {
+	if len(members) > 512 {
 		return nil, false
 	}
-	nums := make([]int64, 0, len(s.m))
-	for m := range s.m {
+	nums := make([]int64, 0, len(members))
+	for _, m := range members {
 		n, err := strconv.ParseInt(m, 10, 64)
 		if err != nil || strconv.FormatInt(n, 10) != m {
 			return nil, false
@@ -360,6 +364,15 @@ func intsetOrder(s *setColl) ([]string, bool) {
 		out[i] = strconv.FormatInt(n, 10)
 	}
 	return out, true
+}
+
+// setReply answers members as Redis answers a set: an intset in ascending
+// numeric order, any other in its own order (no sort per call).
+func (x *execCtx) setReply(members []string) kv.Reply {
+	if ints, ok := intsetOrdered(members); ok {
+		return x.membersReply(ints)
+	}
+	return x.membersReply(members)
 }
 
 // optEq compares an option name.
