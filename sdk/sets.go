@@ -62,5 +62,7 @@ func (s *Sets) combine(ctx context.Context, op kv.CmdOp, keys []string) ([]strin
 	if len(keys) == 0 {
 		return nil, &CommandError{Op: op, Status: StatusBadRequest, Message: "at least one key is required"}
 	}
-	return dsStrings(s.c.runDS(ctx, kv.Cmd{Op: op, Key: keys[0], Args: dsStrArgs(keys[1:])}))
+	ms, err := dsStrings(s.c.runDS(ctx, kv.Cmd{Op: op, Key: keys[0], Args: dsStrArgs(keys[1:])}))
+	slices.Sort(ms) // the server answers in set order, as Redis does
+	return ms, err
 }

@@ -112,7 +112,8 @@ func TestCollectionCommands(t *testing.T) {
 			t.Fatalf("step %d %v %s %v: %v %s", i, st.op, st.key, st.args, r.Status, r.Message)
 		}
 		got := flat(r)
-		if st.op == kv.CmdSMembers { // a set's order is its own, as in Redis
+		switch st.op {
+		case kv.CmdSMembers, kv.CmdSInter, kv.CmdSUnion, kv.CmdSDiff: // a set's order is its own, as in Redis
 			ms := make([]string, len(r.Array))
 			for i, e := range r.Array {
 				ms[i] = string(e.Bulk)
