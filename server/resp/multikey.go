@@ -64,19 +64,24 @@ func (c *conn) keysPlanOf(cmd *command, args [][]byte) (keysPlan, []uint16) {
 	if len(idx) < 2 {
 		return planOneSlot, nil
 	}
-	slots := make([]uint16, len(idx))
-	segs := make([]uint16, len(idx))
-	for i, at := range idx {
-		k := view(args[at])
-		slots[i] = placement.Slot(k)
-		segs[i] = placement.SegmentOf(k, c.srv.segs)
+	// Each key placed once (its segment from its slot); the slots on the
+	// stack for a command of a few keys; ownership asked once a segment.
+	var slotBuf [16]uint16
+	slots := slotBuf[:0]
+	for _, at := range idx {
+		slots = append(slots, placement.Slot(view(args[at])))
 	}
+	segs := make([]uint16, len(slots))
+	for i, sl := range slots {
+		segs[i] = placement.SegmentOfSlot(sl, c.srv.segs)
+	}
+	slices.Sort(segs)
+	segs = slices.Compact(segs)
 	plan := planKeys(slots, segs, c.served)
 	if plan != planLocal {
 		return plan, nil
 	}
-	slices.Sort(segs)
-	return plan, slices.Compact(segs)
+	return plan, segs
 }
 
 // served reports whether this node serves segment seg now.

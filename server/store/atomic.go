@@ -26,6 +26,8 @@ type Atomic struct {
 	noTouch bool
 	// warmed keeps what Prefetch read, so that its loads are used.
 	warmed int
+	// room holds many for up to atomicRoom segments.
+	room [atomicRoom]*Segment
 }
 
 // prefetchChunk is how many keys Prefetch has in flight at once.
@@ -86,24 +88,42 @@ func (g *Segment) Atomically(fn func(a *Atomic)) {
 // segment is refused. The same rules as Atomically apply to fn. ids must
 // not be empty.
 func (s *Store) AtomicallyMany(ids []uint16, fn func(a *Atomic)) {
-	ids = slices.Clone(ids)
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	segs := make([]*Segment, len(ids))
-	for i, id := range ids {
-		segs[i] = s.segments[id]
+	// One allocation for a command of a few segments (an MGET, an MSET):
+	// the ids sorted on the stack, the segments in the view's own room, and
+	// one deferred unlock of them all (a defer per lock in the loop was a
+	// heap-allocated defer record each).
+	var idBuf [atomicRoom]uint16
+	sorted := append(idBuf[:0], ids...)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	a := &Atomic{now: s.writeNow()}
+	segs := a.room[:0]
+	if len(sorted) > len(a.room) {
+		segs = make([]*Segment, 0, len(sorted))
 	}
-	now := s.writeNow()
+	for _, id := range sorted {
+		segs = append(segs, s.segments[id])
+	}
+	locked := 0
+	defer func() {
+		for _, g := range segs[:locked] {
+			g.mu.Unlock()
+		}
+	}()
 	for _, g := range segs {
 		g.mu.Lock()
-		defer g.mu.Unlock()
+		locked++
 	}
-	a := &Atomic{g: segs[0], now: now}
+	a.g = segs[0]
 	if len(segs) > 1 {
 		a.many = segs
 	}
 	fn(a)
 }
+
+// atomicRoom is how many segments an Atomic view holds without another
+// allocation.
+const atomicRoom = 8
 
 // Fenced reports whether a segment the view holds is under a live
 // migration's write fence: a multi-key write must then be refused whole
