@@ -295,14 +295,17 @@ func BulksReply(items [][]byte) Reply {
 }
 
 // FormatFloat formats a score or float counter the way Redis prints it.
-func FormatFloat(f float64) []byte {
+func FormatFloat(f float64) []byte { return AppendFloat(nil, f) }
+
+// AppendFloat appends f as FormatFloat formats it.
+func AppendFloat(dst []byte, f float64) []byte {
 	switch {
 	case math.IsInf(f, 1):
-		return []byte("inf")
+		return append(dst, "inf"...)
 	case math.IsInf(f, -1):
-		return []byte("-inf")
+		return append(dst, "-inf"...)
 	}
-	return AppendShortestG(nil, f)
+	return AppendShortestG(dst, f)
 }
 
 // AppendShortestG appends a finite f with the shortest digits that read

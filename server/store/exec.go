@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -71,6 +72,7 @@ type execCtx struct {
 	delete   bool     // string commands: remove the key (GETDEL)
 	grown    *growBuf // APPEND: the new append buffer newValue is a prefix of
 	capHit   capHit   // the cap fits refused (itemcap.go)
+	room     effectRoom
 }
 
 // replies returns an empty slice with room for n replies: the next n
@@ -122,9 +124,35 @@ func (x *execCtx) stringBytes(s string) []byte {
 // itself as its effect.
 func (x *execCtx) changed() { x.effect = x.cmd }
 
-// changedAs records a normalised effect (e.g. HINCRBY logged as HSET).
+// changedAs records a normalised effect (e.g. HINCRBY logged as HSET). An
+// effect of up to two arguments lives in the context's own room: the op-log
+// entry copies it before the write returns (newLoggedEffect), so an HSET of
+// an existing field or a ZADD of one member allocates neither the command
+// nor its argument slice (issue #17).
 func (x *execCtx) changedAs(op kv.CmdOp, args ...[]byte) {
-	x.effect = &kv.Cmd{Op: op, Key: x.cmd.Key, Args: args}
+	var kept [][]byte // none stays nil, as the variadic call gave it
+	if n := len(args); n > 0 && n <= len(x.room.args) {
+		kept = x.room.args[:copy(x.room.args[:], args)]
+	} else if n > len(x.room.args) {
+		kept = slices.Clone(args)
+	}
+	x.room.cmd = kv.Cmd{Op: op, Key: x.cmd.Key, Args: kept}
+	x.effect = &x.room.cmd
+}
+
+// changedArgs records an effect whose argument slice the handler built for
+// it (it is kept, not copied).
+func (x *execCtx) changedArgs(op kv.CmdOp, args [][]byte) {
+	x.room.cmd = kv.Cmd{Op: op, Key: x.cmd.Key, Args: args}
+	x.effect = &x.room.cmd
+}
+
+// effectRoom is a write context's room for its effect (changedAs) and a
+// number formatted into it (a ZADD's resulting score).
+type effectRoom struct {
+	cmd  kv.Cmd
+	args [2][]byte
+	num  [32]byte
 }
 
 var handlers [256]*handler

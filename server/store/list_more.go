@@ -126,7 +126,7 @@ func pushX(front bool) func(x *execCtx) kv.Reply {
 				l.pushBack(v)
 			}
 		}
-		x.changedAs(pushOp, x.cmd.Args...)
+		x.changedArgs(pushOp, x.cmd.Args)
 		return kv.IntReply(int64(l.n))
 	}
 }

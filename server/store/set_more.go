@@ -237,7 +237,7 @@ func init() {
 			args[i] = []byte(m)
 			s.rem(m)
 		}
-		x.changedAs(kv.CmdSRem, args...)
+		x.changedArgs(kv.CmdSRem, args)
 		if !withCount {
 			return kv.BulkReply(args[0])
 		}

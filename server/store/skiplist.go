@@ -1,6 +1,9 @@
 package store
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"unsafe"
+)
 
 // skiplist orders (score, member) pairs, with per-level spans so rank
 // queries (ZRANK, ZRANGE by index) are O(log n). It is the index of a sorted
@@ -15,67 +18,89 @@ type skiplist struct {
 
 const slMaxLevel = 32
 
+// slLevel is one level of a node: the next node on it and how many
+// elements that link skips. The span fits 32 bits: a member counts at
+// least 12 bytes of item size and the item cap is below 2³² (MaxItemBytes ≤
+// MaxRecordBytes), so a sorted set stays far below 2³¹ members.
 type slLevel struct {
 	next *slNode
-	span int // elements skipped by following next (1 for adjacent nodes)
+	span int32
+	// height, in a node's level 0 only, is the node's number of levels
+	// (room the alignment leaves there anyway).
+	height int32
 }
 
+// slNode is a skiplist node. Its levels 1… follow lv0 in the same
+// allocation (slTall), reached by level(i) rather than through a slice: a
+// walk is cache misses, and a node of one level is then 48 bytes (a size
+// class of its own) where a slice header and inline levels made it 80, and
+// a step reads the level without first loading a slice's pointer.
 type slNode struct {
-	member string
 	score  float64
+	member string
 	prev   *slNode
-	levels []slLevel
+	lv0    slLevel // must stay the last field: level(i) indexes past it
 }
 
-// Nodes of the usual heights carry their levels in the same allocation (the
-// levels slice points into the node), so that a step of a search, which
-// reads a node's level and then the next node's score, touches one object
-// instead of two: the walk is cache misses, and this halves them (ZADD on a
-// 100 k-member set, BenchmarkExecZAdd). With p = 1/4, 99.6 % of nodes are
-// at most 4 levels high.
-type (
-	slNode1 struct {
-		slNode
-		inline [1]slLevel
-	}
-	slNode2 struct {
-		slNode
-		inline [2]slLevel
-	}
-	slNode3 struct {
-		slNode
-		inline [3]slLevel
-	}
-	slNode4 struct {
-		slNode
-		inline [4]slLevel
-	}
-)
+// slTall is a node of more than one level: more holds levels 1… right after
+// the node's lv0 (TestSkiplistNodeLayout checks that they are contiguous).
+type slTall[A any] struct {
+	slNode
+	more A
+}
 
+// level returns the node's level i (0 ≤ i < its height).
+func (n *slNode) level(i int) *slLevel {
+	return (*slLevel)(unsafe.Add(unsafe.Pointer(&n.lv0), uintptr(i)*unsafe.Sizeof(slLevel{})))
+}
+
+// next is the following node in order (level 0), or nil.
+func (n *slNode) next() *slNode { return n.lv0.next }
+
+// height is the node's number of levels.
+func (n *slNode) height() int { return int(n.lv0.height) }
+
+// clearLevels unlinks the node's levels (before it is linked elsewhere).
+func (n *slNode) clearLevels() {
+	for i := range n.height() {
+		l := n.level(i)
+		l.next, l.span = nil, 0
+	}
+}
+
+func tallNode[A any]() *slNode { return &new(slTall[A]).slNode }
+
+// newSlNode allocates a node of lvl levels, in the smallest variant that
+// holds them; with p = 1/4, 99.6 % of nodes are at most 4 levels high.
 func newSlNode(lvl int, score float64, member string) *slNode {
 	var n *slNode
-	switch lvl {
-	case 1:
-		c := &slNode1{}
-		c.levels, n = c.inline[:], &c.slNode
-	case 2:
-		c := &slNode2{}
-		c.levels, n = c.inline[:], &c.slNode
-	case 3:
-		c := &slNode3{}
-		c.levels, n = c.inline[:], &c.slNode
-	case 4:
-		c := &slNode4{}
-		c.levels, n = c.inline[:], &c.slNode
+	switch {
+	case lvl == 1:
+		n = new(slNode)
+	case lvl == 2:
+		n = tallNode[[1]slLevel]()
+	case lvl == 3:
+		n = tallNode[[2]slLevel]()
+	case lvl == 4:
+		n = tallNode[[3]slLevel]()
+	case lvl <= 6:
+		n = tallNode[[5]slLevel]()
+	case lvl <= 8:
+		n = tallNode[[7]slLevel]()
+	case lvl <= 12:
+		n = tallNode[[11]slLevel]()
+	case lvl <= 16:
+		n = tallNode[[15]slLevel]()
 	default:
-		n = &slNode{levels: make([]slLevel, lvl)}
+		n = tallNode[[slMaxLevel - 1]slLevel]()
 	}
+	n.lv0.height = int32(lvl)
 	n.member, n.score = member, score
 	return n
 }
 
 func newSkiplist() *skiplist {
-	return &skiplist{head: &slNode{levels: make([]slLevel, slMaxLevel)}, level: 1,
+	return &skiplist{head: newSlNode(slMaxLevel, 0, ""), level: 1,
 		rng: rand.New(rand.NewPCG(0x5eed, 0x2a))}
 }
 
@@ -98,8 +123,8 @@ func (sl *skiplist) insert(score float64, member string) *slNode {
 	return n
 }
 
-// insertNode links n (its levels zeroed) at its place; its height is
-// len(n.levels).
+// insertNode links n (its levels zeroed) at its place, on n.height()
+// levels.
 func (sl *skiplist) insertNode(n *slNode) {
 	score, member := n.score, n.member
 	var update [slMaxLevel]*slNode
@@ -109,35 +134,35 @@ func (sl *skiplist) insertNode(n *slNode) {
 		if i < sl.level-1 {
 			rank[i] = rank[i+1]
 		}
-		for x.levels[i].next != nil && less(x.levels[i].next.score, x.levels[i].next.member, score, member) {
-			rank[i] += x.levels[i].span
-			x = x.levels[i].next
+		for x.level(i).next != nil && less(x.level(i).next.score, x.level(i).next.member, score, member) {
+			rank[i] += int(x.level(i).span)
+			x = x.level(i).next
 		}
 		update[i] = x
 	}
-	lvl := len(n.levels)
+	lvl := n.height()
 	if lvl > sl.level {
 		for i := sl.level; i < lvl; i++ {
 			rank[i] = 0
 			update[i] = sl.head
-			update[i].levels[i].span = sl.length
+			update[i].level(i).span = int32(sl.length)
 		}
 		sl.level = lvl
 	}
 	for i := 0; i < lvl; i++ {
-		n.levels[i].next = update[i].levels[i].next
-		update[i].levels[i].next = n
-		n.levels[i].span = update[i].levels[i].span - (rank[0] - rank[i])
-		update[i].levels[i].span = rank[0] - rank[i] + 1
+		n.level(i).next = update[i].level(i).next
+		update[i].level(i).next = n
+		n.level(i).span = update[i].level(i).span - int32(rank[0]-rank[i])
+		update[i].level(i).span = int32(rank[0] - rank[i] + 1)
 	}
 	for i := lvl; i < sl.level; i++ {
-		update[i].levels[i].span++
+		update[i].level(i).span++
 	}
 	if update[0] != sl.head {
 		n.prev = update[0]
 	}
-	if n.levels[0].next != nil {
-		n.levels[0].next.prev = n
+	if n.next() != nil {
+		n.next().prev = n
 	} else {
 		sl.tail = n
 	}
@@ -159,12 +184,12 @@ func (sl *skiplist) find(score float64, member string) (*slNode, [slMaxLevel]*sl
 	var update [slMaxLevel]*slNode
 	x := sl.head
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && less(x.levels[i].next.score, x.levels[i].next.member, score, member) {
-			x = x.levels[i].next
+		for x.level(i).next != nil && less(x.level(i).next.score, x.level(i).next.member, score, member) {
+			x = x.level(i).next
 		}
 		update[i] = x
 	}
-	x = x.levels[0].next
+	x = x.next()
 	if x == nil || x.score != score || x.member != member {
 		return nil, update
 	}
@@ -174,19 +199,19 @@ func (sl *skiplist) find(score float64, member string) (*slNode, [slMaxLevel]*sl
 // unlink takes x out of the list; update is find's path to it.
 func (sl *skiplist) unlink(x *slNode, update *[slMaxLevel]*slNode) {
 	for i := 0; i < sl.level; i++ {
-		if update[i].levels[i].next == x {
-			update[i].levels[i].span += x.levels[i].span - 1
-			update[i].levels[i].next = x.levels[i].next
+		if update[i].level(i).next == x {
+			update[i].level(i).span += x.level(i).span - 1
+			update[i].level(i).next = x.level(i).next
 		} else {
-			update[i].levels[i].span--
+			update[i].level(i).span--
 		}
 	}
-	if x.levels[0].next != nil {
-		x.levels[0].next.prev = x.prev
+	if x.next() != nil {
+		x.next().prev = x.prev
 	} else {
 		sl.tail = x.prev
 	}
-	for sl.level > 1 && sl.head.levels[sl.level-1].next == nil {
+	for sl.level > 1 && sl.head.level(sl.level-1).next == nil {
 		sl.level--
 	}
 	sl.length--
@@ -197,7 +222,7 @@ func (sl *skiplist) unlink(x *slNode, update *[slMaxLevel]*slNode) {
 // walk (Redis's zslUpdateScore walks first); otherwise it is unlinked and
 // the same node relinked.
 func (sl *skiplist) rescore(x *slNode, new float64) {
-	next := x.levels[0].next
+	next := x.next()
 	if (x.prev == nil || less(x.prev.score, x.prev.member, new, x.member)) &&
 		(next == nil || less(new, x.member, next.score, next.member)) {
 		x.score = new
@@ -205,7 +230,7 @@ func (sl *skiplist) rescore(x *slNode, new float64) {
 	}
 	_, update := sl.find(x.score, x.member)
 	sl.unlink(x, &update)
-	clear(x.levels)
+	x.clearLevels()
 	x.prev, x.score = nil, new
 	sl.insertNode(x)
 }
@@ -215,9 +240,9 @@ func (sl *skiplist) rank(score float64, member string) int {
 	r := 0
 	x := sl.head
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && !less(score, member, x.levels[i].next.score, x.levels[i].next.member) {
-			r += x.levels[i].span
-			x = x.levels[i].next
+		for x.level(i).next != nil && !less(score, member, x.level(i).next.score, x.level(i).next.member) {
+			r += int(x.level(i).span)
+			x = x.level(i).next
 		}
 		if x != sl.head && x.score == score && x.member == member {
 			return r - 1
@@ -232,9 +257,9 @@ func (sl *skiplist) byRank(r int) *slNode {
 	x := sl.head
 	target := r + 1
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && traversed+x.levels[i].span <= target {
-			traversed += x.levels[i].span
-			x = x.levels[i].next
+		for x.level(i).next != nil && traversed+int(x.level(i).span) <= target {
+			traversed += int(x.level(i).span)
+			x = x.level(i).next
 		}
 		if traversed == target {
 			return x
@@ -248,11 +273,11 @@ func (sl *skiplist) byRank(r int) *slNode {
 func (sl *skiplist) firstAtLeast(min float64, exclusive bool) *slNode {
 	x := sl.head
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && (x.levels[i].next.score < min || exclusive && x.levels[i].next.score == min) {
-			x = x.levels[i].next
+		for x.level(i).next != nil && (x.level(i).next.score < min || exclusive && x.level(i).next.score == min) {
+			x = x.level(i).next
 		}
 	}
-	return x.levels[0].next
+	return x.next()
 }
 
 // countBefore is how many nodes score below v (at most v when orEqual):
@@ -260,9 +285,9 @@ func (sl *skiplist) firstAtLeast(min float64, exclusive bool) *slNode {
 func (sl *skiplist) countBefore(v float64, orEqual bool) int {
 	r, x := 0, sl.head
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && (x.levels[i].next.score < v || orEqual && x.levels[i].next.score == v) {
-			r += x.levels[i].span
-			x = x.levels[i].next
+		for x.level(i).next != nil && (x.level(i).next.score < v || orEqual && x.level(i).next.score == v) {
+			r += int(x.level(i).span)
+			x = x.level(i).next
 		}
 	}
 	return r
@@ -272,8 +297,8 @@ func (sl *skiplist) countBefore(v float64, orEqual bool) int {
 func (sl *skiplist) lastAtMost(max float64, exclusive bool) *slNode {
 	x := sl.head
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && (x.levels[i].next.score < max || !exclusive && x.levels[i].next.score == max) {
-			x = x.levels[i].next
+		for x.level(i).next != nil && (x.level(i).next.score < max || !exclusive && x.level(i).next.score == max) {
+			x = x.level(i).next
 		}
 	}
 	if x == sl.head {

@@ -991,7 +991,7 @@ func xadd(x *execCtx) kv.Reply {
 	effect := make([][]byte, 0, len(args))
 	effect = append(effect, args[:i]...)
 	effect = append(effect, idb)
-	x.changedAs(kv.CmdXAdd, append(effect, fields...)...)
+	x.changedArgs(kv.CmdXAdd, append(effect, fields...))
 	return kv.BulkReply(idb)
 }
 
@@ -1308,7 +1308,7 @@ func xgroup(x *execCtx) kv.Reply {
 		if entriesRead != invalidEntriesRead {
 			effect = append(effect, []byte("ENTRIESREAD"), strconv.AppendInt(nil, entriesRead, 10))
 		}
-		x.changedAs(kv.CmdXGroup, effect...)
+		x.changedArgs(kv.CmdXGroup, effect)
 		return kv.OKReply()
 	case "DESTROY":
 		if g == nil {
@@ -1335,7 +1335,7 @@ func xgroup(x *execCtx) kv.Reply {
 			if entriesRead != invalidEntriesRead {
 				effect = append(effect, []byte("ENTRIESREAD"), strconv.AppendInt(nil, entriesRead, 10))
 			}
-			x.changedAs(kv.CmdXGroup, effect...)
+			x.changedArgs(kv.CmdXGroup, effect)
 		}
 		return kv.OKReply()
 	}
@@ -1367,7 +1367,7 @@ func claimEffect(x *execCtx, group, consumer []byte, ids []streamID, tail ...[]b
 	for _, id := range ids {
 		args = append(args, id.bytes())
 	}
-	x.changedAs(kv.CmdXClaim, append(args, tail...)...)
+	x.changedArgs(kv.CmdXClaim, append(args, tail...))
 }
 
 func msArg(ms int64) []byte { return strconv.AppendInt(nil, ms, 10) }

@@ -421,7 +421,7 @@ func xsetid(x *execCtx) kv.Reply {
 	}
 	effect := [][]byte{id.bytes(), []byte("ENTRIESADDED"), strconv.AppendUint(nil, s.entriesAdded, 10),
 		[]byte("MAXDELETEDID"), s.maxDeleted.bytes()}
-	x.changedAs(kv.CmdXSetID, effect...)
+	x.changedArgs(kv.CmdXSetID, effect)
 	return kv.OKReply()
 }
 

@@ -45,7 +45,7 @@ type zEntry struct {
 // encode: [member, score] pairs in (score, member) order.
 func (z *zsetColl) encode() []byte {
 	out := make([]zEntry, 0, len(z.nodes))
-	for n := z.sl.head.levels[0].next; n != nil; n = n.levels[0].next {
+	for n := z.sl.head.next(); n != nil; n = n.next() {
 		out = append(out, zEntry{Member: n.member, Score: n.score})
 	}
 	return mustMarshal(out)
@@ -147,7 +147,8 @@ func zadd(x *execCtx) kv.Reply {
 	if f.incr && len(rest) != 2 {
 		return kv.BadRequest("INCR option supports a single increment-element pair")
 	}
-	scores := make([]float64, 0, len(rest)/2)
+	var scoreRoom [8]float64 // the scores of a ZADD of a few pairs, on the stack
+	scores := scoreRoom[:0]
 	for i := 0; i < len(rest); i += 2 {
 		s, ok := argFloat(rest[i])
 		if !ok {
@@ -191,11 +192,20 @@ func zadd(x *execCtx) kv.Reply {
 			z.move(node, score)
 			changed++
 		}
-		effect = append(effect, kv.FormatFloat(score), rest[2*i+1])
-		incrResult = scoreReply(score)
+		if len(scores) == 1 { // one pair: the effect lives in the context's room
+			x.changedAs(kv.CmdZAdd, kv.AppendFloat(x.room.num[:0], score), rest[1])
+		} else {
+			effect = append(effect, kv.FormatFloat(score), rest[2*i+1])
+		}
+		if f.incr {
+			incrResult = scoreReply(score)
+		}
 	}
-	if changed > 0 {
-		x.changedAs(kv.CmdZAdd, effect...) // exact resulting scores: deterministic on replay
+	switch {
+	case changed == 0:
+		x.effect = nil // one pair that changed nothing logs nothing
+	case len(scores) > 1:
+		x.changedArgs(kv.CmdZAdd, effect) // exact resulting scores: deterministic on replay
 	}
 	if f.incr {
 		return incrResult
@@ -249,7 +259,7 @@ func zrangeByRank(rev bool) func(x *execCtx) kv.Reply {
 		nodes := make([]*slNode, 0, hi-lo)
 		if lo < hi {
 			if !rev {
-				for n := z.sl.byRank(lo); n != nil && len(nodes) < hi-lo; n = n.levels[0].next {
+				for n := z.sl.byRank(lo); n != nil && len(nodes) < hi-lo; n = n.next() {
 					nodes = append(nodes, n)
 				}
 			} else {
@@ -347,7 +357,7 @@ func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
 				nodes = append(nodes, n)
 			}
 			if !rev {
-				n = n.levels[0].next
+				n = n.next()
 			} else {
 				n = n.prev
 			}
@@ -367,20 +377,24 @@ func init() {
 			return errNotFloat
 		}
 		z := zsetOf(x)
-		member := string(x.cmd.Args[1])
+		member := x.cmd.Args[1]
 		score := delta // a new member's score is the increment itself (-0 stays -0)
-		old, exists := z.score(x.cmd.Args[1])
-		if exists {
-			score = old + delta
+		node := z.nodes[string(member)]
+		if node != nil {
+			score = node.score + delta
 		}
 		if math.IsNaN(score) {
 			return kv.BadRequest("resulting score is not a number (NaN)")
 		}
-		if !exists && !x.fits(zsetMemberSize(len(member))) {
-			return x.tooLarge()
+		if node != nil {
+			z.move(node, score) // an existing member: no string made for its name
+		} else {
+			if !x.fits(zsetMemberSize(len(member))) {
+				return x.tooLarge()
+			}
+			z.set(string(member), score)
 		}
-		z.set(member, score)
-		x.changedAs(kv.CmdZAdd, kv.FormatFloat(score), x.cmd.Args[1])
+		x.changedAs(kv.CmdZAdd, kv.AppendFloat(x.room.num[:0], score), member)
 		return scoreReply(score)
 	}})
 	register(kv.CmdZRem, handler{kind: KindZSet, write: true, run: func(x *execCtx) kv.Reply {

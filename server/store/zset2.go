@@ -106,19 +106,19 @@ func emptyLex(lo, hi lexBound) bool {
 func (sl *skiplist) firstInLex(lo lexBound) *slNode {
 	x := sl.head
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && !lo.aboveMin(x.levels[i].next.member) {
-			x = x.levels[i].next
+		for x.level(i).next != nil && !lo.aboveMin(x.level(i).next.member) {
+			x = x.level(i).next
 		}
 	}
-	return x.levels[0].next
+	return x.next()
 }
 
 // lastInLex is the last node whose member is at or before hi, or nil.
 func (sl *skiplist) lastInLex(hi lexBound) *slNode {
 	x := sl.head
 	for i := sl.level - 1; i >= 0; i-- {
-		for x.levels[i].next != nil && hi.belowMax(x.levels[i].next.member) {
-			x = x.levels[i].next
+		for x.level(i).next != nil && hi.belowMax(x.level(i).next.member) {
+			x = x.level(i).next
 		}
 	}
 	if x == sl.head {
@@ -207,7 +207,7 @@ func (z *zsetColl) collect(sp rangeSpec) []*slNode {
 		}
 		nodes = make([]*slNode, 0, hi-lo)
 		if !sp.rev {
-			for n := sl.byRank(lo); n != nil && len(nodes) < hi-lo; n = n.levels[0].next {
+			for n := sl.byRank(lo); n != nil && len(nodes) < hi-lo; n = n.next() {
 				nodes = append(nodes, n)
 			}
 		} else {
@@ -263,7 +263,7 @@ func walk(n *slNode, in func(*slNode) bool, sp rangeSpec) []*slNode {
 		if sp.rev {
 			n = n.prev
 		} else {
-			n = n.levels[0].next
+			n = n.next()
 		}
 	}
 	return nodes
@@ -345,7 +345,7 @@ func zpop(x *execCtx) kv.Reply {
 	out := x.replies(2 * n)
 	removed := make([][]byte, 0, n)
 	for range n {
-		node := z.sl.head.levels[0].next
+		node := z.sl.head.next()
 		if max {
 			node = z.sl.tail
 		}
@@ -354,7 +354,7 @@ func zpop(x *execCtx) kv.Reply {
 		removed = append(removed, m)
 		z.rem(node.member)
 	}
-	x.changedAs(kv.CmdZRem, removed...)
+	x.changedArgs(kv.CmdZRem, removed)
 	return kv.ArrayReply(out)
 }
 
@@ -466,7 +466,7 @@ func zscan(x *execCtx) kv.Reply {
 		return kv.ArrayReply([]kv.Reply{kv.BulkReply([]byte("0")), kv.ArrayReply([]kv.Reply{})})
 	}
 	if z.small() {
-		for n := z.sl.head.levels[0].next; n != nil; n = n.levels[0].next {
+		for n := z.sl.head.next(); n != nil; n = n.next() {
 			emit(n)
 		}
 		return kv.ArrayReply([]kv.Reply{kv.BulkReply([]byte("0")), kv.ArrayReply(out)})
@@ -488,7 +488,7 @@ func zscan(x *execCtx) kv.Reply {
 		n *slNode
 	}
 	var next []hashed
-	for n := z.sl.head.levels[0].next; n != nil; n = n.levels[0].next {
+	for n := z.sl.head.next(); n != nil; n = n.next() {
 		if h := zscanHash(n.member); h >= cursor {
 			next = append(next, hashed{h, n})
 		}
@@ -571,7 +571,7 @@ func zscoreRanges(x *execCtx) kv.Reply {
 		if !ok1 || !ok2 {
 			return errNotFloat
 		}
-		for n := z.sl.firstAtLeast(lo, false); n != nil && n.score < hi; n = n.levels[0].next {
+		for n := z.sl.firstAtLeast(lo, false); n != nil && n.score < hi; n = n.next() {
 			out = append(out, kv.BulkReply([]byte(n.member)), kv.FloatReply(n.score))
 		}
 	}
