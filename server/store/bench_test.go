@@ -219,3 +219,30 @@ func BenchmarkGetColdKeys(b *testing.B) {
 		s.Get(keys[i&(n-1)])
 	}
 }
+
+// BenchmarkExecSAdd is redis-benchmark's SADD row through Exec: one set, a
+// member out of 100 000, so that once the set is full most calls add
+// nothing.
+func BenchmarkExecSAdd(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	const keyspace = 100_000
+	args := make([][][]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range args {
+		args[i] = [][]byte{fmt.Appendf(nil, "element:%012d", rng.IntN(keyspace))}
+	}
+	for i := range keyspace { // the set full, as after the benchmark's first seconds
+		s.Exec(kv.Cmd{Op: kv.CmdSAdd, Key: "myset", Args: [][]byte{fmt.Appendf(nil, "element:%012d", i)}})
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if r := s.Exec(kv.Cmd{Op: kv.CmdSAdd, Key: "myset", Args: args[i%len(args)]}); r.Status != kv.StatusSuccess {
+			b.Fatal(r.Message)
+		}
+	}
+}
