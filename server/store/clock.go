@@ -159,8 +159,9 @@ func (m *ManualClock) Advance(d time.Duration) {
 // writeNow is the time a write stamps into a record (creation, expiry,
 // stream ids). It reads the system clock when the store owns a coarse one:
 // under CPU starvation the coarse tick lags, and a TTL computed from a
-// lagging clock would expire early. Reads keep the cheap coarse reading (a
-// lag there only keeps a key a moment longer).
+// lagging clock would expire early. Reads, and writes that compute no time
+// (nowFor), keep the cheap coarse reading: a lag there only keeps a key a
+// moment longer, or stamps its access a moment early.
 func (s *Store) writeNow() int64 {
 	if s.coarse == nil {
 		return s.clock.NowNano()
@@ -170,8 +171,10 @@ func (s *Store) writeNow() int64 {
 	return now
 }
 
-func (s *Store) nowFor(write bool) int64 {
-	if write {
+// nowFor is writeNow for a caller that computes a time from it (an expiry
+// from a relative TTL, a stream ID), else the coarse reading.
+func (s *Store) nowFor(precise bool) int64 {
+	if precise {
 		return s.writeNow()
 	}
 	return s.clock.NowNano()

@@ -25,7 +25,14 @@ type handler struct {
 	// peek: a read that leaves the key's access stamp as it was (Redis's
 	// LOOKUP_NOTOUCH: TTL and its kin).
 	peek bool
-	run  func(x *execCtx) kv.Reply
+	// stamps: a write that computes a time from the context's clock (an
+	// expiry from a relative TTL, a stream ID or delivery time, a lease)
+	// gets the precise clock (writeNow). Every other write reads the
+	// coarse one, as reads do: it uses the time only to tell an expired
+	// key and to stamp the access, and a precise read was a system-clock
+	// read and a shared compare-and-swap on every LPUSH or HSET.
+	stamps bool
+	run    func(x *execCtx) kv.Reply
 	// check, when set, validates the arguments before the key is looked
 	// up: Redis parses them first for these commands, so a bad number
 	// answers its error even on a key of the wrong type.
@@ -161,6 +168,9 @@ func register(op kv.CmdOp, h handler) {
 	if handlers[op] != nil {
 		panic(fmt.Sprintf("store: command %v registered twice", op))
 	}
+	if h.kind == KindStream && h.write {
+		h.stamps = true // IDs, delivery and seen times
+	}
 	handlers[op] = &h
 }
 
@@ -208,7 +218,7 @@ func (g *Segment) exec(cmd kv.Cmd, noTouch bool) kv.Reply {
 	if h == nil {
 		return bad
 	}
-	now := g.store.nowFor(h.write)
+	now := g.store.nowFor(h.write && h.stamps)
 	if !h.write {
 		g.mu.RLock()
 		defer g.mu.RUnlock()

@@ -185,7 +185,7 @@ func (x *execCtx) expireLocked(whenMs int64, cond expireCond) expireOutcome {
 var errExpireReplay = kv.BadRequest("expiry commands replicate as records, not effects")
 
 func registerExpire(op kv.CmdOp, c expireCommand) {
-	register(op, handler{kind: kindAny, write: true, run: func(x *execCtx) kv.Reply {
+	register(op, handler{kind: kindAny, write: true, stamps: true, run: func(x *execCtx) kv.Reply {
 		if x.apply {
 			return errExpireReplay
 		}

@@ -107,7 +107,7 @@ func init() {
 	// LOCK.ACQUIRE key token ttl-ms → 1 acquired, 0 held by another token.
 	// The same token acquiring again renews: a client retrying an Acquire
 	// whose reply was lost must not lock itself out until the TTL passes.
-	register(kv.CmdLockAcquire, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdLockAcquire, handler{kind: KindString, write: true, stamps: true, run: func(x *execCtx) kv.Reply {
 		if x.apply {
 			return errLockReplay
 		}
@@ -124,7 +124,7 @@ func init() {
 	}})
 	// LOCK.RENEW key token ttl-ms → 1 renewed, 0 not the holder (the lock
 	// expired, or another token holds it). A renewal never creates the lock.
-	register(kv.CmdLockRenew, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdLockRenew, handler{kind: KindString, write: true, stamps: true, run: func(x *execCtx) kv.Reply {
 		if x.apply {
 			return errLockReplay
 		}
@@ -139,7 +139,7 @@ func init() {
 	}})
 	// LOCK.RELEASE key token → 1 released, 0 not the holder; a refused
 	// release changes nothing.
-	register(kv.CmdLockRelease, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
+	register(kv.CmdLockRelease, handler{kind: KindString, write: true, stamps: true, run: func(x *execCtx) kv.Reply {
 		if x.apply {
 			return errLockReplay
 		}

@@ -208,7 +208,7 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 	case o.ExpireAt != 0 && (o.TTL != 0 || o.KeepTTL):
 		return nil, o, 0, refused(kv.StatusBadRequest, "ExpireAt excludes a TTL and KeepTTL")
 	}
-	now := s.writeNow()
+	now := s.nowFor(o.TTL > 0) // precise only to compute an expiry (writeNow)
 	rec := newStringRecord(key, value)
 	rec.SetMeta(newMetadata(o.ContentType, o.Labels))
 	switch {
