@@ -77,7 +77,7 @@ type tracker struct {
 
 	mu       sync.Mutex                    // guards the fields below and every conn's trackConn guarded fields
 	conns    map[int64]*conn               // connections with tracking on, by id
-	keys     map[string]map[int64]struct{} // default mode: key → ids of the clients that read it
+	keys     map[string]map[int64]uint64 // default mode: key → ids of the clients that read it → since (readRevs)
 	items    int                           // (key, client) pairs in keys, stale ids included (Redis's count)
 	prefixes map[string]map[*conn]struct{} // BCAST prefix → clients
 	judged   []uint64                      // per segment: the highest revision the invalidator has judged
@@ -108,6 +108,15 @@ type trackConn struct {
 	redir                        *conn
 	prefixes                     []string // sorted
 	windows                      []trackWindow
+
+	// readRevs, reader-owned: for a NOLOOP client's read, the revision of
+	// each key's segment before the read ran, by key position. Its own
+	// change at or below it was applied before the read, which saw it: the
+	// invalidator, which lags the writes, must then keep the key tracked
+	// for the client (it sends no message for the client's own change, and
+	// dropping the registration the read made would leave the client's
+	// cache stale at the next change by another client).
+	readRevs []uint64
 
 	// Invalidations for a connection executing commands wait until its
 	// replies are flushed (Redis sends a client's own invalidations after
@@ -373,7 +382,7 @@ func (s *Server) trackEnable(c *conn, o trackOptions, redir *conn) {
 	tr.mu.Lock()
 	if tr.conns == nil {
 		tr.conns = map[int64]*conn{}
-		tr.keys = map[string]map[int64]struct{}{}
+		tr.keys = map[string]map[int64]uint64{}
 		tr.prefixes = map[string]map[*conn]struct{}{}
 	}
 	first := len(tr.conns) == 0
@@ -459,7 +468,15 @@ func (c *conn) trackBefore(cmd *command, args [][]byte) []trackWindow {
 	t.busy = true
 	t.smu.Unlock()
 	t.held = true
+	t.readRevs = t.readRevs[:0]
 	if !t.noloop || c.tx != nil { // inside EXEC the segments are locked: EXEC itself recorded them
+		return nil
+	}
+	if cmd.flags&flagReadonly != 0 && !isScriptCmd(cmd) {
+		for _, i := range cmd.keyIndexes(args) {
+			seg := placement.SegmentOf(view(args[i]), c.srv.segs)
+			t.readRevs = append(t.readRevs, c.srv.store.Segment(seg).Revision())
+		}
 		return nil
 	}
 	var segs []uint16
@@ -559,7 +576,11 @@ func (c *conn) trackAfter(cmd *command, args [][]byte, windows []trackWindow) {
 	for i, j := range idx {
 		keys[i] = string(args[j])
 	}
-	c.srv.trackRemember(c, keys)
+	var since []uint64
+	if len(t.readRevs) == len(keys) {
+		since = t.readRevs
+	}
+	c.srv.trackRemember(c, keys, since)
 }
 
 // trackCommandDone runs after each top-level command of a tracking client:
@@ -601,20 +622,24 @@ func (c *conn) deliver(b []byte) {
 
 // trackRemember records that c read keys, evicting keys past
 // tracking-table-max-keys (their clients are told, as Redis does).
-func (s *Server) trackRemember(c *conn, keys []string) {
+func (s *Server) trackRemember(c *conn, keys []string, since []uint64) {
 	tr := &s.trk
 	var out outbox
 	tr.mu.Lock()
-	for _, k := range keys {
+	for i, k := range keys {
 		ids := tr.keys[k]
 		if ids == nil {
-			ids = map[int64]struct{}{}
+			ids = map[int64]uint64{}
 			tr.keys[k] = ids
 		}
-		if _, ok := ids[c.id]; !ok {
-			ids[c.id] = struct{}{}
+		old, ok := ids[c.id]
+		if !ok {
 			tr.items++
 		}
+		if since != nil {
+			old = max(old, since[i])
+		}
+		ids[c.id] = old
 	}
 	s.trimLocked(&out)
 	tr.mu.Unlock()
@@ -709,18 +734,23 @@ func (s *Server) invalidateKeyLocked(out *outbox, key string, ch *change) {
 	if !ok {
 		return
 	}
-	for id := range ids {
+	for id, since := range ids {
 		c := tr.conns[id]
-		if c == nil || c.trk.bcast {
-			continue
+		switch {
+		case c == nil || c.trk.bcast:
+		case c.trk.noloop && ch != nil && c.trk.own(*ch):
+			if ch.rev <= since {
+				continue // its own change, applied before its latest read of the key: still tracked (readRevs)
+			}
+		default:
+			s.messageLocked(out, c, []string{key}, false)
 		}
-		if c.trk.noloop && ch != nil && c.trk.own(*ch) {
-			continue
-		}
-		s.messageLocked(out, c, []string{key}, false)
+		delete(ids, id)
+		tr.items--
 	}
-	tr.items -= len(ids)
-	delete(tr.keys, key)
+	if len(ids) == 0 {
+		delete(tr.keys, key)
+	}
 }
 
 // invalidate handles a batch of changes: the default table, then the BCAST

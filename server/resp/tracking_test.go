@@ -208,6 +208,11 @@ func (r *rawResp3) call(args ...string) string {
 // waitPush reads pushes (pinging) until one contains want.
 func (r *rawResp3) waitPush(want string, within time.Duration) {
 	r.t.Helper()
+	defer func() {
+		if r.t.Failed() {
+			r.t.Logf("pushes received meanwhile: %q", r.pushes)
+		}
+	}()
 	testscale.Eventually(r.t, within, 5*time.Millisecond, "a push with "+want, func() bool {
 		r.call("PING")
 		for i, p := range r.pushes {
