@@ -144,7 +144,13 @@ func init() {
 		}
 		v := valueOf(x)
 		lo, hi := stringRange(start, end, len(v))
-		return kv.BulkReply(append([]byte{}, v[lo:hi]...))
+		// The range aliases the value, as GET's reply does: a string
+		// value is never written in place (APPEND writes past its end).
+		out := v[lo:hi]
+		if out == nil {
+			out = []byte{} // a missing key reads as "", not as a nil reply
+		}
+		return kv.BulkReply(out)
 	}})
 	register(kv.CmdSetRange, handler{kind: KindString, check: setRangeOffset, write: true, run: func(x *execCtx) kv.Reply {
 		if r, ok := arity(x, 2, 2); !ok {
