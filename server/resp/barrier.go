@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/zaris-io/zaris/internal/kv"
-	"github.com/zaris-io/zaris/internal/placement"
 )
 
 // WriteBarrier decides when a write applied locally may be acknowledged
@@ -56,7 +55,7 @@ func (c *conn) hold(mark int, flushes uint64) {
 	}
 	h := heldReply{start: start, end: end, seg: allSegments}
 	if c.curKey != nil && !c.multiSeg { // keys of several segments: wait on every owned segment
-		h.seg = placement.SegmentOf(view(c.curKey), c.srv.segs)
+		h.seg = c.curSegment()
 		if c.tx == nil {
 			h.rev = c.srv.store.Segment(h.seg).Revision()
 		}

@@ -69,7 +69,7 @@ func (c *conn) getString(kb []byte) ([]byte, bool) {
 	case kv.StatusNotFound:
 		return nil, true
 	}
-	c.curKey = kb
+	c.setCurKey(kb)
 	c.storeError(res.Status, "")
 	return nil, false
 }
@@ -140,7 +140,7 @@ func cmdBitOp(c *conn, args [][]byte) {
 		}
 		dk := view(dst)
 		if res := c.segment(dk).Put(string(dst), out, nil); res.Status != kv.StatusSuccess {
-			c.curKey = dst
+			c.setCurKey(dst)
 			c.storeError(res.Status, "")
 			return
 		}
@@ -172,7 +172,7 @@ func cmdLCS(c *conn, args [][]byte) {
 				ok = false
 				return
 			default:
-				c.curKey = kb
+				c.setCurKey(kb)
 				c.storeError(res.Status, "")
 				ok = false
 				return

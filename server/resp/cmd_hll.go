@@ -93,7 +93,7 @@ func cmdPFMerge(c *conn, args [][]byte) {
 			return
 		}
 		if res := g.Put(string(args[1]), v, &opts); res.Status != kv.StatusSuccess {
-			c.curKey = args[1]
+			c.setCurKey(args[1])
 			c.storeError(res.Status, "")
 			return
 		}

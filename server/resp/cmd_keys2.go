@@ -80,7 +80,7 @@ func cmdObject(c *conn, args [][]byte) {
 		c.out.Null()
 		return
 	default:
-		c.curKey = args[2]
+		c.setCurKey(args[2])
 		c.storeError(st, "")
 		return
 	}
@@ -163,7 +163,7 @@ func cmdMemoryUsage(c *conn, args [][]byte) {
 	case kv.StatusNotFound:
 		c.out.Null()
 	default:
-		c.curKey = args[2]
+		c.setCurKey(args[2])
 		c.storeError(st, "")
 	}
 }
@@ -210,7 +210,7 @@ func cmdCopy(c *conn, args [][]byte) {
 	c.atomically(true, args[1:3], func() {
 		copied, res := c.tx.Copy(string(args[1]), string(args[2]), replace)
 		if res.Status != kv.StatusSuccess {
-			c.curKey = args[2]
+			c.setCurKey(args[2])
 			c.storeError(res.Status, "")
 			return
 		}
@@ -614,14 +614,14 @@ func (c *conn) sortStore(dst []byte, vals [][]byte) {
 		}
 	}
 	if !c.srv.store.ListFits(vals) {
-		c.curKey = dst
+		c.setCurKey(dst)
 		c.storeError(kv.StatusItemTooLarge, "")
 		return
 	}
 	dk := view(dst)
 	seg := c.segment(dk)
 	if res := seg.Delete(dk); res.Status != kv.StatusSuccess && res.Status != kv.StatusNotFound {
-		c.curKey = dst
+		c.setCurKey(dst)
 		c.storeError(res.Status, "")
 		return
 	}
@@ -629,7 +629,7 @@ func (c *conn) sortStore(dst []byte, vals [][]byte) {
 	for i := 0; i < len(vals); i += batch {
 		r := seg.Exec(kv.Cmd{Op: kv.CmdRPush, Key: dk, Args: vals[i:min(i+batch, len(vals))]})
 		if r.Status != kv.StatusSuccess {
-			c.curKey = dst
+			c.setCurKey(dst)
 			c.storeError(r.Status, r.Message)
 			return
 		}
@@ -722,7 +722,7 @@ func (c *conn) noteWrite() {
 		if w.revs == nil {
 			w.revs = make([]uint64, c.srv.segs)
 		}
-		w.revs[placement.SegmentOf(view(c.curKey), c.srv.segs)] = writtenUnresolved
+		w.revs[c.curSegment()] = writtenUnresolved
 		return
 	}
 	w.all = true

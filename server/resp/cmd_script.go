@@ -592,13 +592,14 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 	}
 	saved, savedKey, savedStatus, savedReply := c.out, c.curKey, c.status, c.reply
 	c.out, c.reply = w, replyOn
-	c.curKey = nil
+	c.setCurKey(nil)
 	if len(idx) > 0 {
-		c.curKey = args[idx[0]]
+		c.setCurKey(args[idx[0]])
 	}
 	c.runContained(cmd, args)
 	out := c.out.B
-	c.out, c.curKey, c.status, c.reply = saved, savedKey, savedStatus, savedReply
+	c.out, c.status, c.reply = saved, savedStatus, savedReply
+	c.setCurKey(savedKey)
 	run.scratch = out
 	return out
 }

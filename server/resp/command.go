@@ -239,13 +239,13 @@ func (c *conn) execute(args [][]byte) {
 		c.txQueue(cmd, args)
 		return
 	}
-	c.curKey = nil // the key a Moved status redirects for
+	c.setCurKey(nil) // the key a Moved status redirects for
 	if cmd.keys != nil {
 		if idx := cmd.keys(args); len(idx) > 0 {
-			c.curKey = args[idx[0]]
+			c.setCurKey(args[idx[0]])
 		}
 	} else if cmd.step > 0 && cmd.first > 0 && cmd.first < len(args) {
-		c.curKey = args[cmd.first]
+		c.setCurKey(args[cmd.first])
 	}
 	if !c.txn.multi && !c.waitPause(cmd) {
 		c.closing = true
@@ -372,12 +372,34 @@ var (
 
 // segment is where the handlers read and write key: its segment, or the
 // transaction's atomic view while EXEC runs.
+// setCurKey sets the command's first key; its segment is computed again
+// when asked (curSegment).
+func (c *conn) setCurKey(k []byte) { c.curKey, c.curSeg = k, -1 }
+
+// curSegment is curKey's segment (curKey set): computed once per key, where
+// the command's run, its write barrier and WAIT's record each placed it
+// (a CRC16 of the key each, three per write).
+func (c *conn) curSegment() uint16 {
+	if c.curSeg < 0 {
+		c.curSeg = int32(placement.SegmentOf(view(c.curKey), c.srv.segs))
+	}
+	return uint16(c.curSeg)
+}
+
+// segmentOf is key's segment, from curSegment when key is curKey itself.
+func (c *conn) segmentOf(key string) uint16 {
+	if k := c.curKey; len(k) == len(key) && len(k) > 0 && unsafe.StringData(key) == &k[0] {
+		return c.curSegment()
+	}
+	return placement.SegmentOf(key, c.srv.segs)
+}
+
 func (c *conn) segment(key string) ops {
 	if c.tx != nil {
 		c.tx.SetNoTouch(c.untouched())
 		return c.tx
 	}
-	g := c.srv.store.Segment(placement.SegmentOf(key, c.srv.segs))
+	g := c.srv.store.Segment(c.segmentOf(key))
 	if c.untouched() {
 		return g.Untouched()
 	}

@@ -66,7 +66,8 @@ type conn struct {
 	aclSet    *acl.Set            // the user set aclU was looked up in (acl.go)
 	aclU      *acl.User           // the connection's user in aclSet; nil: deleted
 	reply     uint8               // CLIENT REPLY mode
-	curKey    []byte              // the first key of the command being executed (MOVED)
+	curKey    []byte              // the first key of the command being executed (MOVED); set through setCurKey
+	curSeg    int32               // curKey's segment once computed (curSegment), else -1
 	multiSeg  bool                // the command being executed writes keys of several segments
 	written   writtenSegments     // segments this client wrote, for WAIT (cmd_keys2.go); empty without Config.Replicas
 	sub       *store.Subscription // pub/sub; nil until the first (P)SUBSCRIBE
@@ -143,6 +144,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		out:     Writer{Proto: 2, B: make([]byte, 0, 4<<10)},
 		authed:  s.defaultNoPass(),
 		created: time.Now(),
+		curSeg:  -1,
 		wdone:   make(chan struct{}),
 		stop:    make(chan struct{}),
 	}

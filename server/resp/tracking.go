@@ -77,7 +77,7 @@ type tracker struct {
 
 	mu       sync.Mutex                    // guards the fields below and every conn's trackConn guarded fields
 	conns    map[int64]*conn               // connections with tracking on, by id
-	keys     map[string]map[int64]uint64 // default mode: key → ids of the clients that read it → since (readRevs)
+	keys     map[string]map[int64]uint64   // default mode: key → ids of the clients that read it → since (readRevs)
 	items    int                           // (key, client) pairs in keys, stale ids included (Redis's count)
 	prefixes map[string]map[*conn]struct{} // BCAST prefix → clients
 	judged   []uint64                      // per segment: the highest revision the invalidator has judged
