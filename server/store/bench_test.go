@@ -12,13 +12,31 @@ import (
 
 const benchKeys = 1 << 16
 
-func benchStore(b *testing.B) (*Store, []string) {
-	cfg := DefaultConfig()
-	s, err := New(cfg)
+// emptyBenchStore is a store with the default configuration, closed when
+// the benchmark ends.
+func emptyBenchStore(b *testing.B) *Store {
+	s, err := New(DefaultConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// execEach runs op on key with args[i] as the i-th call's arguments
+// (cycling), allocations reported: redis-benchmark's row through Exec.
+func execEach(b *testing.B, s *Store, op kv.CmdOp, key string, args [][][]byte) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if r := s.Exec(kv.Cmd{Op: op, Key: key, Args: args[i%len(args)]}); r.Status != kv.StatusSuccess {
+			b.Fatal(r.Message)
+		}
+	}
+}
+
+func benchStore(b *testing.B) (*Store, []string) {
+	s := emptyBenchStore(b)
 	keys := make([]string, benchKeys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("key:%012d", i) // 16 bytes
@@ -105,11 +123,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 // store's share of redis-benchmark's LPUSH row (issue #17), over 64 lists
 // that grow with b.N.
 func BenchmarkExecLPush(b *testing.B) {
-	s, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := emptyBenchStore(b)
 	keys := make([]string, 64)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("list:%011d", i) // 16 bytes
@@ -127,11 +141,7 @@ func BenchmarkExecLPush(b *testing.B) {
 // BenchmarkExecHSet is HSET of one field (of 1024 per hash) with a 32-byte
 // value through Exec, over 64 hashes.
 func BenchmarkExecHSet(b *testing.B) {
-	s, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := emptyBenchStore(b)
 	keys := make([]string, 64)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("hash:%011d", i)
@@ -154,11 +164,7 @@ func BenchmarkExecHSet(b *testing.B) {
 // BenchmarkExecRead is a collection read (HGET) through Exec: the read path
 // that stamps the key's access (CLIENT NO-TOUCH skips the stamp).
 func BenchmarkExecRead(b *testing.B) {
-	s, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := emptyBenchStore(b)
 	keys := make([]string, 1024)
 	for i := range keys {
 		keys[i] = "hash:" + strconv.Itoa(i)
@@ -175,11 +181,7 @@ func BenchmarkExecRead(b *testing.B) {
 // set, a random score and member out of 100 000 each, so that once the set
 // is full most calls move a member (a remove and an insert in the skiplist).
 func BenchmarkExecZAdd(b *testing.B) {
-	s, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := emptyBenchStore(b)
 	const keyspace = 100_000
 	args := make([][][]byte, 1<<20) // enough that the touched nodes are not all in cache
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -189,24 +191,14 @@ func BenchmarkExecZAdd(b *testing.B) {
 	for i := range keyspace { // the set full, as after the benchmark's first seconds
 		s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "myzset", Args: [][]byte{[]byte(strconv.Itoa(rng.IntN(keyspace))), fmt.Appendf(nil, "element:%012d", i)}})
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if r := s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "myzset", Args: args[i%len(args)]}); r.Status != kv.StatusSuccess {
-			b.Fatal(r.Message)
-		}
-	}
+	execEach(b, s, kv.CmdZAdd, "myzset", args)
 }
 
 // BenchmarkGetColdKeys reads 1 M keys in a random order: every read misses
 // the CPU caches on the index and the record, as a large keyspace's reads
 // do (BenchmarkGet's 64 Ki keys fit the caches).
 func BenchmarkGetColdKeys(b *testing.B) {
-	s, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := emptyBenchStore(b)
 	const n = 1 << 20
 	keys := make([]string, n)
 	for i := range keys {
@@ -224,11 +216,7 @@ func BenchmarkGetColdKeys(b *testing.B) {
 // member out of 100 000, so that once the set is full most calls add
 // nothing.
 func BenchmarkExecSAdd(b *testing.B) {
-	s, err := New(DefaultConfig())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := emptyBenchStore(b)
 	const keyspace = 100_000
 	args := make([][][]byte, 1<<20)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -238,11 +226,5 @@ func BenchmarkExecSAdd(b *testing.B) {
 	for i := range keyspace { // the set full, as after the benchmark's first seconds
 		s.Exec(kv.Cmd{Op: kv.CmdSAdd, Key: "myset", Args: [][]byte{fmt.Appendf(nil, "element:%012d", i)}})
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if r := s.Exec(kv.Cmd{Op: kv.CmdSAdd, Key: "myset", Args: args[i%len(args)]}); r.Status != kv.StatusSuccess {
-			b.Fatal(r.Message)
-		}
-	}
+	execEach(b, s, kv.CmdSAdd, "myset", args)
 }
