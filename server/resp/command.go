@@ -370,8 +370,6 @@ var (
 	_ ops = store.Untouched{}
 )
 
-// segment is where the handlers read and write key: its segment, or the
-// transaction's atomic view while EXEC runs.
 // setCurKey sets the command's first key; its segment is computed again
 // when asked (curSegment).
 func (c *conn) setCurKey(k []byte) { c.curKey, c.curSeg = k, -1 }
@@ -394,6 +392,8 @@ func (c *conn) segmentOf(key string) uint16 {
 	return placement.SegmentOf(key, c.srv.segs)
 }
 
+// segment is where the handlers read and write key: its segment, or the
+// transaction's atomic view while EXEC runs.
 func (c *conn) segment(key string) ops {
 	if c.tx != nil {
 		c.tx.SetNoTouch(c.untouched())

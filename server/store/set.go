@@ -62,13 +62,28 @@ func (s *setColl) add(m string) bool {
 	if _, ok := s.m[m]; ok {
 		return false
 	}
+	s.insert(m)
+	return true
+}
+
+// addBytes is add for a member the caller's buffer holds: a string is made
+// only for a new member.
+func (s *setColl) addBytes(m []byte) bool {
+	if s.has(m) {
+		return false
+	}
+	s.insert(string(m))
+	return true
+}
+
+// insert adds m, which is not a member.
+func (s *setColl) insert(m string) {
 	s.m[m] = len(s.members)
 	s.members = append(s.members, m)
 	s.scan.membershipChanged()
 	k := setMemberSize(len(m))
 	s.bytes += k.acct
 	s.item += k.item
-	return true
 }
 
 func (s *setColl) rem(m string) bool {
@@ -144,7 +159,7 @@ func init() {
 		}
 		added := 0
 		for _, m := range x.cmd.Args {
-			if !s.has(m) && s.add(string(m)) {
+			if s.addBytes(m) {
 				added++
 			}
 		}
