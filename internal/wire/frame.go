@@ -411,3 +411,64 @@ func (fr *FrameReader) Streams() bool {
 	n := binary.BigEndian.Uint32(hdr)
 	return uint64(n) <= uint64(fr.max) && LengthSize+uint64(n) > uint64(fr.r.Size())
 }
+
+// BufferedKeys appends to dst the leading key (LeadingKey) of each complete
+// frame already buffered after the one Next returned last, at most max
+// frames, and reports how many frames it looked at: a server's read-ahead
+// of a pipeline's keys (issue #17). It reads nothing from the stream and
+// changes nothing; the keys alias the reader's buffer, valid until the next
+// Next. It stops at the first frame not wholly buffered or that Next would
+// refuse.
+func (fr *FrameReader) BufferedKeys(dst [][]byte, max int) (keys [][]byte, frames int) {
+	if fr.err != nil || fr.skip > 0 || fr.r.Buffered() < HeaderSize {
+		return dst, 0
+	}
+	buf, _ := fr.r.Peek(fr.r.Buffered()) // buffered: no read
+	for off := 0; frames < max && len(buf)-off >= HeaderSize; frames++ {
+		n := binary.BigEndian.Uint32(buf[off:])
+		if n < MinFrameLength || uint64(n) > uint64(fr.max) || uint64(len(buf)-off) < LengthSize+uint64(n) {
+			break
+		}
+		end := off + LengthSize + int(n)
+		if key := LeadingKey(buf[off+HeaderSize : end]); key != nil {
+			dst = append(dst, key)
+		}
+		off = end
+	}
+	return dst, frames
+}
+
+// LeadingKey is the first element of a request body when that body is an
+// array whose first element is a string — the key of every keyed request —
+// and nil otherwise. It aliases body. A hint for read-ahead only: it does
+// not check the rest of the body.
+func LeadingKey(body []byte) []byte {
+	if len(body) < 2 {
+		return nil
+	}
+	at := 1
+	switch c := body[0]; {
+	case c > mpFixArray && c <= mpFixArray|0x0f:
+	case c == mpArray16 && len(body) > 3 && (body[1] != 0 || body[2] != 0):
+		at = 3
+	default:
+		return nil
+	}
+	c := body[at]
+	size, hdr := 0, 1
+	switch {
+	case c >= mpFixStr && c <= mpFixStr|0x1f:
+		size = int(c & 0x1f)
+	case c == mpStr8 && len(body) > at+1:
+		size, hdr = int(body[at+1]), 2
+	case c == mpStr16 && len(body) > at+2:
+		size, hdr = int(binary.BigEndian.Uint16(body[at+1:])), 3
+	default:
+		return nil
+	}
+	lo := at + hdr
+	if len(body)-lo < size {
+		return nil
+	}
+	return body[lo : lo+size : lo+size]
+}

@@ -63,6 +63,13 @@ type conn struct {
 	barrierWrites []kv.SegmentWrite
 	barrierStatus []kv.Status
 
+	// warmLeft is how many buffered frames the last read-ahead covered,
+	// warmSum keeps its loads, warmKeys is its keys' room (warmAhead;
+	// reader-owned).
+	warmLeft int
+	warmSum  uint
+	warmKeys [store.WarmBatch][]byte
+
 	curCmd kv.CmdOp // the command being dispatched, for a contained panic's log (reader-owned)
 
 	// shard is the connection's shard of the server's counters and of the
@@ -249,11 +256,32 @@ func (c *conn) step() bool {
 		}
 	}
 	c.newBatch = false
+	c.warmAhead(f)
 	if !c.dispatchContained(f) {
 		c.flush()
 		return false
 	}
 	return c.afterFrame()
+}
+
+// warmAhead reads ahead the keys of f and of the requests buffered behind
+// it (store.WarmAhead, issue #17): a pipeline's lookups then wait for their
+// cache misses together instead of one request at a time. A lone request
+// is not read ahead, and the requests a read-ahead covered do not start
+// another.
+func (c *conn) warmAhead(f wire.Frame) {
+	if c.warmLeft > 0 {
+		c.warmLeft--
+		return
+	}
+	keys := c.warmKeys[:0]
+	if k := wire.LeadingKey(f.Body); k != nil {
+		keys = append(keys, k)
+	}
+	keys, c.warmLeft = c.fr.BufferedKeys(keys, store.WarmBatch-1)
+	if len(keys) > 1 {
+		c.warmSum += c.srv.cfg.Store.WarmAhead(keys)
+	}
 }
 
 // maxCoalesced bounds the responses buffered before a write: a read batch

@@ -76,6 +76,9 @@ type conn struct {
 	status    kv.Status           // outcome of the command being executed, for metrics
 	readErr   error               // a read error that came with data, reported after it is handled
 	clock     time.Time           // when the last command ended or the last read returned
+	warmTo    int                 // buf offset the pipeline read-ahead has looked up to (warm.go)
+	warmSum   uint                // keeps the read-ahead's loads
+	warmKeys  [store.WarmBatch][]byte
 	rw        evloop.RawWriter
 	rd        evloop.RawReader // an event loop's reads
 	member    *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start
@@ -273,6 +276,9 @@ func (c *conn) handleBuffered() bool {
 		if len(args) == 0 {
 			continue
 		}
+		if c.r < c.w && c.r >= c.warmTo {
+			c.warmAhead(args)
+		}
 		if crossProtocol(args[0]) {
 			c.srv.crossProtocolAttack(c)
 			return false
@@ -318,12 +324,13 @@ func (c *conn) makeRoom() bool {
 		return false
 	}
 	if c.r == c.w {
-		c.r, c.w = 0, 0
+		c.r, c.w, c.warmTo = 0, 0, 0
 		if len(c.buf) > maxKeptBuffer {
 			c.buf = make([]byte, initialReadBuffer)
 		}
 	} else if c.r > 0 {
 		c.w = copy(c.buf, c.buf[c.r:c.w])
+		c.warmTo = max(0, c.warmTo-c.r)
 		c.r = 0
 	}
 	pending := c.w - c.r

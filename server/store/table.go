@@ -33,6 +33,17 @@ type recordTable struct {
 	// ident tells one table from its replacement (an installed snapshot)
 	// for the scan's cached key snapshots.
 	ident uint64
+	// shape is recs and hashes as of the last resize, for the lock-free
+	// read-ahead (warm.go): a pointer a reader loads in one word, to slice
+	// headers that never change, where reading recs itself unlocked could
+	// pair one array's address with another's length.
+	shape *tableShape
+}
+
+// tableShape is a table's arrays at one size.
+type tableShape struct {
+	recs   []*Record
+	hashes []uint32
 }
 
 const (
@@ -174,6 +185,7 @@ func (t *recordTable) delete(key string) *Record {
 func (t *recordTable) resize(size int) {
 	recs, hashes := t.recs, t.hashes
 	t.recs, t.hashes = make([]*Record, size), make([]uint32, size)
+	t.shape = &tableShape{recs: t.recs, hashes: t.hashes}
 	for i, r := range recs {
 		if r != nil {
 			t.place(r, hashes[i])

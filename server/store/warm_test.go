@@ -1,0 +1,87 @@
+package store
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"testing"
+)
+
+// TestWarmAheadReadsTheKeysOwnSlot: the read-ahead lands on the slot and
+// record the key's lookup will probe first — for a key at its home slot,
+// its own record — and reads nothing for a key of an empty segment. The
+// failure it prevents: a read-ahead that places keys differently from the
+// table (another segment, another slot formula) costs its loads and saves
+// the lookups nothing.
+func TestWarmAheadReadsTheKeysOwnSlot(t *testing.T) {
+	s, _ := newTestStore(t)
+	if got := s.WarmAhead([][]byte{[]byte("absent")}); got != 0 {
+		t.Fatalf("read ahead %d from an empty store, want 0", got)
+	}
+	atHome := 0
+	for i := range 2000 {
+		key := "warm:" + strconv.Itoa(i)
+		mustStatus(t, s.Put(key, []byte("v"), nil), kv.StatusSuccess)
+		g := s.SegmentFor(key)
+		g.mu.Lock()
+		slot := g.items.home(hashKey(key))
+		own := g.items.recs[slot] != nil && g.items.recs[slot].Key() == key
+		g.mu.Unlock()
+		if !own {
+			continue
+		}
+		atHome++
+		if got, want := s.WarmAhead([][]byte{[]byte(key)}), uint(hashKey(key))+uint(key[0]); got != want {
+			t.Fatalf("read ahead %d for %q, want its slot's hash plus its key's first byte %d", got, key, want)
+		}
+	}
+	if atHome < 1000 {
+		t.Fatalf("only %d of 2000 keys sit at their home slot", atHome)
+	}
+}
+
+// TestWarmAheadBesideWriters: the read-ahead runs without locks beside
+// writers that insert, delete, grow and shrink tables and replace a
+// segment's table whole; it must never fault, and (go:norace) the race
+// detector must not report its deliberate reads while it still checks
+// everything else here.
+func TestWarmAheadBesideWriters(t *testing.T) {
+	s, _ := newTestStore(t)
+	keys := make([][]byte, 64)
+	for i := range keys {
+		keys[i] = []byte("race:" + strconv.Itoa(i%8))
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for i := 0; i < len(keys); i += WarmBatch {
+				s.WarmAhead(keys[i:])
+			}
+		}
+	}()
+	for round := range 200 {
+		for i := range 300 {
+			mustStatus(t, s.Put("race:"+strconv.Itoa(i), []byte("v"), nil), kv.StatusSuccess)
+		}
+		g := s.SegmentFor("race:1")
+		g.InstallSnapshot(g.Snapshot())
+		if round%2 == 0 {
+			s.Flush()
+		} else {
+			for i := range 300 {
+				s.Delete("race:" + strconv.Itoa(i))
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+}
