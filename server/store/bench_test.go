@@ -228,3 +228,38 @@ func BenchmarkExecSAdd(b *testing.B) {
 	}
 	execEach(b, s, kv.CmdSAdd, "myset", args)
 }
+
+// BenchmarkPipelinedGets runs GETs sixteen at a time over a million random
+// keys, as a pipelined batch reaches the store: "cold" looks each key up in
+// turn, "warmed" reads the batch ahead first (WarmAhead, D80). ns/op is per
+// GET.
+func BenchmarkPipelinedGets(b *testing.B) {
+	s := emptyBenchStore(b)
+	const n = 1 << 20
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key:%012d", i)
+		s.Put(string(keys[i]), make([]byte, 32), nil)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	batch := make([][]byte, WarmBatch)
+	for _, warm := range []bool{false, true} {
+		b.Run(map[bool]string{false: "cold", true: "warmed"}[warm], func(b *testing.B) {
+			var sum uint
+			for i := 0; b.Loop(); i++ {
+				if i%WarmBatch == 0 {
+					for j := range batch {
+						batch[j] = keys[rng.IntN(n)]
+					}
+					if warm {
+						sum += s.WarmAhead(batch)
+					}
+				}
+				if r := s.Get(unsafeView(batch[i%WarmBatch])); r.Status != kv.StatusSuccess {
+					b.Fatal(r.Status)
+				}
+			}
+			_ = sum
+		})
+	}
+}
