@@ -46,6 +46,17 @@ type Handler interface {
 	Expired(now time.Time) bool
 }
 
+// Flusher is a Handler whose Ready leaves its replies for the loop to write
+// once it has served every connection one wait reported ready: the replies
+// of a round then leave together, as Redis writes its clients' replies
+// before it sleeps, and a client with several connections is woken once a
+// round instead of once per connection (D81). Flush writes them; false when
+// the connection must end (the loop then drops it). A Flusher's Ready must
+// still write before it returns false or leaves the loop.
+type Flusher interface {
+	Flush() bool
+}
+
 // MaxLoops bounds the loops a server starts (two epoll descriptors and a
 // goroutine each): a mistyped count must not exhaust the descriptors.
 const MaxLoops = 1024

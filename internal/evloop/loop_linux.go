@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,6 +30,11 @@ type Loop struct {
 	stopped   atomic.Bool
 	done      chan struct{} // closed by the last runner
 	lastSweep time.Time     // runner-owned
+	// unflushed are the Flusher members the runner served in this round,
+	// whose replies wait for its end; flushRound has written those before
+	// flushed (runner-owned).
+	unflushed []*Member
+	flushed   int
 }
 
 // Member is a connection registered on a loop.
@@ -38,6 +44,7 @@ type Member struct {
 	nc   net.Conn
 	raw  syscall.RawConn
 	h    Handler
+	f    Flusher     // h, when its replies wait for the end of a round
 	on   atomic.Bool // the loop polls the socket
 	left bool        // Leave ran (set by the serving goroutine)
 }
@@ -58,7 +65,7 @@ func Start(n int, log *slog.Logger) ([]*Loop, error) {
 			return nil, err
 		}
 		loops = append(loops, l)
-		go l.run()
+		go l.run(nil)
 	}
 	return loops, nil
 }
@@ -111,6 +118,7 @@ func Wrap(nc net.Conn) (net.Conn, bool) {
 // Nothing is polled until Register.
 func (l *Loop) NewMember(nc net.Conn, h Handler) *Member {
 	m := &Member{l: l, id: l.nextID.Add(1), nc: nc, h: h}
+	m.f, _ = h.(Flusher)
 	if sc, ok := nc.(syscall.Conn); ok {
 		m.raw, _ = sc.SyscallConn()
 	}
@@ -173,7 +181,12 @@ func (m *Member) Leave() {
 	}
 	m.left = true
 	m.release()
-	go m.l.run()
+	// The next runner writes first what the round so far left unwritten:
+	// this goroutine is the connection's from now on.
+	l := m.l
+	rest := slices.Clone(l.unflushed[l.flushed:])
+	l.unflushed, l.flushed = l.unflushed[:0], 0
+	go l.run(rest)
 	m.handOver()
 }
 
@@ -195,7 +208,12 @@ func (m *Member) Abort(both bool) bool {
 // run is the loop: wait, then serve every ready connection in turn. A
 // connection that leaves the loop takes this goroutine with it (Leave
 // started the loop's next runner).
-func (l *Loop) run() {
+func (l *Loop) run(unflushed []*Member) {
+	l.unflushed = append(l.unflushed[:0], unflushed...)
+	if m, alive := l.flushRound(); m != nil {
+		m.h.ServeLeft(alive)
+		return
+	}
 	events := make([]unix.EpollEvent, 128)
 	for {
 		n, err := unix.EpollWait(l.ep, events, int(SweepEvery/time.Millisecond))
@@ -229,10 +247,38 @@ func (l *Loop) run() {
 			if !alive {
 				m.release()
 				m.h.Drop()
+			} else if m.f != nil {
+				l.unflushed = append(l.unflushed, m)
 			}
+		}
+		if m, alive := l.flushRound(); m != nil {
+			m.h.ServeLeft(alive)
+			return
 		}
 		l.sweep()
 	}
+}
+
+// flushRound writes the replies of the round's Flusher members. A member
+// whose Flush left the loop (it had to wait) is returned with what Flush
+// reported: this goroutine is that connection's now, and the runner Leave
+// started writes the rest of the round.
+func (l *Loop) flushRound() (left *Member, alive bool) {
+	for l.flushed < len(l.unflushed) {
+		m := l.unflushed[l.flushed]
+		l.unflushed[l.flushed] = nil
+		l.flushed++
+		ok := m.f.Flush()
+		if m.left {
+			return m, ok
+		}
+		if !ok {
+			m.release()
+			m.h.Drop()
+		}
+	}
+	l.unflushed, l.flushed = l.unflushed[:0], 0
+	return nil, false
 }
 
 // fail ends a loop whose epoll failed (not expected of a valid

@@ -230,3 +230,164 @@ func TestRegisterOnStoppedLoop(t *testing.T) {
 		t.Fatalf("got %q, %v", got, err)
 	}
 }
+
+// roundEcho is a Flusher: its Ready keeps the echoes, its Flush writes
+// them. "wait\n" makes Ready wait for the test (its loop is then busy, so
+// what other connections send meanwhile is served in one later round),
+// "leave\n" leaves the loop, "fail\n" makes the next Flush fail.
+type roundEcho struct {
+	echo
+	out     []byte
+	flushes atomic.Int32
+	release   chan struct{}
+	fail      bool
+	leaveNext bool // the next Flush leaves the loop first
+}
+
+func (e *roundEcho) Ready() bool {
+	raw, _ := e.nc.(*Conn).SyscallConn()
+	var b [4096]byte
+	n, err := e.rd.Try(raw, b[:])
+	if err != nil {
+		return false
+	}
+	e.buf = append(e.buf, b[:n]...)
+	for {
+		i := bytes.IndexByte(e.buf, '\n')
+		if i < 0 {
+			return true
+		}
+		line := string(e.buf[:i])
+		e.buf = e.buf[i+1:]
+		switch line {
+		case "wait":
+			<-e.release
+		case "fail":
+			e.fail = true
+			continue
+		case "leave-in-flush":
+			e.leaveNext = true
+			continue
+		case "leave":
+			e.m.Leave()
+			_, err := e.nc.Write([]byte("left\n"))
+			return err == nil
+		}
+		e.out = append(e.out, line+"\n"...)
+	}
+}
+
+func (e *roundEcho) Flush() bool {
+	e.flushes.Add(1)
+	if e.fail {
+		return false
+	}
+	if e.leaveNext {
+		e.m.Leave()
+		_, err := e.nc.Write(append(e.out, "flush-left\n"...))
+		return err == nil
+	}
+	raw, _ := e.nc.(*Conn).SyscallConn()
+	_, err := e.wr.Try(raw, e.out)
+	e.out = e.out[:0]
+	return err == nil
+}
+
+func (r *rig) dialRound() (net.Conn, *bufio.Reader, *roundEcho) {
+	r.t.Helper()
+	c, err := net.Dial("tcp", r.ln.Addr().String())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = c.Close() })
+	sc, err := r.ln.Accept()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	nc, _ := Wrap(sc)
+	e := &roundEcho{echo: echo{t: r.t, nc: nc, dropped: make(chan struct{}), leftOn: make(chan struct{})}, release: make(chan struct{})}
+	e.m = r.loop.NewMember(nc, e)
+	if !e.m.Register() {
+		r.t.Fatal("register")
+	}
+	return c, bufio.NewReader(c), e
+}
+
+// TestLoopFlushesARoundTogether: a Flusher's replies are written by the
+// loop at the end of the round that read them (D81); a failed Flush drops
+// the connection; and a connection that leaves the loop first writes the
+// replies its round's other connections left — the new runner would never
+// flush them, and their clients would wait for replies already computed.
+func TestLoopFlushesARoundTogether(t *testing.T) {
+	r := newRig(t)
+	hold, _, holder := r.dialRound()
+	a, ar, ae := r.dialRound()
+	b, br, _ := r.dialRound()
+
+	roundTrip(t, a, ar, "x\n", "x\n")
+	if ae.flushes.Load() == 0 {
+		t.Fatal("the reply left without a Flush")
+	}
+
+	// Busy the loop, then have a and b send: one round serves both, and b
+	// leaves in it after a's reply was kept for the round's end.
+	if _, err := hold.Write([]byte("wait\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = b.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := a.Write([]byte("before-leave\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Write([]byte("leave\n")); err != nil {
+		t.Fatal(err)
+	}
+	holder.release <- struct{}{}
+	if got, err := br.ReadString('\n'); err != nil || got != "left\n" {
+		t.Fatalf("b: %q, %v", got, err)
+	}
+	// Leave wrote a's reply before b wrote "left": it is there already.
+	// Were it left to the next runner, only that runner's next round (its
+	// sweep, SweepEvery later) would write it.
+	_ = a.SetReadDeadline(time.Now().Add(SweepEvery / 2))
+	if got, err := ar.ReadString('\n'); err != nil || got != "before-leave\n" {
+		t.Fatalf("a's reply in the round b left in: %q, %v", got, err)
+	}
+	_ = a.SetDeadline(time.Now().Add(5 * time.Second))
+	roundTrip(t, a, ar, "after\n", "after\n") // the new runner serves a
+
+	roundTrip(t, b, br, "mine\n", "own:mine\n")
+
+	// A connection whose Flush leaves the loop, first in its round: the
+	// runner Leave starts writes the round's rest.
+	c, cr, _ := r.dialRound()
+	if _, err := hold.Write([]byte("wait\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("leave-in-flush\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Write([]byte("behind\n")); err != nil {
+		t.Fatal(err)
+	}
+	holder.release <- struct{}{}
+	if got, err := cr.ReadString('\n'); err != nil || got != "flush-left\n" {
+		t.Fatalf("c: %q, %v", got, err)
+	}
+	_ = a.SetReadDeadline(time.Now().Add(SweepEvery / 2))
+	if got, err := ar.ReadString('\n'); err != nil || got != "behind\n" {
+		t.Fatalf("a's reply in the round c's Flush left in: %q, %v", got, err)
+	}
+	_ = a.SetDeadline(time.Now().Add(5 * time.Second))
+	roundTrip(t, c, cr, "mine\n", "own:mine\n")
+
+	if _, err := a.Write([]byte("fail\nlost\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ae.dropped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a connection whose Flush failed was not dropped")
+	}
+}

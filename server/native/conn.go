@@ -289,13 +289,15 @@ func (c *conn) warmAhead(f wire.Frame) {
 const maxCoalesced = 512 << 10
 
 // afterFrame flushes when no complete request is buffered — one write per
-// read batch — or when the batch's responses grew large, and re-arms the
+// read batch; on an event loop, the loop writes it at the end of its round
+// (Flush) — or when the batch's responses grew large, and re-arms the
 // frame deadline. It reports false once writing failed: the connection is
 // done (write logged why).
 func (c *conn) afterFrame() bool {
 	hasFrame := c.fr.HasFrame()
 	c.newBatch = !hasFrame // the next frame is read from the socket
-	if !hasFrame || len(c.out) >= maxCoalesced {
+	switch {
+	case len(c.out) >= maxCoalesced, !hasFrame && !c.loopFlushes():
 		if !c.flush() {
 			return false
 		}

@@ -118,8 +118,20 @@ func (c *conn) Ready() bool {
 		c.flush()
 		return false
 	}
+	if !c.onLoop() {
+		return c.flush() // left during the batch: nobody else writes its replies
+	}
 	return true
 }
+
+// loopFlushes reports whether the loop writes the read batch's replies at
+// the end of its round (Flush) rather than the batch's last frame: the
+// connection is on the loop and not stopping.
+func (c *conn) loopFlushes() bool { return c.onLoop() && !c.stopping.Load() }
+
+// Flush writes the replies of the read batch Ready served, once the loop
+// has served every connection of its round (evloop.Flusher, D81).
+func (c *conn) Flush() bool { return c.flush() }
 
 // ServeLeft goes on, on the goroutine that ran the loop, with a
 // connection that left it during Ready.

@@ -113,8 +113,18 @@ func (c *conn) Ready() bool {
 	if fc := c.srv.cfg.FreezeCheck; fc != nil {
 		fc(c.clock)
 	}
-	return c.handleBuffered() && c.flush() && !c.closing
+	if !c.handleBuffered() {
+		return false
+	}
+	if c.closing || !c.onLoop() {
+		return c.flush() && !c.closing
+	}
+	return true // the loop writes the replies at the end of its round (Flush)
 }
+
+// Flush writes the replies of the read batch Ready served, once the loop
+// has served every connection of its round (evloop.Flusher, D81).
+func (c *conn) Flush() bool { return c.flush() }
 
 // ServeLeft continues, on the goroutine that ran the event loop, a
 // connection that left it in the middle of a read batch: alive says whether
