@@ -110,6 +110,10 @@ type opLog struct {
 	// spill receives each entry the log trims, with the floor before the
 	// trim (the change feed's retention); nil = dropped.
 	spill func(e logEntry, floor uint64)
+	// tail is the slot the next push writes (once the ring is full, the one
+	// it trims first), for the pipeline read-ahead (WarmAhead): a pointer
+	// read in one word, where the ring's slice header could be read torn.
+	tail *logEntry
 }
 
 func newOpLog(maxOps, maxBytes int) opLog {
@@ -173,6 +177,7 @@ func (l *opLog) push(e logEntry) {
 			break
 		}
 	}
+	l.tail = l.at(l.n) // at(len) wraps to the oldest: the slot a full ring reuses
 }
 
 // trimOne drops the oldest entry unless a pin holds it. full reports that the

@@ -11,7 +11,8 @@ const WarmBatch = 16
 
 // WarmAhead reads ahead, without any lock, what the lookups of keys about
 // to be run one command after another will touch first: each key's index
-// slot and the record there with its key bytes. A pipeline's commands
+// slot and the record there with its key bytes, and the op-log slot its
+// segment's next write fills (the trim of a full ring reads it first). A pipeline's commands
 // otherwise wait for those cache misses one key at a time (two thirds of
 // the index probe's cost for a pipelined GET or INCR, issue #17); loaded
 // together, the CPU has them in flight at once. It changes nothing and
@@ -20,8 +21,9 @@ const WarmBatch = 16
 // The reads race with the segments' writers on purpose, which is safe
 // because nothing read is trusted: a slot holds some record pointer ever
 // written there (one machine word, never torn), a table's shape is
-// replaced whole, never changed, and a stale record is still memory the
-// collector keeps while it is referenced. Hence go:norace — the race
+// replaced whole, never changed, the op-log's tail is one pointer into its
+// ring, and a stale record or ring is still memory the collector keeps
+// while it is referenced. Hence go:norace — the race
 // detector would report exactly these reads — and nothing here calls out.
 //
 //go:norace
@@ -32,7 +34,11 @@ func (s *Store) WarmAhead(keys [][]byte) (sum uint) {
 	n := 0
 	for _, k := range keys[:min(len(keys), WarmBatch)] {
 		key := unsafe.String(unsafe.SliceData(k), len(k))
-		sh := s.segments[placement.SegmentOf(key, len(s.segments))].items.shape
+		g := s.segments[placement.SegmentOf(key, len(s.segments))]
+		if e := g.log.tail; e != nil {
+			sum += uint(e.rev)
+		}
+		sh := g.items.shape
 		if sh == nil || len(sh.recs) == 0 {
 			continue
 		}

@@ -10,34 +10,42 @@ import (
 
 // TestWarmAheadReadsTheKeysOwnSlot: the read-ahead lands on the slot and
 // record the key's lookup will probe first — for a key at its home slot,
-// its own record — and reads nothing for a key of an empty segment. The
+// its own record — and on the op-log slot the key's segment writes next
+// (rings of 4, full after a few writes: the tail holds the revision a
+// write trims); it
+// reads nothing for a key of an empty segment. The
 // failure it prevents: a read-ahead that places keys differently from the
 // table (another segment, another slot formula) costs its loads and saves
 // the lookups nothing.
 func TestWarmAheadReadsTheKeysOwnSlot(t *testing.T) {
-	s, _ := newTestStore(t)
+	s, _ := newTestStore(t, func(c *Config) { c.OpLogMaxOps = 4 })
 	if got := s.WarmAhead([][]byte{[]byte("absent")}); got != 0 {
 		t.Fatalf("read ahead %d from an empty store, want 0", got)
 	}
-	atHome := 0
-	for i := range 2000 {
+	atHome, fullRings := 0, 0
+	for i := range 3000 {
 		key := "warm:" + strconv.Itoa(i)
 		mustStatus(t, s.Put(key, []byte("v"), nil), kv.StatusSuccess)
 		g := s.SegmentFor(key)
 		g.mu.Lock()
 		slot := g.items.home(hashKey(key))
 		own := g.items.recs[slot] != nil && g.items.recs[slot].Key() == key
+		tailRev := g.log.tail.rev
 		g.mu.Unlock()
 		if !own {
 			continue
 		}
 		atHome++
-		if got, want := s.WarmAhead([][]byte{[]byte(key)}), uint(hashKey(key))+uint(key[0]); got != want {
-			t.Fatalf("read ahead %d for %q, want its slot's hash plus its key's first byte %d", got, key, want)
+		if tailRev != 0 {
+			fullRings++
+		}
+		want := uint(hashKey(key)) + uint(key[0]) + uint(tailRev)
+		if got := s.WarmAhead([][]byte{[]byte(key)}); got != want {
+			t.Fatalf("read ahead %d for %q, want its slot's hash, its key's first byte and its op-log tail's revision: %d", got, key, want)
 		}
 	}
-	if atHome < 1000 {
-		t.Fatalf("only %d of 2000 keys sit at their home slot", atHome)
+	if atHome < 1000 || fullRings < 500 {
+		t.Fatalf("of 3000 keys only %d sit at their home slot, %d of those in a segment whose ring is full", atHome, fullRings)
 	}
 }
 
