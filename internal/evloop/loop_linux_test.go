@@ -237,8 +237,8 @@ func TestRegisterOnStoppedLoop(t *testing.T) {
 // "leave\n" leaves the loop, "fail\n" makes the next Flush fail.
 type roundEcho struct {
 	echo
-	out     []byte
-	flushes atomic.Int32
+	out       []byte
+	flushes   atomic.Int32
 	release   chan struct{}
 	fail      bool
 	leaveNext bool // the next Flush leaves the loop first
