@@ -25,21 +25,31 @@ type echo struct {
 	leftOn  chan struct{} // closed when the connection serves on its own goroutine
 }
 
-func (e *echo) Ready() bool {
+// readLines reads once without waiting and returns the complete lines
+// buffered; false when the read failed.
+func (e *echo) readLines() ([]string, bool) {
 	raw, _ := e.nc.(*Conn).SyscallConn()
 	var b [4096]byte
 	n, err := e.rd.Try(raw, b[:])
 	if err != nil {
-		return false
+		return nil, false
 	}
 	e.buf = append(e.buf, b[:n]...)
-	for {
-		i := bytes.IndexByte(e.buf, '\n')
-		if i < 0 {
-			return true
-		}
-		line := string(e.buf[:i])
+	var lines []string
+	for i := bytes.IndexByte(e.buf, '\n'); i >= 0; i = bytes.IndexByte(e.buf, '\n') {
+		lines = append(lines, string(e.buf[:i]))
 		e.buf = e.buf[i+1:]
+	}
+	return lines, true
+}
+
+func (e *echo) Ready() bool {
+	raw, _ := e.nc.(*Conn).SyscallConn()
+	lines, ok := e.readLines()
+	if !ok {
+		return false
+	}
+	for _, line := range lines {
 		switch line {
 		case "bye":
 			return false
@@ -52,6 +62,7 @@ func (e *echo) Ready() bool {
 			return false
 		}
 	}
+	return true
 }
 
 func (e *echo) ServeLeft(alive bool) {
@@ -104,6 +115,15 @@ func newRig(t *testing.T) *rig {
 
 // dial connects a client and registers the server side on the loop.
 func (r *rig) dial() (net.Conn, *bufio.Reader, *echo) {
+	c, nc := r.connect()
+	e := &echo{t: r.t, nc: nc, dropped: make(chan struct{}), leftOn: make(chan struct{})}
+	e.m = r.register(nc, e)
+	return c, bufio.NewReader(c), e
+}
+
+// connect dials the rig's listener: the client's end, and the server's
+// wrapped for a loop.
+func (r *rig) connect() (client, server net.Conn) {
 	r.t.Helper()
 	c, err := net.Dial("tcp", r.ln.Addr().String())
 	if err != nil {
@@ -118,12 +138,17 @@ func (r *rig) dial() (net.Conn, *bufio.Reader, *echo) {
 	if !ok {
 		r.t.Fatal("a TCP connection wraps")
 	}
-	e := &echo{t: r.t, nc: nc, dropped: make(chan struct{}), leftOn: make(chan struct{})}
-	e.m = r.loop.NewMember(nc, e)
-	if !e.m.Register() {
+	return c, nc
+}
+
+// register puts h, serving nc, on the loop.
+func (r *rig) register(nc net.Conn, h Handler) *Member {
+	r.t.Helper()
+	m := r.loop.NewMember(nc, h)
+	if !m.Register() {
 		r.t.Fatal("register")
 	}
-	return c, bufio.NewReader(c), e
+	return m
 }
 
 func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, send, want string) {
@@ -245,20 +270,11 @@ type roundEcho struct {
 }
 
 func (e *roundEcho) Ready() bool {
-	raw, _ := e.nc.(*Conn).SyscallConn()
-	var b [4096]byte
-	n, err := e.rd.Try(raw, b[:])
-	if err != nil {
+	lines, ok := e.readLines()
+	if !ok {
 		return false
 	}
-	e.buf = append(e.buf, b[:n]...)
-	for {
-		i := bytes.IndexByte(e.buf, '\n')
-		if i < 0 {
-			return true
-		}
-		line := string(e.buf[:i])
-		e.buf = e.buf[i+1:]
+	for _, line := range lines {
 		switch line {
 		case "wait":
 			<-e.release
@@ -275,6 +291,7 @@ func (e *roundEcho) Ready() bool {
 		}
 		e.out = append(e.out, line+"\n"...)
 	}
+	return true
 }
 
 func (e *roundEcho) Flush() bool {
@@ -294,23 +311,41 @@ func (e *roundEcho) Flush() bool {
 }
 
 func (r *rig) dialRound() (net.Conn, *bufio.Reader, *roundEcho) {
-	r.t.Helper()
-	c, err := net.Dial("tcp", r.ln.Addr().String())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.t.Cleanup(func() { _ = c.Close() })
-	sc, err := r.ln.Accept()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	nc, _ := Wrap(sc)
+	c, nc := r.connect()
 	e := &roundEcho{echo: echo{t: r.t, nc: nc, dropped: make(chan struct{}), leftOn: make(chan struct{})}, release: make(chan struct{})}
-	e.m = r.loop.NewMember(nc, e)
-	if !e.m.Register() {
-		r.t.Fatal("register")
-	}
+	e.m = r.register(nc, e)
 	return c, bufio.NewReader(c), e
+}
+
+// oneRound has first and then second send while the holder keeps the loop
+// busy, so that the loop's next round serves both, first first.
+func oneRound(t *testing.T, hold net.Conn, holder *roundEcho, first net.Conn, firstLine string, second net.Conn, secondLine string) {
+	t.Helper()
+	if _, err := hold.Write([]byte("wait\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		c    net.Conn
+		line string
+	}{{first, firstLine}, {second, secondLine}} {
+		_ = w.c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := w.c.Write([]byte(w.line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holder.release <- struct{}{}
+}
+
+// alreadyWritten reads want from c, which must be there already: were the
+// reply left to the next runner, only that runner's next round (its sweep,
+// SweepEvery later) would write it.
+func alreadyWritten(t *testing.T, c net.Conn, r *bufio.Reader, want string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(SweepEvery / 2))
+	if got, err := r.ReadString('\n'); err != nil || got != want {
+		t.Fatalf("a reply of the round a connection left in: %q, %v; want %q", got, err, want)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 }
 
 // TestLoopFlushesARoundTogether: a Flusher's replies are written by the
@@ -329,31 +364,13 @@ func TestLoopFlushesARoundTogether(t *testing.T) {
 		t.Fatal("the reply left without a Flush")
 	}
 
-	// Busy the loop, then have a and b send: one round serves both, and b
-	// leaves in it after a's reply was kept for the round's end.
-	if _, err := hold.Write([]byte("wait\n")); err != nil {
-		t.Fatal(err)
-	}
-	_ = a.SetDeadline(time.Now().Add(5 * time.Second))
-	_ = b.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := a.Write([]byte("before-leave\n")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Write([]byte("leave\n")); err != nil {
-		t.Fatal(err)
-	}
-	holder.release <- struct{}{}
+	// b leaves in the round that also served a, after a's reply was kept
+	// for the round's end; Leave wrote it before b wrote "left".
+	oneRound(t, hold, holder, a, "before-leave\n", b, "leave\n")
 	if got, err := br.ReadString('\n'); err != nil || got != "left\n" {
 		t.Fatalf("b: %q, %v", got, err)
 	}
-	// Leave wrote a's reply before b wrote "left": it is there already.
-	// Were it left to the next runner, only that runner's next round (its
-	// sweep, SweepEvery later) would write it.
-	_ = a.SetReadDeadline(time.Now().Add(SweepEvery / 2))
-	if got, err := ar.ReadString('\n'); err != nil || got != "before-leave\n" {
-		t.Fatalf("a's reply in the round b left in: %q, %v", got, err)
-	}
-	_ = a.SetDeadline(time.Now().Add(5 * time.Second))
+	alreadyWritten(t, a, ar, "before-leave\n")
 	roundTrip(t, a, ar, "after\n", "after\n") // the new runner serves a
 
 	roundTrip(t, b, br, "mine\n", "own:mine\n")
@@ -361,25 +378,11 @@ func TestLoopFlushesARoundTogether(t *testing.T) {
 	// A connection whose Flush leaves the loop, first in its round: the
 	// runner Leave starts writes the round's rest.
 	c, cr, _ := r.dialRound()
-	if _, err := hold.Write([]byte("wait\n")); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte("leave-in-flush\n")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Write([]byte("behind\n")); err != nil {
-		t.Fatal(err)
-	}
-	holder.release <- struct{}{}
+	oneRound(t, hold, holder, c, "leave-in-flush\n", a, "behind\n")
 	if got, err := cr.ReadString('\n'); err != nil || got != "flush-left\n" {
 		t.Fatalf("c: %q, %v", got, err)
 	}
-	_ = a.SetReadDeadline(time.Now().Add(SweepEvery / 2))
-	if got, err := ar.ReadString('\n'); err != nil || got != "behind\n" {
-		t.Fatalf("a's reply in the round c's Flush left in: %q, %v", got, err)
-	}
-	_ = a.SetDeadline(time.Now().Add(5 * time.Second))
+	alreadyWritten(t, a, ar, "behind\n")
 	roundTrip(t, c, cr, "mine\n", "own:mine\n")
 
 	if _, err := a.Write([]byte("fail\nlost\n")); err != nil {
