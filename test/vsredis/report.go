@@ -48,6 +48,7 @@ func ops(s Sample) float64 { return s.OpsPerSec }
 func p50(s Sample) float64 { return s.P50 }
 func p99(s Sample) float64 { return s.P99 }
 func cpu(s Sample) float64 { return s.CPUMicrosPerOp }
+func loadCores(s Sample) float64 { return s.LoadCores }
 
 // Write prints the results as markdown: a header (date, load, versions,
 // rounds) and one table per section, each under the command that produced
@@ -56,31 +57,33 @@ func (r *Results) Write(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "Measured %s by `scripts/bench-vs-redis.sh` (ROUNDS=%d): %s; %s; %d-CPU machine, load average %s at the start, %s at the end.\n",
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), c.Rounds, r.ZarisVer, r.RedisVersion, runtime.NumCPU(), r.LoadStart, r.LoadEnd)
-	fmt.Fprintf(w, "Medians of %d interleaved rounds (fresh servers each round; within a round each row runs on both servers back to back, the order flipping every row); **Zaris/Redis** is the median of the per-round ratios. Server CPU is the process's user + system time (/proc/<pid>/stat) over the row divided by its requests.\n\n", c.Rounds)
+	fmt.Fprintf(w, "Medians of %d interleaved rounds (fresh servers each round; within a round each row runs on both servers back to back, the order flipping every row); **Zaris/Redis** is the median of the per-round ratios. Server CPU is the process's user + system time (/proc/<pid>/stat) over the row divided by its requests; load-gen cores is the load generator's CPU time over its wall time (redis-benchmark is single-threaded: at ~1.0 the row ran at the load generator's ceiling, whatever the server).\n\n", c.Rounds)
 	if len(r.RESP) > 0 {
 		fmt.Fprintf(w, "RESP: `redis-benchmark -h 127.0.0.1 -p PORT -t TEST -n %d -c %d -d %d -r %d -P {1|16} --csv` against each server (one `-t` per run, so the CPU is per test); zaris-server runs with `%s` (LPUSH grows one list past the default 4 MiB item cap).\n\n",
 			c.RESPRequests, c.RESPClients, dataSize, keyspace, strings.Join(ThroughputFlags, " "))
-		fmt.Fprintln(w, "| test | -P | Redis rps | Zaris rps | **Zaris/Redis** | p99 ms Redis / Zaris | server CPU µs/op Redis / Zaris |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| test | -P | Redis rps | Zaris rps | **Zaris/Redis** | p99 ms Redis / Zaris | server CPU µs/op Redis / Zaris | load-gen cores Redis / Zaris |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 		for _, row := range r.RESP {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f |\n", row.Label[0], row.Label[1],
+			fmt.Fprintf(w, "| %s | %s | %s | %s | **%.2f** | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n", row.Label[0], row.Label[1],
 				thousands(Median(field(row.Redis, ops))), thousands(Median(field(row.Zaris, ops))), Median(ratios(row, ops)),
 				Median(field(row.Redis, p99))/1000, Median(field(row.Zaris, p99))/1000,
-				Median(field(row.Redis, cpu)), Median(field(row.Zaris, cpu)))
+				Median(field(row.Redis, cpu)), Median(field(row.Zaris, cpu)),
+				Median(field(row.Redis, loadCores)), Median(field(row.Zaris, loadCores)))
 		}
 		fmt.Fprintln(w)
 	}
 	if len(r.Native) > 0 {
 		fmt.Fprintf(w, "Native: `zaris-bench --protocol native --addr ZARIS_CLIENT_ADDR` against Zaris and `zaris-bench --protocol resp --addr REDIS_ADDR` against Redis, each row `-c C -P P -d %d --keyspace %d --ratio {1:0|0:1} --duration %s --warmup=false --json`, after one `--warmup` run that SETs every key.\n\n",
 			dataSize, keyspace, c.NativeDuration)
-		fmt.Fprintln(w, "| conns | -P | op | Redis ops/s | Zaris ops/s | **Zaris/Redis** | p50 / p99 µs Redis | p50 / p99 µs Zaris | p99 Zaris/Redis | server CPU µs/op Redis / Zaris |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Fprintln(w, "| conns | -P | op | Redis ops/s | Zaris ops/s | **Zaris/Redis** | p50 / p99 µs Redis | p50 / p99 µs Zaris | p99 Zaris/Redis | server CPU µs/op Redis / Zaris | load-gen cores Redis / Zaris |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, row := range r.Native {
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | **%.2f** | %.0f / %.0f | %.0f / %.0f | %.2f | %.2f / %.2f |\n", row.Label[0], row.Label[1], row.Label[2],
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | **%.2f** | %.0f / %.0f | %.0f / %.0f | %.2f | %.2f / %.2f | %.2f / %.2f |\n", row.Label[0], row.Label[1], row.Label[2],
 				thousands(Median(field(row.Redis, ops))), thousands(Median(field(row.Zaris, ops))), Median(ratios(row, ops)),
 				Median(field(row.Redis, p50)), Median(field(row.Redis, p99)),
 				Median(field(row.Zaris, p50)), Median(field(row.Zaris, p99)), Median(ratios(row, p99)),
-				Median(field(row.Redis, cpu)), Median(field(row.Zaris, cpu)))
+				Median(field(row.Redis, cpu)), Median(field(row.Zaris, cpu)),
+				Median(field(row.Redis, loadCores)), Median(field(row.Zaris, loadCores)))
 		}
 		fmt.Fprintln(w)
 	}

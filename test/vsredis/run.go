@@ -253,8 +253,8 @@ func both(row *Row, redis, zaris *Server, flip bool, load func(*Server) (BenchRe
 		} else {
 			row.Zaris = append(row.Zaris, smp)
 		}
-		fmt.Fprintf(progress, "  %-24s %-5s %12.0f ops/s  p99 %8.1f µs  server CPU %6.2f µs/op  (load %s)\n",
-			strings.Join(row.Label, " "), s.Name, smp.OpsPerSec, smp.P99, smp.CPUMicrosPerOp, LoadAverage())
+		fmt.Fprintf(progress, "  %-24s %-5s %12.0f ops/s  p99 %8.1f µs  server CPU %6.2f µs/op  load-gen %4.2f cores  (load %s)\n",
+			strings.Join(row.Label, " "), s.Name, smp.OpsPerSec, smp.P99, smp.CPUMicrosPerOp, smp.LoadCores, LoadAverage())
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // BenchResult is one load run's outcome against one server.
@@ -22,6 +23,22 @@ type BenchResult struct {
 	Requests int64
 	// P50, P99 are latencies in microseconds (0 when the tool gives none).
 	P50, P99 float64
+	// LoadCores is the load generator's CPU time (user + system) over its
+	// run's wall time: near 1 for the single-threaded redis-benchmark, the
+	// row measured the load generator's ceiling, not the server's.
+	LoadCores float64
+}
+
+// runLoad runs cmd to completion and returns its stdout and the CPU cores
+// it kept busy on average.
+func runLoad(cmd *exec.Cmd) (out []byte, cores float64, err error) {
+	start := time.Now()
+	out, err = cmd.Output()
+	wall := time.Since(start)
+	if cmd.ProcessState != nil && wall > 0 {
+		cores = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds() / wall.Seconds()
+	}
+	return out, cores, err
 }
 
 // RedisBenchmark runs redis-benchmark for one -t test and parses its --csv
@@ -32,7 +49,7 @@ func RedisBenchmark(ctx context.Context, bin, addr, test string, requests int64,
 		return BenchResult{}, err
 	}
 	full := append([]string{"-h", host, "-p", port, "-t", test, "-n", strconv.FormatInt(requests, 10), "--csv"}, args...)
-	out, err := exec.CommandContext(ctx, bin, full...).Output()
+	out, cores, err := runLoad(exec.CommandContext(ctx, bin, full...))
 	if err != nil {
 		return BenchResult{}, fmt.Errorf("redis-benchmark %s: %w%s", strings.Join(full, " "), err, stderrOf(err))
 	}
@@ -40,7 +57,7 @@ func RedisBenchmark(ctx context.Context, bin, addr, test string, requests int64,
 	if err != nil {
 		return BenchResult{}, err
 	}
-	r.Requests = requests
+	r.Requests, r.LoadCores = requests, cores
 	return r, nil
 }
 
@@ -102,12 +119,13 @@ type zarisBenchReport struct {
 // parses its report. A run with error replies fails: a benchmark that
 // measured errors measured the wrong thing.
 func ZarisBench(ctx context.Context, bin string, args []string) (BenchResult, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	out, err := cmd.Output()
+	out, cores, err := runLoad(exec.CommandContext(ctx, bin, args...))
 	if err != nil {
 		return BenchResult{}, fmt.Errorf("zaris-bench %s: %w%s", strings.Join(args, " "), err, stderrOf(err))
 	}
-	return parseZarisBench(out)
+	r, err := parseZarisBench(out)
+	r.LoadCores = cores
+	return r, err
 }
 
 func parseZarisBench(out []byte) (BenchResult, error) {

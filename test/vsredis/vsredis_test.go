@@ -108,6 +108,22 @@ func TestWriteSetLoadIsRESP(t *testing.T) {
 	require.Equal(t, "*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000000\r\n$4\r\nvvvv\r\n*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000001\r\n$4\r\nvvvv\r\n", b.String())
 }
 
+// TestRunLoadChargesTheLoadGeneratorsCPU: a process that spins keeps a
+// core busy, one that sleeps does not — the column that tells a row bound by
+// the load generator from one bound by the server.
+func TestRunLoadChargesTheLoadGeneratorsCPU(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	_, spin, err := runLoad(exec.Command("sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"))
+	require.NoError(t, err)
+	_, idle, err := runLoad(exec.Command("sleep", "0.3"))
+	require.NoError(t, err)
+	require.Positive(t, spin)
+	require.Less(t, idle, spin, "a sleeping process was charged as much CPU as a spinning one")
+	require.Less(t, idle, 0.5)
+}
+
 // TestRunAgainstRealServers runs one tiny round of every section against a
 // real redis-server and a real zaris-server built from the tree: the tables
 // come out with a figure in every cell and both servers were charged CPU.
@@ -148,7 +164,7 @@ func TestRunAgainstRealServers(t *testing.T) {
 	require.Len(t, res.Native, 8)
 	// CPU time moves in 10 ms ticks: a tiny row may see none, the run as a
 	// whole must have charged both servers.
-	var redisCPU, zarisCPU float64
+	var redisCPU, zarisCPU, loadCores float64
 	for _, row := range append(res.RESP, res.Native...) {
 		require.Len(t, row.Redis, 1, row.Label)
 		require.Len(t, row.Zaris, 1, row.Label)
@@ -158,9 +174,11 @@ func TestRunAgainstRealServers(t *testing.T) {
 		}
 		redisCPU += row.Redis[0].CPUMicrosPerOp
 		zarisCPU += row.Zaris[0].CPUMicrosPerOp
+		loadCores += row.Redis[0].LoadCores + row.Zaris[0].LoadCores
 	}
 	require.Positive(t, redisCPU)
 	require.Positive(t, zarisCPU)
+	require.Positive(t, loadCores, "the load generators were charged no CPU")
 	require.Len(t, res.MemRedis, 1)
 	require.Len(t, res.MemZaris, 1)
 	require.Positive(t, res.MemZaris[0].RSSAfter)
@@ -172,7 +190,7 @@ func TestRunAgainstRealServers(t *testing.T) {
 
 	var md strings.Builder
 	res.Write(&md)
-	for _, want := range []string{"| SET | 16 |", "| LPUSH | 16 |", "| 50 | 16 | SET |", "RSS growth per key", "redis-benchmark -h 127.0.0.1", "| 16 | go-epoll |"} {
+	for _, want := range []string{"| SET | 16 |", "| LPUSH | 16 |", "load-gen cores Redis / Zaris", "| 50 | 16 | SET |", "RSS growth per key", "redis-benchmark -h 127.0.0.1", "| 16 | go-epoll |"} {
 		require.Contains(t, md.String(), want)
 	}
 }
