@@ -44,10 +44,10 @@ func ratios(r *Row, f func(Sample) float64) []float64 {
 	return out
 }
 
-func ops(s Sample) float64 { return s.OpsPerSec }
-func p50(s Sample) float64 { return s.P50 }
-func p99(s Sample) float64 { return s.P99 }
-func cpu(s Sample) float64 { return s.CPUMicrosPerOp }
+func ops(s Sample) float64       { return s.OpsPerSec }
+func p50(s Sample) float64       { return s.P50 }
+func p99(s Sample) float64       { return s.P99 }
+func cpu(s Sample) float64       { return s.CPUMicrosPerOp }
 func loadCores(s Sample) float64 { return s.LoadCores }
 
 // Write prints the results as markdown: a header (date, load, versions,
