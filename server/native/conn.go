@@ -546,12 +546,20 @@ func (c *conn) segment(key string) *store.Segment {
 	return c.srv.cfg.Store.Segment(placement.SegmentOf(key, c.srv.segs))
 }
 
+// processStart anchors monoNow.
+var processStart = time.Now()
+
+// monoNow is time.Now for timing a request: one clock read (the monotonic
+// clock), where time.Now reads the wall clock too. Its wall reading drifts
+// from the system's after a clock step: never show it, only subtract it.
+func monoNow() time.Time { return processStart.Add(time.Since(processStart)) }
+
 // dispatch executes one request and appends its response to c.out.
 func (c *conn) dispatch(f wire.Frame) {
 	obs := c.srv.cfg.Observer
 	var began time.Time
 	if obs != nil {
-		began = time.Now()
+		began = monoNow()
 	}
 	c.counts.requests.Add(1)
 	if !c.permit(f) || c.readOnly(f) {
@@ -751,7 +759,7 @@ func (c *conn) appendBatch(dst []byte, id uint32, items []wire.BatchItem) []byte
 	obs := c.srv.cfg.Observer
 	var began time.Time
 	if obs != nil {
-		began = time.Now()
+		began = monoNow()
 	}
 	dst, start := wire.BeginFrame(dst, id, wire.OpBatch, wire.FlagResponse)
 	dst = wire.AppendBatchResultHeader(dst, len(items))

@@ -76,18 +76,22 @@ type conn struct {
 	status    kv.Status           // outcome of the command being executed, for metrics
 	readErr   error               // a read error that came with data, reported after it is handled
 	clock     time.Time           // when the last command ended or the last read returned
-	warmTo    int                 // buf offset the pipeline read-ahead has looked up to (warm.go)
-	warmSum   uint                // keeps the read-ahead's loads
-	warmKeys  [store.WarmBatch][]byte
-	rw        evloop.RawWriter
-	rd        evloop.RawReader // an event loop's reads
-	member    *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start
-	txn       txState          // MULTI/WATCH state
-	tx        *store.Atomic    // while EXEC runs: the view every queued command uses
-	held      []heldReply      // write replies in out waiting for the write barrier (sync replication)
-	flushes   uint64           // flushes so far: tells hold whether a command flushed mid-way
-	high      map[uint16]uint64
-	verdict   map[uint16]kv.Status
+	// named is the command lastName (as sent) named last (lookup).
+	named       *command
+	lastName    [16]byte
+	lastNameLen uint8
+	warmTo      int  // buf offset the pipeline read-ahead has looked up to (warm.go)
+	warmSum     uint // keeps the read-ahead's loads
+	warmKeys    [store.WarmBatch][]byte
+	rw          evloop.RawWriter
+	rd          evloop.RawReader // an event loop's reads
+	member      *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start
+	txn         txState          // MULTI/WATCH state
+	tx          *store.Atomic    // while EXEC runs: the view every queued command uses
+	held        []heldReply      // write replies in out waiting for the write barrier (sync replication)
+	flushes     uint64           // flushes so far: tells hold whether a command flushed mid-way
+	high        map[uint16]uint64
+	verdict     map[uint16]kv.Status
 	// barrierWrites and barrierStatus are wait's WaitAll arguments, reused.
 	barrierWrites []kv.SegmentWrite
 	barrierStatus []kv.Status
@@ -158,6 +162,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		c.lim.Unauthenticated = true
 	}
 	c.proto.Store(2)
+	c.clock = c.created // never the zero Time: a command's clock is the previous one's plus the monotonic time since
 	c.lastActive.Store(c.created.UnixNano())
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil && evloop.RawIO {

@@ -1,6 +1,8 @@
 package resp_test
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/server"
@@ -372,4 +375,42 @@ func TestCommandDocsInfoConsistent(t *testing.T) {
 	for _, e := range info {
 		require.NotNil(t, e)
 	}
+}
+
+// TestCommandClockFollowsTheWallClock: a command's end time is the
+// previous one's plus the monotonic time since (one clock read per
+// command); what the slowlog shows of it is still the wall clock, for every
+// command of a pipelined batch and for the first command of a connection.
+func TestCommandClockFollowsTheWallClock(t *testing.T) {
+	n := startNode(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: n.RESPAddr().String(), PoolSize: 1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	require.NoError(t, rdb.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
+	require.NoError(t, rdb.SlowLogReset(ctx).Err())
+	before := time.Now().Add(-time.Second)
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range 20 {
+			p.Set(ctx, fmt.Sprintf("clock:%d", i), i, 0)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	fresh := redis.NewClient(&redis.Options{Addr: n.RESPAddr().String()})
+	t.Cleanup(func() { _ = fresh.Close() })
+	require.NoError(t, fresh.Set(ctx, "clock:fresh", 1, 0).Err())
+	after := time.Now().Add(time.Second)
+	logged, err := rdb.SlowLogGet(ctx, -1).Result()
+	require.NoError(t, err)
+	sets := 0
+	for _, e := range logged {
+		if len(e.Args) == 0 || !strings.EqualFold(e.Args[0], "set") {
+			continue
+		}
+		sets++
+		require.False(t, e.Time.Before(before) || e.Time.After(after), "slowlog time %v outside [%v, %v]: %v", e.Time, before, after, e.Args)
+		require.GreaterOrEqual(t, e.Duration, time.Duration(0), e.Args)
+		require.Less(t, e.Duration, time.Minute, "a command timed from the zero Time: %v", e.Args)
+	}
+	require.Equal(t, 21, sets)
 }
