@@ -468,10 +468,9 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 // logEffectLocked appends a collection mutation to the op-log: the record's
 // header (its collection keeps changing after this entry) and the effect.
 func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
-	le := newLoggedEffect(rec, effect)
-	g.log.appendCmd(&le.hdr, &le.cmd)
+	logged := g.log.appendEffect(rec, effect)
 	g.ops.puts.Add(1)
-	g.notifyLocked(OpCommand, rec, &le.cmd)
+	g.notifyLocked(OpCommand, rec, logged)
 }
 
 // loggedEffect is an op-log entry of a collection mutation — the record's

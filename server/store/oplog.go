@@ -94,6 +94,20 @@ type logEntry struct {
 	rev   uint64 // rec.Revision
 	bytes uint32 // counted against maxBytes (saturated: push and trim count the same figure)
 	kind  OpKind
+	// slab: rec and cmd are a slot of the log's effect slab, reused once
+	// the entry is trimmed — whatever outlives the segment's lock copies
+	// them (detached).
+	slab bool
+}
+
+// detached is e with its record header and command in memory of their
+// own when they are a slab slot (the slot is reused after the trim).
+func (e logEntry) detached() logEntry {
+	if e.slab {
+		le := newLoggedEffect(e.rec, e.cmd)
+		e.rec, e.cmd, e.slab = &le.hdr, &le.cmd, false
+	}
+	return e
 }
 
 // opLog is a segment's bounded log of mutations, ordered by revision. It
@@ -114,6 +128,9 @@ type opLog struct {
 	// it trims first), for the pipeline read-ahead (WarmAhead): a pointer
 	// read in one word, where the ring's slice header could be read torn.
 	tail *logEntry
+	// effects holds the logged effects of collection writes (the common,
+	// small ones): a write fills a slot, the trim frees the oldest.
+	effects effectSlab
 }
 
 func newOpLog(maxOps, maxBytes int) opLog {
@@ -139,6 +156,23 @@ func (l *opLog) pinnedFloor() (uint64, bool) {
 // appendCmd logs a collection mutation.
 func (l *opLog) appendCmd(hdr *Record, cmd *kv.Cmd) {
 	l.push(logEntry{kind: OpCommand, rec: hdr, cmd: cmd, rev: hdr.Revision, bytes: entryWeight(cmdBytes(cmd))})
+}
+
+// appendEffect logs a collection mutation of rec (its header as it is now:
+// the collection keeps changing after this entry) and returns the logged
+// command. A small effect goes to a slab slot, any other to memory of its
+// own (newLoggedEffect).
+func (l *opLog) appendEffect(rec *Record, effect *kv.Cmd) *kv.Cmd {
+	size := cmdBytes(effect)
+	if len(effect.Args) > 2 || size > effectInline {
+		le := newLoggedEffect(rec, effect)
+		l.appendCmd(&le.hdr, &le.cmd)
+		return &le.cmd
+	}
+	slot := l.effects.get()
+	slot.fill(rec, effect, size)
+	l.push(logEntry{kind: OpCommand, rec: &slot.hdr, cmd: &slot.cmd, rev: rec.Revision, bytes: entryWeight(size), slab: true})
+	return &slot.cmd
 }
 
 // entryWeight is n as a logEntry holds it: 32 bits keep the entry at 32
@@ -194,7 +228,10 @@ func (l *opLog) trimOne(full bool) bool {
 		return false
 	}
 	if l.spill != nil {
-		l.spill(*oldest, l.floor)
+		l.spill(oldest.detached(), l.floor)
+	}
+	if oldest.slab {
+		l.effects.release(oldest.rec)
 	}
 	l.floor = oldest.rev
 	l.bytes -= int(oldest.bytes)
@@ -221,7 +258,11 @@ func (l *opLog) after(ops []Op, rev uint64) ([]Op, error) {
 	ops = slices.Grow(ops, l.n-start)
 	for i := start; i < l.n; i++ {
 		e := l.at(i)
-		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported(), Cmd: e.cmd})
+		cmd := e.cmd
+		if e.slab {
+			cmd = cloneCmd(cmd) // the caller reads it after the lock, when the slot may be reused
+		}
+		ops = append(ops, Op{Kind: e.kind, Record: e.rec.exported(), Cmd: cmd})
 	}
 	return ops, nil
 }
@@ -234,6 +275,7 @@ func (l *opLog) firstAfter(rev uint64) int {
 // reset empties the log and sets its floor (after a snapshot install).
 func (l *opLog) reset(floor uint64) {
 	clear(l.entries)
+	l.effects.releaseAll()
 	l.head, l.n, l.bytes, l.floor = 0, 0, 0, floor
 }
 
