@@ -24,7 +24,7 @@ type effectSlab struct {
 	spare  []loggedEffect2Small   // a freed chunk kept for the next one
 }
 
-// slabChunk is the slots of a chunk: 32 × 208 bytes.
+// slabChunk is the slots of a chunk: 32 × 224 bytes.
 const slabChunk = 32
 
 func (s *effectSlab) get() *loggedEffect2Small {

@@ -118,3 +118,35 @@ func TestEffectSlabReusesItsChunks(t *testing.T) {
 		t.Fatalf("after a snapshot install: %d chunks, %d entries", n, g.log.n)
 	}
 }
+
+// TestBenchmarkShapedEffectsUseTheSlab: the effects redis-benchmark's
+// collection rows write (LPUSH of a 32-byte element; HSET and SADD of a
+// 20-byte "element:<12 digits>" field or member, HSET with a 32-byte value)
+// fill slab slots; a larger one gets memory of its own.
+func TestBenchmarkShapedEffectsUseTheSlab(t *testing.T) {
+	s, _ := newTestStore(t)
+	value := make([]byte, 32)
+	field := []byte("element:000000012345")
+	for _, c := range []struct {
+		cmd  kv.Cmd
+		slab bool
+	}{
+		{kv.Cmd{Op: kv.CmdLPush, Key: "l", Args: [][]byte{value}}, true},
+		{kv.Cmd{Op: kv.CmdHSet, Key: "h", Args: [][]byte{field, value}}, true},
+		{kv.Cmd{Op: kv.CmdSAdd, Key: "s", Args: [][]byte{field}}, true},
+		{kv.Cmd{Op: kv.CmdHSet, Key: "h", Args: [][]byte{field, make([]byte, 100)}}, false},
+		{kv.Cmd{Op: kv.CmdLPush, Key: "l", Args: [][]byte{value, value, value}}, false},
+	} {
+		if r := s.Exec(c.cmd); r.Status != kv.StatusSuccess {
+			t.Fatal(c.cmd.Op, r.Status, r.Message)
+		}
+		g := s.SegmentFor(c.cmd.Key)
+		g.mu.RLock()
+		e := g.log.at(g.log.n - 1)
+		slab, args := e.slab, len(e.cmd.Args)
+		g.mu.RUnlock()
+		if slab != c.slab || args != len(c.cmd.Args) {
+			t.Fatalf("%v of %d arguments: slab %v (want %v), %d arguments logged", c.cmd.Op, len(c.cmd.Args), slab, c.slab, args)
+		}
+	}
+}

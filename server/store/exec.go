@@ -482,7 +482,9 @@ func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
 // profile; DECISIONS.md). The argument bytes are still copied into one
 // buffer of their own (the command's arguments alias the caller's network
 // buffer), inline too when they fit effectInline bytes: an LPUSH of a
-// 32-byte element, an HSET of a field and a 32-byte value.
+// 32-byte element, an HSET of a 20-byte field and a 32-byte value (what
+// redis-benchmark sends). The op-log's slab (effectslab.go) reuses these
+// slots; the heap forms serve what outlives the log and larger effects.
 type loggedEffect struct {
 	hdr Record
 	cmd kv.Cmd
@@ -499,7 +501,7 @@ type loggedEffect2 struct {
 }
 
 // effectInline is the argument bytes the small forms carry inline.
-const effectInline = 48
+const effectInline = 64
 
 type loggedEffect1Small struct {
 	loggedEffect1
