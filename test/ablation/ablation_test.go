@@ -324,7 +324,7 @@ func BenchmarkEncode(b *testing.B) {
 }
 
 // BenchmarkReplicate is SET on a real 2-node cluster at RF 1 and at RF 2
-// (sync, quorum all), on keys owned by the node the client talks to: the
+// (async; sync, quorum all), on keys owned by the node the client talks to: the
 // difference is what replication adds to a write.
 func BenchmarkReplicate(b *testing.B) {
 	for _, rf := range []struct {
@@ -332,6 +332,9 @@ func BenchmarkReplicate(b *testing.B) {
 		set  func(*server.Config)
 	}{
 		{"RF1", func(c *server.Config) { c.ReplicationFactor = 1 }},
+		{"RF2-async", func(c *server.Config) {
+			c.ReplicationFactor, c.ReplicationMode = 2, server.ReplicationAsync
+		}},
 		{"RF2-sync", func(c *server.Config) {
 			c.ReplicationFactor, c.ReplicationMode, c.WriteQuorum = 2, server.ReplicationSync, server.WriteQuorumAll
 		}},
