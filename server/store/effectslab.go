@@ -84,10 +84,5 @@ func (slot *loggedEffect2Small) fill(rec *Record, effect *kv.Cmd, size int) {
 	slot.hdr = rec.headerValue()
 	// The key is the record's: the command's key may alias a network buffer.
 	slot.cmd = kv.Cmd{Op: effect.Op, Key: rec.Key(), Args: slot.args[:len(effect.Args):len(effect.Args)]}
-	buf := slot.data[:0:size]
-	for i, a := range effect.Args {
-		start := len(buf)
-		buf = append(buf, a...)
-		slot.args[i] = buf[start:len(buf):len(buf)]
-	}
+	copyArgs(slot.cmd.Args, slot.data[:0:size], effect.Args)
 }

@@ -546,12 +546,18 @@ func newLoggedEffect(rec *Record, effect *kv.Cmd) *loggedEffect {
 	if buf == nil {
 		buf = make([]byte, 0, size)
 	}
-	for i, a := range effect.Args {
+	copyArgs(le.cmd.Args, buf, effect.Args)
+	return le
+}
+
+// copyArgs copies args one after another into buf (empty, with room for
+// them all) and points dst's slices at the copies, each capped at its end.
+func copyArgs(dst [][]byte, buf []byte, args [][]byte) {
+	for i, a := range args {
 		start := len(buf)
 		buf = append(buf, a...)
-		le.cmd.Args[i] = buf[start:len(buf):len(buf)]
+		dst[i] = buf[start:len(buf):len(buf)]
 	}
-	return le
 }
 
 // cloneCmd deep-copies a command: the op-log outlives the caller's buffers.
@@ -562,11 +568,7 @@ func cloneCmd(c *kv.Cmd) *kv.Cmd {
 	}
 	buf := make([]byte, 0, n)
 	out := &kv.Cmd{Op: c.Op, Key: c.Key, Args: make([][]byte, len(c.Args))}
-	for i, a := range c.Args {
-		start := len(buf)
-		buf = append(buf, a...)
-		out.Args[i] = buf[start:len(buf):len(buf)]
-	}
+	copyArgs(out.Args, buf, c.Args)
 	return out
 }
 
