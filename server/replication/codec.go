@@ -524,42 +524,36 @@ func (d *decoder) raw() ([]byte, error) {
 }
 
 // keyValue reads a record's key (str or bin) and value (raw) into one
-// allocation: they live and die together in the store.
-func (d *decoder) keyValue() (string, []byte, error) {
+// allocation, joined (Record.SetJoined): they live and die together in the
+// store. hasValue is false for a nil value.
+func (d *decoder) keyValue() (joined []byte, keyLen int, hasValue bool, err error) {
 	kn, err := d.dec.DecodeBytesLen()
 	if err != nil {
-		return "", nil, protoErr("%v", err)
+		return nil, 0, false, protoErr("%v", err)
 	}
 	kn = max(kn, 0)
 	if kn > d.r.Len() {
-		return "", nil, protoErr("%d key bytes announced, %d left", kn, d.r.Len())
+		return nil, 0, false, protoErr("%d key bytes announced, %d left", kn, d.r.Len())
 	}
 	at := len(d.body) - d.r.Len() // the key's offset in the body
 	if _, err := d.r.Seek(int64(kn), io.SeekCurrent); err != nil {
-		return "", nil, protoErr("%v", err)
+		return nil, 0, false, protoErr("%v", err)
 	}
 	vn, err := d.dec.DecodeBytesLen()
 	if err != nil {
-		return "", nil, protoErr("%v", err)
+		return nil, 0, false, protoErr("%v", err)
 	}
 	if vn > d.r.Len() {
-		return "", nil, protoErr("%d bytes announced, %d left", vn, d.r.Len())
+		return nil, 0, false, protoErr("%d bytes announced, %d left", vn, d.r.Len())
 	}
 	b := make([]byte, kn+max(vn, 0))
 	copy(b, d.body[at:at+kn])
 	if vn > 0 {
 		if _, err := io.ReadFull(&d.r, b[kn:]); err != nil {
-			return "", nil, protoErr("%v", err)
+			return nil, 0, false, protoErr("%v", err)
 		}
 	}
-	var key string
-	if kn > 0 {
-		key = unsafe.String(&b[0], kn)
-	}
-	if vn < 0 {
-		return key, nil, nil
-	}
-	return key, b[kn:len(b):len(b)], nil
+	return b, kn, vn >= 0, nil
 }
 
 // str is raw as a string, sharing raw's allocation (nothing else holds it).
@@ -822,12 +816,11 @@ func (d *decoder) recordInto(r *store.Record) error {
 	if err != nil {
 		return err
 	}
-	key, value, err := d.keyValue()
+	joined, keyLen, hasValue, err := d.keyValue()
 	if err != nil {
 		return err
 	}
-	r.SetKey(key)
-	r.SetValue(value)
+	r.SetJoined(joined, keyLen, hasValue)
 	var kind uint64
 	if r.Version, err = d.uint(); err != nil {
 		return err

@@ -386,7 +386,7 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	rec.Version, rec.access = 1, g.store.stamp(x.now)
 	if x.rec != nil {
 		rec.Version, rec.ExpiresAt = x.rec.Version+1, x.rec.ExpiresAt
-		rec.ext = x.rec.metaOnly()
+		rec.SetMeta(x.rec.Meta())
 	}
 	g.revision++
 	rec.Revision = g.revision
@@ -414,7 +414,8 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 		if x.coll.count() == 0 {
 			return 0, 0
 		}
-		rec = recordOf(string([]byte(x.cmd.Key)), nil, Record{Kind: x.coll.kind(), ext: &recordExt{c: x.coll}, access: g.store.stamp(x.now)})
+		rec = &Record{Kind: x.coll.kind(), access: g.store.stamp(x.now)}
+		rec.setParts(string([]byte(x.cmd.Key)), nil, false, x.coll, nil)
 		g.revision++
 		rec.Version, rec.Revision = 1, g.revision
 		x.effect.Key = rec.Key()
@@ -615,7 +616,8 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 		return nil
 	}
 	if x.rec == nil {
-		rec := recordOf(string([]byte(cmd.Key)), nil, Record{Kind: x.coll.kind(), ext: &recordExt{c: x.coll, meta: hdr.Meta()}, ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)})
+		rec := &Record{Kind: x.coll.kind(), ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)}
+		rec.setParts(string([]byte(cmd.Key)), nil, false, x.coll, hdr.Meta())
 		g.installCollectionLocked(rec, x.effect)
 	} else {
 		x.rec.Version, x.rec.Revision = hdr.Version, hdr.Revision

@@ -148,15 +148,20 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if len(gd.txLocks) > 0 && gd.txLockedLocked(dst, "", a.now) {
 		return false, status(kv.StatusConflict)
 	}
-	rec := recordOf(string([]byte(dst)), from.Value(), Record{Kind: from.Kind, ExpiresAt: from.ExpiresAt, ext: from.metaOnly(), Version: 1, access: gd.store.stamp(a.now)})
+	rec := newStringRecord(dst, from.Value())
+	rec.Kind, rec.ExpiresAt, rec.Version, rec.access = from.Kind, from.ExpiresAt, 1, gd.store.stamp(a.now)
+	var dup collection
 	if c := from.coll(); c != nil {
-		dup, err := decodeCollection(from.Kind, c.encode())
-		if err != nil {
+		var err error
+		if dup, err = decodeCollection(from.Kind, c.encode()); err != nil {
 			return false, status(kv.StatusInternal)
 		}
-		rec.setColl(dup)
-		rec.SetValue(nil)
 	}
+	v := rec.Value()
+	if dup != nil {
+		v = nil // a collection record has no value
+	}
+	rec.setParts(rec.Key(), v, rec.joined(), dup, from.Meta())
 	if old != nil {
 		rec.Version = old.Version + 1
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -72,8 +71,8 @@ func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 	g, s := x.seg, x.seg.store
 	// The key may alias a network buffer and the value is the caller's
 	// argument: both copied, the store keeps them.
-	rec := recordOf(strings.Clone(x.cmd.Key), bytes.Clone(token),
-		Record{Version: 1, ExpiresAt: x.now + ttl, access: s.stamp(x.now)})
+	rec := newStringRecord(x.cmd.Key, token)
+	rec.Version, rec.ExpiresAt, rec.access = 1, x.now+ttl, s.stamp(x.now)
 	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
 		if prev := g.items.get(rec.Key()); prev != nil { // expired but not yet swept

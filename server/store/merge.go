@@ -30,16 +30,10 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 			continue // locally as new or newer
 		}
 		r.access = stamp
-		r.setColl(nil)
-		if !r.Deleted && r.Kind != KindString {
-			c, err := decodeCollection(r.Kind, r.Value())
-			if err != nil {
-				g.store.log.Error("store: an undecodable collection in a snapshot to merge", "key", r.Key(), "err", err)
-				shortfall++
-				continue
-			}
-			r.setColl(c)
-			r.SetValue(nil)
+		if err := r.materialize(); err != nil {
+			g.store.log.Error("store: an undecodable collection in a snapshot to merge", "key", r.Key(), "err", err)
+			shortfall++
+			continue
 		}
 		g.replaceLocked(&r)
 	}

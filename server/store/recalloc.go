@@ -8,21 +8,22 @@ import "unsafe"
 // and a separate key-and-value allocation did, with one malloc instead of
 // two and the key bytes next to the record a lookup has just read.
 //
-// The tail sizes: 64 (the record, D75) + tail is a size class for each of
-// them (80 … 1024 bytes; TestInlineTailsFillSizeClasses). Past 512 bytes
+// The tail sizes: 48 (the record, D84) + tail is a size class for each of
+// them (64 … 1024 bytes; TestInlineTailsFillSizeClasses). Past 512 bytes
 // the allocator puts an 8-byte header before an object with pointers, so
-// those tails are 8 bytes short of the class. Larger keys and values get the record and one
-// separate allocation.
+// those tails are 8 bytes short of the class. Larger keys and values get
+// the record and one separate allocation, joined all the same.
 type recordWith[T any] struct {
 	rec  Record
 	tail T
 }
 
-const maxInlineTail = 952
+const maxInlineTail = 968
 
 // newStringRecord returns a record whose Key and Value are copies of key
-// and value (Value is non-nil, its capacity its length: an append never
-// writes into a neighbour).
+// and value, joined (Value is non-nil, its capacity its length: an append
+// never writes into a neighbour). A record the store keeps is made here
+// unless its value is too big to copy.
 func newStringRecord(key string, value []byte) *Record {
 	n := len(key) + len(value)
 	var r *Record
@@ -52,32 +53,34 @@ func newStringRecord(key string, value []byte) *Record {
 		r, buf = inline[[176]byte]()
 	case n <= 192:
 		r, buf = inline[[192]byte]()
-	case n <= 224:
-		r, buf = inline[[224]byte]()
-	case n <= 256:
-		r, buf = inline[[256]byte]()
-	case n <= 288:
-		r, buf = inline[[288]byte]()
-	case n <= 320:
-		r, buf = inline[[320]byte]()
-	case n <= 352:
-		r, buf = inline[[352]byte]()
-	case n <= 384:
-		r, buf = inline[[384]byte]()
-	case n <= 416:
-		r, buf = inline[[416]byte]()
-	case n <= 448:
-		r, buf = inline[[448]byte]()
-	case n <= 504:
-		r, buf = inline[[504]byte]()
-	case n <= 568:
-		r, buf = inline[[568]byte]()
-	case n <= 632:
-		r, buf = inline[[632]byte]()
-	case n <= 696:
-		r, buf = inline[[696]byte]()
-	case n <= 824:
-		r, buf = inline[[824]byte]()
+	case n <= 208:
+		r, buf = inline[[208]byte]()
+	case n <= 240:
+		r, buf = inline[[240]byte]()
+	case n <= 272:
+		r, buf = inline[[272]byte]()
+	case n <= 304:
+		r, buf = inline[[304]byte]()
+	case n <= 336:
+		r, buf = inline[[336]byte]()
+	case n <= 368:
+		r, buf = inline[[368]byte]()
+	case n <= 400:
+		r, buf = inline[[400]byte]()
+	case n <= 432:
+		r, buf = inline[[432]byte]()
+	case n <= 464:
+		r, buf = inline[[464]byte]()
+	case n <= 520:
+		r, buf = inline[[520]byte]()
+	case n <= 584:
+		r, buf = inline[[584]byte]()
+	case n <= 648:
+		r, buf = inline[[648]byte]()
+	case n <= 712:
+		r, buf = inline[[712]byte]()
+	case n <= 840:
+		r, buf = inline[[840]byte]()
 	case n <= maxInlineTail:
 		r, buf = inline[[maxInlineTail]byte]()
 	default:
@@ -85,10 +88,10 @@ func newStringRecord(key string, value []byte) *Record {
 	}
 	k := copy(buf, key)
 	copy(buf[k:], value)
-	if k > 0 {
-		r.SetKey(unsafe.String(&buf[0], k))
+	r.klen, r.vlen, r.form = keyLen32(k), valueLen(len(value)), formValue
+	if n > 0 {
+		r.p = unsafe.Pointer(&buf[0]) // joined: the key's bytes, then the value's
 	}
-	r.SetValue(buf[k:n:n])
 	return r
 }
 

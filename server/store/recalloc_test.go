@@ -110,11 +110,11 @@ var goSizeClasses = []int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176
 
 // TestInlineTailsFillSizeClasses: a string record of n key-and-value bytes
 // costs one allocation of the smallest size class that holds the Record and
-// n bytes — no tail wastes a class boundary (D65, D73, D75). With the
-// 64-byte Record a 16-byte key and a 32-byte value cost 112 bytes.
+// n bytes — no tail wastes a class boundary (D65, D73, D75, D84). With the
+// 48-byte Record a 16-byte key and a 32-byte value cost 96 bytes.
 func TestInlineTailsFillSizeClasses(t *testing.T) {
-	if n := unsafe.Sizeof(Record{}); n != 64 {
-		t.Fatalf("Record is %d bytes; the tails are sized for 64", n)
+	if n := unsafe.Sizeof(Record{}); n != 48 {
+		t.Fatalf("Record is %d bytes; the tails are sized for 48", n)
 	}
 	const rounds = 200
 	keep := make([]*Record, rounds)
@@ -158,8 +158,8 @@ func TestInlineTailsFillSizeClasses(t *testing.T) {
 			t.Fatalf("n=%d: a record costs %d bytes, want the size class %d", n, got, want)
 		}
 	}
-	if got := perRecord(48); got != 112 {
-		t.Fatalf("a 16-byte key with a 32-byte value costs %d bytes, want 112", got)
+	if got := perRecord(48); got != 96 {
+		t.Fatalf("a 16-byte key with a 32-byte value costs %d bytes, want 96", got)
 	}
 }
 
@@ -176,7 +176,7 @@ func TestRetimedRecordHoldsNoOldAllocation(t *testing.T) {
 	// value bytes reach (the next allocation may start right after).
 	inside := func(p unsafe.Pointer, old *Record) bool {
 		start := uintptr(unsafe.Pointer(old))
-		end := max(uintptr(unsafe.Pointer(old.key))+uintptr(old.klen), uintptr(unsafe.Pointer(old.val))+uintptr(old.vlen))
+		end := max(uintptr(unsafe.Pointer(unsafe.StringData(old.Key())))+uintptr(old.klen), uintptr(unsafe.Pointer(unsafe.SliceData(old.Value())))+uintptr(old.vlen))
 		return uintptr(p) >= start && uintptr(p) < end
 	}
 	check := func(what, key string, old *Record) {
@@ -185,7 +185,7 @@ func TestRetimedRecordHoldsNoOldAllocation(t *testing.T) {
 		if cur == old {
 			t.Fatalf("%s: the record was not replaced", what)
 		}
-		if inside(unsafe.Pointer(cur.key), old) || inside(unsafe.Pointer(cur.val), old) {
+		if inside(unsafe.Pointer(unsafe.StringData(cur.Key())), old) || inside(unsafe.Pointer(unsafe.SliceData(cur.Value())), old) {
 			t.Fatalf("%s: the new record points into the old one's allocation", what)
 		}
 		if cur.Key() != key || string(cur.Value()) != "value-of-"+key {
@@ -213,15 +213,15 @@ func TestRetimedRecordHoldsNoOldAllocation(t *testing.T) {
 	if _, err := rg.ApplyOp(ops[1]); err != nil { // the OpExpire
 		t.Fatal(err)
 	}
-	if cur := rg.items.get("a"); cur.ExpiresAt == 0 || inside(unsafe.Pointer(cur.key), before) || string(cur.Value()) != "value-of-a" {
-		t.Fatalf("replicated OpExpire: expires %d, value %q, points into the old record: %v", cur.ExpiresAt, cur.Value(), inside(unsafe.Pointer(cur.key), before))
+	if cur := rg.items.get("a"); cur.ExpiresAt == 0 || inside(unsafe.Pointer(unsafe.StringData(cur.Key())), before) || string(cur.Value()) != "value-of-a" {
+		t.Fatalf("replicated OpExpire: expires %d, value %q, points into the old record: %v", cur.ExpiresAt, cur.Value(), inside(unsafe.Pointer(unsafe.StringData(cur.Key())), before))
 	}
 
 	big := strings.Repeat("v", 4*maxInlineTail)
 	s.Put("big", []byte(big), nil)
 	old = g.items.get("big")
 	s.Expire("big", time.Hour)
-	if cur := g.items.get("big"); cur.val != old.val || string(cur.Value()) != big {
+	if cur := g.items.get("big"); unsafe.SliceData(cur.Value()) != unsafe.SliceData(old.Value()) || string(cur.Value()) != big {
 		t.Fatal("EXPIRE of a large value copied it (it has an allocation of its own to share)")
 	}
 }

@@ -9,7 +9,7 @@ import "testing"
 // published record's alone; and a plain string without metadata pays
 // nothing for either.
 func TestRecordExtKeepsMetadataAndCollectionApart(t *testing.T) {
-	if r := newStringRecord("k", []byte("v")); r.ext != nil {
+	if r := newStringRecord("k", []byte("v")); r.ext() != nil {
 		t.Fatal("a plain string record carries an ext")
 	}
 	meta := &Metadata{ContentType: "text/plain"}
@@ -37,7 +37,7 @@ func TestRecordExtKeepsMetadataAndCollectionApart(t *testing.T) {
 	}
 	r.SetMeta(nil)
 	r.setColl(nil)
-	if r.ext != nil {
+	if r.ext() != nil {
 		t.Fatal("a record without metadata or collection kept an ext")
 	}
 }

@@ -656,14 +656,10 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 		kind = OpDelete
 	}
 	r := rec // copy: the caller's struct is not retained
-	r.setColl(nil)
-	if !r.Deleted && r.Kind != KindString && kind == OpPut {
-		c, err := decodeCollection(r.Kind, r.Value())
-		if err != nil {
-			return false, err
-		}
-		r.setColl(c)
-		r.SetValue(nil)
+	if kind != OpPut {
+		r.setColl(nil)
+	} else if err := r.materialize(); err != nil {
+		return false, err
 	}
 	r.access = g.store.stamp(g.store.clock.NowNano())
 	g.mu.Lock()
@@ -751,15 +747,9 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	for i := range snap.Records {
 		r := snap.Records[i]
 		r.access = stamp
-		r.setColl(nil)
-		if !r.Deleted && r.Kind != KindString {
-			c, err := decodeCollection(r.Kind, r.Value())
-			if err != nil {
-				g.store.log.Error("store: dropping an undecodable collection from a snapshot", "key", r.Key(), "err", err)
-				continue
-			}
-			r.setColl(c)
-			r.SetValue(nil)
+		if err := r.materialize(); err != nil {
+			g.store.log.Error("store: dropping an undecodable collection from a snapshot", "key", r.Key(), "err", err)
+			continue
 		}
 		rec := &r
 		g.items.set(rec)

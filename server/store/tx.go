@@ -754,7 +754,8 @@ func (g *Segment) applyTxWriteLocked(w *TxWrite, now int64) txApplied {
 		r := g.tombstoneLocked(old, OpDelete, now)
 		return txApplied{version: r.Version, revision: r.Revision}
 	}
-	rec := recordOf(w.Key, w.Value, Record{Version: 1})
+	rec := newStringRecord(w.Key, w.Value)
+	rec.Version = 1
 	rec.SetMeta(newMetadata(w.ContentType, w.Labels))
 	rec.access = g.store.stamp(now)
 	if w.TTL > 0 {

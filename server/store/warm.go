@@ -51,8 +51,8 @@ func (s *Store) WarmAhead(keys [][]byte) (sum uint) {
 		sum += uint(shapes[j].hashes[slots[j]])
 	}
 	for j := range n {
-		if r := recs[j]; r != nil && r.key != nil {
-			sum += uint(*r.key)
+		if r := recs[j]; r != nil && r.p != nil {
+			sum += uint(*(*byte)(r.p))
 		}
 	}
 	return sum
