@@ -386,7 +386,9 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	rec.Version, rec.access = 1, g.store.stamp(x.now)
 	if x.rec != nil {
 		rec.Version, rec.ExpiresAt = x.rec.Version+1, x.rec.ExpiresAt
-		rec.SetMeta(x.rec.Meta())
+		if m := x.rec.Meta(); m != nil {
+			rec.SetMeta(m)
+		}
 	}
 	g.revision++
 	rec.Revision = g.revision
