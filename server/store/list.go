@@ -7,12 +7,17 @@ import (
 	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
-// listColl is the materialized form of a list: a ring-buffer deque, so
-// pushes and pops at both ends are O(1) and indexing is O(1).
+// listColl is the materialized form of a list: a ring-buffer deque of
+// element references, so pushes and pops at both ends are O(1) and
+// indexing is O(1), over packed element bytes (listblock.go, D85): the
+// elements are copied into the list's own blocks, not allocated one by
+// one, so a list of n elements is a few dozen objects with no pointer per
+// element for the collector to follow.
 type listColl struct {
-	buf   [][]byte
+	refs  []listRef
 	head  int
 	n     int
+	arena listArena
 	bytes int64 // accounted
 	item  int64 // item size
 }
@@ -25,7 +30,12 @@ func (l *listColl) size() int64     { return l.bytes }
 func (l *listColl) itemSize() int64 { return l.item }
 func (l *listColl) count() int      { return l.n }
 
-func (l *listColl) at(i int) []byte { return l.buf[(l.head+i)%len(l.buf)] }
+func (l *listColl) ref(i int) *listRef { return &l.refs[(l.head+i)%len(l.refs)] }
+
+// at is element i. Its bytes are never written again (the arena only
+// appends, and compacts into new blocks), so a reply may hold them past
+// the segment's lock; its capacity is its length.
+func (l *listColl) at(i int) []byte { return l.arena.bytes(*l.ref(i)) }
 
 func (l *listColl) items(lo, hi int) [][]byte {
 	out := make([][]byte, 0, hi-lo)
@@ -42,55 +52,91 @@ func (l *listColl) decode(b []byte) error {
 	if err := mpsafe.Unmarshal(b, &items); err != nil {
 		return err
 	}
-	for _, it := range items {
-		l.pushBack(it)
-	}
+	l.rebuild(items)
 	return nil
 }
 
 func (l *listColl) grow() {
-	nb := make([][]byte, max(2*len(l.buf), 8))
+	nr := make([]listRef, max(2*len(l.refs), 8))
 	for i := 0; i < l.n; i++ {
-		nb[i] = l.at(i)
+		nr[i] = *l.ref(i)
 	}
-	l.buf, l.head = nb, 0
+	l.refs, l.head = nr, 0
 }
 
 func (l *listColl) pushBack(v []byte) {
-	if l.n == len(l.buf) {
+	if l.n == len(l.refs) {
 		l.grow()
 	}
-	l.buf[(l.head+l.n)%len(l.buf)] = append([]byte(nil), v...)
+	*l.ref(l.n) = l.arena.store(v)
 	l.n++
 	l.account(listElemSize(v))
+	l.compactIfSparse()
 }
 
 func (l *listColl) pushFront(v []byte) {
-	if l.n == len(l.buf) {
+	if l.n == len(l.refs) {
 		l.grow()
 	}
-	l.head = (l.head - 1 + len(l.buf)) % len(l.buf)
-	l.buf[l.head] = append([]byte(nil), v...)
+	l.head = (l.head - 1 + len(l.refs)) % len(l.refs)
+	l.refs[l.head] = l.arena.store(v)
 	l.n++
 	l.account(listElemSize(v))
+	l.compactIfSparse()
 }
 
 func (l *listColl) popFront() []byte {
-	v := l.buf[l.head]
-	l.buf[l.head] = nil
-	l.head = (l.head + 1) % len(l.buf)
+	r := l.refs[l.head]
+	l.refs[l.head] = listRef{}
+	l.head = (l.head + 1) % len(l.refs)
 	l.n--
-	l.account(keySize{}.minus(listElemSize(v)))
-	return v
+	return l.dropped(r)
 }
 
 func (l *listColl) popBack() []byte {
-	i := (l.head + l.n - 1) % len(l.buf)
-	v := l.buf[i]
-	l.buf[i] = nil
+	i := (l.head + l.n - 1) % len(l.refs)
+	r := l.refs[i]
+	l.refs[i] = listRef{}
 	l.n--
+	return l.dropped(r)
+}
+
+// dropped releases a removed element's bytes and returns them (still
+// valid: released bytes are never reused).
+func (l *listColl) dropped(r listRef) []byte {
+	v := l.arena.bytes(r)
+	l.arena.release(r)
 	l.account(keySize{}.minus(listElemSize(v)))
+	if l.n == 0 {
+		l.arena = listArena{}
+	} else {
+		l.compactIfSparse()
+	}
 	return v
+}
+
+// set replaces element i with a copy of v.
+func (l *listColl) set(i int, v []byte) {
+	r := l.ref(i)
+	l.arena.release(*r)
+	*r = l.arena.store(v)
+	l.compactIfSparse()
+}
+
+// compactIfSparse rebuilds the list into fresh blocks once released bytes
+// that live blocks still hold outweigh the live ones (LSET, pops from a
+// block's middle): amortized O(1), as each rebuild follows at least as many
+// bytes released as it copies.
+func (l *listColl) compactIfSparse() {
+	if !l.arena.sparse() {
+		return
+	}
+	old := l.arena
+	l.arena = listArena{expect: int(old.live)}
+	for i := range l.n {
+		r := l.ref(i)
+		*r = l.arena.store(old.bytes(*r))
+	}
 }
 
 // account adds a change of the elements' bytes (the count is l.n).
@@ -99,9 +145,13 @@ func (l *listColl) account(k keySize) {
 	l.item += k.item
 }
 
-// rebuild replaces the content (LREM, LTRIM).
+// rebuild replaces the content (LREM, LTRIM, compaction). items may be
+// the list's own elements: the old blocks stay intact for them.
 func (l *listColl) rebuild(items [][]byte) {
-	*l = listColl{}
+	*l = listColl{refs: make([]listRef, max(len(items), 8))}
+	for _, it := range items {
+		l.arena.expect += len(it)
+	}
 	for _, it := range items {
 		l.pushBack(it)
 	}
@@ -241,13 +291,12 @@ func init() {
 		if i < 0 || i >= int64(l.n) {
 			return kv.BadRequest("index out of range")
 		}
-		idx := (l.head + int(i)) % len(l.buf)
-		grow := listElemSize(x.cmd.Args[1]).minus(listElemSize(l.buf[idx]))
+		grow := listElemSize(x.cmd.Args[1]).minus(listElemSize(l.at(int(i))))
 		if !x.fits(grow) {
 			return x.tooLarge()
 		}
 		l.account(grow)
-		l.buf[idx] = append([]byte(nil), x.cmd.Args[1]...)
+		l.set(int(i), x.cmd.Args[1])
 		x.changed()
 		return kv.OKReply()
 	}})
