@@ -172,6 +172,11 @@ func cmdMonitor(c *conn, _ [][]byte) {
 // --- CLIENT PAUSE ---
 
 type clientPause struct {
+	// on is until != zero, read without the lock by every command (a
+	// mutex per command for a pause that is almost never on); set under mu
+	// before CLIENT PAUSE replies, so a command sent after that reply sees
+	// it.
+	on    atomic.Bool
 	mu    sync.Mutex
 	all   bool          // ALL; false = WRITE
 	until time.Time     // zero: not paused
@@ -181,6 +186,9 @@ type clientPause struct {
 
 // active reports whether cmd must wait, and the channel to wait on.
 func (p *clientPause) active(cmd *command) (<-chan struct{}, bool) {
+	if !p.on.Load() {
+		return nil, false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.until.IsZero() {
@@ -221,6 +229,7 @@ func (p *clientPause) start(d time.Duration, all bool) {
 		p.done = make(chan struct{})
 	}
 	p.all, p.until = all, until
+	p.on.Store(true)
 	p.timer = time.AfterFunc(time.Until(until), p.end)
 }
 
@@ -232,6 +241,7 @@ func (p *clientPause) end() {
 	}
 	p.timer.Stop()
 	p.until = time.Time{}
+	p.on.Store(false)
 	close(p.done)
 }
 

@@ -116,27 +116,33 @@ func (p *Parser) Next(buf []byte, lim *Limits) (args [][]byte, n int, err error)
 		if buf[0] != '*' {
 			return p.inline(buf, lim)
 		}
-		nl, ok := lineEnd(buf, lim.MaxInline)
+		count, next, ok := shortHeader(buf)
 		if !ok {
-			return nil, 0, protoErr("too big mbulk count string")
+			nl, ok := lineEnd(buf, lim.MaxInline)
+			if !ok {
+				return nil, 0, protoErr("too big mbulk count string")
+			}
+			if nl < 0 {
+				return nil, 0, nil
+			}
+			if nl < 2 || buf[nl-1] != '\r' {
+				return nil, 0, protoErr("invalid multibulk length")
+			}
+			if count, ok = parseInt(buf[1 : nl-1]); !ok {
+				return nil, 0, protoErr("invalid multibulk length")
+			}
+			next = nl + 1
 		}
-		if nl < 0 {
-			return nil, 0, nil
-		}
-		if nl < 2 || buf[nl-1] != '\r' {
-			return nil, 0, protoErr("invalid multibulk length")
-		}
-		count, ok := parseInt(buf[1 : nl-1])
-		if !ok || count > int64(lim.MaxArgs) {
+		if count > int64(lim.MaxArgs) {
 			return nil, 0, protoErr("invalid multibulk length")
 		}
 		if lim.Unauthenticated && count > unauthMaxArgs {
 			return nil, 0, protoErr("unauthenticated multibulk length")
 		}
 		if count <= 0 {
-			return p.args[:0], nl + 1, nil
+			return p.args[:0], next, nil
 		}
-		p.inMulti, p.count, p.pos, p.bulk, p.need = true, int(count), nl+1, -1, 0
+		p.inMulti, p.count, p.pos, p.bulk, p.need = true, int(count), next, -1, 0
 		p.spans = p.spans[:0]
 	}
 	for len(p.spans) < p.count {
@@ -148,25 +154,31 @@ func (p *Parser) Next(buf []byte, lim *Limits) (args [][]byte, n int, err error)
 			if rest[0] != '$' {
 				return nil, 0, protoErr("expected '$', got '" + string(rest[:1]) + "'")
 			}
-			nl, ok := lineEnd(rest, lim.MaxInline)
+			size, next, ok := shortHeader(rest)
 			if !ok {
-				return nil, 0, protoErr("too big bulk count string")
+				nl, ok := lineEnd(rest, lim.MaxInline)
+				if !ok {
+					return nil, 0, protoErr("too big bulk count string")
+				}
+				if nl < 0 {
+					return nil, 0, nil
+				}
+				if nl < 2 || rest[nl-1] != '\r' {
+					return nil, 0, protoErr("invalid bulk length")
+				}
+				if size, ok = parseInt(rest[1 : nl-1]); !ok {
+					return nil, 0, protoErr("invalid bulk length")
+				}
+				next = nl + 1
 			}
-			if nl < 0 {
-				return nil, 0, nil
-			}
-			if nl < 2 || rest[nl-1] != '\r' {
-				return nil, 0, protoErr("invalid bulk length")
-			}
-			size, ok := parseInt(rest[1 : nl-1])
-			if !ok || size < 0 || size > int64(lim.MaxBulkLen) {
+			if size < 0 || size > int64(lim.MaxBulkLen) {
 				return nil, 0, protoErr("invalid bulk length")
 			}
 			if lim.Unauthenticated && size > unauthMaxBulkLen {
 				return nil, 0, protoErr("unauthenticated bulk length")
 			}
 			p.bulk = int(size)
-			p.pos += nl + 1
+			p.pos += next
 			p.need = p.pos + p.bulk + 2
 		}
 		if len(buf) < p.pos+p.bulk+2 {
@@ -316,6 +328,27 @@ func SplitArgs(line []byte, dst [][]byte) (args [][]byte, ok bool) {
 // longer than max. Unlike Redis, a line over max is refused even when its
 // newline arrived in the same read, so the outcome never depends on how
 // the bytes were split into reads.
+// shortHeader reads the header line most commands are made of — the lead
+// byte ('*' or '$', which the caller has checked), a positive decimal without leading zeros or a lone 0,
+// CR LF — in one pass: its value and the length of the line. ok is false
+// for anything else, complete or not (a sign, more than 18 digits, another
+// byte, the end of buf): the general path, which owns the errors, reads
+// those. What it accepts, parseInt accepts with the same value.
+func shortHeader(buf []byte) (v int64, n int, ok bool) {
+	i := 1
+	for ; i < len(buf) && i <= 18; i++ {
+		c := buf[i]
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if i == 1 || buf[1] == '0' && i > 2 || i+1 >= len(buf) || buf[i] != '\r' || buf[i+1] != '\n' {
+		return 0, 0, false
+	}
+	return v, i + 2, true
+}
+
 func lineEnd(buf []byte, max int) (nl int, ok bool) {
 	nl = bytes.IndexByte(buf[:min(len(buf), max+1)], '\n')
 	if nl < 0 && len(buf) > max {

@@ -77,6 +77,12 @@ func aheadLen(buf []byte, lead byte) (v, n int) {
 	if len(buf) < 4 || buf[0] != lead {
 		return 0, 0
 	}
+	if x, n, ok := shortHeader(buf); ok {
+		if x > 1<<30 {
+			return 0, 0
+		}
+		return int(x), n
+	}
 	cr := bytes.IndexByte(buf[1:min(len(buf), 12)], '\r') + 1
 	if cr < 2 || cr+1 >= len(buf) || buf[cr+1] != '\n' {
 		return 0, 0

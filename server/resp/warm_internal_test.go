@@ -68,3 +68,29 @@ func TestKeyAheadStopsWhereThePipelineDoes(t *testing.T) {
 		t.Fatalf("stopped at %q, want the incomplete GET k3", buf)
 	}
 }
+
+// FuzzShortHeader: the parser's one-pass header read (shortHeader) agrees
+// with the general one (lineEnd, then parseInt) on every line it accepts —
+// the same value, the same length — so taking it changes no command and no
+// error.
+func FuzzShortHeader(f *testing.F) {
+	for _, s := range []string{"*3\r\n", "$0\r\n", "$00\r\n", "*-1\r\n", "$123456789012345678\r\n", "$1234567890123456789\r\n", "*1\r", "$+1\r\n", "*12x\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, buf []byte) {
+		if len(buf) == 0 || buf[0] != '*' && buf[0] != '$' {
+			return // its callers have read the lead byte
+		}
+		v, n, ok := shortHeader(buf)
+		if !ok {
+			return
+		}
+		nl, found := lineEnd(buf, 1<<10)
+		if !found || nl != n-1 || nl < 2 || buf[nl-1] != '\r' {
+			t.Fatalf("%q: shortHeader read %d bytes, the line ends at %d", buf, n, nl)
+		}
+		if want, ok := parseInt(buf[1 : nl-1]); !ok || want != v {
+			t.Fatalf("%q: shortHeader %d, parseInt %d (%v)", buf, v, want, ok)
+		}
+	})
+}
