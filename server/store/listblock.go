@@ -1,9 +1,11 @@
 package store
 
+import "math"
+
 // listArena holds a list's element bytes packed in blocks (D85). Every
 // element was one allocation of its own — a 32-byte LPUSH cost a malloc, a
 // 24-byte slice header in the ring and a pointer the collector followed on
-// every cycle, for as long as the list lived. Here an element is a 12-byte
+// every cycle, for as long as the list lived. Here an element is an 8-byte
 // listRef (no pointer) into a block; a block is a byte buffer of fixed
 // capacity, filled in order and never written twice, so bytes handed out
 // (a reply, a popped element) stay valid however the list changes after.
@@ -33,8 +35,17 @@ type listBlock struct {
 	live int    // bytes of the live elements in it
 }
 
-// listRef is an element: len bytes at off in block blk.
-type listRef struct{ blk, off, len uint32 }
+// listRef is an element: n bytes at off in block blk — or, when n is
+// ownBlock, the whole of block blk (an element over listBlockMax/4, which
+// has a block of its own). 8 bytes: shared blocks are at most listBlockMax
+// long and hold elements of at most listBlockMax/4.
+type listRef struct {
+	blk    uint32
+	off, n uint16
+}
+
+// ownBlock is listRef.n of an element that has a block of its own.
+const ownBlock = math.MaxUint16
 
 const (
 	listBlockMin = 64
@@ -47,11 +58,23 @@ const (
 // bytes is the element r refers to: nil for an empty one (as a copy of an
 // empty slice was), its capacity its length.
 func (a *listArena) bytes(r listRef) []byte {
-	if r.len == 0 {
+	if r.n == 0 {
 		return nil
 	}
 	b := a.blocks[r.blk-a.base]
-	return b.buf[r.off : r.off+r.len : r.off+r.len]
+	if r.n == ownBlock {
+		return b.buf[:len(b.buf):len(b.buf)]
+	}
+	end := int(r.off) + int(r.n)
+	return b.buf[r.off:end:end]
+}
+
+// size is the length of the element r refers to.
+func (a *listArena) size(r listRef) int {
+	if r.n == ownBlock {
+		return len(a.blocks[r.blk-a.base].buf)
+	}
+	return int(r.n)
 }
 
 // store copies v into the arena.
@@ -60,7 +83,7 @@ func (a *listArena) store(v []byte) listRef {
 		return listRef{}
 	}
 	n := len(v)
-	if a.cur == nil || cap(a.cur.buf)-len(a.cur.buf) < n {
+	if n > listBlockMax/4 || a.cur == nil || cap(a.cur.buf)-len(a.cur.buf) < n {
 		a.startBlock(n)
 	}
 	b := a.cur
@@ -69,7 +92,10 @@ func (a *listArena) store(v []byte) listRef {
 	b.live += n
 	a.live += int64(n)
 	a.used += int64(n)
-	return listRef{blk: a.curNo, off: uint32(off), len: uint32(n)}
+	if n > listBlockMax/4 {
+		return listRef{blk: a.curNo, n: ownBlock} // startBlock gave it one of its own
+	}
+	return listRef{blk: a.curNo, off: uint16(off), n: uint16(n)}
 }
 
 // startBlock makes a block that holds at least n bytes the current one.
@@ -101,13 +127,14 @@ func (a *listArena) startBlock(n int) {
 // release marks r's bytes released, dropping its block if nothing in it is
 // live any more.
 func (a *listArena) release(r listRef) {
-	if r.len == 0 {
+	if r.n == 0 {
 		return
 	}
+	n := a.size(r)
 	i := int(r.blk - a.base)
 	b := a.blocks[i]
-	b.live -= int(r.len)
-	a.live -= int64(r.len)
+	b.live -= n
+	a.live -= int64(n)
 	if b.live > 0 || b == a.cur {
 		return
 	}
