@@ -301,15 +301,17 @@ func (c *conn) countError(msg string) {
 // latency-monitor-threshold, and the MONITOR line. A command that blocked
 // (BLPOP waiting) is timed in the statistics but, as in Redis, not logged
 // as slow: its wait is not work.
-func (c *conn) observe(cmd *command, args [][]byte, d time.Duration, now time.Time, failed bool) {
+// observe records a command that took d and ended el after its batch's
+// anchor (c.clock).
+func (c *conn) observe(cmd *command, args [][]byte, d, el time.Duration, failed bool) {
 	s := c.srv
 	s.cmdStats.record(c.id, cmd, d, failed)
 	blocked := c.wasBlocked
 	c.wasBlocked = false
-	if !blocked && !skipSlowlog[baseName(cmd)] {
-		if thr := s.live.slowerThan.Load(); thr >= 0 && d.Microseconds() >= thr {
+	if !blocked {
+		if thr := s.live.slowerThan.Load(); thr >= 0 && d.Microseconds() >= thr && !skipSlowlog[baseName(cmd)] {
 			if n := s.live.slowlogLen.Load(); n > 0 {
-				s.slowlog.add(c, args, d, now, int(min(n, 1<<31-1)))
+				s.slowlog.add(c, args, d, c.clock.Add(el), int(min(n, 1<<31-1)))
 			}
 		}
 	}
@@ -319,11 +321,11 @@ func (c *conn) observe(cmd *command, args [][]byte, d time.Duration, now time.Ti
 			if cmd.flags&flagFast != 0 {
 				event = "fast-command"
 			}
-			s.latency.add(event, now, d.Milliseconds())
+			s.latency.add(event, c.clock.Add(el), d.Milliseconds())
 		}
 	}
 	if s.monitors.n.Load() > 0 {
-		s.monitors.feed(c, cmd, args, now)
+		s.monitors.feed(c, cmd, args, c.clock.Add(el))
 	}
 }
 

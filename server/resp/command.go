@@ -269,7 +269,9 @@ func (c *conn) execute(args [][]byte) {
 	c.lastCmd.Store(cmd)
 	c.status = kv.StatusSuccess
 	errsBefore := c.errReplies
-	began := c.clock // when the previous command of the batch ended, or the read returned
+	// The command starts where the previous one of the batch ended, or
+	// where the read returned: began after the batch's anchor.
+	anchorAt, anchor, began := c.clock, c.clockGen, c.since
 	mark, flushes := len(c.out.B), c.flushes
 	c.multiSeg = lockSegs != nil
 	var windows []trackWindow
@@ -300,17 +302,22 @@ func (c *conn) execute(args [][]byte) {
 		c.noteWrite()
 	}
 	// One clock read per command, and it also starts the next one's: the
-	// monotonic clock only, from the read that brought the batch (whose
-	// time.Now anchors the wall reading) — time.Now reads two clocks, 4 %
-	// of a pipelined LPUSH's CPU.
-	now := c.clock.Add(time.Since(c.clock))
-	c.clock = now
-	c.cmds.Add(1)
-	c.lastActive.Store(now.UnixNano())
-	if m := c.srv.cfg.Metrics; m != nil {
-		m.OpShard(uint32(c.id), cmd.metric, c.status, now.Sub(began))
+	// monotonic clock only, as an offset from the read that brought the
+	// batch (whose time.Now anchors the wall reading) — time.Now reads two
+	// clocks, 4 % of a pipelined LPUSH's CPU, and time.Time arithmetic per
+	// command another 1.5 % of a GET's.
+	el := time.Since(c.clock)
+	d := el - began
+	if c.clockGen != anchor { // it read more (it waited): the anchor moved under it
+		d = time.Since(anchorAt) - began
 	}
-	c.observe(cmd, args, now.Sub(began), now, c.errReplies != errsBefore)
+	c.since = el
+	c.cmds.Add(1)
+	c.lastActive.Store(c.clockUnix + int64(el))
+	if m := c.srv.cfg.Metrics; m != nil {
+		m.OpShard(uint32(c.id), cmd.metric, c.status, d)
+	}
+	c.observe(cmd, args, d, el, c.errReplies != errsBefore)
 }
 
 // rejectCmd refuses a known command before it runs (rejected_calls).

@@ -75,7 +75,10 @@ type conn struct {
 	closing   bool                // close once the replies so far are written (QUIT, protocol error)
 	status    kv.Status           // outcome of the command being executed, for metrics
 	readErr   error               // a read error that came with data, reported after it is handled
-	clock     time.Time           // when the last command ended or the last read returned
+	clock     time.Time           // when the last read returned: the anchor of its batch's command times (setClock)
+	clockUnix int64               // clock.UnixNano()
+	clockGen  uint64              // bumped by every setClock
+	since     time.Duration       // from clock to the end of the last command run
 	// named is the command lastName (as sent) named last (lookup).
 	named       *command
 	lastName    [16]byte
@@ -162,7 +165,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		c.lim.Unauthenticated = true
 	}
 	c.proto.Store(2)
-	c.clock = c.created // never the zero Time: a command's clock is the previous one's plus the monotonic time since
+	c.setClock(c.created) // never the zero Time: a command's clock is the previous one's plus the monotonic time since
 	c.lastActive.Store(c.created.UnixNano())
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil && evloop.RawIO {
@@ -357,9 +360,15 @@ func (c *conn) makeRoom() bool {
 	return true
 }
 
+// setClock anchors the command times of the batch a read brought.
+func (c *conn) setClock(t time.Time) {
+	c.clock, c.clockUnix, c.since = t, t.UnixNano(), 0
+	c.clockGen++
+}
+
 // filled takes the outcome of a read. False when the connection must end.
 func (c *conn) filled(n int, err error) bool {
-	c.clock = time.Now()
+	c.setClock(time.Now())
 	if n > 0 {
 		c.w += n
 		c.inBuf.Store(int64(c.w - c.r))

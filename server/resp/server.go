@@ -358,7 +358,7 @@ func (s *Server) Serve(l net.Listener) error {
 		}
 		c := newConn(s, nc)
 		if loop != nil {
-			c.clock = time.Now()
+			c.setClock(time.Now())
 			c.member = loop.NewMember(nc, c)
 		}
 		s.clients[c] = struct{}{}
