@@ -266,8 +266,11 @@ func ResetOut(room *[]Reply) {
 		clear(r)
 	}
 	if cap(r) > RetainedOut {
-		r = r[:0]
-		largeRooms.Put(&r)
+		// A box of its own: &r would move r to the heap on every call,
+		// the common small room's too (one allocation per command).
+		box := new([]Reply)
+		*box = r[:0]
+		largeRooms.Put(box)
 		*room = nil
 		return
 	}
