@@ -9,6 +9,30 @@ import (
 // WarmBatch is how many keys WarmAhead reads ahead at most.
 const WarmBatch = 16
 
+// warmProbe bounds the slots WarmAhead walks from a key's home slot.
+const warmProbe = 4
+
+// warmSlot is the slot whose record a lookup of a key hashing to h will
+// compare first: the first of its probe (from home, at most warmProbe
+// slots on) whose stored hash is h, or that is empty. A key displaced from
+// its home slot by a collision — a third of them at the table's usual load
+// — would otherwise warm a neighbour's record and leave its own cold (the
+// index probe's stall, issue #17, D87).
+//
+//go:norace
+func warmSlot(sh *tableShape, home, h uint32) uint32 {
+	i := home
+	for range warmProbe {
+		if sh.hashes[i] == h || sh.recs[i] == nil {
+			break
+		}
+		if i++; int(i) == len(sh.recs) {
+			i = 0
+		}
+	}
+	return i
+}
+
 // WarmAhead reads ahead, without any lock, what the lookups of keys about
 // to be run one command after another will touch first: each key's index
 // slot and the record there with its key bytes, and the op-log slot its
@@ -29,7 +53,7 @@ const WarmBatch = 16
 //go:norace
 func (s *Store) WarmAhead(keys [][]byte) (sum uint) {
 	var shapes [WarmBatch]*tableShape
-	var slots [WarmBatch]uint32
+	var slots, hashes [WarmBatch]uint32
 	var recs [WarmBatch]*Record
 	n := 0
 	for _, k := range keys[:min(len(keys), WarmBatch)] {
@@ -42,17 +66,24 @@ func (s *Store) WarmAhead(keys [][]byte) (sum uint) {
 		if sh == nil || len(sh.recs) == 0 {
 			continue
 		}
-		shapes[n] = sh
-		slots[n] = uint32(uint64(hashKey(key)) * uint64(len(sh.recs)) >> 32)
+		h := hashKey(key)
+		shapes[n], hashes[n] = sh, h
+		slots[n] = uint32(uint64(h) * uint64(len(sh.recs)) >> 32)
 		n++
 	}
 	for j := range n {
-		recs[j] = shapes[j].recs[slots[j]]
-		sum += uint(shapes[j].hashes[slots[j]])
+		i := warmSlot(shapes[j], slots[j], hashes[j])
+		recs[j] = shapes[j].recs[i]
+		sum += uint(shapes[j].hashes[i])
 	}
 	for j := range n {
 		if r := recs[j]; r != nil && r.p != nil {
 			sum += uint(*(*byte)(r.p))
+			if r.form&formExt == 0 && r.klen > 1 {
+				// The key's last byte too: a key may cross into the
+				// record's next cache line, which the comparison reads.
+				sum += uint(*(*byte)(unsafe.Add(r.p, r.klen-1)))
+			}
 		}
 	}
 	return sum

@@ -39,9 +39,9 @@ func TestWarmAheadReadsTheKeysOwnSlot(t *testing.T) {
 		if tailRev != 0 {
 			fullRings++
 		}
-		want := uint(hashKey(key)) + uint(key[0]) + uint(tailRev)
+		want := uint(hashKey(key)) + uint(key[0]) + uint(key[len(key)-1]) + uint(tailRev)
 		if got := s.WarmAhead([][]byte{[]byte(key)}); got != want {
-			t.Fatalf("read ahead %d for %q, want its slot's hash, its key's first byte and its op-log tail's revision: %d", got, key, want)
+			t.Fatalf("read ahead %d for %q, want its slot's hash, its key's first and last bytes and its op-log tail's revision: %d", got, key, want)
 		}
 	}
 	if atHome < 1000 || fullRings < 500 {
@@ -92,4 +92,37 @@ func TestWarmAheadBesideWriters(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// TestWarmSlotIsTheLookupsSlot: the read-ahead warms the record the lookup
+// compares — for a key displaced from its home slot by collisions too,
+// up to warmProbe slots on (D87). A table of 3 000 keys has plenty of them.
+func TestWarmSlotIsTheLookupsSlot(t *testing.T) {
+	tbl := newRecordTable(0)
+	const n = 3000
+	for i := range n {
+		tbl.set(newStringRecord("warm:"+strconv.Itoa(i), []byte("v")))
+	}
+	sh := tbl.shape
+	displaced := 0
+	for i := range n {
+		key := "warm:" + strconv.Itoa(i)
+		h := hashKey(key)
+		home := tbl.home(h)
+		at := uint32(tbl.find(key, h))
+		dist := (int(at) - int(home) + len(tbl.recs)) % len(tbl.recs)
+		if dist == 0 {
+			continue
+		}
+		if dist >= warmProbe {
+			continue // past the walk's bound: a stale neighbour at worst, never wrong
+		}
+		displaced++
+		if got := warmSlot(sh, home, h); got != at && sh.hashes[got] != h {
+			t.Fatalf("%s: home %d, found at %d, warmed %d", key, home, at, got)
+		}
+	}
+	if displaced < n/10 {
+		t.Fatalf("only %d of %d keys displaced: the test shows nothing", displaced, n)
+	}
 }
