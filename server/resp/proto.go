@@ -116,22 +116,9 @@ func (p *Parser) Next(buf []byte, lim *Limits) (args [][]byte, n int, err error)
 		if buf[0] != '*' {
 			return p.inline(buf, lim)
 		}
-		count, next, ok := shortHeader(buf)
-		if !ok {
-			nl, ok := lineEnd(buf, lim.MaxInline)
-			if !ok {
-				return nil, 0, protoErr("too big mbulk count string")
-			}
-			if nl < 0 {
-				return nil, 0, nil
-			}
-			if nl < 2 || buf[nl-1] != '\r' {
-				return nil, 0, protoErr("invalid multibulk length")
-			}
-			if count, ok = parseInt(buf[1 : nl-1]); !ok {
-				return nil, 0, protoErr("invalid multibulk length")
-			}
-			next = nl + 1
+		count, next, err := readHeader(buf, lim.MaxInline, "too big mbulk count string", "invalid multibulk length")
+		if err != nil || next == 0 {
+			return nil, 0, err
 		}
 		if count > int64(lim.MaxArgs) {
 			return nil, 0, protoErr("invalid multibulk length")
@@ -154,22 +141,9 @@ func (p *Parser) Next(buf []byte, lim *Limits) (args [][]byte, n int, err error)
 			if rest[0] != '$' {
 				return nil, 0, protoErr("expected '$', got '" + string(rest[:1]) + "'")
 			}
-			size, next, ok := shortHeader(rest)
-			if !ok {
-				nl, ok := lineEnd(rest, lim.MaxInline)
-				if !ok {
-					return nil, 0, protoErr("too big bulk count string")
-				}
-				if nl < 0 {
-					return nil, 0, nil
-				}
-				if nl < 2 || rest[nl-1] != '\r' {
-					return nil, 0, protoErr("invalid bulk length")
-				}
-				if size, ok = parseInt(rest[1 : nl-1]); !ok {
-					return nil, 0, protoErr("invalid bulk length")
-				}
-				next = nl + 1
+			size, next, err := readHeader(rest, lim.MaxInline, "too big bulk count string", "invalid bulk length")
+			if err != nil || next == 0 {
+				return nil, 0, err
 			}
 			if size < 0 || size > int64(lim.MaxBulkLen) {
 				return nil, 0, protoErr("invalid bulk length")
@@ -328,6 +302,29 @@ func SplitArgs(line []byte, dst [][]byte) (args [][]byte, ok bool) {
 // longer than max. Unlike Redis, a line over max is refused even when its
 // newline arrived in the same read, so the outcome never depends on how
 // the bytes were split into reads.
+// readHeader reads the "*N" or "$N" line at the start of buf (its lead
+// byte checked by the caller): its value and its length, 0 while the line
+// is incomplete. tooBig and invalid are the errors of a line longer than
+// max and of a malformed one.
+func readHeader(buf []byte, max int, tooBig, invalid string) (v int64, n int, err error) {
+	if v, n, ok := shortHeader(buf); ok {
+		return v, n, nil
+	}
+	nl, ok := lineEnd(buf, max)
+	switch {
+	case !ok:
+		return 0, 0, protoErr(tooBig)
+	case nl < 0:
+		return 0, 0, nil
+	case nl < 2 || buf[nl-1] != '\r':
+		return 0, 0, protoErr(invalid)
+	}
+	if v, ok = parseInt(buf[1 : nl-1]); !ok {
+		return 0, 0, protoErr(invalid)
+	}
+	return v, nl + 1, nil
+}
+
 // shortHeader reads the header line most commands are made of — the lead
 // byte ('*' or '$', which the caller has checked), a positive decimal without leading zeros or a lone 0,
 // CR LF — in one pass: its value and the length of the line. ok is false
