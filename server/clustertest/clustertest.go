@@ -56,7 +56,9 @@ type Options struct {
 	Token string
 	// Mutate, when set, changes each node's configuration last.
 	Mutate func(cfg *server.Config)
-	// Logger receives every node's log lines (nil = discarded).
+	// Logger receives every node's log lines (nil = the last lines are
+	// kept and printed if the test fails; ZARIS_TEST_LOG=1 prints all of
+	// them on stderr as they come).
 	Logger *slog.Logger
 	// Timeout bounds formation and convergence (default 30 s), before
 	// scaling by ZARIS_TEST_TIME_SCALE.
@@ -171,6 +173,11 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 	c := &Cluster{t: t, opts: opts, stopped: map[*server.Node]bool{}}
 	if opts.Secret || os.Getenv(SecretEnv) == "1" {
 		c.secretFile, _ = NewSecretFile(t, t.TempDir())
+	}
+	if c.opts.Logger == nil && os.Getenv("ZARIS_TEST_LOG") == "" {
+		// Registered before StopAll, so it runs after it: the tail ends
+		// with the shutdown.
+		c.opts.Logger = newFailureLog(t)
 	}
 	t.Cleanup(c.StopAll)
 	first := c.startNode("n1", n, nil)
