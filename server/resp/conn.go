@@ -86,6 +86,7 @@ type conn struct {
 	warmTo      int  // buf offset the pipeline read-ahead has looked up to (warm.go)
 	warmSum     uint // keeps the read-ahead's loads
 	warmKeys    [store.WarmBatch][]byte
+	warmFields  [store.WarmBatch][]byte
 	rw          evloop.RawWriter
 	rd          evloop.RawReader // an event loop's reads
 	member      *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start

@@ -8,7 +8,8 @@ import (
 // FuzzKeyAhead: the pipeline read-ahead's scanner never panics, and a
 // command it claims to have read is the command the parser reads there —
 // the same length and the same second argument — so that it can never
-// warm one command's key as another's or step past a command boundary.
+// warm one command's key as another's or step past a command boundary —
+// and the field it reads is the parser's third argument.
 func FuzzKeyAhead(f *testing.F) {
 	for _, s := range []string{
 		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n", "*0\r\n", "*1\r\n$-1\r\n", "*-5\r\n",
@@ -20,7 +21,7 @@ func FuzzKeyAhead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		lim := Limits{MaxBulkLen: 1 << 30, MaxArgs: 1 << 20, MaxInline: 1 << 16}.withDefaults()
 		for buf := in; len(buf) > 0; {
-			key, n := keyAhead(buf)
+			key, field, n := keyAhead(buf)
 			if n == 0 {
 				return
 			}
@@ -32,6 +33,9 @@ func FuzzKeyAhead(f *testing.F) {
 			}
 			if want := argOrNil(args, 1); !bytes.Equal(key, want) || (key == nil) != (want == nil) {
 				t.Fatalf("read ahead key %q, the parser's second argument %q", key, want)
+			}
+			if want := argOrNil(args, 2); !bytes.Equal(field, want) || (field == nil) != (want == nil) {
+				t.Fatalf("read ahead field %q, the parser's third argument %q", field, want)
 			}
 			buf = buf[n:]
 		}
@@ -52,7 +56,7 @@ func TestKeyAheadStopsWhereThePipelineDoes(t *testing.T) {
 	var keys []string
 	buf := []byte(pipeline)
 	for {
-		key, n := keyAhead(buf)
+		key, _, n := keyAhead(buf)
 		if n == 0 {
 			break
 		}

@@ -324,13 +324,17 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	if len(g.txLocks) > 0 && g.txLockedLocked(x.cmd.Key, "", x.now) {
 		return kv.Reply{Status: kv.StatusConflict, Message: "key reserved by a transaction in progress"}
 	}
-	if r := g.items.get(x.cmd.Key); r != nil && !r.Deleted && r.expiredAt(x.now) && g.owned {
-		// Expired but not swept yet: log its expiry first, so that a replica
-		// replaying the effect starts from the same (absent) key instead of
-		// applying it to its stale copy.
-		g.tombstoneLocked(r, OpExpired, x.now)
+	// One index lookup: the record, or nil when there is none live.
+	x.rec = g.items.get(x.cmd.Key)
+	if x.rec != nil && !x.rec.liveAt(x.now) {
+		if !x.rec.Deleted && g.owned {
+			// Expired but not swept yet: log its expiry first, so that a
+			// replica replaying the effect starts from the same (absent)
+			// key instead of applying it to its stale copy.
+			g.tombstoneLocked(x.rec, OpExpired, x.now)
+		}
+		x.rec = nil
 	}
-	x.rec = g.liveLocked(x.cmd.Key, x.now)
 	if x.rec != nil {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
 			return kv.StatusReply(kv.StatusWrongType)

@@ -9,9 +9,10 @@ import (
 	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
-// hashColl is the materialized form of a hash: field → value.
+// hashColl is the materialized form of a hash: field → value (a
+// fieldTable, D88).
 type hashColl struct {
-	m     map[string][]byte
+	t     fieldTable
 	bytes int64 // accounted
 	item  int64 // item size
 	scan  scanIndex
@@ -19,22 +20,34 @@ type hashColl struct {
 
 const hashFieldOverhead = 48
 
-func newHash() *hashColl            { return &hashColl{m: map[string][]byte{}} }
+func newHash() *hashColl            { return &hashColl{} }
 func (h *hashColl) kind() ValueKind { return KindHash }
 func (h *hashColl) size() int64     { return h.bytes }
 func (h *hashColl) itemSize() int64 { return h.item }
-func (h *hashColl) count() int      { return len(h.m) }
+func (h *hashColl) count() int      { return h.t.len() }
+
+// get is field f's value.
+func (h *hashColl) get(f []byte) ([]byte, bool) {
+	return h.t.get(unsafe.String(unsafe.SliceData(f), len(f)))
+}
+
+// fieldNames is every field, in the table's order.
+func (h *hashColl) fieldNames() []string {
+	all := make([]string, 0, h.t.len())
+	for f := range h.t.all {
+		all = append(all, f)
+	}
+	return all
+}
 
 // encode: [field, value, field, value, …] sorted by field.
 func (h *hashColl) encode() []byte {
-	fields := make([]string, 0, len(h.m))
-	for f := range h.m {
-		fields = append(fields, f)
-	}
+	fields := h.fieldNames()
 	sort.Strings(fields)
 	flat := make([][]byte, 0, 2*len(fields))
 	for _, f := range fields {
-		flat = append(flat, []byte(f), h.m[f])
+		v, _ := h.t.get(f)
+		flat = append(flat, []byte(f), v)
 	}
 	return mustMarshal(flat)
 }
@@ -53,39 +66,33 @@ func (h *hashColl) decode(b []byte) error {
 // set stores value under field (copying both) and reports whether the
 // field is new.
 func (h *hashColl) set(field, value []byte) bool {
-	old, exists := h.m[string(field)]
-	return h.store(field, value, old, exists)
+	pos, old, exists := h.t.lookup(field)
+	return h.store(pos, field, value, old, exists)
 }
 
 // fieldGrowth is what setting field to value changes in h's size, with
-// the field's current value (old, exists) for store.
-func (h *hashColl) fieldGrowth(field, value []byte) (grow keySize, old []byte, exists bool) {
-	old, exists = h.m[string(field)]
+// the field's position and current value (old, exists) for store.
+func (h *hashColl) fieldGrowth(field, value []byte) (grow keySize, pos fieldPos, old []byte, exists bool) {
+	pos, old, exists = h.t.lookup(field)
 	grow = hashFieldSize(len(field), len(value))
 	if exists {
 		grow = grow.minus(hashFieldSize(len(field), len(old)))
 	}
-	return grow, old, exists
+	return grow, pos, old, exists
 }
 
-// store is set once the field's current value is known. The field and
-// the value share one allocation (the map's key is a string over its
-// first bytes): one allocation a set instead of two, and none kept from an
-// overwritten field — the map replaces a string key on every assignment.
-// Nothing writes into a stored value; a change stores a new one.
-func (h *hashColl) store(field, value, old []byte, exists bool) bool {
-	buf := make([]byte, len(field)+len(value))
-	copy(buf, field)
-	copy(buf[len(field):], value)
-	k := unsafe.String(unsafe.SliceData(buf), len(field))
-	v := buf[len(field):len(buf):len(buf)]
-	grow := hashFieldSize(len(field), len(v))
+// store is set once the field's position and current value are known
+// (lookup, with no change to the table since). The field and the value
+// share one entry; nothing writes into a stored value, a change stores a
+// new entry.
+func (h *hashColl) store(pos fieldPos, field, value, old []byte, exists bool) bool {
+	h.t.putAt(pos, field, value)
+	grow := hashFieldSize(len(field), len(value))
 	if exists {
 		grow = grow.minus(hashFieldSize(len(field), len(old)))
 	}
 	h.bytes += grow.acct
 	h.item += grow.item
-	h.m[k] = v
 	if !exists {
 		h.scan.membershipChanged()
 	}
@@ -93,9 +100,8 @@ func (h *hashColl) store(field, value, old []byte, exists bool) bool {
 }
 
 func (h *hashColl) del(field string) bool {
-	old, ok := h.m[field]
+	old, ok := h.t.del(field)
 	if ok {
-		delete(h.m, field)
 		h.scan.membershipChanged()
 		gone := hashFieldSize(len(field), len(old))
 		h.bytes -= gone.acct
@@ -120,12 +126,12 @@ func init() {
 		if len(x.cmd.Args) == 2 {
 			// One field (redis-benchmark's HSET, most clients' HSET): one
 			// lookup answers both the size check and the set.
-			grow, old, exists := h.fieldGrowth(x.cmd.Args[0], x.cmd.Args[1])
+			grow, pos, old, exists := h.fieldGrowth(x.cmd.Args[0], x.cmd.Args[1])
 			if !x.fits(grow) {
 				return x.tooLarge()
 			}
 			var added int64
-			if h.store(x.cmd.Args[0], x.cmd.Args[1], old, exists) {
+			if h.store(pos, x.cmd.Args[0], x.cmd.Args[1], old, exists) {
 				added = 1
 			}
 			x.changed()
@@ -148,7 +154,7 @@ func init() {
 			return r
 		}
 		h := hashOf(x)
-		if _, ok := h.m[string(x.cmd.Args[0])]; ok {
+		if _, ok := h.get(x.cmd.Args[0]); ok {
 			return kv.IntReply(0)
 		}
 		if !x.fits(hashSetGrowth(h, x.cmd.Args)) {
@@ -163,7 +169,7 @@ func init() {
 			return r
 		}
 		if h := hashOf(x); h != nil {
-			if v, ok := h.m[string(x.cmd.Args[0])]; ok {
+			if v, ok := h.get(x.cmd.Args[0]); ok {
 				return kv.BulkReply(v)
 			}
 		}
@@ -177,7 +183,7 @@ func init() {
 		out := x.replies(len(x.cmd.Args))[:len(x.cmd.Args)]
 		for i, f := range x.cmd.Args {
 			if h != nil {
-				if v, ok := h.m[string(f)]; ok {
+				if v, ok := h.get(f); ok {
 					out[i] = kv.BulkReply(v)
 				}
 			}
@@ -208,8 +214,8 @@ func init() {
 		if h == nil {
 			return kv.ArrayReply([]kv.Reply{})
 		}
-		out := x.replies(2 * len(h.m))
-		for f, v := range h.m {
+		out := x.replies(2 * h.count())
+		for f, v := range h.t.all {
 			out = append(out, kv.BulkReply(x.stringBytes(f)), kv.BulkReply(v))
 		}
 		return kv.ArrayReply(out)
@@ -219,8 +225,8 @@ func init() {
 		if h == nil {
 			return kv.ArrayReply([]kv.Reply{})
 		}
-		out := x.replies(len(h.m))
-		for f := range h.m {
+		out := x.replies(h.count())
+		for f := range h.t.all {
 			out = append(out, kv.BulkReply(x.stringBytes(f)))
 		}
 		return kv.ArrayReply(out)
@@ -230,15 +236,15 @@ func init() {
 		if h == nil {
 			return kv.ArrayReply([]kv.Reply{})
 		}
-		out := x.replies(len(h.m))
-		for _, v := range h.m {
+		out := x.replies(h.count())
+		for _, v := range h.t.all {
 			out = append(out, kv.BulkReply(v))
 		}
 		return kv.ArrayReply(out)
 	}})
 	register(kv.CmdHLen, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
 		if h := hashOf(x); h != nil {
-			return kv.IntReply(int64(len(h.m)))
+			return kv.IntReply(int64(h.count()))
 		}
 		return kv.IntReply(0)
 	}})
@@ -247,7 +253,7 @@ func init() {
 			return r
 		}
 		if h := hashOf(x); h != nil {
-			if _, ok := h.m[string(x.cmd.Args[0])]; ok {
+			if _, ok := h.get(x.cmd.Args[0]); ok {
 				return kv.IntReply(1)
 			}
 		}
@@ -263,7 +269,7 @@ func init() {
 		}
 		h := hashOf(x)
 		var cur int64
-		if v, exists := h.m[string(x.cmd.Args[0])]; exists {
+		if v, exists := h.get(x.cmd.Args[0]); exists {
 			if cur, ok = argInt(v); !ok {
 				return kv.BadRequest("hash value is not an integer")
 			}
@@ -290,7 +296,7 @@ func init() {
 			return kv.BadRequest("value is NaN or Infinity") // Redis refuses the increment itself
 		}
 		h := hashOf(x)
-		cur, exists := h.m[string(x.cmd.Args[0])]
+		cur, exists := h.get(x.cmd.Args[0])
 		nv, bad, ok := incrLongDouble(cur, exists, x.cmd.Args[1], kv.BadRequest("hash value is not a float"))
 		if !ok {
 			return bad

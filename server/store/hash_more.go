@@ -14,10 +14,10 @@ import (
 // most 128 fields, every field and value at most 64 bytes: the default
 // hash-max-listpack-entries and -value), which HSCAN returns whole.
 func hashCompact(h *hashColl) bool {
-	if len(h.m) > 128 {
+	if h.count() > 128 {
 		return false
 	}
-	for f, v := range h.m {
+	for f, v := range h.t.all {
 		if len(f) > 64 || len(v) > 64 {
 			return false
 		}
@@ -28,17 +28,17 @@ func hashCompact(h *hashColl) bool {
 // randomFieldWindow is how many fields randomField chooses among.
 const randomFieldWindow = 32
 
-// randomField picks a field of the non-empty h at random, in O(1): a range
-// over a Go map starts at a random slot, but the first field after it is
-// favoured when it follows empty slots, so the pick is among the next
-// randomFieldWindow fields (Redis's dictGetFairRandomKey samples a bucket
+// randomField picks a field of the non-empty h at random, in O(1): a walk
+// from a random slot, but the first field after it is favoured when it
+// follows empty slots, so the pick is among the next randomFieldWindow
+// fields (Redis's dictGetFairRandomKey samples a bucket
 // run the same way). Close to uniform, not exactly: on a hash of thousands
 // of fields a field's chance stays within about 0.4–1.9× the mean
 // (TestHashRandomFieldSpread); a smaller hash (≤ the window) is exact.
 func randomField(h *hashColl) string {
 	var window [randomFieldWindow]string
 	n := 0
-	for f := range h.m {
+	for f := range h.t.fromRandomSlot {
 		window[n] = f
 		if n++; n == len(window) {
 			break
@@ -53,12 +53,12 @@ func randomField(h *hashColl) string {
 // of one walk instead of n.
 func randomWindow(h *hashColl, n int, buf []string) []string {
 	win := buf[:0]
-	if want := min(len(h.m), n+randomFieldWindow); cap(win) < want {
+	if want := min(h.count(), n+randomFieldWindow); cap(win) < want {
 		win = make([]string, 0, want)
 	} else {
 		win = win[:0:want]
 	}
-	for f := range h.m {
+	for f := range h.t.fromRandomSlot {
 		if win = append(win, f); len(win) == cap(win) {
 			break
 		}
@@ -72,7 +72,8 @@ func init() {
 			return r
 		}
 		if h := hashOf(x); h != nil {
-			return kv.IntReply(int64(len(h.m[string(x.cmd.Args[0])])))
+			v, _ := h.get(x.cmd.Args[0])
+			return kv.IntReply(int64(len(v)))
 		}
 		return kv.IntReply(0)
 	}})
@@ -83,13 +84,6 @@ func init() {
 		var h *hashColl
 		if !x.wrongKind(KindHash) {
 			h = hashOf(x)
-		}
-		fields := func() []string {
-			all := make([]string, 0, len(h.m))
-			for f := range h.m {
-				all = append(all, f)
-			}
-			return all
 		}
 		if len(x.cmd.Args) == 0 {
 			if h == nil {
@@ -114,12 +108,12 @@ func init() {
 		if h == nil || n == 0 {
 			return kv.ArrayReply([]kv.Reply{})
 		}
-		size := len(h.m)
+		size := h.count()
 		var picked []string
 		var window [2 * randomFieldWindow]string // a small count's window, on the stack
 		switch {
 		case n > int64(size)/3: // most of the hash (n*3 could overflow): a partial shuffle of all of it
-			all := fields()
+			all := h.fieldNames()
 			k := int(min(n, int64(size)))
 			for i := 0; i < k; i++ {
 				j := i + rand.IntN(size-i)
@@ -138,7 +132,7 @@ func init() {
 			if withValues {
 				reps *= 2 // ≤ 2^64-2: n > −2^63
 			}
-			if !randomCountFits(reps, len(h.m), h.bytes) {
+			if !randomCountFits(reps, h.count(), h.bytes) {
 				return errRandomTooLarge
 			}
 			picked = make([]string, -n)
@@ -149,7 +143,7 @@ func init() {
 				}
 				break
 			}
-			all := fields()
+			all := h.fieldNames()
 			for i := range picked {
 				picked[i] = all[rand.IntN(len(all))]
 			}
@@ -162,7 +156,8 @@ func init() {
 		for _, f := range picked {
 			out = append(out, kv.BulkReply(x.stringBytes(f)))
 			if withValues {
-				out = append(out, kv.BulkReply(h.m[f]))
+				v, _ := h.t.get(f)
+				out = append(out, kv.BulkReply(v))
 			}
 		}
 		return kv.ArrayReply(out)
@@ -179,17 +174,14 @@ func init() {
 			fields = req.filter(fields, 1)
 			out := x.replies(2 * len(fields))
 			for _, f := range fields {
-				out = append(out, kv.BulkReply(x.stringBytes(f)), kv.BulkReply(h.m[f]))
+				v, _ := h.t.get(f)
+				out = append(out, kv.BulkReply(x.stringBytes(f)), kv.BulkReply(v))
 			}
 			return x.scanPageReply(next, out)
 		}
 		if hashCompact(h) {
-			all := make([]string, 0, len(h.m))
-			for f := range h.m {
-				all = append(all, f)
-			}
-			return reply(0, all)
+			return reply(0, h.fieldNames())
 		}
-		return reply(scanMap(&h.scan, req, h.m))
+		return reply(scanFields(&h.scan, req, h.count(), h.t.all, func(f string) bool { _, ok := h.t.get(f); return ok }))
 	}})
 }

@@ -149,7 +149,7 @@ func hashSetGrowth(h *hashColl, pairs [][]byte) keySize {
 		f, v := pairs[i], pairs[i+1]
 		old, exists := earlier[string(f)]
 		if !exists {
-			old, exists = h.m[string(f)]
+			old, exists = h.get(f)
 		}
 		grow = grow.plus(hashFieldSize(len(f), len(v)))
 		if exists {

@@ -42,7 +42,7 @@ func envelope(c collection) int {
 	case *listColl:
 		return arrayHeader(c.n)
 	case *hashColl:
-		return arrayHeader(2 * len(c.m))
+		return arrayHeader(2 * c.count())
 	case *setColl:
 		return arrayHeader(len(c.m))
 	case *zsetColl:

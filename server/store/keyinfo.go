@@ -52,10 +52,10 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		return "raw", false
 	case KindHash:
 		h := r.coll().(*hashColl)
-		if len(h.m) > hashListpackMaxEntries {
+		if h.count() > hashListpackMaxEntries {
 			return "hashtable", false
 		}
-		for f, v := range h.m {
+		for f, v := range h.t.all {
 			if len(f) > listpackMaxValue || len(v) > listpackMaxValue {
 				return "hashtable", false
 			}

@@ -183,15 +183,27 @@ func (x *scanIndex) page(req collScan, n int, each func(yield func(string)), has
 // a hash's fields): from the scan index once m is large, by hash over the
 // whole map below that.
 func scanMap[V any](x *scanIndex, req collScan, m map[string]V) (uint64, []string) {
+	all := func(yield func(string, V) bool) {
+		for k, v := range m {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+	return scanFields(x, req, len(m), all, func(k string) bool { _, ok := m[k]; return ok })
+}
+
+// scanFields is scanMap over any n keys that all walks and has tests.
+func scanFields[V any](x *scanIndex, req collScan, n int, all func(yield func(string, V) bool), has func(string) bool) (uint64, []string) {
 	each := func(yield func(string)) {
-		for k := range m {
+		for k := range all {
 			yield(k)
 		}
 	}
-	if len(m) > scanOrderMin {
-		return x.page(req, len(m), each, memberHash, func(k string) bool { _, ok := m[k]; return ok })
+	if n > scanOrderMin {
+		return x.page(req, n, each, memberHash, has)
 	}
-	return scanByHash(len(m), each, req)
+	return scanByHash(n, each, req)
 }
 
 // memberHash is a member's position in the scan order: FNV-1a, 63 bits (a

@@ -51,12 +51,21 @@ func warmSlot(sh *tableShape, home, h uint32) uint32 {
 // detector would report exactly these reads — and nothing here calls out.
 //
 //go:norace
-func (s *Store) WarmAhead(keys [][]byte) (sum uint) {
+func (s *Store) WarmAhead(keys [][]byte) (sum uint) { return s.WarmAheadFields(keys, nil) }
+
+// WarmAheadFields is WarmAhead with each key's first argument (fields[i]
+// for keys[i], nil for none): where the key holds a hash, the slot a
+// lookup of that field starts at and its entry are read ahead too — a
+// pipelined HSET's field lookup waited for those two misses (D88).
+//
+//go:norace
+func (s *Store) WarmAheadFields(keys, fields [][]byte) (sum uint) {
 	var shapes [WarmBatch]*tableShape
 	var slots, hashes [WarmBatch]uint32
 	var recs [WarmBatch]*Record
+	var at [WarmBatch]uint8 // recs[j] is keys[at[j]]'s
 	n := 0
-	for _, k := range keys[:min(len(keys), WarmBatch)] {
+	for ki, k := range keys[:min(len(keys), WarmBatch)] {
 		key := unsafe.String(unsafe.SliceData(k), len(k))
 		g := s.segments[placement.SegmentOf(key, len(s.segments))]
 		if e := g.log.tail; e != nil {
@@ -69,6 +78,7 @@ func (s *Store) WarmAhead(keys [][]byte) (sum uint) {
 		h := hashKey(key)
 		shapes[n], hashes[n] = sh, h
 		slots[n] = uint32(uint64(h) * uint64(len(sh.recs)) >> 32)
+		at[n] = uint8(ki)
 		n++
 	}
 	for j := range n {
@@ -84,6 +94,20 @@ func (s *Store) WarmAhead(keys [][]byte) (sum uint) {
 				// record's next cache line, which the comparison reads.
 				sum += uint(*(*byte)(unsafe.Add(r.p, r.klen-1)))
 			}
+		}
+	}
+	if fields == nil {
+		return sum
+	}
+	for j := range n {
+		// A hash record's collection is set before the record is
+		// published and never after: the interface read is whole.
+		r, f := recs[j], fields[at[j]]
+		if r == nil || f == nil || r.Kind != KindHash || r.form&formExt == 0 || r.p == nil {
+			continue
+		}
+		if h, ok := (*recordExt)(r.p).c.(*hashColl); ok {
+			sum += h.t.warm(f)
 		}
 	}
 	return sum

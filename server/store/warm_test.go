@@ -126,3 +126,92 @@ func TestWarmSlotIsTheLookupsSlot(t *testing.T) {
 		t.Fatalf("only %d of %d keys displaced: the test shows nothing", displaced, n)
 	}
 }
+
+// TestWarmAheadReadsTheFieldsSlot: for a key holding a hash, the
+// read-ahead adds the slot the field's lookup starts at and that slot's
+// entry (D88): a field at its home slot reads its own hash and entry; a
+// string key or a missing field argument adds nothing. The failure it
+// prevents: a field read-ahead that hashes or places fields unlike the
+// table warms lines the HSET then does not read.
+func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
+	s, _ := newTestStore(t)
+	key := []byte("warm:hash")
+	for i := range 2000 {
+		if r := s.Exec(kv.Cmd{Op: kv.CmdHSet, Key: string(key), Args: [][]byte{[]byte("f" + strconv.Itoa(i)), []byte("v")}}); r.Status != kv.StatusSuccess {
+			t.Fatalf("HSET: %v", r.Status)
+		}
+	}
+	base := s.WarmAhead([][]byte{key})
+	g := s.SegmentFor(string(key))
+	atHome := 0
+	for i := range 2000 {
+		f := "f" + strconv.Itoa(i)
+		g.mu.Lock()
+		h := g.items.get(string(key)).coll().(*hashColl)
+		a := h.t.arr
+		hash := fieldHashString(f)
+		slot := a.slots[hash&a.mask]
+		own := slot.e != nil && entryField(slot.e) == f
+		g.mu.Unlock()
+		if !own {
+			continue
+		}
+		atHome++
+		want := base + uint(hash) + uint(len(f)) // the entry's first byte: the field's length
+		if got := s.WarmAheadFields([][]byte{key}, [][]byte{[]byte(f)}); got != want {
+			t.Fatalf("read ahead %d for field %q, want the key's %d plus its slot's hash and entry: %d", got, f, base, want)
+		}
+	}
+	if atHome < 1000 {
+		t.Fatalf("only %d of 2000 fields at their home slot", atHome)
+	}
+	if got := s.WarmAheadFields([][]byte{key}, [][]byte{nil}); got != base {
+		t.Fatalf("read ahead %d without a field, want the key's %d", got, base)
+	}
+	mustStatus(t, s.Put("warm:string", []byte("v"), nil), kv.StatusSuccess)
+	plain := s.WarmAhead([][]byte{[]byte("warm:string")})
+	if got := s.WarmAheadFields([][]byte{[]byte("warm:string")}, [][]byte{[]byte("f1")}); got != plain {
+		t.Fatalf("read ahead %d for a string key with a field, want the key's %d", got, plain)
+	}
+}
+
+// TestWarmAheadFieldsBesideWriters: the field read-ahead runs without
+// locks beside writers that grow, shrink, empty and recreate the hash; it
+// must never fault, and the race detector must not report its reads.
+func TestWarmAheadFieldsBesideWriters(t *testing.T) {
+	s, _ := newTestStore(t)
+	keys, fields := make([][]byte, WarmBatch), make([][]byte, WarmBatch)
+	for i := range keys {
+		keys[i], fields[i] = []byte("race:h"+strconv.Itoa(i%2)), []byte("f"+strconv.Itoa(i))
+	}
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				s.WarmAheadFields(keys, fields)
+			}
+		}
+	}()
+	for round := range 100 {
+		for _, k := range []string{"race:h0", "race:h1"} {
+			for i := range 200 {
+				s.Exec(kv.Cmd{Op: kv.CmdHSet, Key: k, Args: [][]byte{[]byte("f" + strconv.Itoa(i)), []byte("v")}})
+			}
+			if round%2 == 0 {
+				s.Delete(k)
+			} else {
+				for i := range 200 {
+					s.Exec(kv.Cmd{Op: kv.CmdHDel, Key: k, Args: [][]byte{[]byte("f" + strconv.Itoa(i))}})
+				}
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+}

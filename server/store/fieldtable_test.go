@@ -1,0 +1,172 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+)
+
+// checkFieldTable compares t with the model m: every field found with its
+// value, nothing else walked, and every field reachable from its home slot
+// without crossing an empty slot (a delete that left a hole in a probe
+// would lose the fields after it).
+func checkFieldTable(t *testing.T, ft *fieldTable, m map[string]string) {
+	t.Helper()
+	if ft.len() != len(m) {
+		t.Fatalf("len %d, model %d", ft.len(), len(m))
+	}
+	for f, v := range m {
+		got, ok := ft.get(f)
+		if !ok || string(got) != v {
+			t.Fatalf("field %q: %q %v, model %q", f, got, ok, v)
+		}
+	}
+	seen := 0
+	for f, v := range ft.all {
+		if want, ok := m[f]; !ok || want != string(v) {
+			t.Fatalf("walked %q=%q, model %q %v", f, v, want, ok)
+		}
+		seen++
+	}
+	if seen != len(m) {
+		t.Fatalf("walked %d fields, model %d", seen, len(m))
+	}
+	if ft.arr != nil && uint64(ft.n) > (ft.arr.mask+1)/4*3 {
+		t.Fatalf("%d fields in %d slots: over 3/4", ft.n, len(ft.arr.slots))
+	}
+}
+
+// TestFieldTableAgreesWithAMap runs random sets and deletes on a small key
+// space (long probes, many backward shifts, growth and shrinking) against
+// a Go map.
+func TestFieldTableAgreesWithAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 20 {
+		var ft fieldTable
+		m := map[string]string{}
+		space := 1 + rng.IntN(300)
+		handed := map[string][]byte{} // values handed out earlier: never rewritten
+		for op := range 3000 {
+			f := fmt.Sprintf("f%d", rng.IntN(space))
+			if rng.IntN(3) == 0 {
+				old, ok := ft.del(f)
+				want, had := m[f]
+				if ok != had || ok && string(old) != want {
+					t.Fatalf("round %d op %d: del %q = %q %v, model %q %v", round, op, f, old, ok, want, had)
+				}
+				delete(m, f)
+			} else {
+				v := fmt.Sprintf("v%d-%d", op, rng.IntN(1000))
+				if rng.IntN(10) == 0 {
+					v = "" // empty values are values
+				}
+				_, had := m[f]
+				if isNew := ft.put([]byte(f), []byte(v)); isNew == had {
+					t.Fatalf("round %d op %d: put %q new=%v, model had it %v", round, op, f, isNew, had)
+				}
+				m[f] = v
+				got, _ := ft.get(f)
+				handed[v] = got
+			}
+			if op%97 == 0 {
+				checkFieldTable(t, &ft, m)
+			}
+		}
+		checkFieldTable(t, &ft, m)
+		for v, b := range handed {
+			if !bytes.Equal(b, []byte(v)) {
+				t.Fatalf("a value handed out changed: %q became %q", v, b)
+			}
+		}
+	}
+}
+
+// TestFieldTableEmptyField: "" is a field like any other, and an emptied
+// table keeps no slots.
+func TestFieldTableEmptyField(t *testing.T) {
+	var ft fieldTable
+	ft.put(nil, nil)
+	if v, ok := ft.get(""); !ok || v == nil || len(v) != 0 {
+		t.Fatalf("get \"\" = %v %v", v, ok)
+	}
+	for i := range 100 {
+		ft.put(fmt.Appendf(nil, "x%d", i), []byte("y"))
+	}
+	for i := range 100 {
+		if _, ok := ft.del(fmt.Sprintf("x%d", i)); !ok {
+			t.Fatalf("x%d lost", i)
+		}
+	}
+	if _, ok := ft.get(""); !ok || ft.len() != 1 || len(ft.arr.slots) > 16 {
+		t.Fatalf("after the deletes: len %d, %d slots", ft.len(), len(ft.arr.slots))
+	}
+	ft.del("")
+	if ft.arr != nil || ft.len() != 0 {
+		t.Fatal("an emptied table keeps its slots")
+	}
+}
+
+// FuzzFieldTable: any program of sets and deletes agrees with a map.
+func FuzzFieldTable(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 130, 2, 1})
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		var ft fieldTable
+		m := map[string]string{}
+		for i, b := range prog {
+			key := fmt.Sprintf("k%d", b&63)
+			if b&128 != 0 {
+				ft.del(key)
+				delete(m, key)
+			} else {
+				v := fmt.Sprint(i)
+				ft.put([]byte(key), []byte(v))
+				m[key] = v
+			}
+		}
+		checkFieldTable(t, &ft, m)
+	})
+}
+
+// BenchmarkHashMemoryPerField is the heap a hash of 1 M fields of
+// redis-benchmark's shape ("element:N", 32-byte values) holds per field.
+func BenchmarkHashMemoryPerField(b *testing.B) {
+	const n = 1_000_000
+	v := bytes.Repeat([]byte("v"), 32)
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		h := newHash()
+		for i := range n {
+			h.set(fmt.Appendf(nil, "element:%d", i), v)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/field")
+		runtime.KeepAlive(h)
+	}
+}
+
+// BenchmarkHashSetGet is HSET then HGET of one field of a hash of 100 k
+// fields (redis-benchmark's HSET key space), without the read-ahead.
+func BenchmarkHashSetGet(b *testing.B) {
+	const n = 100_000
+	v := bytes.Repeat([]byte("v"), 32)
+	h := newHash()
+	fields := make([][]byte, n)
+	for i := range fields {
+		fields[i] = fmt.Appendf(nil, "element:%d", i)
+		h.set(fields[i], v)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	b.ResetTimer()
+	for b.Loop() {
+		f := fields[rng.IntN(n)]
+		h.set(f, v)
+		if _, ok := h.get(f); !ok {
+			b.Fatal("lost")
+		}
+	}
+}
