@@ -3,7 +3,6 @@ package store
 import (
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
@@ -25,44 +24,23 @@ type Atomic struct {
 	// access stamps as they were (SetNoTouch).
 	noTouch bool
 	// warmed keeps what Prefetch read, so that its loads are used.
-	warmed int
+	warmed uint
 	// room holds many for up to atomicRoom segments.
 	room [atomicRoom]*Segment
 }
 
-// prefetchChunk is how many keys Prefetch has in flight at once.
-const prefetchChunk = 16
-
 // Prefetch reads ahead what a multi-key command is about to look up one key
-// after another (MSET, MGET): each key's first index slot and the record
-// there, with its key bytes. The loads of different keys do not depend on
-// one another, so the CPU has them in flight together, and the command's
-// own lookups then find them in cache instead of waiting for each key's
-// misses in turn (issue #17: the index probe was a third of MSET's CPU).
-// keys[0], keys[step], … are the keys; those of segments the view does not
-// hold are skipped.
+// after another (MSET, MGET): WarmAhead's reads — each key's index slot on
+// its probe, the record there with both ends of its key, the op-log slot
+// its segment's write fills next — for keys[0], keys[step], …, WarmBatch at
+// a time. The loads of different keys do not depend on one another, so the
+// CPU has them in flight together, and the command's own lookups then find
+// them in cache instead of waiting for each key's misses in turn (issue
+// #17). Keys of segments the view does not hold are read ahead as well:
+// harmless, the reads trust nothing.
 func (a *Atomic) Prefetch(keys [][]byte, step int) {
-	var hashes [prefetchChunk]uint32
-	var tables [prefetchChunk]*recordTable
-	var recs [prefetchChunk]*Record
-	for i := 0; i < len(keys); {
-		n := 0
-		for ; i < len(keys) && n < prefetchChunk; i += step {
-			key := unsafe.String(unsafe.SliceData(keys[i]), len(keys[i]))
-			if g := a.segFor(key); g != nil && len(g.items.recs) > 0 {
-				hashes[n], tables[n] = hashKey(key), &g.items
-				n++
-			}
-		}
-		for j := range n {
-			t := tables[j]
-			recs[j] = t.recs[t.home(hashes[j])]
-		}
-		for j := range n {
-			if r := recs[j]; r != nil && len(r.Key()) > 0 {
-				a.warmed += int(r.Key()[0])
-			}
-		}
+	for i := 0; i < len(keys); i += WarmBatch * step {
+		a.warmed += a.g.store.warm(keys[i:], step, nil)
 	}
 }
 

@@ -100,7 +100,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	a, b := "alpha", "beta"
 	sa := s.SegmentFor(a).ID()
 	var args [][]byte
-	for i := range 3 * prefetchChunk {
+	for i := range 3 * WarmBatch {
 		k := "{alpha}" + strconv.Itoa(i)
 		if i%3 == 0 {
 			s.Put(k, []byte(k), nil)

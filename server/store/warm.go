@@ -59,13 +59,21 @@ func (s *Store) WarmAhead(keys [][]byte) (sum uint) { return s.WarmAheadFields(k
 // pipelined HSET's field lookup waited for those two misses (D88).
 //
 //go:norace
-func (s *Store) WarmAheadFields(keys, fields [][]byte) (sum uint) {
+func (s *Store) WarmAheadFields(keys, fields [][]byte) (sum uint) { return s.warm(keys, 1, fields) }
+
+// warm reads ahead keys[0], keys[step], … (at most WarmBatch of them), and
+// the fields of those holding hashes when fields is not nil (fields[i] is
+// keys[i]'s).
+//
+//go:norace
+func (s *Store) warm(keys [][]byte, step int, fields [][]byte) (sum uint) {
 	var shapes [WarmBatch]*tableShape
 	var slots, hashes [WarmBatch]uint32
 	var recs [WarmBatch]*Record
-	var at [WarmBatch]uint8 // recs[j] is keys[at[j]]'s
+	var at [WarmBatch]int // recs[j] is keys[at[j]]'s
 	n := 0
-	for ki, k := range keys[:min(len(keys), WarmBatch)] {
+	for ki, seen := 0, 0; ki < len(keys) && seen < WarmBatch; ki, seen = ki+step, seen+1 {
+		k := keys[ki]
 		key := unsafe.String(unsafe.SliceData(k), len(k))
 		g := s.segments[placement.SegmentOf(key, len(s.segments))]
 		if e := g.log.tail; e != nil {
@@ -78,7 +86,7 @@ func (s *Store) WarmAheadFields(keys, fields [][]byte) (sum uint) {
 		h := hashKey(key)
 		shapes[n], hashes[n] = sh, h
 		slots[n] = uint32(uint64(h) * uint64(len(sh.recs)) >> 32)
-		at[n] = uint8(ki)
+		at[n] = ki
 		n++
 	}
 	for j := range n {
