@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,16 +10,21 @@ import (
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
-// checkSetIndex fails unless members and m describe the same members, each
-// at the position m records (what SPOP/SRANDMEMBER's O(1) pick relies on).
+// checkSetIndex fails unless members and the table describe the same
+// members, each at the position the table records (what SPOP/SRANDMEMBER's
+// O(1) pick relies on).
 func checkSetIndex(t *testing.T, s *setColl) {
 	t.Helper()
-	if len(s.members) != len(s.m) {
-		t.Fatalf("members has %d entries, the map %d", len(s.members), len(s.m))
+	if len(s.members) != s.t.len() {
+		t.Fatalf("members has %d entries, the table %d", len(s.members), s.t.len())
 	}
 	for i, m := range s.members {
-		if j, ok := s.m[m]; !ok || j != i {
-			t.Fatalf("member %q at %d, map says %d (present %v)", m, i, j, ok)
+		e := s.t.entryOf(m)
+		if e == nil {
+			t.Fatalf("member %q at %d is not in the table", m, i)
+		}
+		if j := int(binary.LittleEndian.Uint32(entryValue(e))); j != i {
+			t.Fatalf("member %q at %d, the table says %d", m, i, j)
 		}
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"unsafe"
 )
 
-// fieldTable is a hash's fields and their values (D88): open addressing
+// fieldTable is a hash's fields and their values, or a set's members and
+// their positions (D88): open addressing
 // with linear probing over 16-byte slots, each the field's 64-bit hash and
 // a pointer to its entry — one allocation holding the two lengths, the
 // field's bytes and the value's. A lookup reads one slot line (four slots)
@@ -14,7 +15,9 @@ import (
 // own allocation, three cache misses on a hash of 100 k fields, a quarter
 // of HSET's CPU (issue #17). An entry is never written after it is built:
 // a new value is a new entry, so field strings and values handed out stay
-// what they were.
+// what they were. (A set's entry is the exception: its value, the member's
+// position in setColl.members, is rewritten in place; nothing hands it
+// out, and the read-ahead reads only an entry's first byte.)
 //
 // Deletion shifts the probe's later entries back (no tombstones); the
 // table grows at 3/4 full and shrinks below 1/8.
@@ -123,19 +126,19 @@ func (t *fieldTable) lookup(f []byte) (pos fieldPos, old []byte, exists bool) {
 }
 
 // putAt sets f to v at the position lookup returned, with no change to the
-// table in between. It returns the stored value (the entry's bytes).
-func (t *fieldTable) putAt(pos fieldPos, f, v []byte) []byte {
+// table in between. It returns the new entry.
+func (t *fieldTable) putAt(pos fieldPos, f, v []byte) unsafe.Pointer {
 	e := newFieldEntry(f, v)
 	if pos.slot >= 0 {
 		t.arr.slots[pos.slot].e = e
-		return entryValue(e)
+		return e
 	}
 	if t.arr == nil || uint64(t.n+1) > (t.arr.mask+1)/4*3 {
 		t.resize(max(minFieldSlots, 2*t.slotCount()))
 	}
 	t.insert(fieldSlot{e: e, hash: pos.hash})
 	t.n++
-	return entryValue(e)
+	return e
 }
 
 // put sets f to v and reports whether f is new.
@@ -204,6 +207,14 @@ func (t *fieldTable) del(f string) ([]byte, bool) {
 		t.resize(len(a.slots) / 2)
 	}
 	return old, true
+}
+
+// entryOf is field f's entry, nil when f is not in the table.
+func (t *fieldTable) entryOf(f string) unsafe.Pointer {
+	if i := t.find(f, fieldHashString(f)); i >= 0 {
+		return t.arr.slots[i].e
+	}
+	return nil
 }
 
 // all yields every field and value, in slot order. The table must not

@@ -170,3 +170,22 @@ func BenchmarkHashSetGet(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSetMemoryPerMember is the heap a set of 1 M members of
+// redis-benchmark's shape ("element:N") holds per member.
+func BenchmarkSetMemoryPerMember(b *testing.B) {
+	const n = 1_000_000
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := newSet()
+		for i := range n {
+			s.addBytes(fmt.Appendf(nil, "element:%d", i))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/member")
+		runtime.KeepAlive(s)
+	}
+}

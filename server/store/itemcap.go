@@ -171,7 +171,7 @@ func setAddGrowth(s *setColl, members [][]byte) keySize {
 		earlier = make(map[string]struct{}, len(members))
 	}
 	for _, m := range members {
-		if _, ok := s.m[string(m)]; ok {
+		if s.has(m) {
 			continue
 		}
 		if earlier != nil {

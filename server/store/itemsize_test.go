@@ -44,7 +44,7 @@ func envelope(c collection) int {
 	case *hashColl:
 		return arrayHeader(2 * c.count())
 	case *setColl:
-		return arrayHeader(len(c.m))
+		return arrayHeader(c.count())
 	case *zsetColl:
 		return arrayHeader(len(c.nodes))
 	case *streamColl:

@@ -65,10 +65,10 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		return "quicklist", false
 	case KindSet:
 		s := r.coll().(*setColl)
-		if len(s.m) > intsetMaxEntries {
+		if s.count() > intsetMaxEntries {
 			return "hashtable", false
 		}
-		for m := range s.m {
+		for _, m := range s.members {
 			if _, ok := redisInt([]byte(m)); !ok {
 				return "hashtable", false
 			}

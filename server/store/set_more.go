@@ -25,22 +25,22 @@ func interOf(sets []*setColl) *setColl { return interLimit(sets, 0) }
 func interLimit(sets []*setColl, limit int) *setColl {
 	out := newSet()
 	for _, s := range sets {
-		if s == nil || len(s.m) == 0 {
+		if s == nil || s.count() == 0 {
 			return out
 		}
 	}
 	// Walk the smallest set, probe the others.
 	order := slices.Clone(sets)
-	sort.Slice(order, func(i, j int) bool { return len(order[i].m) < len(order[j].m) })
+	sort.Slice(order, func(i, j int) bool { return order[i].count() < order[j].count() })
 members:
-	for m := range order[0].m {
+	for _, m := range order[0].members {
 		for _, o := range order[1:] {
-			if _, ok := o.m[m]; !ok {
+			if !o.hasString(m) {
 				continue members
 			}
 		}
 		out.add(m)
-		if limit > 0 && len(out.m) >= limit {
+		if limit > 0 && out.count() >= limit {
 			break
 		}
 	}
@@ -51,7 +51,7 @@ func unionOf(sets []*setColl) *setColl {
 	out := newSet()
 	for _, s := range sets {
 		if s != nil {
-			for m := range s.m {
+			for _, m := range s.members {
 				out.add(m)
 			}
 		}
@@ -65,10 +65,10 @@ func diffOf(sets []*setColl) *setColl {
 		return out
 	}
 members:
-	for m := range sets[0].m {
+	for _, m := range sets[0].members {
 		for _, o := range sets[1:] {
 			if o != nil {
-				if _, ok := o.m[m]; ok {
+				if o.hasString(m) {
 					continue members
 				}
 			}
@@ -96,7 +96,7 @@ func setStore(op setAlgebra) func(x *execCtx) kv.Reply {
 		if !ok {
 			return r
 		}
-		if len(res.m) > 0 && !dst.fitsNew(res) {
+		if res.count() > 0 && !dst.fitsNew(res) {
 			return dst.tooLarge()
 		}
 		members := res.sorted()
@@ -106,11 +106,11 @@ func setStore(op setAlgebra) func(x *execCtx) kv.Reply {
 		}
 		dst.replace(res, &kv.Cmd{Op: kv.CmdSAdd, Args: args})
 		x.rec = nil // replaced: execWriteLocked must not report the old record
-		return kv.IntReply(int64(len(res.m)))
+		return kv.IntReply(int64(res.count()))
 	}
 }
 
-// randomMembers picks n distinct members of s uniformly (n ≤ len(s.m)), in
+// randomMembers picks n distinct members of s uniformly (n ≤ s.count()), in
 // O(n) when n is small against the set: distinct positions drawn at random;
 // a partial shuffle of a copy when the answer is most of the set anyway.
 func randomMembers(s *setColl, n int) []string {
@@ -184,7 +184,7 @@ func init() {
 		}
 		dstKey, member := x.cmd.Args[0], string(x.cmd.Args[1])
 		if string(dstKey) == x.cmd.Key {
-			if _, ok := src.m[member]; ok {
+			if src.hasString(member) {
 				return kv.IntReply(1)
 			}
 			return kv.IntReply(0)
@@ -193,7 +193,7 @@ func init() {
 		if !ok {
 			return r
 		}
-		if _, ok := src.m[member]; !ok {
+		if !src.hasString(member) {
 			return kv.IntReply(0)
 		}
 		ds := dst.coll.(*setColl)
@@ -230,7 +230,7 @@ func init() {
 			}
 			return kv.NilReply()
 		}
-		chosen := randomMembers(s, int(min(count, int64(len(s.m)))))
+		chosen := randomMembers(s, int(min(count, int64(s.count()))))
 		slices.Sort(chosen) // the logged SREM is canonical
 		args := make([][]byte, len(chosen))
 		for i, m := range chosen {
@@ -268,9 +268,9 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		if n > 0 {
-			return x.membersReply(randomMembers(s, int(min(n, int64(len(s.m))))))
+			return x.membersReply(randomMembers(s, int(min(n, int64(s.count())))))
 		}
-		if !randomCountFits(uint64(-n), len(s.m), s.bytes) {
+		if !randomCountFits(uint64(-n), s.count(), s.bytes) {
 			return errRandomTooLarge
 		}
 		out := x.replies(int(-n))[:-n]
@@ -298,7 +298,7 @@ func init() {
 		for i, m := range x.cmd.Args {
 			out[i] = kv.IntReply(0)
 			if s != nil {
-				if _, ok := s.m[string(m)]; ok {
+				if s.has(m) {
 					out[i] = kv.IntReply(1)
 				}
 			}
@@ -321,7 +321,7 @@ func init() {
 			return r
 		}
 		lim := int(min(limit, math.MaxInt32))
-		return kv.IntReply(int64(len(interLimit(append([]*setColl{setOf(x)}, sets...), lim).m)))
+		return kv.IntReply(int64(interLimit(append([]*setColl{setOf(x)}, sets...), lim).count()))
 	}})
 	register(kv.CmdSScan, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
 		req, r, done := collScanStart(x, KindSet)
@@ -334,7 +334,7 @@ func init() {
 			// whole, in order, whatever the cursor.
 			return x.collScanReply(0, req.filter(ints, 1))
 		}
-		next, page := scanMap(&s.scan, req, s.m)
+		next, page := scanFields(&s.scan, req, s.count(), s.t.all, s.hasString)
 		return x.collScanReply(next, req.filter(page, 1))
 	}})
 }

@@ -54,9 +54,10 @@ func warmSlot(sh *tableShape, home, h uint32) uint32 {
 func (s *Store) WarmAhead(keys [][]byte) (sum uint) { return s.WarmAheadFields(keys, nil) }
 
 // WarmAheadFields is WarmAhead with each key's first argument (fields[i]
-// for keys[i], nil for none): where the key holds a hash, the slot a
-// lookup of that field starts at and its entry are read ahead too — a
-// pipelined HSET's field lookup waited for those two misses (D88).
+// for keys[i], nil for none): where the key holds a hash or a set, the
+// slot a lookup of that field or member starts at and its entry are read
+// ahead too — a pipelined HSET's field lookup waited for those two misses
+// (D88).
 //
 //go:norace
 func (s *Store) WarmAheadFields(keys, fields [][]byte) (sum uint) { return s.warm(keys, 1, fields) }
@@ -111,11 +112,14 @@ func (s *Store) warm(keys [][]byte, step int, fields [][]byte) (sum uint) {
 		// A hash record's collection is set before the record is
 		// published and never after: the interface read is whole.
 		r, f := recs[j], fields[at[j]]
-		if r == nil || f == nil || r.Kind != KindHash || r.form&formExt == 0 || r.p == nil {
+		if r == nil || f == nil || r.form&formExt == 0 || r.p == nil {
 			continue
 		}
-		if h, ok := (*recordExt)(r.p).c.(*hashColl); ok {
-			sum += h.t.warm(f)
+		switch c := (*recordExt)(r.p).c.(type) {
+		case *hashColl:
+			sum += c.t.warm(f)
+		case *setColl:
+			sum += c.t.warm(f)
 		}
 	}
 	return sum

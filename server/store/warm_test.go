@@ -127,7 +127,7 @@ func TestWarmSlotIsTheLookupsSlot(t *testing.T) {
 	}
 }
 
-// TestWarmAheadReadsTheFieldsSlot: for a key holding a hash, the
+// TestWarmAheadReadsTheFieldsSlot: for a key holding a hash or a set, the
 // read-ahead adds the slot the field's lookup starts at and that slot's
 // entry (D88): a field at its home slot reads its own hash and entry; a
 // string key or a missing field argument adds nothing. The failure it
@@ -167,6 +167,33 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 	}
 	if got := s.WarmAheadFields([][]byte{key}, [][]byte{nil}); got != base {
 		t.Fatalf("read ahead %d without a field, want the key's %d", got, base)
+	}
+	// A set's member the same way.
+	set := []byte("warm:set")
+	for i := range 500 {
+		s.Exec(kv.Cmd{Op: kv.CmdSAdd, Key: string(set), Args: [][]byte{[]byte("m" + strconv.Itoa(i))}})
+	}
+	setBase := s.WarmAhead([][]byte{set})
+	gs := s.SegmentFor(string(set))
+	atHome = 0
+	for i := range 500 {
+		m := "m" + strconv.Itoa(i)
+		gs.mu.Lock()
+		a := gs.items.get(string(set)).coll().(*setColl).t.arr
+		hash := fieldHashString(m)
+		slot := a.slots[hash&a.mask]
+		own := slot.e != nil && entryField(slot.e) == m
+		gs.mu.Unlock()
+		if !own {
+			continue
+		}
+		atHome++
+		if got, want := s.WarmAheadFields([][]byte{set}, [][]byte{[]byte(m)}), setBase+uint(hash)+uint(len(m)); got != want {
+			t.Fatalf("read ahead %d for member %q, want %d", got, m, want)
+		}
+	}
+	if atHome < 250 {
+		t.Fatalf("only %d of 500 members at their home slot", atHome)
 	}
 	mustStatus(t, s.Put("warm:string", []byte("v"), nil), kv.StatusSuccess)
 	plain := s.WarmAhead([][]byte{[]byte("warm:string")})
