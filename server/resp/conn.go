@@ -87,6 +87,7 @@ type conn struct {
 	warmSum     uint // keeps the read-ahead's loads
 	warmKeys    [store.WarmBatch][]byte
 	warmFields  [store.WarmBatch][]byte
+	warmLasts   [store.WarmBatch][]byte
 	rw          evloop.RawWriter
 	rd          evloop.RawReader // an event loop's reads
 	member      *evloop.Member   // the connection's event loop registration; nil: its own goroutine from the start

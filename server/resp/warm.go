@@ -18,64 +18,68 @@ import (
 // and remembers how far it looked so that the commands it covered do not
 // trigger another pass.
 func (c *conn) warmAhead(args [][]byte) {
-	keys, fields := c.warmKeys[:0], c.warmFields[:0]
+	keys, fields, lasts := c.warmKeys[:0], c.warmFields[:0], c.warmLasts[:0]
 	if len(args) > 1 {
 		keys = append(keys, args[1])
-		var field []byte
+		var field, last []byte
 		if len(args) > 2 {
-			field = args[2]
+			field, last = args[2], args[len(args)-1]
 		}
-		fields = append(fields, field)
+		fields, lasts = append(fields, field), append(lasts, last)
 	}
 	at := c.r
 	for len(keys) < store.WarmBatch {
-		key, field, n := keyAhead(c.buf[at:c.w])
+		key, field, last, n := keyAhead(c.buf[at:c.w])
 		if n == 0 {
 			break
 		}
 		at += n
 		if key != nil {
-			keys, fields = append(keys, key), append(fields, field)
+			keys, fields, lasts = append(keys, key), append(fields, field), append(lasts, last)
 		}
 	}
 	c.warmTo = at
 	if len(keys) > 1 {
-		c.warmSum += c.srv.store.WarmAheadFields(keys, fields)
+		c.warmSum += c.srv.store.WarmAheadFields(keys, fields, lasts)
 	}
 }
 
 // keyAhead reads the complete multibulk command at the start of buf without
-// the parser's state or limits: its second and third arguments (nil when
-// it has fewer) and its length in bytes. n is 0 when buf does not start with a
+// the parser's state or limits: its second and third arguments and, when
+// it has a third, its last (nil when it has fewer), and its length in
+// bytes. n is 0 when buf does not start with a
 // complete, well-formed multibulk command of sane sizes — the read-ahead
 // then stops there and the parser, which owns the errors, meets it in turn.
-func keyAhead(buf []byte) (key, field []byte, n int) {
+func keyAhead(buf []byte) (key, field, last []byte, n int) {
 	count, at := aheadLen(buf, '*')
 	if at == 0 || count > 1<<20 {
-		return nil, nil, 0
+		return nil, nil, nil, 0
 	}
 	for i := range count {
 		size, hdr := aheadLen(buf[n+at:], '$')
 		if hdr == 0 {
-			return nil, nil, 0
+			return nil, nil, nil, 0
 		}
 		lo := n + at + hdr
 		end := lo + size
 		if size > len(buf) || end+2 > len(buf) || buf[end] != '\r' || buf[end+1] != '\n' {
-			return nil, nil, 0
+			return nil, nil, nil, 0
 		}
-		switch i {
-		case 1:
+		switch {
+		case i == 1:
 			key = buf[lo:end:end]
-		case 2:
+		case i == 2:
 			field = buf[lo:end:end]
+		}
+		if i >= 2 && i == count-1 {
+			last = buf[lo:end:end]
 		}
 		n, at = end+2, 0
 	}
 	if count == 0 {
 		n = at
 	}
-	return key, field, n
+	return key, field, last, n
 }
 
 // aheadLen reads a "<lead><count>\r\n" header: the count and the header's

@@ -9,7 +9,7 @@ import (
 // command it claims to have read is the command the parser reads there —
 // the same length and the same second argument — so that it can never
 // warm one command's key as another's or step past a command boundary —
-// and the field it reads is the parser's third argument.
+// and the field and last argument it reads are the parser's.
 func FuzzKeyAhead(f *testing.F) {
 	for _, s := range []string{
 		"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n", "*0\r\n", "*1\r\n$-1\r\n", "*-5\r\n",
@@ -21,7 +21,7 @@ func FuzzKeyAhead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		lim := Limits{MaxBulkLen: 1 << 30, MaxArgs: 1 << 20, MaxInline: 1 << 16}.withDefaults()
 		for buf := in; len(buf) > 0; {
-			key, field, n := keyAhead(buf)
+			key, field, last, n := keyAhead(buf)
 			if n == 0 {
 				return
 			}
@@ -36,6 +36,13 @@ func FuzzKeyAhead(f *testing.F) {
 			}
 			if want := argOrNil(args, 2); !bytes.Equal(field, want) || (field == nil) != (want == nil) {
 				t.Fatalf("read ahead field %q, the parser's third argument %q", field, want)
+			}
+			var wantLast []byte
+			if len(args) > 2 {
+				wantLast = args[len(args)-1]
+			}
+			if !bytes.Equal(last, wantLast) || (last == nil) != (wantLast == nil) {
+				t.Fatalf("read ahead last argument %q, the parser's %q", last, wantLast)
 			}
 			buf = buf[n:]
 		}
@@ -56,7 +63,7 @@ func TestKeyAheadStopsWhereThePipelineDoes(t *testing.T) {
 	var keys []string
 	buf := []byte(pipeline)
 	for {
-		key, _, n := keyAhead(buf)
+		key, _, _, n := keyAhead(buf)
 		if n == 0 {
 			break
 		}

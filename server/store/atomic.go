@@ -40,7 +40,7 @@ type Atomic struct {
 // harmless, the reads trust nothing.
 func (a *Atomic) Prefetch(keys [][]byte, step int) {
 	for i := 0; i < len(keys); i += WarmBatch * step {
-		a.warmed += a.g.store.warm(keys[i:], step, nil)
+		a.warmed += a.g.store.warm(keys[i:], step, nil, nil)
 	}
 }
 

@@ -339,7 +339,7 @@ func TestSkiplistAgainstSortedSlice(t *testing.T) {
 			checkScoreBounds(t, z.sl, scores, members)
 			for r, w := range want {
 				n := z.sl.byRank(r)
-				if n == nil || n.member != w.m || n.score != w.s || z.sl.rank(w.s, w.m) != r || z.nodes[w.m] != n {
+				if n == nil || n.member != w.m || n.score != w.s || z.sl.rank(w.s, w.m) != r || z.nodeOf(w.m) != n {
 					t.Fatalf("rank %d: %+v, want %+v", r, n, w)
 				}
 			}

@@ -24,6 +24,9 @@ import (
 type fieldTable struct {
 	arr *fieldArray // nil when the table never held a field
 	n   int
+	// nodes: the entries are a sorted set's skiplist nodes (*slNode, keyed
+	// by their member) instead of byte entries.
+	nodes bool
 }
 
 // fieldArray is the table's slots. Growth replaces it whole, so the
@@ -80,6 +83,14 @@ func entryValue(e unsafe.Pointer) []byte {
 
 func (t *fieldTable) len() int { return t.n }
 
+// keyOf is the field (or member) entry e is found by.
+func (t *fieldTable) keyOf(e unsafe.Pointer) string {
+	if t.nodes {
+		return (*slNode)(e).member
+	}
+	return entryField(e)
+}
+
 // fieldPos is where a lookup found a field (slot ≥ 0) or where its probe
 // starts (slot < 0): putAt inserts there without hashing again.
 type fieldPos struct {
@@ -98,7 +109,7 @@ func (t *fieldTable) find(f string, h uint64) int {
 		if s.e == nil {
 			return -1
 		}
-		if s.hash == h && entryField(s.e) == f {
+		if s.hash == h && t.keyOf(s.e) == f {
 			return int(i)
 		}
 	}
@@ -129,16 +140,33 @@ func (t *fieldTable) lookup(f []byte) (pos fieldPos, old []byte, exists bool) {
 // table in between. It returns the new entry.
 func (t *fieldTable) putAt(pos fieldPos, f, v []byte) unsafe.Pointer {
 	e := newFieldEntry(f, v)
+	t.setAt(pos, e)
+	return e
+}
+
+// setAt stores entry e at the position lookup returned (replacing the
+// entry found there, or inserting).
+func (t *fieldTable) setAt(pos fieldPos, e unsafe.Pointer) {
 	if pos.slot >= 0 {
 		t.arr.slots[pos.slot].e = e
-		return e
+		return
 	}
 	if t.arr == nil || uint64(t.n+1) > (t.arr.mask+1)/4*3 {
 		t.resize(max(minFieldSlots, 2*t.slotCount()))
 	}
 	t.insert(fieldSlot{e: e, hash: pos.hash})
 	t.n++
-	return e
+}
+
+// lookupEntry finds f: its entry (nil when absent) and the position setAt
+// takes.
+func (t *fieldTable) lookupEntry(f []byte) (fieldPos, unsafe.Pointer) {
+	h := fieldHash(f)
+	i := t.find(unsafe.String(unsafe.SliceData(f), len(f)), h)
+	if i < 0 {
+		return fieldPos{slot: -1, hash: h}, nil
+	}
+	return fieldPos{slot: i, hash: h}, t.arr.slots[i].e
 }
 
 // put sets f to v and reports whether f is new.
@@ -181,12 +209,21 @@ func (t *fieldTable) resize(n int) {
 
 // del removes field f and returns its value.
 func (t *fieldTable) del(f string) ([]byte, bool) {
-	i := t.find(f, fieldHashString(f))
-	if i < 0 {
+	e := t.delEntry(f)
+	if e == nil {
 		return nil, false
 	}
+	return entryValue(e), true
+}
+
+// delEntry removes f and returns its entry (nil when absent).
+func (t *fieldTable) delEntry(f string) unsafe.Pointer {
+	i := t.find(f, fieldHashString(f))
+	if i < 0 {
+		return nil
+	}
 	a := t.arr
-	old := entryValue(a.slots[i].e)
+	old := a.slots[i].e
 	// Backward shift: every later entry of the run whose home is not
 	// between the hole and itself moves into the hole, so no probe meets
 	// an empty slot before its field.
@@ -206,7 +243,7 @@ func (t *fieldTable) del(f string) ([]byte, bool) {
 	case len(a.slots) > minFieldSlots && t.n < len(a.slots)/8:
 		t.resize(len(a.slots) / 2)
 	}
-	return old, true
+	return old
 }
 
 // entryOf is field f's entry, nil when f is not in the table.
@@ -217,7 +254,20 @@ func (t *fieldTable) entryOf(f string) unsafe.Pointer {
 	return nil
 }
 
-// all yields every field and value, in slot order. The table must not
+// entries yields every entry, in slot order. The table must not change
+// during the walk.
+func (t *fieldTable) entries(yield func(e unsafe.Pointer) bool) {
+	if t.n == 0 {
+		return
+	}
+	for _, s := range t.arr.slots {
+		if s.e != nil && !yield(s.e) {
+			return
+		}
+	}
+}
+
+// all yields every field and value (a byte table), in slot order. The table must not
 // change during the walk.
 func (t *fieldTable) all(yield func(f string, v []byte) bool) {
 	if t.n == 0 {
@@ -260,6 +310,35 @@ func (t *fieldTable) warm(f []byte) uint {
 	sum := uint(s.hash)
 	if e := s.e; e != nil {
 		sum += uint(*(*byte)(e))
+	}
+	return sum
+}
+
+// warmNode is warm for a sorted set's member: the slot, the member's node
+// and its bytes, and the node's neighbours, which a score change compares
+// first (skiplist.rescore). A node's member is set before the node is
+// published and never after; its links are single words.
+//
+//go:norace
+func (t *fieldTable) warmNode(m []byte) uint {
+	a := t.arr
+	if a == nil {
+		return 0
+	}
+	s := &a.slots[fieldHash(m)&a.mask]
+	sum := uint(s.hash)
+	n := (*slNode)(s.e)
+	if n == nil {
+		return sum
+	}
+	if len(n.member) > 0 {
+		sum += uint(*unsafe.StringData(n.member))
+	}
+	if next := n.lv0.next; next != nil {
+		sum += uint(next.lv0.height)
+	}
+	if prev := n.prev; prev != nil {
+		sum += uint(prev.lv0.height)
 	}
 	return sum
 }

@@ -199,7 +199,7 @@ func zsetAddGrowth(z *zsetColl, pairs [][]byte, onlyExisting bool) keySize {
 	}
 	for i := 1; i < len(pairs); i += 2 {
 		m := pairs[i]
-		if z.nodes[string(m)] != nil {
+		if z.node(m) != nil {
 			continue
 		}
 		if earlier != nil {

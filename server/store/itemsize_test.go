@@ -46,7 +46,7 @@ func envelope(c collection) int {
 	case *setColl:
 		return arrayHeader(c.count())
 	case *zsetColl:
-		return arrayHeader(len(c.nodes))
+		return arrayHeader(c.count())
 	case *streamColl:
 		// [last id, entries, groups, entries added, max deleted id, first id]
 		n := 1 + 19 + arrayHeader(c.entries.live) + arrayHeader(len(c.groups)) + 9 + 19 + 19

@@ -76,11 +76,11 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		return "intset", false
 	case KindZSet:
 		z := r.coll().(*zsetColl)
-		if len(z.nodes) > zsetListpackMaxEntries {
+		if z.count() > zsetListpackMaxEntries {
 			return "skiplist", false
 		}
-		for m := range z.nodes {
-			if len(m) > listpackMaxValue {
+		for n := range z.members {
+			if len(n.member) > listpackMaxValue {
 				return "skiplist", false
 			}
 		}

@@ -51,23 +51,27 @@ func warmSlot(sh *tableShape, home, h uint32) uint32 {
 // detector would report exactly these reads — and nothing here calls out.
 //
 //go:norace
-func (s *Store) WarmAhead(keys [][]byte) (sum uint) { return s.WarmAheadFields(keys, nil) }
+func (s *Store) WarmAhead(keys [][]byte) (sum uint) { return s.WarmAheadFields(keys, nil, nil) }
 
-// WarmAheadFields is WarmAhead with each key's first argument (fields[i]
-// for keys[i], nil for none): where the key holds a hash or a set, the
-// slot a lookup of that field or member starts at and its entry are read
-// ahead too — a pipelined HSET's field lookup waited for those two misses
-// (D88).
+// WarmAheadFields is WarmAhead with each key's command's first and last
+// arguments after the key (fields[i] and lasts[i] for keys[i], nil for
+// none): where the key holds a hash or a set, the slot a lookup of the
+// field or member (the first) starts at and its entry are read ahead too —
+// a pipelined HSET's field lookup waited for those two misses — and where
+// it holds a sorted set, the member's (the last: ZADD key score member)
+// slot, node and neighbours (D88).
 //
 //go:norace
-func (s *Store) WarmAheadFields(keys, fields [][]byte) (sum uint) { return s.warm(keys, 1, fields) }
+func (s *Store) WarmAheadFields(keys, fields, lasts [][]byte) (sum uint) {
+	return s.warm(keys, 1, fields, lasts)
+}
 
 // warm reads ahead keys[0], keys[step], … (at most WarmBatch of them), and
-// the fields of those holding hashes when fields is not nil (fields[i] is
-// keys[i]'s).
+// the fields and members of those holding collections when fields and
+// lasts are not nil (WarmAheadFields).
 //
 //go:norace
-func (s *Store) warm(keys [][]byte, step int, fields [][]byte) (sum uint) {
+func (s *Store) warm(keys [][]byte, step int, fields, lasts [][]byte) (sum uint) {
 	var shapes [WarmBatch]*tableShape
 	var slots, hashes [WarmBatch]uint32
 	var recs [WarmBatch]*Record
@@ -109,17 +113,26 @@ func (s *Store) warm(keys [][]byte, step int, fields [][]byte) (sum uint) {
 		return sum
 	}
 	for j := range n {
-		// A hash record's collection is set before the record is
-		// published and never after: the interface read is whole.
-		r, f := recs[j], fields[at[j]]
-		if r == nil || f == nil || r.form&formExt == 0 || r.p == nil {
+		// A record's collection is set before the record is published and
+		// never after: the interface read is whole.
+		r := recs[j]
+		if r == nil || r.form&formExt == 0 || r.p == nil {
 			continue
 		}
+		f, last := fields[at[j]], lasts[at[j]]
 		switch c := (*recordExt)(r.p).c.(type) {
 		case *hashColl:
-			sum += c.t.warm(f)
+			if f != nil {
+				sum += c.t.warm(f)
+			}
 		case *setColl:
-			sum += c.t.warm(f)
+			if f != nil {
+				sum += c.t.warm(f)
+			}
+		case *zsetColl:
+			if last != nil {
+				sum += c.nodes.warmNode(last)
+			}
 		}
 	}
 	return sum

@@ -127,9 +127,9 @@ func TestWarmSlotIsTheLookupsSlot(t *testing.T) {
 	}
 }
 
-// TestWarmAheadReadsTheFieldsSlot: for a key holding a hash or a set, the
-// read-ahead adds the slot the field's lookup starts at and that slot's
-// entry (D88): a field at its home slot reads its own hash and entry; a
+// TestWarmAheadReadsTheFieldsSlot: for a key holding a hash, a set or a
+// sorted set, the read-ahead adds the slot the field's lookup starts at and
+// that slot's entry (D88): a field at its home slot reads its own hash and entry; a
 // string key or a missing field argument adds nothing. The failure it
 // prevents: a field read-ahead that hashes or places fields unlike the
 // table warms lines the HSET then does not read.
@@ -158,14 +158,14 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 		}
 		atHome++
 		want := base + uint(hash) + uint(len(f)) // the entry's first byte: the field's length
-		if got := s.WarmAheadFields([][]byte{key}, [][]byte{[]byte(f)}); got != want {
+		if got := s.WarmAheadFields([][]byte{key}, [][]byte{[]byte(f)}, [][]byte{[]byte(f)}); got != want {
 			t.Fatalf("read ahead %d for field %q, want the key's %d plus its slot's hash and entry: %d", got, f, base, want)
 		}
 	}
 	if atHome < 1000 {
 		t.Fatalf("only %d of 2000 fields at their home slot", atHome)
 	}
-	if got := s.WarmAheadFields([][]byte{key}, [][]byte{nil}); got != base {
+	if got := s.WarmAheadFields([][]byte{key}, [][]byte{nil}, [][]byte{nil}); got != base {
 		t.Fatalf("read ahead %d without a field, want the key's %d", got, base)
 	}
 	// A set's member the same way.
@@ -188,7 +188,44 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 			continue
 		}
 		atHome++
-		if got, want := s.WarmAheadFields([][]byte{set}, [][]byte{[]byte(m)}), setBase+uint(hash)+uint(len(m)); got != want {
+		if got, want := s.WarmAheadFields([][]byte{set}, [][]byte{[]byte(m)}, [][]byte{[]byte(m)}), setBase+uint(hash)+uint(len(m)); got != want {
+			t.Fatalf("read ahead %d for member %q, want %d", got, m, want)
+		}
+	}
+	if atHome < 250 {
+		t.Fatalf("only %d of 500 members at their home slot", atHome)
+	}
+	// A sorted set's member is its command's last argument (ZADD key
+	// score member): its slot, its node's member bytes and its neighbours.
+	zkey := []byte("warm:zset")
+	for i := range 500 {
+		s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: string(zkey), Args: [][]byte{[]byte(strconv.Itoa(i % 97)), []byte("z" + strconv.Itoa(i))}})
+	}
+	zBase := s.WarmAhead([][]byte{zkey})
+	gz := s.SegmentFor(string(zkey))
+	atHome = 0
+	for i := range 500 {
+		m := "z" + strconv.Itoa(i)
+		gz.mu.Lock()
+		z := gz.items.get(string(zkey)).coll().(*zsetColl)
+		a := z.nodes.arr
+		hash := fieldHashString(m)
+		slot := a.slots[hash&a.mask]
+		n := (*slNode)(slot.e)
+		own := n != nil && n.member == m
+		want := zBase + uint(hash) + uint(m[0])
+		if own && n.next() != nil {
+			want += uint(n.next().height())
+		}
+		if own && n.prev != nil {
+			want += uint(n.prev.height())
+		}
+		gz.mu.Unlock()
+		if !own {
+			continue
+		}
+		atHome++
+		if got := s.WarmAheadFields([][]byte{zkey}, [][]byte{[]byte("1")}, [][]byte{[]byte(m)}); got != want {
 			t.Fatalf("read ahead %d for member %q, want %d", got, m, want)
 		}
 	}
@@ -197,7 +234,7 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 	}
 	mustStatus(t, s.Put("warm:string", []byte("v"), nil), kv.StatusSuccess)
 	plain := s.WarmAhead([][]byte{[]byte("warm:string")})
-	if got := s.WarmAheadFields([][]byte{[]byte("warm:string")}, [][]byte{[]byte("f1")}); got != plain {
+	if got := s.WarmAheadFields([][]byte{[]byte("warm:string")}, [][]byte{[]byte("f1")}, [][]byte{[]byte("f1")}); got != plain {
 		t.Fatalf("read ahead %d for a string key with a field, want the key's %d", got, plain)
 	}
 }
@@ -221,11 +258,15 @@ func TestWarmAheadFieldsBesideWriters(t *testing.T) {
 			case <-done:
 				return
 			default:
-				s.WarmAheadFields(keys, fields)
+				s.WarmAheadFields(keys, fields, fields)
 			}
 		}
 	}()
 	for round := range 100 {
+		for i := range 200 {
+			s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "race:h0", Args: [][]byte{[]byte(strconv.Itoa(i)), []byte("f" + strconv.Itoa(i))}})
+		}
+		s.Delete("race:h0")
 		for _, k := range []string{"race:h0", "race:h1"} {
 			for i := range 200 {
 				s.Exec(kv.Cmd{Op: kv.CmdHSet, Key: k, Args: [][]byte{[]byte("f" + strconv.Itoa(i)), []byte("v")}})

@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 	"strings"
+	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/mpsafe"
@@ -12,8 +13,10 @@ import (
 // skiplist ordered by (score, member).
 type zsetColl struct {
 	// nodes maps a member to its skiplist node (which holds the score):
-	// one lookup finds both, and a score change needs no second one.
-	nodes map[string]*slNode
+	// one lookup finds both, and a score change needs no second one. A
+	// field table in node mode (D88): a lookup reads a slot line and the
+	// node, and the read-ahead can warm both.
+	nodes fieldTable
 	sl    *skiplist
 	bytes int64 // accounted
 	item  int64 // item size
@@ -22,15 +25,36 @@ type zsetColl struct {
 
 const zsetMemberOverhead = 96
 
-func newZSet() *zsetColl            { return &zsetColl{nodes: map[string]*slNode{}, sl: newSkiplist()} }
+func newZSet() *zsetColl            { return &zsetColl{nodes: fieldTable{nodes: true}, sl: newSkiplist()} }
 func (z *zsetColl) kind() ValueKind { return KindZSet }
 func (z *zsetColl) size() int64     { return z.bytes }
 func (z *zsetColl) itemSize() int64 { return z.item }
-func (z *zsetColl) count() int      { return len(z.nodes) }
+func (z *zsetColl) count() int      { return z.nodes.len() }
+
+// node is member's node, nil when member is not in the set.
+func (z *zsetColl) node(member []byte) *slNode {
+	return z.nodeOf(unsafe.String(unsafe.SliceData(member), len(member)))
+}
+
+func (z *zsetColl) nodeOf(member string) *slNode {
+	if z.nodes.n == 0 {
+		return nil
+	}
+	return (*slNode)(z.nodes.entryOf(member))
+}
+
+// members yields every member's node, in no particular order.
+func (z *zsetColl) members(yield func(n *slNode) bool) {
+	for e := range z.nodes.entries {
+		if !yield((*slNode)(e)) {
+			return
+		}
+	}
+}
 
 // score is member's score, if member is in the set.
 func (z *zsetColl) score(member []byte) (float64, bool) {
-	if n := z.nodes[string(member)]; n != nil {
+	if n := z.node(member); n != nil {
 		return n.score, true
 	}
 	return 0, false
@@ -44,7 +68,7 @@ type zEntry struct {
 
 // encode: [member, score] pairs in (score, member) order.
 func (z *zsetColl) encode() []byte {
-	out := make([]zEntry, 0, len(z.nodes))
+	out := make([]zEntry, 0, z.count())
 	for n := z.sl.head.next(); n != nil; n = n.next() {
 		out = append(out, zEntry{Member: n.member, Score: n.score})
 	}
@@ -64,8 +88,9 @@ func (z *zsetColl) decode(b []byte) error {
 
 // set adds or moves member to score; reports whether it is new.
 func (z *zsetColl) set(member string, score float64) bool {
-	if n := z.nodes[member]; n != nil {
-		z.move(n, score)
+	pos, e := z.nodes.lookupEntry(unsafe.Slice(unsafe.StringData(member), len(member)))
+	if e != nil {
+		z.move((*slNode)(e), score)
 		return false
 	}
 	if score == 0 {
@@ -74,7 +99,7 @@ func (z *zsetColl) set(member string, score float64) bool {
 	k := zsetMemberSize(len(member))
 	z.bytes += k.acct
 	z.item += k.item
-	z.nodes[member] = z.sl.insert(score, member)
+	z.nodes.setAt(pos, unsafe.Pointer(z.sl.insert(score, member)))
 	z.scan.membershipChanged()
 	return true
 }
@@ -90,11 +115,10 @@ func (z *zsetColl) move(n *slNode, score float64) {
 }
 
 func (z *zsetColl) rem(member string) bool {
-	n := z.nodes[member]
+	n := (*slNode)(z.nodes.delEntry(member))
 	if n == nil {
 		return false
 	}
-	delete(z.nodes, member)
 	z.scan.membershipChanged()
 	z.sl.remove(n.score, member)
 	k := zsetMemberSize(len(member))
@@ -164,7 +188,7 @@ func zadd(x *execCtx) kv.Reply {
 	var effect [][]byte
 	var incrResult kv.Reply = kv.NilReply()
 	for i := range scores {
-		node := z.nodes[string(rest[2*i+1])] // a member named again costs no string
+		node := z.node(rest[2*i+1])
 		old, exists := 0.0, node != nil
 		if exists {
 			old = node.score
@@ -379,7 +403,7 @@ func init() {
 		z := zsetOf(x)
 		member := x.cmd.Args[1]
 		score := delta // a new member's score is the increment itself (-0 stays -0)
-		node := z.nodes[string(member)]
+		node := z.node(member)
 		if node != nil {
 			score = node.score + delta
 		}
@@ -429,7 +453,7 @@ func init() {
 	}})
 	register(kv.CmdZCard, handler{kind: KindZSet, run: func(x *execCtx) kv.Reply {
 		if z := zsetOf(x); z != nil {
-			return kv.IntReply(int64(len(z.nodes)))
+			return kv.IntReply(int64(z.count()))
 		}
 		return kv.IntReply(0)
 	}})

@@ -472,14 +472,14 @@ func zscan(x *execCtx) kv.Reply {
 		return kv.ArrayReply([]kv.Reply{kv.BulkReply([]byte("0")), kv.ArrayReply(out)})
 	}
 	if z.sl.length > scanOrderMin {
-		next, page := z.scan.page(req, len(z.nodes), func(yield func(string)) {
-			for m := range z.nodes {
-				yield(m)
+		next, page := z.scan.page(req, z.count(), func(yield func(string)) {
+			for n := range z.members {
+				yield(n.member)
 			}
-		}, zscanHash, func(m string) bool { return z.nodes[m] != nil })
+		}, zscanHash, func(m string) bool { return z.nodeOf(m) != nil })
 		out = x.replies(2 * len(page))
 		for _, m := range page {
-			emit(z.nodes[m])
+			emit(z.nodeOf(m))
 		}
 		return x.scanPageReply(next, out)
 	}
@@ -521,8 +521,8 @@ func (z *zsetColl) small() bool {
 	if z.sl.length > zscanSmallEntries {
 		return false
 	}
-	for m := range z.nodes {
-		if len(m) > zscanSmallValue {
+	for n := range z.members {
+		if len(n.member) > zscanSmallValue {
 			return false
 		}
 	}
