@@ -75,11 +75,20 @@ func (s *Store) warm(keys [][]byte, step int, fields, lasts [][]byte) (sum uint)
 	var shapes [WarmBatch]*tableShape
 	var slots, hashes [WarmBatch]uint32
 	var recs [WarmBatch]*Record
-	var at [WarmBatch]int // recs[j] is keys[at[j]]'s
-	n := 0
+	var at [WarmBatch]int     // recs[j] is keys[at[j]]'s
+	var again [WarmBatch]bool // keys[at[j]] is the key before it again
+	n, prev := 0, ""
 	for ki, seen := 0, 0; ki < len(keys) && seen < WarmBatch; ki, seen = ki+step, seen+1 {
 		k := keys[ki]
 		key := unsafe.String(unsafe.SliceData(k), len(k))
+		if n > 0 && key == prev {
+			// One key over and over (a pipeline of LPUSH or HSET on one
+			// list or hash): its slot and record are loading already; only
+			// its field is read ahead.
+			again[n], at[n] = true, ki
+			n++
+			continue
+		}
 		g := s.segments[placement.SegmentOf(key, len(s.segments))]
 		if e := g.log.tail; e != nil {
 			sum += uint(e.rev)
@@ -91,15 +100,22 @@ func (s *Store) warm(keys [][]byte, step int, fields, lasts [][]byte) (sum uint)
 		h := hashKey(key)
 		shapes[n], hashes[n] = sh, h
 		slots[n] = uint32(uint64(h) * uint64(len(sh.recs)) >> 32)
-		at[n] = ki
+		at[n], prev = ki, key
 		n++
 	}
 	for j := range n {
+		if again[j] {
+			recs[j] = recs[j-1]
+			continue
+		}
 		i := warmSlot(shapes[j], slots[j], hashes[j])
 		recs[j] = shapes[j].recs[i]
 		sum += uint(shapes[j].hashes[i])
 	}
 	for j := range n {
+		if again[j] {
+			continue
+		}
 		if r := recs[j]; r != nil && r.p != nil {
 			sum += uint(*(*byte)(r.p))
 			if r.form&formExt == 0 && r.klen > 1 {

@@ -283,3 +283,32 @@ func TestWarmAheadFieldsBesideWriters(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// TestWarmAheadReadsARepeatedKeyOnce: a pipeline on one key (LPUSH or HSET
+// on one list or hash, redis-benchmark's shape) reads the key's slot and
+// record once, not once per command — the loads are in flight already —
+// while each command's field is still read ahead.
+func TestWarmAheadReadsARepeatedKeyOnce(t *testing.T) {
+	s, _ := newTestStore(t)
+	mustStatus(t, s.Put("warm:once", []byte("v"), nil), kv.StatusSuccess)
+	k := []byte("warm:once")
+	one := s.WarmAhead([][]byte{k})
+	if one == 0 {
+		t.Fatal("read nothing ahead for a stored key")
+	}
+	if got := s.WarmAhead([][]byte{k, k, k, k}); got != one {
+		t.Fatalf("read ahead %d for one key four times, want the %d of one", got, one)
+	}
+	h := []byte("warm:oncehash")
+	for i := range 100 {
+		s.Exec(kv.Cmd{Op: kv.CmdHSet, Key: string(h), Args: [][]byte{[]byte("f" + strconv.Itoa(i)), []byte("v")}})
+	}
+	f1, f2 := []byte("f1"), []byte("f2")
+	both := s.WarmAheadFields([][]byte{h, h}, [][]byte{f1, f2}, [][]byte{f1, f2})
+	first := s.WarmAheadFields([][]byte{h}, [][]byte{f1}, [][]byte{f1})
+	second := s.WarmAheadFields([][]byte{h}, [][]byte{f2}, [][]byte{f2})
+	key := s.WarmAhead([][]byte{h})
+	if both != first+second-key {
+		t.Fatalf("read ahead %d for two fields of one hash, want the key once and both fields: %d", both, first+second-key)
+	}
+}
