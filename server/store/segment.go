@@ -210,7 +210,9 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 	}
 	now := s.nowFor(o.TTL > 0) // precise only to compute an expiry (writeNow)
 	rec := newStringRecord(key, value)
-	rec.SetMeta(newMetadata(o.ContentType, o.Labels))
+	if m := newMetadata(o.ContentType, o.Labels); m != nil {
+		rec.SetMeta(m) // a plain SET has none: its record stays joined, untouched
+	}
 	switch {
 	case o.TTL > 0:
 		rec.ExpiresAt = expiryAt(now, o.TTL)
