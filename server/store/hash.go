@@ -1,8 +1,9 @@
 package store
 
 import (
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -42,12 +43,18 @@ func (h *hashColl) fieldNames() []string {
 
 // encode: [field, value, field, value, …] sorted by field.
 func (h *hashColl) encode() []byte {
-	fields := h.fieldNames()
-	sort.Strings(fields)
-	flat := make([][]byte, 0, 2*len(fields))
-	for _, f := range fields {
-		v, _ := h.t.get(f)
-		flat = append(flat, []byte(f), v)
+	type pair struct {
+		f string
+		v []byte
+	}
+	pairs := make([]pair, 0, h.count())
+	for f, v := range h.t.all {
+		pairs = append(pairs, pair{f, v})
+	}
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.f, b.f) })
+	flat := make([][]byte, 0, 2*len(pairs))
+	for _, p := range pairs {
+		flat = append(flat, []byte(p.f), p.v)
 	}
 	return mustMarshal(flat)
 }
