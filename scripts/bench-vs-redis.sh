@@ -8,6 +8,10 @@
 # Knobs (environment):
 #   ROUNDS=3            interleaved rounds; the tables give medians
 #   QUICK=1             one short round (~1 min): a smoke run, not figures to publish
+#   TESTS=set,get,incr,lpush,hset  the RESP table's redis-benchmark -t tests
+#                       (any of redis-benchmark's; an LRANGE row's server CPU
+#                       includes the LPUSH that fills its list)
+#   PIPELINES=1,16      the RESP table's -P values
 #   SECTIONS=resp,native,memory  (add floor for the I/O-model floor: PING on
 #                       Redis, Zaris and test/ablation/cmd/pongfloor)
 #
@@ -36,5 +40,7 @@ args=(-zaris-server bin/zaris-server -zaris-bench bin/zaris-bench
 if [ "${QUICK:-0}" = 1 ]; then args+=(-quick); fi
 if [ -n "${ROUNDS:-}" ]; then args+=(-rounds "$ROUNDS"); fi
 if [ -n "${SECTIONS:-}" ]; then args+=(-sections "$SECTIONS"); fi
+if [ -n "${TESTS:-}" ]; then args+=(-tests "$TESTS"); fi
+if [ -n "${PIPELINES:-}" ]; then args+=(-pipelines "$PIPELINES"); fi
 echo "bench-vs-redis: load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs" >&2
 exec bin/vsredis "${args[@]}"

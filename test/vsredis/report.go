@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -59,8 +60,12 @@ func (r *Results) Write(w io.Writer) {
 		r.Started.UTC().Format("2006-01-02 15:04 MST"), c.Rounds, r.ZarisVer, r.RedisVersion, runtime.NumCPU(), r.LoadStart, r.LoadEnd)
 	fmt.Fprintf(w, "Medians of %d interleaved rounds (fresh servers each round; within a round each row runs on both servers back to back, the order flipping every row); **Zaris/Redis** is the median of the per-round ratios. Server CPU is the process's user + system time (/proc/<pid>/stat) over the row divided by its requests; load-gen cores is the load generator's CPU time over its wall time (redis-benchmark is single-threaded: at ~1.0 the row ran at the load generator's ceiling, whatever the server).\n\n", c.Rounds)
 	if len(r.RESP) > 0 {
-		fmt.Fprintf(w, "RESP: `redis-benchmark -h 127.0.0.1 -p PORT -t TEST -n %d -c %d -d %d -r %d -P {1|16} --csv` against each server (one `-t` per run, so the CPU is per test); zaris-server runs with `%s` (LPUSH grows one list past the default 4 MiB item cap).\n\n",
-			c.RESPRequests, c.RESPClients, dataSize, keyspace, strings.Join(ThroughputFlags, " "))
+		pipes := make([]string, len(c.RESPPipelines))
+		for i, p := range c.RESPPipelines {
+			pipes[i] = strconv.Itoa(p)
+		}
+		fmt.Fprintf(w, "RESP: `redis-benchmark -h 127.0.0.1 -p PORT -t TEST -n %d -c %d -d %d -r %d -P {%s} --csv` against each server (one `-t` per run, so the CPU is per test; the rows of one round run in order on the same servers: a test finds what the tests before it wrote); zaris-server runs with `%s` (LPUSH grows one list past the default 4 MiB item cap).\n\n",
+			c.RESPRequests, c.RESPClients, dataSize, keyspace, strings.Join(pipes, "|"), strings.Join(ThroughputFlags, " "))
 		fmt.Fprintln(w, "| test | -P | Redis rps | Zaris rps | **Zaris/Redis** | p99 ms Redis / Zaris | server CPU µs/op Redis / Zaris | load-gen cores Redis / Zaris |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 		for _, row := range r.RESP {

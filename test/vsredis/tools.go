@@ -82,7 +82,7 @@ func ParseRedisBenchmarkCSV(out []byte, test string) (BenchResult, error) {
 		}
 	}
 	for _, row := range rows[1:] {
-		if len(row) != len(rows[0]) || !strings.EqualFold(row[col["test"]], test) {
+		if len(row) != len(rows[0]) || !benchmarkNamed(row[col["test"]], test) {
 			continue
 		}
 		num := func(name string) (float64, error) {
@@ -101,6 +101,19 @@ func ParseRedisBenchmarkCSV(out []byte, test string) (BenchResult, error) {
 		return BenchResult{OpsPerSec: rps, P50: p50 * 1000, P99: p99 * 1000}, nil
 	}
 	return BenchResult{}, fmt.Errorf("redis-benchmark printed no %s row: %q", test, out)
+}
+
+// benchmarkNamed reports whether redis-benchmark's row name is test's:
+// the name itself, or the name with redis-benchmark's note after it
+// ("MSET (10 keys)", "LRANGE_100 (first 100 elements)") — not the LPUSH
+// that fills the list before an LRANGE test ("LPUSH (needed to benchmark
+// LRANGE)" is a row of its own).
+func benchmarkNamed(row, test string) bool {
+	if strings.EqualFold(row, test) {
+		return true
+	}
+	name, _, noted := strings.Cut(row, " (")
+	return noted && strings.EqualFold(name, test) && !strings.HasPrefix(strings.ToLower(row), "lpush (needed")
 }
 
 // zarisBenchReport is the part of cmd/zaris-bench's --json report used here.

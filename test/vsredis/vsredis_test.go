@@ -63,6 +63,22 @@ func TestParseRedisBenchmarkCSV(t *testing.T) {
 
 	_, err = ParseRedisBenchmarkCSV(out, "set")
 	require.ErrorContains(t, err, "no set row")
+
+	// A row name with redis-benchmark's note is the test's; the LPUSH that
+	// fills the list for an LRANGE test is not the LPUSH test.
+	noted := []byte(`"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+"LPUSH (needed to benchmark LRANGE)","300000.00","1.0","0.1","1.0","2.0","3.0","4.0"
+"LRANGE_100 (first 100 elements)","50000.00","1.0","0.1","2.0","2.0","5.0","6.0"
+"MSET (10 keys)","90000.00","1.0","0.1","3.0","2.0","7.0","8.0"
+`)
+	r, err = ParseRedisBenchmarkCSV(noted, "lrange_100")
+	require.NoError(t, err)
+	require.InDelta(t, 50000, r.OpsPerSec, 0.001)
+	r, err = ParseRedisBenchmarkCSV(noted, "mset")
+	require.NoError(t, err)
+	require.InDelta(t, 90000, r.OpsPerSec, 0.001)
+	_, err = ParseRedisBenchmarkCSV(noted, "lpush")
+	require.ErrorContains(t, err, "no lpush row")
 	_, err = ParseRedisBenchmarkCSV([]byte("WARNING: could not fetch server CONFIG\n"), "set")
 	require.Error(t, err)
 	_, err = ParseRedisBenchmarkCSV([]byte("\"test\",\"rps\"\n\"SET\",\"1\"\n"), "set")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -28,6 +29,8 @@ func main() {
 	quick := flag.Bool("quick", false, "one short round (about two minutes): a smoke run, not figures to publish")
 	rounds := flag.Int("rounds", 0, "interleaved rounds (default 3, 1 with -quick)")
 	sections := flag.String("sections", strings.Join(cfg.Sections, ","), "sections to run: resp, native, memory, floor")
+	tests := flag.String("tests", strings.Join(cfg.RESPTests, ","), "redis-benchmark -t tests of the RESP table")
+	pipelines := flag.String("pipelines", "1,16", "redis-benchmark -P values of the RESP table")
 	flag.StringVar(&cfg.TempDir, "tmp", "", "directory of the --pipe input file (default $TMPDIR)")
 	flag.Parse()
 	if *quick {
@@ -37,6 +40,16 @@ func main() {
 		cfg.Rounds = *rounds
 	}
 	cfg.Sections = strings.Split(*sections, ",")
+	cfg.RESPTests = strings.Split(*tests, ",")
+	cfg.RESPPipelines = nil
+	for _, p := range strings.Split(*pipelines, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "vsredis: -pipelines %q: want positive integers\n", *pipelines)
+			os.Exit(2)
+		}
+		cfg.RESPPipelines = append(cfg.RESPPipelines, n)
+	}
 	cfg.Progress = os.Stderr
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
