@@ -196,6 +196,16 @@ func (sl *skiplist) find(score float64, member string) (*slNode, [slMaxLevel]*sl
 	return x, update
 }
 
+// unlinkFirst takes the first node out of the non-empty list: the path to
+// it is the head on every level.
+func (sl *skiplist) unlinkFirst() {
+	var update [slMaxLevel]*slNode
+	for i := range sl.level {
+		update[i] = sl.head
+	}
+	sl.unlink(sl.head.next(), &update)
+}
+
 // unlink takes x out of the list; update is find's path to it.
 func (sl *skiplist) unlink(x *slNode, update *[slMaxLevel]*slNode) {
 	for i := 0; i < sl.level; i++ {

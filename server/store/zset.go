@@ -115,16 +115,36 @@ func (z *zsetColl) move(n *slNode, score float64) {
 }
 
 func (z *zsetColl) rem(member string) bool {
-	n := (*slNode)(z.nodes.delEntry(member))
+	n := z.forget(member)
 	if n == nil {
 		return false
 	}
-	z.scan.membershipChanged()
 	z.sl.remove(n.score, member)
+	return true
+}
+
+// popFirst removes the lowest-ranked member (ZPOPMIN): its path in the
+// skiplist is the head on every level, so no walk finds it.
+func (z *zsetColl) popFirst() {
+	if n := z.sl.head.next(); n != nil {
+		z.forget(n.member)
+		z.sl.unlinkFirst()
+	}
+}
+
+// forget takes member out of the member table and the accounting and
+// returns its node (nil when member is not in the set); the caller unlinks
+// the node.
+func (z *zsetColl) forget(member string) *slNode {
+	n := (*slNode)(z.nodes.delEntry(member))
+	if n == nil {
+		return nil
+	}
+	z.scan.membershipChanged()
 	k := zsetMemberSize(len(member))
 	z.bytes -= k.acct
 	z.item -= k.item
-	return true
+	return n
 }
 
 func zsetOf(x *execCtx) *zsetColl {

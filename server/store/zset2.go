@@ -352,7 +352,11 @@ func zpop(x *execCtx) kv.Reply {
 		m := []byte(node.member) // logged: a copy
 		out = append(out, kv.BulkReply(m), scoreReply(node.score))
 		removed = append(removed, m)
-		z.rem(node.member)
+		if max {
+			z.rem(node.member)
+		} else {
+			z.popFirst()
+		}
 	}
 	x.changedArgs(kv.CmdZRem, removed)
 	return kv.ArrayReply(out)
