@@ -248,6 +248,9 @@ func (t *fieldTable) delEntry(f string) unsafe.Pointer {
 
 // entryOf is field f's entry, nil when f is not in the table.
 func (t *fieldTable) entryOf(f string) unsafe.Pointer {
+	if t.n == 0 {
+		return nil
+	}
 	if i := t.find(f, fieldHashString(f)); i >= 0 {
 		return t.arr.slots[i].e
 	}
@@ -295,6 +298,18 @@ func (t *fieldTable) fromRandomSlot(yield func(f string) bool) {
 	}
 }
 
+// homeSlot is the slot a lookup of f starts at, nil for a table without
+// slots; read without any lock (the array is replaced whole).
+//
+//go:norace
+func (t *fieldTable) homeSlot(f []byte) *fieldSlot {
+	a := t.arr
+	if a == nil {
+		return nil
+	}
+	return &a.slots[fieldHash(f)&a.mask]
+}
+
 // warm reads, without any lock, the slot a lookup of field f starts at
 // and that slot's entry: WarmAhead's second step for a hash (D88). Nothing
 // read is trusted: the array is replaced whole, a slot's pointer is one
@@ -302,11 +317,10 @@ func (t *fieldTable) fromRandomSlot(yield func(f string) bool) {
 //
 //go:norace
 func (t *fieldTable) warm(f []byte) uint {
-	a := t.arr
-	if a == nil {
+	s := t.homeSlot(f)
+	if s == nil {
 		return 0
 	}
-	s := &a.slots[fieldHash(f)&a.mask]
 	sum := uint(s.hash)
 	if e := s.e; e != nil {
 		sum += uint(*(*byte)(e))
@@ -321,11 +335,10 @@ func (t *fieldTable) warm(f []byte) uint {
 //
 //go:norace
 func (t *fieldTable) warmNode(m []byte) uint {
-	a := t.arr
-	if a == nil {
+	s := t.homeSlot(m)
+	if s == nil {
 		return 0
 	}
-	s := &a.slots[fieldHash(m)&a.mask]
 	sum := uint(s.hash)
 	n := (*slNode)(s.e)
 	if n == nil {

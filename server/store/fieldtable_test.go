@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 )
 
@@ -132,21 +131,14 @@ func FuzzFieldTable(f *testing.F) {
 // BenchmarkHashMemoryPerField is the heap a hash of 1 M fields of
 // redis-benchmark's shape ("element:N", 32-byte values) holds per field.
 func BenchmarkHashMemoryPerField(b *testing.B) {
-	const n = 1_000_000
 	v := bytes.Repeat([]byte("v"), 32)
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
+	heapPerItem(b, 1_000_000, "field", func(n int) any {
 		h := newHash()
 		for i := range n {
 			h.set(fmt.Appendf(nil, "element:%d", i), v)
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/field")
-		runtime.KeepAlive(h)
-	}
+		return h
+	})
 }
 
 // BenchmarkHashSetGet is HSET then HGET of one field of a hash of 100 k
@@ -174,18 +166,11 @@ func BenchmarkHashSetGet(b *testing.B) {
 // BenchmarkSetMemoryPerMember is the heap a set of 1 M members of
 // redis-benchmark's shape ("element:N") holds per member.
 func BenchmarkSetMemoryPerMember(b *testing.B) {
-	const n = 1_000_000
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
+	heapPerItem(b, 1_000_000, "member", func(n int) any {
 		s := newSet()
 		for i := range n {
 			s.addBytes(fmt.Appendf(nil, "element:%d", i))
 		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/member")
-		runtime.KeepAlive(s)
-	}
+		return s
+	})
 }

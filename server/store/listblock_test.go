@@ -229,19 +229,29 @@ func BenchmarkListPushPop(b *testing.B) {
 // BenchmarkListMemoryPerElement reports the heap a list of 1 M 32-byte
 // elements holds per element (D85).
 func BenchmarkListMemoryPerElement(b *testing.B) {
-	const n = 1_000_000
 	v := bytes.Repeat([]byte("e"), 32)
-	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
+	heapPerItem(b, 1_000_000, "element", func(n int) any {
 		l := newList()
 		for range n {
 			l.pushFront(v)
 		}
+		return l
+	})
+}
+
+// heapPerItem reports, as heap-bytes/<unit>, the heap that build's
+// collection of n items holds per item, measured after a collection on
+// both sides.
+func heapPerItem(b *testing.B, n int, unit string, build func(n int) any) {
+	b.Helper()
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := build(n)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/element")
-		runtime.KeepAlive(l)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-bytes/"+unit)
+		runtime.KeepAlive(c)
 	}
 }

@@ -60,7 +60,7 @@ func (s *setColl) has(m []byte) bool {
 }
 
 func (s *setColl) hasString(m string) bool {
-	return s.t.n > 0 && s.t.find(m, fieldHashString(m)) >= 0
+	return s.t.entryOf(m) != nil
 }
 
 func (s *setColl) add(m string) bool {

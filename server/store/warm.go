@@ -135,7 +135,10 @@ func (s *Store) warm(keys [][]byte, step int, fields, lasts [][]byte) (sum uint)
 		if r == nil || r.form&formExt == 0 || r.p == nil {
 			continue
 		}
-		f, last := fields[at[j]], lasts[at[j]]
+		f, last := fields[at[j]], []byte(nil)
+		if lasts != nil {
+			last = lasts[at[j]]
+		}
 		switch c := (*recordExt)(r.p).c.(type) {
 		case *hashColl:
 			if f != nil {

@@ -60,22 +60,11 @@ func TestWarmAheadBesideWriters(t *testing.T) {
 	for i := range keys {
 		keys[i] = []byte("race:" + strconv.Itoa(i%8))
 	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			for i := 0; i < len(keys); i += WarmBatch {
-				s.WarmAhead(keys[i:])
-			}
+	stop := readAheadMeanwhile(func() {
+		for i := 0; i < len(keys); i += WarmBatch {
+			s.WarmAhead(keys[i:])
 		}
-	}()
+	})
 	for round := range 200 {
 		for i := range 300 {
 			mustStatus(t, s.Put("race:"+strconv.Itoa(i), []byte("v"), nil), kv.StatusSuccess)
@@ -90,8 +79,7 @@ func TestWarmAheadBesideWriters(t *testing.T) {
 			}
 		}
 	}
-	close(done)
-	wg.Wait()
+	stop()
 }
 
 // TestWarmSlotIsTheLookupsSlot: the read-ahead warms the record the lookup
@@ -248,20 +236,7 @@ func TestWarmAheadFieldsBesideWriters(t *testing.T) {
 	for i := range keys {
 		keys[i], fields[i] = []byte("race:h"+strconv.Itoa(i%2)), []byte("f"+strconv.Itoa(i))
 	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-				s.WarmAheadFields(keys, fields, fields)
-			}
-		}
-	}()
+	stop := readAheadMeanwhile(func() { s.WarmAheadFields(keys, fields, fields) })
 	for round := range 100 {
 		for i := range 200 {
 			s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "race:h0", Args: [][]byte{[]byte(strconv.Itoa(i)), []byte("f" + strconv.Itoa(i))}})
@@ -280,8 +255,7 @@ func TestWarmAheadFieldsBesideWriters(t *testing.T) {
 			}
 		}
 	}
-	close(done)
-	wg.Wait()
+	stop()
 }
 
 // TestWarmAheadReadsARepeatedKeyOnce: a pipeline on one key (LPUSH or HSET
@@ -310,5 +284,28 @@ func TestWarmAheadReadsARepeatedKeyOnce(t *testing.T) {
 	key := s.WarmAhead([][]byte{h})
 	if both != first+second-key {
 		t.Fatalf("read ahead %d for two fields of one hash, want the key once and both fields: %d", both, first+second-key)
+	}
+}
+
+// readAheadMeanwhile runs read over and over on a goroutine of its own
+// until the returned stop is called (and waits for it then).
+func readAheadMeanwhile(read func()) (stop func()) {
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				read()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
 	}
 }

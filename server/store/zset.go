@@ -36,12 +36,7 @@ func (z *zsetColl) node(member []byte) *slNode {
 	return z.nodeOf(unsafe.String(unsafe.SliceData(member), len(member)))
 }
 
-func (z *zsetColl) nodeOf(member string) *slNode {
-	if z.nodes.n == 0 {
-		return nil
-	}
-	return (*slNode)(z.nodes.entryOf(member))
-}
+func (z *zsetColl) nodeOf(member string) *slNode { return (*slNode)(z.nodes.entryOf(member)) }
 
 // members yields every member's node, in no particular order.
 func (z *zsetColl) members(yield func(n *slNode) bool) {
