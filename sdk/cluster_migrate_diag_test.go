@@ -90,7 +90,7 @@ func explainLoss(t *testing.T, cl *clustertest.Cluster, logs *logRing, lost []st
 			g := nd.Store().Segment(uint16(seg))
 			has := false
 			for _, r := range g.Snapshot().Records {
-				has = has || (r.Key() == k && !r.Deleted)
+				has = has || (r.Key() == k && !r.Deleted())
 			}
 			fmt.Fprintf(&b, "    %s: owned=%v revision=%d records=%d holds the key=%v\n", nd.Config().NodeID, g.Owned(),
 				g.Revision(), g.Len(), has)

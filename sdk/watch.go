@@ -214,7 +214,7 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 	for _, rs := range w.Resyncs() {
 		recs := make([]WatchRecord, 0, len(rs.Records))
 		for _, r := range rs.Records {
-			wr := WatchRecord{Key: r.Key(), Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
+			wr := WatchRecord{Key: r.Key(), Version: r.Version(), Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt())}
 			if req.IncludeValues && r.Kind == store.KindString {
 				wr.Value = cloneBytes(r.Value())
 			}
@@ -225,7 +225,7 @@ func (b *embeddedBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wa
 	if req.Snapshot {
 		s.snapshot = make([]WatchRecord, 0, len(snap))
 		for _, r := range snap {
-			wr := WatchRecord{Key: r.Key(), Version: r.Version, Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt)}
+			wr := WatchRecord{Key: r.Key(), Version: r.Version(), Revision: r.Revision, ExpiresAt: expiry(r.ExpiresAt())}
 			if req.IncludeValues && r.Kind == store.KindString {
 				wr.Value = cloneBytes(r.Value())
 			}

@@ -118,8 +118,8 @@ func (c *conn) watch(f wire.Frame) {
 	// The snapshot goes out in this read batch, before any event.
 	for i := range snap {
 		r := &snap[i]
-		it := wire.WatchItem{Kind: wire.WatchItemSnapshot, Key: r.Key(), Version: r.Version, Revision: r.Revision,
-			ExpiresAt: r.ExpiresAt, KeyKind: uint8(r.Kind)}
+		it := wire.WatchItem{Kind: wire.WatchItemSnapshot, Key: r.Key(), Version: r.Version(), Revision: r.Revision,
+			ExpiresAt: r.ExpiresAt(), KeyKind: uint8(r.Kind)}
 		if req.IncludeValues && r.Kind == store.KindString {
 			it.Value = r.Value()
 		}
@@ -132,8 +132,8 @@ func (c *conn) watch(f wire.Frame) {
 		c.out = c.streamItem(c.out, id, f.Op, func(b []byte) []byte { return wire.AppendWatchItem(b, &it) })
 		for i := range rs.Records {
 			r := &rs.Records[i]
-			it := wire.WatchItem{Kind: wire.WatchItemResyncRecord, Key: r.Key(), Version: r.Version, Revision: r.Revision,
-				ExpiresAt: r.ExpiresAt, KeyKind: uint8(r.Kind), Segment: rs.Segment}
+			it := wire.WatchItem{Kind: wire.WatchItemResyncRecord, Key: r.Key(), Version: r.Version(), Revision: r.Revision,
+				ExpiresAt: r.ExpiresAt(), KeyKind: uint8(r.Kind), Segment: rs.Segment}
 			if req.IncludeValues && r.Kind == store.KindString {
 				it.Value = r.Value()
 			}

@@ -502,7 +502,7 @@ func TestSyncQuorums(t *testing.T) {
 // refused while the tombstone stands; once pruned, nothing remembers the
 // delete and the record would install.
 func tombstoneStands(g *store.Segment, k string, rev uint64) bool {
-	applied, _ := g.ApplyRecord(store.Record{Version: 1, Revision: rev}.With(k, []byte("zombie")), store.OpPut)
+	applied, _ := g.ApplyRecord(store.Record{Revision: rev}.WithVersion(1).With(k, []byte("zombie")), store.OpPut)
 	return !applied
 }
 

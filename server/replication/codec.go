@@ -308,11 +308,11 @@ func encodeRecord(enc *msgpack.Encoder, r *store.Record) {
 	} else {
 		_ = enc.EncodeBytes(r.Value())
 	}
-	_ = enc.EncodeUint(r.Version)
+	_ = enc.EncodeUint(r.Version())
 	_ = enc.EncodeUint(r.Revision)
 	_ = enc.EncodeInt(0) // was the creation time, which nothing read (D73); kept so nodes of both versions agree
-	_ = enc.EncodeInt(r.ExpiresAt)
-	_ = enc.EncodeBool(r.Deleted)
+	_ = enc.EncodeInt(r.ExpiresAt())
+	_ = enc.EncodeBool(r.Deleted())
 	_ = enc.EncodeUint(uint64(r.Kind))
 	meta := r.Meta()
 	if meta == nil {
@@ -546,10 +546,10 @@ func (d *decoder) keyValue() (joined []byte, keyLen int, hasValue bool, err erro
 	if vn > d.r.Len() {
 		return nil, 0, false, protoErr("%d bytes announced, %d left", vn, d.r.Len())
 	}
-	b := make([]byte, kn+max(vn, 0))
+	b := make([]byte, kn+max(vn, 0)+8) // the last 8: the record's expiry (SetJoinedExpiring)
 	copy(b, d.body[at:at+kn])
 	if vn > 0 {
-		if _, err := io.ReadFull(&d.r, b[kn:]); err != nil {
+		if _, err := io.ReadFull(&d.r, b[kn:kn+vn]); err != nil {
 			return nil, 0, false, protoErr("%v", err)
 		}
 	}
@@ -820,9 +820,11 @@ func (d *decoder) recordInto(r *store.Record) error {
 	if err != nil {
 		return err
 	}
-	r.SetJoined(joined, keyLen, hasValue)
-	var kind uint64
-	if r.Version, err = d.uint(); err != nil {
+	*r = store.Record{}
+	var version, kind uint64
+	var expiresAt int64
+	var deleted bool
+	if version, err = d.uint(); err != nil {
 		return err
 	}
 	if r.Revision, err = d.uint(); err != nil {
@@ -831,10 +833,10 @@ func (d *decoder) recordInto(r *store.Record) error {
 	if _, err = d.int(); err != nil { // the former creation time (D73)
 		return err
 	}
-	if r.ExpiresAt, err = d.int(); err != nil {
+	if expiresAt, err = d.int(); err != nil {
 		return err
 	}
-	if r.Deleted, err = d.dec.DecodeBool(); err != nil {
+	if deleted, err = d.dec.DecodeBool(); err != nil {
 		return protoErr("%v", err)
 	}
 	if kind, err = d.uint(); err != nil {
@@ -844,6 +846,9 @@ func (d *decoder) recordInto(r *store.Record) error {
 		return protoErr("value kind %d", kind)
 	}
 	r.Kind = store.ValueKind(kind)
+	r.SetVersion(version)
+	r.SetDeleted(deleted)
+	r.SetJoinedExpiring(joined, keyLen, hasValue, expiresAt)
 	if !d.isNil() {
 		mx, err := d.array(2)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"runtime"
 	"testing"
@@ -31,8 +32,8 @@ func recordsView(recs []store.Record) []recordView {
 	out := make([]recordView, len(recs))
 	for i := range recs {
 		r := &recs[i]
-		out[i] = recordView{Key: r.Key(), Value: r.Value(), NoValue: r.Value() == nil, Version: r.Version,
-			Revision: r.Revision, ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind, Meta: r.Meta()}
+		out[i] = recordView{Key: r.Key(), Value: r.Value(), NoValue: r.Value() == nil, Version: r.Version(),
+			Revision: r.Revision, ExpiresAt: r.ExpiresAt(), Deleted: r.Deleted(), Kind: r.Kind, Meta: r.Meta()}
 	}
 	return out
 }
@@ -57,14 +58,19 @@ func sampleOps() []store.Op {
 		return r
 	}
 	return []store.Op{
-		{Kind: store.OpPut, Record: store.Record{Version: 1, Revision: 7, ExpiresAt: 99}.With("a", []byte("1"))},
-		{Kind: store.OpPut, Record: withMeta(store.Record{Version: 2, Revision: 8}.With("empty", []byte{}),
+		{Kind: store.OpPut, Record: store.Record{Revision: 7}.WithVersion(1).WithExpiry(99).With("a", []byte("1"))},
+		{Kind: store.OpPut, Record: withMeta(store.Record{Revision: 8}.WithVersion(2).With("empty", []byte{}),
 			&store.Metadata{ContentType: "text/plain", Labels: map[string]string{"team": "x"}})},
-		{Kind: store.OpPut, Record: withMeta(store.Record{Version: 1, Revision: 9}.With("meta-no-labels", []byte("v")),
+		{Kind: store.OpPut, Record: withMeta(store.Record{Revision: 9}.WithVersion(1).With("meta-no-labels", []byte("v")),
 			&store.Metadata{ContentType: "application/json"})},
-		{Kind: store.OpDelete, Record: store.Record{Version: 1, Revision: 10, Deleted: true}.With("a", nil)},
-		{Kind: store.OpExpired, Record: store.Record{Version: 3, Revision: 11, Deleted: true}.With("b", nil)},
-		{Kind: store.OpCommand, Record: store.Record{Version: 4, Revision: 12, Kind: store.KindHash}.With("h", nil),
+		{Kind: store.OpDelete, Record: store.Record{Revision: 10}.WithVersion(1).AsTombstone().With("a", nil)},
+		{Kind: store.OpExpired, Record: store.Record{Revision: 11}.WithVersion(3).AsTombstone().With("b", nil)},
+		// The 32-byte record's overflow paths (D89): a version past 2^32,
+		// the extreme expiries, an expiring tombstone, an empty key.
+		{Kind: store.OpPut, Record: store.Record{Revision: 16}.WithVersion(1<<40+5).WithExpiry(math.MaxInt64).With("wide", []byte("w"))},
+		{Kind: store.OpPut, Record: store.Record{Revision: 17}.WithVersion(math.MaxUint64).WithExpiry(-1).With("", []byte{})},
+		{Kind: store.OpExpired, Record: store.Record{Revision: 18}.WithVersion(2).WithExpiry(math.MinInt64).AsTombstone().With("gone", nil)},
+		{Kind: store.OpCommand, Record: store.Record{Revision: 12, Kind: store.KindHash}.WithVersion(4).With("h", nil),
 			Cmd: &kv.Cmd{Op: kv.CmdHSet, Key: "h", Args: [][]byte{[]byte("f"), {}}}},
 		// Transaction markers: no key, the marker in Cmd.
 		{Kind: store.OpTxPrepare, Record: store.Record{Revision: 13}, Cmd: &kv.Cmd{Op: kv.CmdTxPrepare, Args: [][]byte{[]byte("id"), []byte("body")}}},
@@ -85,11 +91,11 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 	// The tombstone flag survives the trip: a lost one resurrects a
 	// deleted key on the replica.
-	if !got[3].Record.Deleted {
+	if !got[3].Record.Deleted() {
 		t.Fatal("tombstone flag lost")
 	}
 
-	recs := []store.Record{ops[0].Record, ops[1].Record, store.Record{Version: 1, Revision: 3, Kind: store.KindList}.With("l", []byte{1, 2})}
+	recs := []store.Record{ops[0].Record, ops[1].Record, store.Record{Revision: 3, Kind: store.KindList}.WithVersion(1).With("l", []byte{1, 2})}
 	seg, gotRecs, err := decodeSnapChunk(append([]byte(nil), e.snapChunk(3, recs)...))
 	if err != nil || seg != 3 || !reflect.DeepEqual(recordsView(gotRecs), recordsView(recs)) {
 		t.Fatalf("snapshot chunk: %v %+v", err, recordsView(gotRecs))
@@ -184,8 +190,8 @@ func FuzzDecode(f *testing.F) {
 // the store already holds.
 func TestFrameReaderBodyReuseLeavesDecodedOpsIntact(t *testing.T) {
 	e := newEncoder()
-	first := []store.Op{{Kind: store.OpPut, Record: store.Record{Version: 1, Revision: 1}.With("key-one", []byte("value-one"))}}
-	second := []store.Op{{Kind: store.OpPut, Record: store.Record{Version: 1, Revision: 2}.With("KEY-TWO", []byte("VALUE-TWO"))}}
+	first := []store.Op{{Kind: store.OpPut, Record: store.Record{Revision: 1}.WithVersion(1).With("key-one", []byte("value-one"))}}
+	second := []store.Op{{Kind: store.OpPut, Record: store.Record{Revision: 2}.WithVersion(1).With("KEY-TWO", []byte("VALUE-TWO"))}}
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	for _, ops := range [][]store.Op{first, second} {

@@ -290,7 +290,7 @@ func TestRecoveringOwnerSyncsFromTheMoreCompleteCopyFirst(t *testing.T) {
 	// The source holds a record the promoted copy lacks.
 	extra := key(p, owner.Store().Segments(), "extra")
 	g := source.Store().SegmentFor(extra)
-	if ok, err := g.ApplyRecord(store.Record{Version: 1, Revision: g.Revision() + 1000}.With(extra, []byte("only here")), store.OpPut); !ok || err != nil {
+	if ok, err := g.ApplyRecord(store.Record{Revision: g.Revision() + 1000}.WithVersion(1).With(extra, []byte("only here")), store.OpPut); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	leader := c.WaitLeader()

@@ -123,7 +123,7 @@ func TestShipAndSyncBarrierInMemory(t *testing.T) {
 	g := a.st.SegmentFor("k1")
 	eventually(t, "the tombstone pruned", func() bool {
 		a.st.SweepOnce()
-		applied, _ := g.ApplyRecord(store.Record{Version: 1, Revision: res.Revision}.With("k1", []byte("z")), store.OpPut)
+		applied, _ := g.ApplyRecord(store.Record{Revision: res.Revision}.WithVersion(1).With("k1", []byte("z")), store.OpPut)
 		return applied
 	})
 }

@@ -108,14 +108,14 @@ func TestRestartRecoveryInMemory(t *testing.T) {
 		}
 	}
 	// The missing revision arrives: the gate opens and the partition certifies.
-	if _, err := a2.st.Segment(0).ApplyRecord(store.Record{Version: 1, Revision: behind}.With("late", []byte("w")), store.OpPut); err != nil {
+	if _, err := a2.st.Segment(0).ApplyRecord(store.Record{Revision: behind}.WithVersion(1).With("late", []byte("w")), store.OpPut); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "certified after the pull", func() bool { return a2.m.Certified("p") })
 	if a2.m.Held(0) {
 		t.Fatal("segment 0 still held once level with its source")
 	}
-	if _, err := b.st.Segment(0).ApplyRecord(store.Record{Version: 1, Revision: behind}.With("late", []byte("w")), store.OpPut); err != nil {
+	if _, err := b.st.Segment(0).ApplyRecord(store.Record{Revision: behind}.WithVersion(1).With("late", []byte("w")), store.OpPut); err != nil {
 		t.Fatal(err)
 	}
 	for i := range kept {

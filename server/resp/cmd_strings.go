@@ -218,7 +218,7 @@ func parseSetOpts(c *conn, args [][]byte, from int, name string, getex bool) (se
 			o.persist = true
 		case hasNext && !o.keepTTL && !o.persist && !expireSet &&
 			(eq(a, "EX") || eq(a, "PX") || eq(a, "EXAT") || eq(a, "PXAT")):
-			o.hasExpire, o.expUnit, o.expArg, expireSet = true, string(upper(a)), args[j+1], true
+			o.hasExpire, o.expUnit, o.expArg, expireSet = true, expireUnit(a), args[j+1], true
 			j++
 		default:
 			c.err(msgSyntax)
@@ -231,15 +231,16 @@ func parseSetOpts(c *conn, args [][]byte, from int, name string, getex bool) (se
 	return o, o.resolveExpire(c, name, now)
 }
 
-func upper(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, ch := range b {
-		if ch >= 'a' && ch <= 'z' {
-			ch -= 'a' - 'A'
+// expireUnit is the expiry option a (EX, PX, EXAT or PXAT, any case) as
+// its name: a constant, where an upper-cased copy was an allocation per
+// SET … EX.
+func expireUnit(a []byte) string {
+	for _, u := range [...]string{"EX", "PX", "EXAT", "PXAT"} {
+		if eq(a, u) {
+			return u
 		}
-		out[i] = ch
 	}
-	return out
+	return ""
 }
 
 func cmdSet(c *conn, args [][]byte) {
@@ -316,7 +317,11 @@ func (c *conn) set(key, value []byte, o setOpts) {
 			reply()
 			return
 		}
-		var opts kv.PutOptions
+		// The connection's own options: through the ops interface a local
+		// escaped, an allocation per SET with an option (the store copies
+		// them on entry).
+		opts := &c.putOpts
+		*opts = kv.PutOptions{}
 		if conditional {
 			if exists {
 				opts.IfMatchVersion = version
@@ -334,7 +339,7 @@ func (c *conn) set(key, value []byte, o setOpts) {
 		case o.hasExpire:
 			opts.TTL = o.ttl
 		}
-		res := c.put(key, value, &opts)
+		res := c.put(key, value, opts)
 		switch res.Status {
 		case kv.StatusSuccess:
 			reply()

@@ -58,6 +58,8 @@ type conn struct {
 	parser Parser
 	lim    Limits
 	out    Writer
+	// putOpts is SET's options, reused (conn.set).
+	putOpts kv.PutOptions
 	// replyRoom is where the store builds a command's array reply
 	// (kv.Cmd.Out); exec clears what it held once it is written.
 	replyRoom []kv.Reply

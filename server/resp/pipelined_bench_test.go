@@ -19,6 +19,7 @@ func BenchmarkPipelined(b *testing.B) {
 		cmd  func(i int) [][]byte
 	}{
 		{"SET", func(i int) [][]byte { return [][]byte{[]byte("SET"), key(i), val} }},
+		{"SET_EX", func(i int) [][]byte { return [][]byte{[]byte("SET"), key(i), val, []byte("EX"), []byte("100000")} }},
 		{"GET", func(i int) [][]byte { return [][]byte{[]byte("GET"), key(i)} }},
 		{"INCR", func(i int) [][]byte { return [][]byte{[]byte("INCR"), key(i)} }},
 		{"HSET", func(i int) [][]byte { return [][]byte{[]byte("HSET"), []byte("myhash"), key(i), val} }},

@@ -110,7 +110,8 @@ func TestAppendNeverWritesOverANewerRecord(t *testing.T) {
 	if &old.Value()[0] != &held[0] {
 		t.Fatal("setup: the snapshot's value is not a prefix of the current buffer")
 	}
-	old.Revision, old.Version = g.Revision()+1, 99
+	old.Revision = g.Revision() + 1
+	old.SetVersion(99)
 	if _, err := g.ApplyRecord(old, OpPut); err != nil {
 		t.Fatal(err)
 	}

@@ -234,5 +234,5 @@ func (a *Atomic) Version(key string) (version, revision uint64) {
 	if r == nil {
 		return 0, 0
 	}
-	return r.Version, r.Revision
+	return r.Version(), r.Revision
 }

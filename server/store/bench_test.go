@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
@@ -91,6 +92,17 @@ func BenchmarkPutParallel(b *testing.B) {
 // reports the heap growth per key (compare with redis-server's INFO memory in
 // docs/BENCHMARKS.md).
 func BenchmarkMemoryPerKey(b *testing.B) {
+	// "ttl": the same keys, each with a TTL (SET … EX): the expiry is 8
+	// bytes after the value and a bit of the index's hash (D89).
+	for _, load := range []struct {
+		name string
+		opts *kv.PutOptions
+	}{{"plain", nil}, {"ttl", &kv.PutOptions{TTL: time.Hour}}} {
+		b.Run(load.name, func(b *testing.B) { benchMemoryPerKey(b, load.opts) })
+	}
+}
+
+func benchMemoryPerKey(b *testing.B, opts *kv.PutOptions) {
 	const n = 1_000_000
 	for b.Loop() {
 		runtime.GC()
@@ -107,7 +119,7 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 			for len(k) < 16 {
 				k = append(k, '_')
 			}
-			s.Put(string(k), make([]byte, 32), (*kv.PutOptions)(nil))
+			s.Put(string(k), make([]byte, 32), opts)
 		}
 		s.SweepOnce()
 		runtime.GC()

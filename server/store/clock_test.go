@@ -164,9 +164,9 @@ func expiryOf(key string) func(t *testing.T, s *Store) int64 {
 	return func(t *testing.T, s *Store) int64 {
 		t.Helper()
 		r := s.SegmentFor(key).items.get(key)
-		if r == nil || r.ExpiresAt == 0 {
+		if r == nil || r.ExpiresAt() == 0 {
 			t.Fatalf("%s has no expiry", key)
 		}
-		return r.ExpiresAt
+		return r.ExpiresAt()
 	}
 }

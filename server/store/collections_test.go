@@ -430,7 +430,7 @@ func TestNotOwnedSegmentAnswersMoved(t *testing.T) {
 		}
 	}
 	// Replication still applies to it.
-	if ok, err := g.ApplyRecord(Record{Version: 2, Revision: 9}.With("k", []byte("from owner")), OpPut); !ok || err != nil {
+	if ok, err := g.ApplyRecord(Record{Revision: 9}.WithVersion(2).With("k", []byte("from owner")), OpPut); !ok || err != nil {
 		t.Fatalf("apply on a replica segment: %v %v", ok, err)
 	}
 	g.SetOwned(true)
@@ -563,9 +563,9 @@ func dbsizeByWalk(s *Store) int {
 		g.mu.RLock()
 		if g.owned {
 			n += g.live
-			if len(g.expiring) <= dbsizeExactTTLKeys {
-				for _, r := range g.expiring {
-					if !r.Deleted && r.expiredAt(now) {
+			if g.items.expiring <= dbsizeExactTTLKeys && len(g.items.recs) <= dbsizeExactSlots {
+				for r := range g.items.expiringFrom(0, len(g.items.recs)) {
+					if !r.Deleted() && r.expiredAt(now) {
 						n--
 					}
 				}

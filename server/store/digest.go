@@ -43,8 +43,8 @@ func (g *Segment) DigestAt(now int64) Digest {
 func recordHash(h *xxhash.Digest, buf *[24]byte, r *Record) uint64 {
 	h.Reset()
 	binary.LittleEndian.PutUint64(buf[0:], uint64(len(r.Key())))
-	binary.LittleEndian.PutUint64(buf[8:], r.Version)
-	binary.LittleEndian.PutUint64(buf[16:], uint64(r.ExpiresAt))
+	binary.LittleEndian.PutUint64(buf[8:], r.Version())
+	binary.LittleEndian.PutUint64(buf[16:], uint64(r.ExpiresAt()))
 	_, _ = h.Write(buf[:])
 	_, _ = h.WriteString(r.Key())
 	switch {

@@ -171,7 +171,7 @@ func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy 
 	}
 	seen := 0
 	for r := range g.items.from(rng.Uint64()) {
-		if r.Deleted || policy.volatileOnly() && r.ExpiresAt == 0 {
+		if r.Deleted() || policy.volatileOnly() && r.ExpiresAt() == 0 {
 			continue
 		}
 		c := evictionCandidate{seg: g, key: r.Key(), revision: r.Revision, expired: r.expiredAt(now)}
@@ -179,7 +179,7 @@ func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy 
 		case EvictAllKeysRandom, EvictVolatileRandom:
 			c.age = rng.Uint32()
 		case EvictVolatileTTL:
-			left := max(r.ExpiresAt-now, 0) / int64(time.Millisecond)
+			left := max(r.ExpiresAt()-now, 0) / int64(time.Millisecond)
 			c.age = math.MaxUint32 - uint32(min(left, math.MaxUint32))
 		default:
 			c.age, c.lru = stamp-atomic.LoadUint32(&r.access), true
@@ -198,7 +198,7 @@ func (g *Segment) evict(c evictionCandidate) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.items.get(c.key)
-	if r == nil || r.Deleted || r.Revision != c.revision || !g.owned || g.fenced {
+	if r == nil || r.Deleted() || r.Revision != c.revision || !g.owned || g.fenced {
 		return false
 	}
 	kind := OpEvicted

@@ -307,7 +307,7 @@ func (g *Segment) runLocked(h *handler, x *execCtx) kv.Reply {
 	}
 	r := h.run(x)
 	if x.rec != nil && r.Status == kv.StatusSuccess {
-		r.Version, r.Revision = x.rec.Version, x.rec.Revision
+		r.Version, r.Revision = x.rec.Version(), x.rec.Revision
 	}
 	return r
 }
@@ -327,7 +327,7 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	// One index lookup: the record, or nil when there is none live.
 	x.rec = g.items.get(x.cmd.Key)
 	if x.rec != nil && !x.rec.liveAt(x.now) {
-		if !x.rec.Deleted && g.owned {
+		if !x.rec.Deleted() && g.owned {
 			// Expired but not swept yet: log its expiry first, so that a
 			// replica replaying the effect starts from the same (absent)
 			// key instead of applying it to its stale copy.
@@ -367,7 +367,7 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	case x.effect != nil:
 		r.Version, r.Revision = g.commitEffectLocked(x, before)
 	case x.rec != nil:
-		r.Version, r.Revision = x.rec.Version, x.rec.Revision
+		r.Version, r.Revision = x.rec.Version(), x.rec.Revision
 	}
 	return r
 }
@@ -381,15 +381,20 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	// A big new value, fresh from the handler, is kept rather than copied
 	// — unless it is the segment's scratch, which the next write reuses.
 	v := x.newValue
+	var exp int64
+	if x.rec != nil {
+		exp = x.rec.ExpiresAt()
+	}
 	var rec *Record
 	if len(x.cmd.Key)+len(v) <= maxInlineTail || len(v) > 0 && &v[0] == &g.scratch[0] {
-		rec = newStringRecord(x.cmd.Key, v)
+		rec = newStringRecord(x.cmd.Key, v, exp)
 	} else {
-		rec = recordOf(strings.Clone(x.cmd.Key), v, Record{})
+		rec = recordOf(strings.Clone(x.cmd.Key), v, Record{}.WithExpiry(exp))
 	}
-	rec.Version, rec.access = 1, g.store.stamp(x.now)
+	rec.SetVersion(1)
+	rec.access = g.store.stamp(x.now)
 	if x.rec != nil {
-		rec.Version, rec.ExpiresAt = x.rec.Version+1, x.rec.ExpiresAt
+		rec.SetVersion(x.rec.Version() + 1)
 		if m := x.rec.Meta(); m != nil {
 			rec.SetMeta(m)
 		}
@@ -400,7 +405,7 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 	if x.grown != nil && len(v) > 0 && &rec.Value()[0] == &x.grown.buf[0] {
 		g.installGrowableLocked(rec.Key(), x.grown)
 	}
-	return rec.Version, rec.Revision
+	return rec.Version(), rec.Revision
 }
 
 // commitEffectLocked finishes a collection mutation: it inserts a new
@@ -423,20 +428,21 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 		rec = &Record{Kind: x.coll.kind(), access: g.store.stamp(x.now)}
 		rec.setParts(string([]byte(x.cmd.Key)), nil, false, x.coll, nil)
 		g.revision++
-		rec.Version, rec.Revision = 1, g.revision
+		rec.SetVersion(1)
+		rec.Revision = g.revision
 		x.effect.Key = rec.Key()
 		g.installCollectionLocked(rec, x.effect)
-		return rec.Version, rec.Revision
+		return rec.Version(), rec.Revision
 	}
 	g.revision++
-	rec.Version++
+	rec.SetVersion(rec.Version() + 1)
 	rec.Revision = g.revision
 	if !x.noTouch {
 		rec.touch(g.store.stamp(x.now))
 	}
 	g.settleLocked(x.coll.size() - before)
 	g.logEffectLocked(rec, x.effect)
-	return rec.Version, rec.Revision
+	return rec.Version(), rec.Revision
 }
 
 // settleLocked accounts the growth (or shrinkage) of a collection mutated in
@@ -454,18 +460,8 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 	delta := rec.accountedBytes()
 	if old != nil {
 		delta -= old.accountedBytes()
-		if old.ExpiresAt != 0 {
-			delete(g.expiring, rec.Key())
-			g.countTTLKeysLocked()
-		}
 	}
-	if rec.ExpiresAt != 0 { // a replica's copy of an owner's collection that has a TTL
-		if g.expiring == nil {
-			g.expiring = make(map[string]*Record)
-		}
-		g.expiring[rec.Key()] = rec
-		g.countTTLKeysLocked()
-	}
+	g.countTTLKeysLocked() // a replica's copy of an owner's collection may have a TTL
 	g.live++
 	g.bytes += delta
 	g.store.account(g.owned, delta, 1)
@@ -589,7 +585,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 	now := g.store.clock.NowNano()
 	x := execCtx{seg: g, cmd: cmd, now: now, apply: true}
 	x.rec = g.items.get(cmd.Key)
-	if x.rec != nil && (x.rec.Deleted || hdr.Version == 1) {
+	if x.rec != nil && (x.rec.Deleted() || hdr.Version() == 1) {
 		// Version 1: the source created the key anew with this command; what
 		// this node holds under the key is an older incarnation.
 		x.rec = nil
@@ -617,16 +613,17 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 	}
 	if x.rec != nil && x.coll.count() == 0 {
 		g.settleLocked(x.coll.size() - before)
-		tomb := recordOf(x.rec.Key(), nil, Record{Version: hdr.Version, Revision: hdr.Revision, Deleted: true})
+		tomb := recordOf(x.rec.Key(), nil, Record{Revision: hdr.Revision}.WithVersion(hdr.Version()).AsTombstone())
 		g.commitLocked(OpDelete, tomb)
 		return nil
 	}
 	if x.rec == nil {
-		rec := &Record{Kind: x.coll.kind(), ExpiresAt: hdr.ExpiresAt, Version: hdr.Version, Revision: hdr.Revision, access: g.store.stamp(now)}
-		rec.setParts(string([]byte(cmd.Key)), nil, false, x.coll, hdr.Meta())
+		rec := &Record{Kind: x.coll.kind(), Revision: hdr.Revision, access: g.store.stamp(now)}
+		rec.setPartsStamped(string([]byte(cmd.Key)), nil, false, x.coll, hdr.Meta(), hdr.ExpiresAt(), hdr.Version())
 		g.installCollectionLocked(rec, x.effect)
 	} else {
-		x.rec.Version, x.rec.Revision = hdr.Version, hdr.Revision
+		x.rec.SetVersion(hdr.Version())
+		x.rec.Revision = hdr.Revision
 		g.settleLocked(x.coll.size() - before)
 		g.logEffectLocked(x.rec, x.effect)
 	}

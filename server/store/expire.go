@@ -131,10 +131,10 @@ func nsOfMs(ms int64) int64 {
 // currentExpiryMs is the record's expiry in Unix milliseconds, -1 when it
 // has none (Redis's getExpire).
 func currentExpiryMs(r *Record) int64 {
-	if r.ExpiresAt == 0 {
+	if r.ExpiresAt() == 0 {
 		return -1
 	}
-	return msOf(r.ExpiresAt)
+	return msOf(r.ExpiresAt())
 }
 
 // holds reports whether every condition allows a new expiry at whenMs
@@ -171,8 +171,7 @@ func (x *execCtx) expireLocked(whenMs int64, cond expireCond) expireOutcome {
 		return expireDeleted
 	}
 	g := x.seg
-	rec := x.rec.clone()
-	rec.ExpiresAt = nsOfMs(whenMs)
+	rec := x.rec.cloneExpiring(nsOfMs(whenMs))
 	g.revision++
 	rec.Revision = g.revision
 	g.commitLocked(OpExpire, rec)
@@ -224,7 +223,7 @@ func init() {
 		switch {
 		case x.rec == nil:
 			return kv.IntReply(-2)
-		case x.rec.ExpiresAt == 0:
+		case x.rec.ExpiresAt() == 0:
 			return kv.IntReply(-1)
 		}
 		return kv.IntReply(max(currentExpiryMs(x.rec)-msOf(x.now), 0))

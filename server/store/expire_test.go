@@ -199,10 +199,10 @@ func TestExpireGTRacesKeepTheLatest(t *testing.T) {
 		if op.Kind != OpExpire {
 			continue
 		}
-		if op.Record.ExpiresAt <= last {
-			t.Fatalf("expiry %d logged after %d", op.Record.ExpiresAt, last)
+		if op.Record.ExpiresAt() <= last {
+			t.Fatalf("expiry %d logged after %d", op.Record.ExpiresAt(), last)
 		}
-		last, n = op.Record.ExpiresAt, n+1
+		last, n = op.Record.ExpiresAt(), n+1
 	}
 	want := base + writers*each - 1
 	if r := s.Exec(kv.NewCmd(kv.CmdPExpireTime, "k")); r.Int != want || last != want*int64(time.Millisecond) || n == 0 {
@@ -323,7 +323,7 @@ func TestPutExpireAtAndKeepTTLKeepTheInstant(t *testing.T) {
 		g := s.SegmentFor("k")
 		g.mu.RLock()
 		defer g.mu.RUnlock()
-		return g.items.get("k").ExpiresAt
+		return g.items.get("k").ExpiresAt()
 	}
 	if got := expiresAt(); got != at {
 		t.Fatalf("ExpiresAt %d, want %d", got, at)

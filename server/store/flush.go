@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -34,7 +35,7 @@ func (g *Segment) flush(now int64) int {
 	defer func() { g.origin = 0 }()
 	n := 0
 	for r := range g.items.all() {
-		if !r.Deleted {
+		if !r.Deleted() {
 			g.tombstoneLocked(r, OpDelete, now)
 			n++
 		}
@@ -45,10 +46,11 @@ func (g *Segment) flush(now int64) int {
 // DBSize counts the live keys of the segments this node owns (replica
 // copies are not counted). A key past its TTL that the sweeper has not
 // removed yet is left out exactly in a segment holding up to
-// dbsizeExactTTLKeys keys with a TTL; in a larger one it counts until it is
-// removed, as Redis counts it. Leaving every one out meant a walk of every
-// key with a TTL on each call — 130 ms for a million of them, on the event
-// loop, each time a monitor asked.
+// dbsizeExactTTLKeys keys with a TTL in up to dbsizeExactSlots index slots;
+// in a larger one it counts until it is removed, as Redis counts it.
+// Leaving every one out meant a walk of every key with a TTL on each call —
+// 130 ms for a million of them, on the event loop, each time a monitor
+// asked.
 func (s *Store) DBSize() int {
 	// The owned keys are counted as they change (Store.account); only a
 	// segment with a few keys with a TTL needs its lock, to leave out those
@@ -63,9 +65,9 @@ func (s *Store) DBSize() int {
 			now = s.clock.NowNano()
 		}
 		g.mu.RLock()
-		if g.owned {
-			for _, r := range g.expiring {
-				if !r.Deleted && r.expiredAt(now) {
+		if g.owned && len(g.items.recs) <= dbsizeExactSlots {
+			for r := range g.items.expiringFrom(0, len(g.items.recs)) {
+				if !r.Deleted() && r.expiredAt(now) {
 					n--
 				}
 			}
@@ -75,8 +77,12 @@ func (s *Store) DBSize() int {
 	return max(n, 0)
 }
 
-// dbsizeExactTTLKeys bounds the walk DBSize makes of a segment's keys with a
-// TTL (256 segments × 64: a bounded cost whatever the key count).
+// dbsizeExactTTLKeys and dbsizeExactSlots bound the walk DBSize makes of a
+// segment's keys with a TTL, found in its index's hash array (D89): 64 KiB
+// of it at most, 256 segments × 64 records.
+const dbsizeExactSlots = 1 << 14
+
+// dbsizeExactTTLKeys: see dbsizeExactSlots.
 const dbsizeExactTTLKeys = 64
 
 // ttlSample is how many keys with a TTL TTLStats reads per segment for the
@@ -93,18 +99,18 @@ func (s *Store) TTLStats() (keys int, avgTTL time.Duration) {
 	var weighted float64
 	for _, g := range s.segments {
 		g.mu.RLock()
-		if g.owned && len(g.expiring) > 0 {
-			n := len(g.expiring)
+		if g.owned && g.items.expiring > 0 {
+			n := g.items.expiring
 			var sum int64
 			seen, examined := 0, 0
-			for _, r := range g.expiring {
+			for r := range g.items.expiringFrom(rand.Uint64(), len(g.items.recs)) {
 				// Past-TTL keys are skipped, but a bounded number of them:
 				// a segment of unswept ones must not be walked whole.
 				if seen == ttlSample || examined == 4*ttlSample {
 					break
 				}
 				examined++
-				if left := r.ExpiresAt - now; left > 0 {
+				if left := r.ExpiresAt() - now; left > 0 {
 					sum += left
 					seen++
 				}

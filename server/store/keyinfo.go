@@ -148,8 +148,9 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if len(gd.txLocks) > 0 && gd.txLockedLocked(dst, "", a.now) {
 		return false, status(kv.StatusConflict)
 	}
-	rec := newStringRecord(dst, from.Value())
-	rec.Kind, rec.ExpiresAt, rec.Version, rec.access = from.Kind, from.ExpiresAt, 1, gd.store.stamp(a.now)
+	rec := newStringRecord(dst, from.Value(), from.ExpiresAt())
+	rec.Kind, rec.access = from.Kind, gd.store.stamp(a.now)
+	rec.SetVersion(1)
 	var dup collection
 	if c := from.coll(); c != nil {
 		var err error
@@ -163,7 +164,7 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	}
 	rec.setParts(rec.Key(), v, rec.joined(), dup, from.Meta())
 	if old != nil {
-		rec.Version = old.Version + 1
+		rec.SetVersion(old.Version() + 1)
 	}
 	if !gd.store.recordFits(rec) {
 		return false, kv.Result{Status: kv.StatusItemTooLarge}
@@ -179,7 +180,7 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	gd.revision++
 	rec.Revision = gd.revision
 	gd.commitLocked(OpPut, rec)
-	return true, kv.Result{Version: rec.Version, Revision: rec.Revision}
+	return true, kv.Result{Version: rec.Version(), Revision: rec.Revision}
 }
 
 // ListFits reports whether a new list of elems passes the per-key caps (the

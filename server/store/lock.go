@@ -71,8 +71,9 @@ func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 	g, s := x.seg, x.seg.store
 	// The key may alias a network buffer and the value is the caller's
 	// argument: both copied, the store keeps them.
-	rec := newStringRecord(x.cmd.Key, token)
-	rec.Version, rec.ExpiresAt, rec.access = 1, x.now+ttl, s.stamp(x.now)
+	rec := newStringRecord(x.cmd.Key, token, x.now+ttl)
+	rec.SetVersion(1)
+	rec.access = s.stamp(x.now)
 	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
 		if prev := g.items.get(rec.Key()); prev != nil { // expired but not yet swept
@@ -93,8 +94,7 @@ func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 // keeping its value and Version (like Expire): an OpExpire.
 func (x *execCtx) extendLeaseLocked(ttl int64) kv.Reply {
 	g := x.seg
-	rec := x.rec.clone()
-	rec.ExpiresAt = x.now + ttl
+	rec := x.rec.cloneExpiring(x.now + ttl)
 	g.revision++
 	rec.Revision = g.revision
 	g.commitLocked(OpExpire, rec)

@@ -25,11 +25,10 @@ type MemoryUsage struct {
 }
 
 // Per-entry costs of the structures MemoryUsage estimates: a log entry (kind
-// and two pointers) plus the record header it usually holds alone; a map
-// entry of the TTL index; a tombstone list slot.
+// and two pointers) plus the record header it usually holds alone; a
+// tombstone list slot. (Keys with a TTL cost no index of their own: D89.)
 const (
 	opLogEntryOverhead = 24 + 96
-	ttlIndexEntryBytes = 48
 	tombstoneSlotBytes = 16
 )
 
@@ -41,7 +40,7 @@ func (s *Store) Memory() MemoryUsage {
 		g.mu.RLock()
 		m.OpLogBytes += int64(g.log.bytes) + int64(g.log.n)*opLogEntryOverhead
 		m.OpLogEntries += int64(g.log.n)
-		m.IndexBytes += int64(len(g.expiring))*ttlIndexEntryBytes + int64(len(g.tombstones))*tombstoneSlotBytes
+		m.IndexBytes += int64(len(g.tombstones)) * tombstoneSlotBytes
 		g.mu.RUnlock()
 	}
 	return m

@@ -48,7 +48,7 @@ func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 	}
 	g.tombstones = g.tombstones[:0]
 	for r := range g.items.all() {
-		if r.Deleted {
+		if r.Deleted() {
 			g.tombstones = append(g.tombstones, r.Key())
 		}
 	}
@@ -87,14 +87,10 @@ func (g *Segment) replaceLocked(r *Record) {
 	n := r.accountedBytes()
 	g.bytes += n
 	live := 0
-	if !r.Deleted {
+	if !r.Deleted() {
 		g.live++
 		live = 1
-		if r.ExpiresAt != 0 {
-			if g.expiring == nil {
-				g.expiring = make(map[string]*Record)
-			}
-			g.expiring[r.Key()] = r
+		if r.ExpiresAt() != 0 {
 			g.countTTLKeysLocked()
 		}
 	}
@@ -107,12 +103,11 @@ func (g *Segment) dropLocked(r *Record) {
 	if g.growable != nil {
 		g.settleGrowableLocked(r.Key(), nil)
 	}
-	delete(g.expiring, r.Key())
 	g.countTTLKeysLocked()
 	n := r.accountedBytes()
 	g.bytes -= n
 	live := 0
-	if !r.Deleted {
+	if !r.Deleted() {
 		g.live--
 		live = -1
 	}

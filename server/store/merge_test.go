@@ -19,7 +19,7 @@ func checkAccounting(t *testing.T, g *Segment) {
 	live := 0
 	for r := range g.items.all() {
 		bytes += r.accountedBytes()
-		if !r.Deleted {
+		if !r.Deleted() {
 			live++
 		}
 	}
@@ -132,8 +132,8 @@ func TestMergeSnapshotReportsItsShortfall(t *testing.T) {
 	s, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
 	g := s.Segment(0)
 	snap := Snapshot{Segment: 0, Revision: 5, Records: []Record{
-		Record{Version: 1, Revision: 3}.With("a", []byte("x")),
-		Record{Version: 1, Revision: 4, Kind: KindHash}.With("h", []byte{0xff, 0x00}), // undecodable
+		Record{Revision: 3}.WithVersion(1).With("a", []byte("x")),
+		Record{Revision: 4, Kind: KindHash}.WithVersion(1).With("h", []byte{0xff, 0x00}), // undecodable
 	}}
 	if short := g.MergeSnapshot(snap); short != 1 {
 		t.Fatalf("shortfall %d, want 1", short)

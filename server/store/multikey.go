@@ -80,7 +80,7 @@ func (x *execCtx) openWrite(key []byte, kind ValueKind, create bool) (*execCtx, 
 	case len(g.txLocks) > 0 && g.txLockedLocked(k, "", x.now):
 		return nil, kv.Reply{Status: kv.StatusConflict, Message: "key reserved by a transaction in progress"}, false
 	}
-	if r := g.items.get(k); r != nil && !r.Deleted && r.expiredAt(x.now) {
+	if r := g.items.get(k); r != nil && !r.Deleted() && r.expiredAt(x.now) {
 		g.tombstoneLocked(r, OpExpired, x.now) // as execWriteLocked: the replica drops its stale copy first
 	}
 	c := &execCtx{seg: g, cmd: &kv.Cmd{Op: x.cmd.Op, Key: k}, now: x.now, view: x.view}

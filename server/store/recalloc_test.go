@@ -24,7 +24,7 @@ func TestNewStringRecordCopiesEverySize(t *testing.T) {
 			}
 			key := strings.Repeat("k", kn)
 			value := bytes.Repeat([]byte{'v'}, n-kn)
-			r := newStringRecord(key, value)
+			r := newStringRecord(key, value, 0)
 			if r.Key() != key || !bytes.Equal(r.Value(), value) || r.Value() == nil {
 				t.Fatalf("n=%d kn=%d: record holds %q / %q", n, kn, r.Key(), r.Value())
 			}
@@ -111,24 +111,24 @@ var goSizeClasses = []int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176
 // TestInlineTailsFillSizeClasses: a string record of n key-and-value bytes
 // costs one allocation of the smallest size class that holds the Record and
 // n bytes — no tail wastes a class boundary (D65, D73, D75, D84). With the
-// 48-byte Record a 16-byte key and a 32-byte value cost 96 bytes.
+// 32-byte Record (D89) a 16-byte key and a 32-byte value cost 80 bytes.
 func TestInlineTailsFillSizeClasses(t *testing.T) {
-	if n := unsafe.Sizeof(Record{}); n != 48 {
-		t.Fatalf("Record is %d bytes; the tails are sized for 48", n)
+	if n := unsafe.Sizeof(Record{}); n != 32 {
+		t.Fatalf("Record is %d bytes; the tails are sized for 32", n)
 	}
 	const rounds = 200
 	keep := make([]*Record, rounds)
 	// The allocator's counters are process-wide: a runtime goroutine may
 	// allocate during a round, so the cheapest of a few rounds is the
 	// record's cost.
-	perRecord := func(n int) int {
+	perRecord := func(n int, exp int64) int {
 		key, value := strings.Repeat("k", min(n, 16)), bytes.Repeat([]byte{'v'}, n-min(n, 16))
 		best := -1
 		for range 5 {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			for i := range keep {
-				keep[i] = newStringRecord(key, value)
+				keep[i] = newStringRecord(key, value, exp)
 			}
 			runtime.ReadMemStats(&after)
 			if after.Mallocs-before.Mallocs != rounds {
@@ -154,12 +154,19 @@ func TestInlineTailsFillSizeClasses(t *testing.T) {
 				break
 			}
 		}
-		if got := perRecord(n); got != want {
+		if got := perRecord(n, 0); got != want {
 			t.Fatalf("n=%d: a record costs %d bytes, want the size class %d", n, got, want)
 		}
 	}
-	if got := perRecord(48); got != 96 {
-		t.Fatalf("a 16-byte key with a 32-byte value costs %d bytes, want 96", got)
+	if got := perRecord(48, 0); got != 80 {
+		t.Fatalf("a 16-byte key with a 32-byte value costs %d bytes, want 80", got)
+	}
+	// An expiry is 8 bytes after the value, in the same allocation.
+	if got := perRecord(48, 1); got != 96 {
+		t.Fatalf("a 16-byte key with a 32-byte value and an expiry costs %d bytes, want 96", got)
+	}
+	if got := perRecord(maxInlineTail-8, 1); got != 1024 {
+		t.Fatalf("the largest inline record with an expiry costs %d bytes, want 1024", got)
 	}
 }
 
@@ -176,7 +183,7 @@ func TestRetimedRecordHoldsNoOldAllocation(t *testing.T) {
 	// value bytes reach (the next allocation may start right after).
 	inside := func(p unsafe.Pointer, old *Record) bool {
 		start := uintptr(unsafe.Pointer(old))
-		end := max(uintptr(unsafe.Pointer(unsafe.StringData(old.Key())))+uintptr(old.klen), uintptr(unsafe.Pointer(unsafe.SliceData(old.Value())))+uintptr(old.vlen))
+		end := max(uintptr(unsafe.Pointer(unsafe.StringData(old.Key())))+uintptr(old.keyLen()), uintptr(unsafe.Pointer(unsafe.SliceData(old.Value())))+uintptr(old.vlen))
 		return uintptr(p) >= start && uintptr(p) < end
 	}
 	check := func(what, key string, old *Record) {
@@ -213,8 +220,8 @@ func TestRetimedRecordHoldsNoOldAllocation(t *testing.T) {
 	if _, err := rg.ApplyOp(ops[1]); err != nil { // the OpExpire
 		t.Fatal(err)
 	}
-	if cur := rg.items.get("a"); cur.ExpiresAt == 0 || inside(unsafe.Pointer(unsafe.StringData(cur.Key())), before) || string(cur.Value()) != "value-of-a" {
-		t.Fatalf("replicated OpExpire: expires %d, value %q, points into the old record: %v", cur.ExpiresAt, cur.Value(), inside(unsafe.Pointer(unsafe.StringData(cur.Key())), before))
+	if cur := rg.items.get("a"); cur.ExpiresAt() == 0 || inside(unsafe.Pointer(unsafe.StringData(cur.Key())), before) || string(cur.Value()) != "value-of-a" {
+		t.Fatalf("replicated OpExpire: expires %d, value %q, points into the old record: %v", cur.ExpiresAt(), cur.Value(), inside(unsafe.Pointer(unsafe.StringData(cur.Key())), before))
 	}
 
 	big := strings.Repeat("v", 4*maxInlineTail)

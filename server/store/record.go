@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"maps"
 	"math"
 	"strings"
@@ -14,47 +15,52 @@ import (
 //
 // A Record held by the store is immutable once published; Value must not be
 // modified by anyone who receives it from the store.
+//
+// It is 32 bytes (D89): a 16-byte key with a 32-byte value is one 80-byte
+// allocation. What does not fit is kept where it costs only the records
+// that have it: the expiry in the 8 bytes after the value (or in the ext),
+// a version past 2^32 and a key past 64 KiB in the ext.
 type Record struct {
 	// p is the record's one pointer (D84). In the joined form it points at
 	// the key's bytes with the value's right after them (klen then vlen
 	// bytes, one allocation: newStringRecord's tail, a decoded frame's
-	// buffer). In the ext form (form&formExt) it is a *recordExt, which
-	// holds the key's and the value's pointers beside the collection and
-	// the metadata: what a record needs whose bytes are not joined or
-	// that has a collection or metadata. One pointer where there were
-	// three (key, value, ext) makes a record 48 bytes: a 16-byte key with
-	// a 32-byte value one 96-byte allocation, with one word for the
-	// collector to scan.
+	// buffer), then, with formExpiry, the expiry's 8 bytes. In the ext
+	// form (form&formExt) it is a *recordExt, which holds the key's and
+	// the value's pointers beside the collection, the metadata and the
+	// expiry: what a record needs whose bytes are not joined or that has a
+	// collection or metadata. One word for the collector to scan.
 	//
-	// Key, Value, Meta and coll read it; SetKey, SetValue, SetJoined,
-	// SetMeta and setColl (on a record not yet published) write it.
-	p          unsafe.Pointer
-	klen, vlen uint32
+	// Key, Value, Meta, coll and ExpiresAt read it; SetKey, SetValue,
+	// SetJoined, SetMeta, SetExpiresAt and setColl (on a record not yet
+	// published) write it. The bytes it points at are never written once
+	// a record points at them: records share them (clone, exported,
+	// copies by value), so a new expiry is new bytes or a new ext.
+	p unsafe.Pointer
 
-	// Version is the per-key ItemVersion: 1 on create, +1 per value write.
-	// Optimistic concurrency (CAS) checks it.
-	Version uint64
 	// Revision is the per-segment revision of the mutation that produced the
 	// record: the total order replication and recovery converge on.
 	Revision uint64
 
-	// ExpiresAt is the absolute expiry (Unix ns); 0 = no expiry.
-	ExpiresAt int64
+	vlen uint32
 
 	// access is the node-local recency stamp (coarse milliseconds since the
 	// store started) read by the LRU sampler. Never crosses the wire; updated
 	// atomically by readers.
 	access uint32
 
-	// Deleted marks a tombstone: the record of a delete.
-	Deleted bool
+	// ver is the version's low 32 bits (Version); with formWideVersion the
+	// high ones are the ext's.
+	ver uint32
+
+	// klen is the key's length in the joined form; the ext has its own.
+	klen uint16
 
 	// Kind is the kind of value: a plain string (Value holds the bytes) or a
 	// server-side collection. A collection record in a Snapshot or a full
 	// Op carries its canonical encoding in Value.
 	Kind ValueKind
 
-	// form says how to read p.
+	// form says how to read p, and holds the tombstone flag.
 	form recordForm
 }
 
@@ -67,14 +73,25 @@ const (
 	formValue recordForm = 1 << iota
 	// formExt: p is a *recordExt.
 	formExt
+	// formDeleted marks a tombstone: the record of a delete (Deleted).
+	formDeleted
+	// formExpiry: the record expires; the expiry is in the ext, or in the
+	// joined form the 8 bytes after the value (little-endian Unix ns).
+	formExpiry
+	// formWideVersion: the version's high 32 bits are the ext's verHi.
+	formWideVersion
 )
+
+// maxJoinedKey is the longest key the joined form's 16-bit length holds;
+// a longer one takes the ext form.
+const maxJoinedKey = math.MaxUint16
 
 // recordExt is a record's rarely present part: the materialized collection
 // of a collection record, the optional metadata, and the key's and value's
 // pointers of a record whose bytes are not joined. Never mutated after it
 // is published, except its collection's contents, which change in place
-// under the segment's write lock; a record that needs another collection or
-// metadata gets a new recordExt.
+// under the segment's write lock; a record that needs another collection,
+// metadata, expiry or version gets a new recordExt.
 type recordExt struct {
 	key, val *byte
 	// c is the materialized collection (nil for strings). Never crosses the
@@ -82,6 +99,10 @@ type recordExt struct {
 	c collection
 	// meta is the optional metadata (content type, labels).
 	meta *Metadata
+	// exp is the expiry when the record has formExpiry.
+	exp   int64
+	klen  uint32
+	verHi uint32
 }
 
 func (r *Record) ext() *recordExt {
@@ -98,9 +119,16 @@ func (r *Record) keyData() *byte {
 	return (*byte)(r.p)
 }
 
+func (r *Record) keyLen() int {
+	if e := r.ext(); e != nil {
+		return int(e.klen)
+	}
+	return int(r.klen)
+}
+
 // Key is the record's key. It shares the record's bytes: a caller that
 // keeps it keeps the record's allocation alive.
-func (r *Record) Key() string { return unsafe.String(r.keyData(), r.klen) }
+func (r *Record) Key() string { return unsafe.String(r.keyData(), r.keyLen()) }
 
 // Value is the record's value bytes, nil for a record without a value
 // (a tombstone, a live collection). Its capacity is its length. Never
@@ -117,6 +145,124 @@ func (r *Record) Value() []byte {
 	return unsafe.Slice((*byte)(unsafe.Add(r.p, r.klen)), r.vlen)
 }
 
+// Version is the per-key ItemVersion: 1 on create, +1 per value write.
+// Optimistic concurrency (CAS) checks it.
+func (r *Record) Version() uint64 {
+	v := uint64(r.ver)
+	if r.form&formWideVersion != 0 {
+		v |= uint64((*recordExt)(r.p).verHi) << 32
+	}
+	return v
+}
+
+// SetVersion sets the version. Only on a record not yet published.
+func (r *Record) SetVersion(v uint64) {
+	r.ver = uint32(v)
+	hi := uint32(v >> 32)
+	if hi == 0 {
+		r.form &^= formWideVersion
+		return
+	}
+	e := r.ownExt()
+	e.verHi = hi
+	r.form |= formWideVersion
+}
+
+// ExpiresAt is the absolute expiry (Unix ns); 0 = no expiry.
+func (r *Record) ExpiresAt() int64 {
+	switch {
+	case r.form&formExpiry == 0:
+		return 0
+	case r.form&formExt != 0:
+		return (*recordExt)(r.p).exp
+	}
+	return int64(binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(r.p, uintptr(r.klen)+uintptr(r.vlen))), 8)))
+}
+
+// SetExpiresAt sets the expiry (Unix ns; 0: none). Only on a record not
+// yet published. It never writes into bytes the record already points at:
+// a joined record's key and value move to new bytes with the expiry after
+// them (a copy: at most maxInlineTail bytes), or, when bigger, into the ext
+// form beside them.
+func (r *Record) SetExpiresAt(ns int64) {
+	if ns == r.ExpiresAt() {
+		return
+	}
+	if r.form&formExt != 0 {
+		r.ownExt().exp = ns
+	} else if ns != 0 {
+		r.rejoin(r.Key(), r.Value(), ns)
+		return
+	}
+	if ns == 0 {
+		r.form &^= formExpiry
+	} else {
+		r.form |= formExpiry
+	}
+}
+
+// Deleted reports a tombstone: the record of a delete.
+func (r *Record) Deleted() bool { return r.form&formDeleted != 0 }
+
+// SetDeleted sets the tombstone flag. Only on a record not yet published.
+func (r *Record) SetDeleted(d bool) {
+	if d {
+		r.form |= formDeleted
+	} else {
+		r.form &^= formDeleted
+	}
+}
+
+// WithVersion, WithExpiry and AsTombstone return r with the version, the
+// expiry or the tombstone flag set: a record literal's fields.
+func (r Record) WithVersion(v uint64) Record { r.SetVersion(v); return r }
+
+// WithExpiry returns r with its expiry set (see WithVersion).
+func (r Record) WithExpiry(ns int64) Record { r.SetExpiresAt(ns); return r }
+
+// AsTombstone returns r marked as a tombstone (see WithVersion).
+func (r Record) AsTombstone() Record { r.SetDeleted(true); return r }
+
+// ownExt makes the record's ext one of its own — a copy of the one it
+// shares, or a new one holding its joined bytes' pointers — and returns it.
+func (r *Record) ownExt() *recordExt {
+	var e recordExt
+	if old := r.ext(); old != nil {
+		e = *old
+	} else {
+		e = recordExt{key: (*byte)(r.p), klen: uint32(r.klen)}
+		if r.form&formExpiry != 0 {
+			e.exp = r.ExpiresAt()
+		}
+		if r.vlen > 0 {
+			e.val = (*byte)(unsafe.Add(r.p, r.klen))
+		}
+	}
+	r.p = unsafe.Pointer(&e)
+	r.form |= formExt
+	return &e
+}
+
+// rejoin points the record at a copy of key and value joined, followed by
+// ns (nonzero) — or, past maxInlineTail bytes, at an ext beside them (not
+// copied). The record's version is below 2^32; its form's value flag is
+// set for v.
+func (r *Record) rejoin(key string, v []byte, ns int64) {
+	n := len(key) + len(v)
+	if n > maxInlineTail || len(key) > maxJoinedKey {
+		e := &recordExt{key: unsafe.StringData(key), exp: ns, klen: keyLen32(len(key))}
+		if len(v) > 0 {
+			e.val = unsafe.SliceData(v)
+		}
+		r.p, r.klen, r.form = unsafe.Pointer(e), 0, r.form|formExt|formExpiry
+		return
+	}
+	buf := make([]byte, n+8)
+	copy(buf[copy(buf, key):], v)
+	binary.LittleEndian.PutUint64(buf[n:], uint64(ns))
+	r.p, r.klen, r.form = unsafe.Pointer(&buf[0]), uint16(len(key)), r.form|formExpiry
+}
+
 // SetKey sets the record's key (not copied), keeping its value,
 // collection and metadata. Only on a record not yet published.
 func (r *Record) SetKey(k string) { r.setParts(k, r.Value(), false, r.coll(), r.Meta()) }
@@ -129,7 +275,7 @@ func (r *Record) SetValue(v []byte) { r.setParts(r.Key(), v, false, r.coll(), r.
 // keyLen bytes, then the value's (none when hasValue is false: the record
 // has no value). Neither is copied: the record keeps buf's allocation,
 // which must hold nothing else the record outlives. Only on a record not
-// yet published; it keeps the record's collection and metadata.
+// yet published; it keeps the record's collection, metadata and expiry.
 func (r *Record) SetJoined(buf []byte, keyLen int, hasValue bool) {
 	var v []byte
 	if hasValue {
@@ -138,35 +284,92 @@ func (r *Record) SetJoined(buf []byte, keyLen int, hasValue bool) {
 	r.setParts(unsafe.String(unsafe.SliceData(buf), keyLen), v, true, r.coll(), r.Meta())
 }
 
+// SetJoinedExpiring is SetJoined for a buffer whose last 8 bytes are the
+// room for the record's expiry: it writes ns there (0: the record does not
+// expire). The record keeps its collection and metadata.
+func (r *Record) SetJoinedExpiring(buf []byte, keyLen int, hasValue bool, ns int64) {
+	n := len(buf) - 8
+	r.SetExpiresAt(0)
+	if r.coll() != nil || r.Meta() != nil || keyLen > maxJoinedKey || r.form&formWideVersion != 0 {
+		r.SetJoined(buf[:n:n], keyLen, hasValue)
+		r.SetExpiresAt(ns)
+		return
+	}
+	binary.LittleEndian.PutUint64(buf[n:], uint64(ns))
+	r.SetJoined(buf[:n:n], keyLen, hasValue)
+	if ns != 0 {
+		r.form |= formExpiry
+		if n == 0 {
+			r.p = unsafe.Pointer(&buf[0]) // no key or value bytes: p is the room
+		}
+	}
+}
+
 // joined reports whether the record's key and value are in the joined
 // form (one allocation, the value right after the key).
 func (r *Record) joined() bool { return r.form&formExt == 0 }
 
-// setParts sets key, value (neither copied), collection and metadata. The
-// record takes the joined form when nothing needs an ext: no collection, no
-// metadata, and either the caller says the value follows the key in one
-// allocation (joined) or at most one of them has bytes. Two allocations
-// are never taken for one because they are adjacent in memory: the
-// collector would see only the first.
+// setParts sets key, value (neither copied), collection and metadata,
+// keeping the record's version, expiry and tombstone flag. The record
+// takes the joined form when nothing needs an ext: no collection, no
+// metadata, no version past 2^32, a key within maxJoinedKey, and either
+// the caller says the value follows the key in one allocation (joined) or
+// at most one of them has bytes; an expiry then needs bytes with room for
+// it (rejoin). Two allocations are never taken for one because they are
+// adjacent in memory: the collector would see only the first.
 func (r *Record) setParts(key string, v []byte, joined bool, c collection, m *Metadata) {
+	r.setPartsStamped(key, v, joined, c, m, r.ExpiresAt(), r.Version())
+}
+
+// setPartsStamped is setParts with the record's expiry and version.
+func (r *Record) setPartsStamped(key string, v []byte, joined bool, c collection, m *Metadata, exp int64, version uint64) {
+	r.ver = uint32(version)
+	verHi := uint32(version >> 32)
 	kp := unsafe.StringData(key)
-	r.klen, r.vlen, r.form = keyLen32(len(key)), 0, 0
+	if c == nil && m == nil && verHi == 0 && r.sameJoinedParts(kp, len(key), v) && exp == r.ExpiresAt() {
+		return // the parts it has (materialize's setColl(nil), a clone's)
+	}
+	r.vlen, r.form = 0, r.form&formDeleted
 	var vp *byte
 	if v != nil {
-		r.vlen, r.form = valueLen(len(v)), formValue
+		r.vlen, r.form = valueLen(len(v)), r.form|formValue
 		if len(v) > 0 {
 			vp = unsafe.SliceData(v)
 		}
 	}
 	switch {
-	case c != nil || m != nil || vp != nil && len(key) > 0 && !joined:
-		r.p = unsafe.Pointer(&recordExt{key: kp, val: vp, c: c, meta: m})
-		r.form |= formExt
+	case c != nil || m != nil || verHi != 0 || len(key) > maxJoinedKey || vp != nil && len(key) > 0 && !joined:
+		r.p = unsafe.Pointer(&recordExt{key: kp, val: vp, c: c, meta: m, exp: exp, klen: keyLen32(len(key)), verHi: verHi})
+		r.klen, r.form = 0, r.form|formExt
+		if exp != 0 {
+			r.form |= formExpiry
+		}
+		if verHi != 0 {
+			r.form |= formWideVersion
+		}
+		return
+	case exp != 0:
+		r.rejoin(key, v, exp)
+		return
 	case len(key) == 0:
 		r.p = unsafe.Pointer(vp) // no key bytes: the value starts at p
 	default:
 		r.p = unsafe.Pointer(kp)
 	}
+	r.klen = uint16(len(key))
+}
+
+// sameJoinedParts reports whether the record is in the joined form with
+// the key at kp (klen bytes) and exactly v after it.
+func (r *Record) sameJoinedParts(kp *byte, klen int, v []byte) bool {
+	if r.form&formExt != 0 || klen == 0 || unsafe.Pointer(kp) != r.p || klen != int(r.klen) {
+		return false
+	}
+	if v == nil {
+		return r.form&formValue == 0
+	}
+	return r.form&formValue != 0 && len(v) == int(r.vlen) &&
+		(len(v) == 0 || unsafe.Pointer(unsafe.SliceData(v)) == unsafe.Add(r.p, r.klen))
 }
 
 // With returns r with key and value set (neither copied): a record
@@ -268,12 +471,12 @@ func (r *Record) accountedBytes() int64 {
 
 // expiredAt reports whether the record has expired at now (Unix ns).
 func (r *Record) expiredAt(now int64) bool {
-	return r.ExpiresAt != 0 && now >= r.ExpiresAt
+	return r.form&formExpiry != 0 && now >= r.ExpiresAt()
 }
 
 // liveAt reports whether a read at now sees the record.
 func (r *Record) liveAt(now int64) bool {
-	return !r.Deleted && !r.expiredAt(now)
+	return !r.Deleted() && !r.expiredAt(now)
 }
 
 func (r *Record) touch(stamp uint32) {
@@ -285,24 +488,37 @@ func (r *Record) touch(stamp uint32) {
 }
 
 // clone returns a shallow copy that the caller may modify before publishing.
-func (r *Record) clone() *Record {
-	var c *Record
-	if n := int(r.klen) + int(r.vlen); r.form&formValue != 0 && n <= maxInlineTail {
+func (r *Record) clone() *Record { return r.cloneExpiring(r.ExpiresAt()) }
+
+// cloneExpiring is clone with the expiry ns (0: none): a new expiry is new
+// bytes (SetExpiresAt), made here with the copy.
+func (r *Record) cloneExpiring(ns int64) *Record {
+	if n := r.keyLen() + int(r.vlen); r.form&formValue != 0 && n <= maxInlineTail {
 		// A small string record's key and value live in its own allocation
 		// (newStringRecord): a clone that pointed at them kept that whole
 		// allocation alive beside its own — a key given a TTL by EXPIRE
 		// cost 64 bytes more for as long as it lived. Copied, the old one
 		// goes. (Larger bytes have an allocation of their own, shared.)
-		c = newStringRecord(r.Key(), r.Value())
-		if e := r.ext(); e != nil {
+		c := newStringRecord(r.Key(), r.Value(), ns)
+		if e := r.ext(); e != nil && (e.c != nil || e.meta != nil) {
 			c.setParts(c.Key(), c.Value(), true, e.c, e.meta)
 		}
-	} else {
-		c = &Record{p: r.p, klen: r.klen, vlen: r.vlen, form: r.form}
+		c.SetVersion(r.Version())
+		c.Revision, c.Kind = r.Revision, r.Kind
+		c.SetDeleted(r.Deleted())
+		c.access = atomic.LoadUint32(&r.access)
+		return c
 	}
-	c.Version, c.Revision, c.ExpiresAt, c.Deleted, c.Kind = r.Version, r.Revision, r.ExpiresAt, r.Deleted, r.Kind
+	c := r.header32()
+	c.SetExpiresAt(ns)
 	c.access = atomic.LoadUint32(&r.access)
-	return c
+	return &c
+}
+
+// header32 is a copy of the record's 32 bytes but the access stamp, which
+// readers write: it shares the record's bytes and ext, which nobody writes.
+func (r *Record) header32() Record {
+	return Record{p: r.p, Revision: r.Revision, vlen: r.vlen, ver: r.ver, klen: r.klen, Kind: r.Kind, form: r.form}
 }
 
 // exported returns a copy of the record for callers outside the store
@@ -310,11 +526,9 @@ func (r *Record) clone() *Record {
 // collection is encoded into Value (the caller holds the segment lock),
 // and the copy never carries the live collection.
 func (r *Record) exported() Record {
-	e := Record{Version: r.Version, Revision: r.Revision, ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind}
+	e := r.header32()
 	if c := r.coll(); c != nil {
 		e.setParts(r.Key(), c.encode(), false, nil, r.Meta())
-	} else {
-		e.p, e.klen, e.vlen, e.form = r.p, r.klen, r.vlen, r.form // nothing to drop: share the bytes
 	}
 	return e
 }
@@ -326,7 +540,7 @@ func (r *Record) exported() Record {
 // any collection the record came with.
 func (r *Record) materialize() error {
 	r.setColl(nil)
-	if r.Deleted || r.Kind == KindString {
+	if r.Deleted() || r.Kind == KindString {
 		return nil
 	}
 	c, err := decodeCollection(r.Kind, r.Value())
@@ -346,7 +560,7 @@ func (r *Record) header() *Record {
 }
 
 func (r *Record) headerValue() Record {
-	h := Record{Version: r.Version, Revision: r.Revision, ExpiresAt: r.ExpiresAt, Deleted: r.Deleted, Kind: r.Kind}
+	h := r.header32()
 	h.setParts(r.Key(), nil, false, nil, r.Meta())
 	return h
 }

@@ -9,7 +9,7 @@ import "testing"
 // published record's alone; and a plain string without metadata pays
 // nothing for either.
 func TestRecordExtKeepsMetadataAndCollectionApart(t *testing.T) {
-	if r := newStringRecord("k", []byte("v")); r.ext() != nil {
+	if r := newStringRecord("k", []byte("v"), 0); r.ext() != nil {
 		t.Fatal("a plain string record carries an ext")
 	}
 	meta := &Metadata{ContentType: "text/plain"}

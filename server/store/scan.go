@@ -237,7 +237,7 @@ func (g *Segment) scanRead(key string, now int64, values, meta bool) (ScanItem, 
 	if r == nil || !r.liveAt(now) {
 		return ScanItem{}, false
 	}
-	it := ScanItem{Key: r.Key(), Kind: r.Kind, Version: r.Version, Revision: r.Revision, TTL: ttlLeft(r, now)}
+	it := ScanItem{Key: r.Key(), Kind: r.Kind, Version: r.Version(), Revision: r.Revision, TTL: ttlLeft(r, now)}
 	if values && r.coll() == nil {
 		it.Value = r.Value()
 		if it.Value == nil {

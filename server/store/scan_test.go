@@ -587,7 +587,7 @@ func TestScanKeySnapshotCache(t *testing.T) {
 	// A snapshot install at the same revision with other keys (a replica
 	// style install) still invalidates the cache.
 	rev := g.Revision()
-	g.InstallSnapshot(Snapshot{Segment: 0, Revision: rev, Records: []Record{Record{Version: 1, Revision: rev}.With("x", []byte("1"))}})
+	g.InstallSnapshot(Snapshot{Segment: 0, Revision: rev, Records: []Record{Record{Revision: rev}.WithVersion(1).With("x", []byte("1"))}})
 	if got := scanAll(t, s, ScanRequest{}); !slices.Equal(got, []string{"x"}) {
 		t.Fatalf("after InstallSnapshot: %q", got)
 	}

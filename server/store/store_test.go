@@ -198,7 +198,7 @@ func TestSweeperExpiresManyKeysAndLogsThem(t *testing.T) {
 	}
 	found := false
 	for _, op := range ops {
-		if op.Record.Key() == "k1" && op.Kind == OpExpired && op.Record.Deleted {
+		if op.Record.Key() == "k1" && op.Kind == OpExpired && op.Record.Deleted() {
 			found = true
 		}
 	}
@@ -348,7 +348,7 @@ func TestTombstoneGuardsAgainstStaleWrites(t *testing.T) {
 	put := mustStatus(t, s.Put("k", []byte("v"), nil), kv.StatusSuccess)
 	del := mustStatus(t, s.Delete("k"), kv.StatusSuccess)
 	// A put older than the delete arrives late from another node: refused.
-	applied, err := g.ApplyRecord(Record{Version: 1, Revision: put.Revision}.With("k", []byte("late")), OpPut)
+	applied, err := g.ApplyRecord(Record{Revision: put.Revision}.WithVersion(1).With("k", []byte("late")), OpPut)
 	if err != nil || applied {
 		t.Fatalf("stale put applied=%v err=%v: it would resurrect a deleted key", applied, err)
 	}
@@ -363,7 +363,7 @@ func TestTombstoneGuardsAgainstStaleWrites(t *testing.T) {
 		t.Fatalf("pruned %d, want 1", pruned)
 	}
 	// A newer record applies.
-	applied, _ = g.ApplyRecord(Record{Version: 1, Revision: del.Revision + 5}.With("k", []byte("new")), OpPut)
+	applied, _ = g.ApplyRecord(Record{Revision: del.Revision + 5}.WithVersion(1).With("k", []byte("new")), OpPut)
 	if !applied || string(s.Get("k").Value) != "new" || g.Revision() != del.Revision+5 {
 		t.Fatalf("newer record not applied")
 	}

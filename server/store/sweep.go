@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Expiry sampling in the manner of Redis's active expire cycle: sample a few
 // keys with a TTL, drop the expired ones, and go again while the sample says
@@ -9,7 +12,25 @@ const (
 	sweepSample        = 20
 	sweepRepeatPercent = 25
 	sweepBudget        = time.Millisecond // per segment per tick
+	// sweepMaxScan bounds the index slots one sample reads looking for
+	// keys with a TTL: 64 KiB of the hash array (sweepScanFor).
+	sweepMaxScan = 1 << 14
 )
+
+// sweepScanFor is how many of a segment's index slots one expiry sample
+// reads, the keys with a TTL being marked in the index's hash array (D89):
+// enough to meet about twice sweepSample of them at their density, within
+// [sweepSample, sweepMaxScan] and the table. Fewer, and a segment where
+// few keys have a TTL kept its expired ones for minutes (a fixed 1 024
+// slots found 0.1 of 10 such keys among 100 k a round); more, and every
+// round of a segment whose keys all have one read the whole table.
+func sweepScanFor(slots, expiring int) int {
+	if expiring <= 0 || slots <= 0 {
+		return 0
+	}
+	n := 2 * sweepSample * slots / expiring
+	return min(max(n, sweepSample), sweepMaxScan, slots)
+}
 
 func (s *Store) sweepLoop() {
 	defer s.wg.Done()
@@ -46,24 +67,31 @@ func (s *Store) SweepOnce() (expired, pruned int) {
 func (g *Segment) sweepExpired() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.owned || g.fenced || len(g.expiring) == 0 {
+	if !g.owned || g.fenced || g.items.expiring == 0 {
 		return 0
 	}
 	deadline := time.Now().Add(sweepBudget)
 	total := 0
+	var sample [sweepSample]*Record
 	for {
 		now := g.store.clock.NowNano()
-		sampled, found := 0, 0
-		for _, r := range g.expiring {
-			if sampled == sweepSample {
+		// The sample is taken before any is expired: expiring one changes
+		// the table the walk is reading.
+		sampled := 0
+		for r := range g.items.expiringFrom(rand.Uint64(), sweepScanFor(len(g.items.recs), g.items.expiring)) {
+			sample[sampled] = r
+			if sampled++; sampled == sweepSample {
 				break
 			}
-			sampled++
+		}
+		found := 0
+		for _, r := range sample[:sampled] {
 			if r.expiredAt(now) {
 				found++
 				g.tombstoneLocked(r, OpExpired, now)
 			}
 		}
+		clear(sample[:sampled])
 		total += found
 		if sampled == 0 || found*100 < sampled*sweepRepeatPercent || time.Now().After(deadline) {
 			return total
@@ -92,7 +120,7 @@ func (g *Segment) pruneTombstones() int {
 	pruned := 0
 	for _, key := range g.tombstones {
 		r := g.items.get(key)
-		if r == nil || !r.Deleted {
+		if r == nil || !r.Deleted() {
 			continue // recreated or already pruned
 		}
 		if !tombstonePrunable(r.Revision, g.lowWater, g.hasLowWater, g.revision) || g.absentWatches.holds(key) {

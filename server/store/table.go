@@ -16,7 +16,10 @@ import (
 // key instead of 20 to 30 (and 30 to 56 for the map).
 //
 // The stored hash makes a probe compare four bytes before it touches a
-// record, and lets a resize move slots without reading a single key.
+// record, and lets a resize move slots without reading a single key. Its
+// lowest bit is not the key's: it says the record expires (expiresBit), so
+// that the sweeper finds the keys with a TTL in the hash array instead of
+// an index of its own (D89).
 // Deletion shifts the following run back (no tombstones), so a lookup's
 // probe ends at the first empty slot.
 //
@@ -27,6 +30,8 @@ type recordTable struct {
 	recs   []*Record
 	hashes []uint32
 	n      int
+	// expiring is how many slots have expiresBit: live records with a TTL.
+	expiring int
 	// structure counts inserts, deletes and resizes, for the iterators'
 	// check.
 	structure uint64
@@ -61,7 +66,20 @@ var (
 	tableIdents atomic.Uint64
 )
 
-func hashKey(key string) uint32 { return uint32(maphash.String(tableSeed, key)) }
+// hashKey is a key's hash as a table compares it: the lowest bit clear,
+// for expiresBit.
+func hashKey(key string) uint32 { return uint32(maphash.String(tableSeed, key)) &^ expiresBit }
+
+// expiresBit, in a stored hash, marks a live record with an expiry.
+const expiresBit = 1
+
+// slotHash is what a table stores for r, whose key hashes to h.
+func slotHash(r *Record, h uint32) uint32 {
+	if r.form&(formExpiry|formDeleted) == formExpiry {
+		return h | expiresBit
+	}
+	return h
+}
 
 // newRecordTable returns an empty table sized for n records.
 func newRecordTable(n int) recordTable {
@@ -104,7 +122,7 @@ func (t *recordTable) find(key string, h uint32) int {
 		if r == nil {
 			return -1
 		}
-		if t.hashes[i] == h && r.Key() == key {
+		if t.hashes[i]&^expiresBit == h && r.Key() == key {
 			return int(i)
 		}
 	}
@@ -122,14 +140,17 @@ func (t *recordTable) get(key string) *Record {
 // the key was absent): one probe for the commit path's read-then-write.
 func (t *recordTable) swap(r *Record) (old *Record) {
 	h := hashKey(r.Key())
+	sh := slotHash(r, h)
+	t.expiring += int(sh & expiresBit)
 	if i := t.find(r.Key(), h); i >= 0 {
-		old, t.recs[i] = t.recs[i], r
+		t.expiring -= int(t.hashes[i] & expiresBit)
+		old, t.recs[i], t.hashes[i] = t.recs[i], r, sh
 		return old
 	}
 	if (t.n+1)*tableGrowDen > len(t.recs)*tableGrowNum {
 		t.resize(max(len(t.recs)+len(t.recs)/2, tableMinSlots))
 	}
-	t.place(r, h)
+	t.place(r, sh)
 	t.n++
 	t.structure++
 	return nil
@@ -138,13 +159,14 @@ func (t *recordTable) swap(r *Record) (old *Record) {
 // set puts r under its key.
 func (t *recordTable) set(r *Record) { t.swap(r) }
 
-// place puts r in the first empty slot of its probe sequence.
-func (t *recordTable) place(r *Record, h uint32) {
-	i := t.home(h)
+// place puts r in the first empty slot of its probe sequence, with sh,
+// its stored hash.
+func (t *recordTable) place(r *Record, sh uint32) {
+	i := t.home(sh &^ expiresBit)
 	for t.recs[i] != nil {
 		i = t.next(i)
 	}
-	t.recs[i], t.hashes[i] = r, h
+	t.recs[i], t.hashes[i] = r, sh
 }
 
 // delete removes the key's record and returns it (nil when absent).
@@ -154,6 +176,7 @@ func (t *recordTable) delete(key string) *Record {
 		return nil
 	}
 	old := t.recs[at]
+	t.expiring -= int(t.hashes[at] & expiresBit)
 	size := uint32(len(t.recs))
 	// dist is how far slot to lies after slot from, cyclically.
 	dist := func(from, to uint32) uint32 {
@@ -167,7 +190,7 @@ func (t *recordTable) delete(key string) *Record {
 	// empty slot before the record it looks for.
 	hole := uint32(at)
 	for j := t.next(hole); t.recs[j] != nil; j = t.next(j) {
-		if dist(t.home(t.hashes[j]), j) >= dist(hole, j) {
+		if dist(t.home(t.hashes[j]&^expiresBit), j) >= dist(hole, j) {
 			t.recs[hole], t.hashes[hole] = t.recs[j], t.hashes[j]
 			hole = j
 		}
@@ -205,6 +228,28 @@ func (t *recordTable) from(start uint64) iter.Seq[*Record] {
 	return func(yield func(*Record) bool) {
 		if len(t.recs) > 0 {
 			t.walk(int(start%uint64(len(t.recs))), yield)
+		}
+	}
+}
+
+// expiringFrom yields the records with a TTL (expiresBit) among at most
+// limit slots from a slot chosen by start: the sweeper's and TTLStats'
+// samples, a read of the hash array with no index of their own. The
+// caller must not change the table while it runs.
+func (t *recordTable) expiringFrom(start uint64, limit int) iter.Seq[*Record] {
+	return func(yield func(*Record) bool) {
+		size := len(t.recs)
+		if size == 0 || t.expiring == 0 {
+			return
+		}
+		i := int(start % uint64(size))
+		for range min(limit, size) {
+			if t.hashes[i]&expiresBit != 0 && !yield(t.recs[i]) {
+				return
+			}
+			if i++; i == size {
+				i = 0
+			}
 		}
 	}
 }

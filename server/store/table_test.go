@@ -23,7 +23,10 @@ func TestRecordTableMatchesAMap(t *testing.T) {
 				k := "k" + strconv.Itoa(rng.IntN(keys))
 				switch op := rng.IntN(10); {
 				case op < 6:
-					r := recordOf(k, nil, Record{Version: uint64(step)})
+					r := recordOf(k, nil, Record{}.WithVersion(uint64(step)).WithExpiry(int64(rng.IntN(2))))
+					if rng.IntN(8) == 0 {
+						r.SetDeleted(true) // a tombstone: never counted as expiring
+					}
 					if old := tab.swap(r); old != want[k] {
 						t.Fatalf("step %d: swap(%s) replaced %p, want %p", step, k, old, want[k])
 					}
@@ -49,7 +52,7 @@ func TestRecordTableMatchesAMap(t *testing.T) {
 					checkTable(t, &tab, want, keys)
 				}
 			}
-			if len(tab.recs) != tableMinSlots {
+			if len(tab.recs) != tableMinSlots || tab.expiring != 0 {
 				t.Fatalf("an empty table kept %d slots", len(tab.recs))
 			}
 		})
@@ -73,6 +76,27 @@ func checkTable(t *testing.T, tab *recordTable, want map[string]*Record, keys in
 	}
 	if seen != len(want) {
 		t.Fatalf("walk yielded %d records, want %d", seen, len(want))
+	}
+	// The records with a TTL are those whose stored hash says so
+	// (expiresBit, D89): all of them, and only them, live ones.
+	expiring := 0
+	for _, r := range want {
+		if r.ExpiresAt() != 0 && !r.Deleted() {
+			expiring++
+		}
+	}
+	if tab.expiring != expiring {
+		t.Fatalf("%d records counted as expiring, want %d", tab.expiring, expiring)
+	}
+	seen = 0
+	for r := range tab.expiringFrom(uint64(keys)*7919, len(tab.recs)) {
+		if want[r.Key()] != r || r.ExpiresAt() == 0 || r.Deleted() {
+			t.Fatalf("expiringFrom yielded %s, which does not expire", r.Key())
+		}
+		seen++
+	}
+	if seen != expiring {
+		t.Fatalf("expiringFrom yielded %d records, want %d", seen, expiring)
 	}
 	if tab.n > 0 && tab.n*tableGrowDen > len(tab.recs)*tableGrowNum {
 		t.Fatalf("%d records in %d slots: over the grow threshold", tab.n, len(tab.recs))
@@ -113,14 +137,14 @@ func TestRecordTableIteratorRefusesStructuralChange(t *testing.T) {
 	}
 	n := 0
 	for r := range tab.all() {
-		tab.set(recordOf(r.Key(), nil, Record{Deleted: true}))
+		tab.set(recordOf(r.Key(), nil, Record{}.AsTombstone()))
 		n++
 	}
 	if n != 10 {
 		t.Fatalf("walk with in-place replacements yielded %d records, want 10", n)
 	}
 	for r := range tab.all() {
-		if !r.Deleted {
+		if !r.Deleted() {
 			t.Fatalf("%s kept its old record", r.Key())
 		}
 	}
@@ -161,7 +185,7 @@ func FuzzRecordTable(f *testing.F) {
 		for _, op := range ops {
 			k := "k" + strconv.Itoa(int(op&63))
 			if op&0x80 == 0 {
-				r := recordOf(k, nil, Record{})
+				r := recordOf(k, nil, Record{}.WithExpiry(int64(op>>6&1)))
 				if old := tab.swap(r); old != want[k] {
 					t.Fatalf("swap(%s) replaced %p, want %p", k, old, want[k])
 				}

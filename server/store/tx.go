@@ -619,7 +619,7 @@ func (s *Store) prepareTxLocked(id string, req *TxPrepareRequest, e *txEntry, no
 		g := s.segments[e.keySegs[i]]
 		var v txKeyView
 		if r := g.liveLocked(k, now); r != nil {
-			v.Version, v.Revision = r.Version, r.Revision
+			v.Version, v.Revision = r.Version(), r.Revision
 		}
 		v.Reserved = len(g.txLocks) > 0 && g.txLockedLocked(k, id, now)
 		cur[k] = v
@@ -754,20 +754,21 @@ func (g *Segment) applyTxWriteLocked(w *TxWrite, now int64) txApplied {
 		r := g.tombstoneLocked(old, OpDelete, now)
 		return txApplied{version: r.Version, revision: r.Revision}
 	}
-	rec := newStringRecord(w.Key, w.Value)
-	rec.Version = 1
+	var exp int64
+	if w.TTL > 0 {
+		exp = now + int64(w.TTL)
+	}
+	rec := newStringRecord(w.Key, w.Value, exp)
+	rec.SetVersion(1)
 	rec.SetMeta(newMetadata(w.ContentType, w.Labels))
 	rec.access = g.store.stamp(now)
-	if w.TTL > 0 {
-		rec.ExpiresAt = now + int64(w.TTL)
-	}
 	if old != nil {
-		rec.Version = old.Version + 1
+		rec.SetVersion(old.Version() + 1)
 	}
 	g.revision++
 	rec.Revision = g.revision
 	g.commitLocked(OpPut, rec)
-	return txApplied{version: rec.Version, revision: rec.Revision}
+	return txApplied{version: rec.Version(), revision: rec.Revision}
 }
 
 // txCommitReply answers a commit: the results of the writes in segments

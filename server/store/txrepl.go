@@ -194,9 +194,9 @@ func (g *Segment) txAlreadyAppliedLocked(w *TxWrite, prepRev uint64) (txApplied,
 		return txApplied{}, false
 	}
 	switch {
-	case w.Op == TxDelete && r.Deleted,
-		w.Op == TxPut && !r.Deleted && r.Kind == KindString && bytes.Equal(r.Value(), w.Value):
-		return txApplied{version: r.Version, revision: r.Revision}, true
+	case w.Op == TxDelete && r.Deleted(),
+		w.Op == TxPut && !r.Deleted() && r.Kind == KindString && bytes.Equal(r.Value(), w.Value):
+		return txApplied{version: r.Version(), revision: r.Revision}, true
 	}
 	return txApplied{}, false
 }

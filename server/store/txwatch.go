@@ -40,11 +40,11 @@ func (a *Atomic) Watch(key string) WatchMark {
 	}
 	raw := g.items.get(key)
 	if raw != nil && raw.liveAt(a.now) {
-		return WatchMark{version: raw.Version, revision: raw.Revision}
+		return WatchMark{version: raw.Version(), revision: raw.Revision}
 	}
 	m := WatchMark{absent: true, segRevision: g.revision}
-	if raw != nil && !raw.Deleted {
-		m.expiredVersion = raw.Version
+	if raw != nil && !raw.Deleted() {
+		m.expiredVersion = raw.Version()
 	}
 	g.absentWatches.add(key)
 	return m
@@ -58,12 +58,12 @@ func (a *Atomic) Changed(key string, m WatchMark) bool {
 	}
 	raw := g.items.get(key)
 	if !m.absent {
-		return raw == nil || !raw.liveAt(a.now) || raw.Version != m.version || raw.Revision != m.revision
+		return raw == nil || !raw.liveAt(a.now) || raw.Version() != m.version || raw.Revision != m.revision
 	}
 	if raw == nil || raw.Revision <= m.segRevision {
 		return false
 	}
-	if raw.Deleted && m.expiredVersion != 0 && raw.Version == m.expiredVersion {
+	if raw.Deleted() && m.expiredVersion != 0 && raw.Version() == m.expiredVersion {
 		return false // the removal of the record already expired at WATCH
 	}
 	return true

@@ -278,7 +278,7 @@ func (g *Segment) holdsLocked(p WatchPosition) bool {
 		return true
 	}
 	e, ok := g.historyEntryLocked(p.Revision)
-	return ok && e.rec.Key() == p.Key && e.rec.Version == p.Version
+	return ok && e.rec.Key() == p.Key && e.rec.Version() == p.Version
 }
 
 // markLocked is the segment's current position: its revision and the
@@ -287,7 +287,7 @@ func (g *Segment) markLocked() WatchPosition {
 	m := WatchPosition{Segment: g.id, Revision: g.revision, Epoch: g.epoch.Load()}
 	if g.log.n > 0 {
 		if e := g.log.at(g.log.n - 1); e.rev == g.revision {
-			m.Key, m.Version = e.rec.Key(), e.rec.Version
+			m.Key, m.Version = e.rec.Key(), e.rec.Version()
 		}
 	}
 	return m
@@ -297,8 +297,8 @@ func (g *Segment) markLocked() WatchPosition {
 func eventOfLog(seg uint16, epoch uint64, e *logEntry, values bool) Event {
 	r := e.rec
 	ev := Event{Kind: eventKindOf(e.kind), Key: r.Key(), Segment: seg, Epoch: epoch, Revision: r.Revision,
-		Version: r.Version, ExpiresAt: r.ExpiresAt, KeyKind: r.Kind}
-	if r.Deleted {
+		Version: r.Version(), ExpiresAt: r.ExpiresAt(), KeyKind: r.Kind}
+	if r.Deleted() {
 		ev.ExpiresAt = 0
 	}
 	if e.cmd != nil {
@@ -437,8 +437,8 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 			continue
 		}
 		ev := Event{Kind: eventKindOf(kind), Key: rec.Key(), Segment: g.id, Epoch: g.epoch.Load(), Revision: rec.Revision,
-			Version: rec.Version, ExpiresAt: rec.ExpiresAt, KeyKind: rec.Kind}
-		if rec.Deleted {
+			Version: rec.Version(), ExpiresAt: rec.ExpiresAt(), KeyKind: rec.Kind}
+		if rec.Deleted() {
 			ev.ExpiresAt = 0
 		}
 		if cmd != nil {

@@ -114,6 +114,15 @@ func (r *Results) Write(w io.Writer) {
 		fmt.Fprintln(w, "|---|---|---|---|")
 		fmt.Fprintf(w, "| RSS growth per key, bytes (rounds: %s / %s) | %.0f | %.0f | **%.2f** |\n",
 			joinf(rb), joinf(zb), Median(rb), Median(zb), Median(per))
+		if len(r.MemRedisTTL) > 0 {
+			rb, zb := bpk(r.MemRedisTTL), bpk(r.MemZarisTTL)
+			var per []float64
+			for i := range min(len(rb), len(zb)) {
+				per = append(per, zb[i]/rb[i])
+			}
+			fmt.Fprintf(w, "| the same with `EX %d` on every SET (rounds: %s / %s) | %.0f | %.0f | **%.2f** |\n",
+				MemTTLSeconds, joinf(rb), joinf(zb), Median(rb), Median(zb), Median(per))
+		}
 		fmt.Fprintln(w)
 	}
 }

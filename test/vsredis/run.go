@@ -142,13 +142,16 @@ func (m MemSample) BytesPerKey() float64 { return float64(m.RSSAfter-m.RSSBefore
 
 // Results is what a run measured.
 type Results struct {
-	Config                 Config
-	Started                time.Time
-	LoadStart, LoadEnd     string
-	RESP, Native           []*Row
-	Floor                  []*FloorRow
-	MemRedis, MemZaris     []MemSample
-	RedisVersion, ZarisVer string
+	Config             Config
+	Started            time.Time
+	LoadStart, LoadEnd string
+	RESP, Native       []*Row
+	Floor              []*FloorRow
+	MemRedis, MemZaris []MemSample
+	// MemRedisTTL and MemZarisTTL: the same load with a TTL on every key
+	// (SET … EX MemTTLSeconds).
+	MemRedisTTL, MemZarisTTL []MemSample
+	RedisVersion, ZarisVer   string
 }
 
 // Run measures every section of cfg, interleaving the servers row by row
@@ -187,11 +190,15 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		res.Floor = rows
 	}
 	if cfg.has("memory") {
-		r, z, err := runMemory(ctx, cfg, progress)
+		r, z, err := runMemory(ctx, cfg, 0, progress)
 		if err != nil {
 			return nil, fmt.Errorf("memory: %w", err)
 		}
 		res.MemRedis, res.MemZaris = r, z
+		if r, z, err = runMemory(ctx, cfg, MemTTLSeconds, progress); err != nil {
+			return nil, fmt.Errorf("memory with a TTL: %w", err)
+		}
+		res.MemRedisTTL, res.MemZarisTTL = r, z
 	}
 	res.LoadEnd = LoadAverage()
 	return res, nil
@@ -366,7 +373,11 @@ func runNative(ctx context.Context, cfg Config, progress io.Writer) ([]*Row, err
 	return rows, nil
 }
 
-func runMemory(ctx context.Context, cfg Config, progress io.Writer) (redisSamples, zarisSamples []MemSample, err error) {
+// MemTTLSeconds is the TTL of the memory table's second load: long enough
+// that nothing expires while it is measured.
+const MemTTLSeconds = 100_000
+
+func runMemory(ctx context.Context, cfg Config, ttlSeconds int, progress io.Writer) (redisSamples, zarisSamples []MemSample, err error) {
 	dir := cfg.TempDir
 	if dir == "" {
 		dir = os.TempDir()
@@ -376,7 +387,7 @@ func runMemory(ctx context.Context, cfg Config, progress io.Writer) (redisSample
 		return nil, nil, err
 	}
 	defer os.Remove(f.Name())
-	if err := WriteSetLoad(f, cfg.MemKeys, cfg.MemValueSize); err != nil {
+	if err := WriteSetLoadTTL(f, cfg.MemKeys, cfg.MemValueSize, ttlSeconds); err != nil {
 		f.Close()
 		return nil, nil, err
 	}
@@ -384,7 +395,7 @@ func runMemory(ctx context.Context, cfg Config, progress io.Writer) (redisSample
 		return nil, nil, err
 	}
 	for round := range cfg.Rounds {
-		fmt.Fprintf(progress, "memory round %d/%d\n", round+1, cfg.Rounds)
+		fmt.Fprintf(progress, "memory round %d/%d (TTL %d s)\n", round+1, cfg.Rounds, ttlSeconds)
 		names := []string{"redis", "zaris"}
 		if round%2 == 1 {
 			names = []string{"zaris", "redis"}

@@ -157,11 +157,24 @@ func parseZarisBench(out []byte) (BenchResult, error) {
 
 // WriteSetLoad writes n RESP SET commands of "key:%012d" (16 B) with a value
 // of valueSize bytes to w: the input of redis-cli --pipe.
-func WriteSetLoad(w io.Writer, n, valueSize int) error {
+func WriteSetLoad(w io.Writer, n, valueSize int) error { return WriteSetLoadTTL(w, n, valueSize, 0) }
+
+// WriteSetLoadTTL is WriteSetLoad with `EX ttlSeconds` on every SET (none
+// when ttlSeconds is 0): the memory of keys that expire.
+func WriteSetLoadTTL(w io.Writer, n, valueSize, ttlSeconds int) error {
 	value := strings.Repeat("v", valueSize)
+	ex := ""
+	if ttlSeconds > 0 {
+		t := strconv.Itoa(ttlSeconds)
+		ex = fmt.Sprintf("$2\r\nEX\r\n$%d\r\n%s\r\n", len(t), t)
+	}
+	head := "*3\r\n"
+	if ex != "" {
+		head = "*5\r\n"
+	}
 	var b []byte
 	for i := range n {
-		b = fmt.Appendf(b[:0], "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n", i, valueSize, value)
+		b = fmt.Appendf(b[:0], "%s$3\r\nSET\r\n$16\r\nkey:%012d\r\n$%d\r\n%s\r\n%s", head, i, valueSize, value, ex)
 		if _, err := w.Write(b); err != nil {
 			return err
 		}

@@ -122,6 +122,9 @@ func TestWriteSetLoadIsRESP(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteSetLoad(&b, 2, 4))
 	require.Equal(t, "*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000000\r\n$4\r\nvvvv\r\n*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000001\r\n$4\r\nvvvv\r\n", b.String())
+	b.Reset()
+	require.NoError(t, WriteSetLoadTTL(&b, 1, 4, 100000))
+	require.Equal(t, "*5\r\n$3\r\nSET\r\n$16\r\nkey:000000000000\r\n$4\r\nvvvv\r\n$2\r\nEX\r\n$6\r\n100000\r\n", b.String())
 }
 
 // TestRunLoadChargesTheLoadGeneratorsCPU: a process that spins keeps a
@@ -198,6 +201,9 @@ func TestRunAgainstRealServers(t *testing.T) {
 	require.Len(t, res.MemRedis, 1)
 	require.Len(t, res.MemZaris, 1)
 	require.Positive(t, res.MemZaris[0].RSSAfter)
+	require.Len(t, res.MemRedisTTL, 1)
+	require.Len(t, res.MemZarisTTL, 1)
+	require.Positive(t, res.MemZarisTTL[0].RSSAfter)
 	require.Len(t, res.Floor, 1)
 	for _, name := range FloorServers {
 		require.Len(t, res.Floor[0].Samples[name], 1, name)
