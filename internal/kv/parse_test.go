@@ -98,3 +98,40 @@ func TestParseCursorIsStrtoul(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStrtodPlainDecimal: the plain-decimal fast path reads every input it
+// accepts exactly as the general path does (the same bits: negative zero,
+// rounding), and an input it refuses still gets the general path's answer.
+func FuzzStrtodPlainDecimal(f *testing.F) {
+	for _, s := range []string{"0", "-0", "+0", "7", "-7", "123456789012345", "1234567890123456", "99999999999999999999",
+		"1.5", "-.5", "5.", ".", "-", "+", "1e5", "0x10", " 1", "1 ", "inf", "1..2", "00012", "-000", "1" + string(make([]byte, 70))} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, wantOK, wantOver := strtodGeneral(b)
+		got, ok := plainDecimal(b)
+		if ok && (!wantOK || wantOver || math.Float64bits(got) != math.Float64bits(want)) {
+			t.Fatalf("plainDecimal(%q) = %v (bits %x); the general path: %v (bits %x), ok %v, overflow %v",
+				b, got, math.Float64bits(got), want, math.Float64bits(want), wantOK, wantOver)
+		}
+		f, fok, fover := Strtod(b)
+		if fok != wantOK || fover != wantOver || fok && math.Float64bits(f) != math.Float64bits(want) && !(math.IsNaN(f) && math.IsNaN(want)) {
+			t.Fatalf("Strtod(%q) = %v %v %v, the general path %v %v %v", b, f, fok, fover, want, wantOK, wantOver)
+		}
+	})
+}
+
+// BenchmarkParseDouble: a ZADD score as redis-benchmark sends it (an
+// integer), a decimal, and a shape only the general path reads.
+func BenchmarkParseDouble(b *testing.B) {
+	for _, in := range []string{"52378", "3.14159", "1e10"} {
+		b.Run(in, func(b *testing.B) {
+			arg := []byte(in)
+			for b.Loop() {
+				if _, ok := ParseDouble(arg); !ok {
+					b.Fatal(in)
+				}
+			}
+		})
+	}
+}
