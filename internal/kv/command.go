@@ -311,6 +311,17 @@ func AppendFloat(dst []byte, f float64) []byte {
 	return AppendShortestG(dst, f)
 }
 
+// AppendIntegral appends f when it is a nonzero whole number of magnitude
+// below 1e15 — its integer digits, which both %.17g and the shortest form
+// print for it (D90: a ZADD's score formatted without strconv's float
+// path). ok is false for anything else, zero included (its sign matters).
+func AppendIntegral(dst []byte, f float64) ([]byte, bool) {
+	if f == 0 || f <= -1e15 || f >= 1e15 || f != math.Trunc(f) {
+		return dst, false
+	}
+	return strconv.AppendInt(dst, int64(f), 10), true
+}
+
 // AppendShortestG appends a finite f with the shortest digits that read
 // back as f, in the notation C's %.17g picks (Redis prints scores so):
 // plain decimals for exponents -4..16, 4294967296 rather than Go's
@@ -318,6 +329,9 @@ func AppendFloat(dst []byte, f float64) []byte {
 func AppendShortestG(dst []byte, f float64) []byte {
 	if f == 0 || math.IsInf(f, 0) || math.IsNaN(f) {
 		return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	}
+	if b, ok := AppendIntegral(dst, f); ok {
+		return b
 	}
 	var tmp [32]byte
 	e := strconv.AppendFloat(tmp[:0], f, 'e', -1, 64) // d.ddde±XX: the shortest digits' exponent

@@ -1,6 +1,11 @@
 package kv
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
 
 // A large room goes back to the pool cleared: the next connection that
 // borrows it sees no reply of the last one (no value stays reachable, and
@@ -52,5 +57,40 @@ func TestResetOutOfASmallRoomAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("ResetOut of a small room: %.1f allocations", allocs)
+	}
+}
+
+// TestAppendIntegralPrintsWhatGPrints: for every whole number it takes,
+// AppendIntegral prints what %.17g (strconv's 'g' with 17 digits, the
+// scores' replies) and the shortest form print; it refuses zero (its sign),
+// fractions, NaN, infinities and magnitudes from 1e15.
+func TestAppendIntegralPrintsWhatGPrints(t *testing.T) {
+	vals := []float64{1, -1, 7, 52378, -52378, 1e15 - 1, -(1e15 - 1), 4294967296, 123456789012345}
+	rng := rand.New(rand.NewPCG(3, 90))
+	for range 100_000 {
+		vals = append(vals, float64(rng.Int64N(2e15)-1e15), math.Trunc(rng.NormFloat64()*1e6))
+	}
+	for _, f := range vals {
+		got, ok := AppendIntegral(nil, f)
+		if f == 0 {
+			if ok {
+				t.Fatalf("AppendIntegral took zero")
+			}
+			continue
+		}
+		if !ok {
+			t.Fatalf("AppendIntegral(%v) refused a whole number below 1e15", f)
+		}
+		if g := strconv.AppendFloat(nil, f, 'g', 17, 64); string(got) != string(g) {
+			t.Fatalf("AppendIntegral(%v) = %s, %%.17g prints %s", f, got, g)
+		}
+		if sg := strconv.AppendFloat(nil, f, 'f', -1, 64); string(got) != string(sg) {
+			t.Fatalf("AppendIntegral(%v) = %s, the shortest form %s", f, got, sg)
+		}
+	}
+	for _, f := range []float64{0, math.Copysign(0, -1), 0.5, -1.5, 1e15, -1e15, 1e300, math.Inf(1), math.Inf(-1), math.NaN()} {
+		if _, ok := AppendIntegral(nil, f); ok {
+			t.Fatalf("AppendIntegral took %v", f)
+		}
 	}
 }

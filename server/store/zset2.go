@@ -29,6 +29,9 @@ func ScoreText(f float64) []byte {
 	case math.IsInf(f, -1):
 		return []byte("-inf")
 	}
+	if b, ok := kv.AppendIntegral(nil, f); ok {
+		return b
+	}
 	return strconv.AppendFloat(nil, f, 'g', 17, 64)
 }
 
@@ -343,13 +346,16 @@ func zpop(x *execCtx) kv.Reply {
 	}
 	n := int(min(count, int64(z.sl.length)))
 	out := x.replies(2 * n)
-	removed := make([][]byte, 0, n)
+	removed := x.room.args[:0] // the effect's arguments: the op-log copies them
+	if n > len(x.room.args) {
+		removed = make([][]byte, 0, n)
+	}
 	for range n {
 		node := z.sl.head.next()
 		if max {
 			node = z.sl.tail
 		}
-		m := []byte(node.member) // logged: a copy
+		m := x.stringBytes(node.member)
 		out = append(out, kv.BulkReply(m), scoreReply(node.score))
 		removed = append(removed, m)
 		if max {
