@@ -406,19 +406,12 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 		if !old.Deleted() {
 			g.live--
 		}
-		if old.ExpiresAt() != 0 && (rec.ExpiresAt() == 0 || rec.Deleted()) {
-			g.countTTLKeysLocked()
-		}
 	}
+	g.countTTLKeysLocked() // the swap counted the keys with a TTL (expiresBit)
 	if rec.Deleted() {
 		g.tombstones = append(g.tombstones, rec.Key())
 	} else {
 		g.live++
-	}
-	if rec.ExpiresAt() != 0 && !rec.Deleted() {
-		// One swap replaces a TTL's entry (a delete first cost a second
-		// lookup on every EXPIRE of a key that had one).
-		g.countTTLKeysLocked()
 	}
 	if rec.Revision > g.revision {
 		g.revision = rec.Revision
