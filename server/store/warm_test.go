@@ -131,29 +131,7 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 		}
 	}
 	base := s.WarmAhead([][]byte{key})
-	g := s.SegmentFor(string(key))
-	atHome := 0
-	for i := range 2000 {
-		f := "f" + strconv.Itoa(i)
-		g.mu.Lock()
-		h := g.items.get(string(key)).coll().(*hashColl)
-		a := h.t.arr
-		hash := fieldHashString(f)
-		slot := a.slots[hash&a.mask]
-		own := slot.e != nil && entryField(slot.e) == f
-		g.mu.Unlock()
-		if !own {
-			continue
-		}
-		atHome++
-		want := base + uint(hash) + uint(len(f)) // the entry's first byte: the field's length
-		if got := s.WarmAheadFields([][]byte{key}, [][]byte{[]byte(f)}, [][]byte{[]byte(f)}); got != want {
-			t.Fatalf("read ahead %d for field %q, want the key's %d plus its slot's hash and entry: %d", got, f, base, want)
-		}
-	}
-	if atHome < 1000 {
-		t.Fatalf("only %d of 2000 fields at their home slot", atHome)
-	}
+	checkFieldsAtHome(t, s, key, "f", 2000, func(r *Record) *fieldArray { return r.coll().(*hashColl).t.arr })
 	if got := s.WarmAheadFields([][]byte{key}, [][]byte{nil}, [][]byte{nil}); got != base {
 		t.Fatalf("read ahead %d without a field, want the key's %d", got, base)
 	}
@@ -162,28 +140,7 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 	for i := range 500 {
 		s.Exec(kv.Cmd{Op: kv.CmdSAdd, Key: string(set), Args: [][]byte{[]byte("m" + strconv.Itoa(i))}})
 	}
-	setBase := s.WarmAhead([][]byte{set})
-	gs := s.SegmentFor(string(set))
-	atHome = 0
-	for i := range 500 {
-		m := "m" + strconv.Itoa(i)
-		gs.mu.Lock()
-		a := gs.items.get(string(set)).coll().(*setColl).t.arr
-		hash := fieldHashString(m)
-		slot := a.slots[hash&a.mask]
-		own := slot.e != nil && entryField(slot.e) == m
-		gs.mu.Unlock()
-		if !own {
-			continue
-		}
-		atHome++
-		if got, want := s.WarmAheadFields([][]byte{set}, [][]byte{[]byte(m)}, [][]byte{[]byte(m)}), setBase+uint(hash)+uint(len(m)); got != want {
-			t.Fatalf("read ahead %d for member %q, want %d", got, m, want)
-		}
-	}
-	if atHome < 250 {
-		t.Fatalf("only %d of 500 members at their home slot", atHome)
-	}
+	checkFieldsAtHome(t, s, set, "m", 500, func(r *Record) *fieldArray { return r.coll().(*setColl).t.arr })
 	// A sorted set's member is its command's last argument (ZADD key
 	// score member): its slot, its node's member bytes and its neighbours.
 	zkey := []byte("warm:zset")
@@ -192,7 +149,7 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 	}
 	zBase := s.WarmAhead([][]byte{zkey})
 	gz := s.SegmentFor(string(zkey))
-	atHome = 0
+	atHome := 0
 	for i := range 500 {
 		m := "z" + strconv.Itoa(i)
 		gz.mu.Lock()
@@ -225,6 +182,38 @@ func TestWarmAheadReadsTheFieldsSlot(t *testing.T) {
 	plain := s.WarmAhead([][]byte{[]byte("warm:string")})
 	if got := s.WarmAheadFields([][]byte{[]byte("warm:string")}, [][]byte{[]byte("f1")}, [][]byte{[]byte("f1")}); got != plain {
 		t.Fatalf("read ahead %d for a string key with a field, want the key's %d", got, plain)
+	}
+}
+
+// checkFieldsAtHome checks the field read-ahead for the n fields prefix0 …
+// of key (a hash's or a set's, arrOf finds its table): each field at its
+// home slot adds the key's read-ahead, the slot's hash and the entry's first
+// byte (the field's length). Half of them at least must be at home, or the
+// check shows nothing.
+func checkFieldsAtHome(t *testing.T, s *Store, key []byte, prefix string, n int, arrOf func(*Record) *fieldArray) {
+	t.Helper()
+	base := s.WarmAhead([][]byte{key})
+	g := s.SegmentFor(string(key))
+	atHome := 0
+	for i := range n {
+		f := prefix + strconv.Itoa(i)
+		g.mu.Lock()
+		a := arrOf(g.items.get(string(key)))
+		hash := fieldHashString(f)
+		slot := a.slots[hash&a.mask]
+		own := slot.e != nil && entryField(slot.e) == f
+		g.mu.Unlock()
+		if !own {
+			continue
+		}
+		atHome++
+		want := base + uint(hash) + uint(len(f))
+		if got := s.WarmAheadFields([][]byte{key}, [][]byte{[]byte(f)}, [][]byte{[]byte(f)}); got != want {
+			t.Fatalf("read ahead %d for %q of %s, want the key's %d plus its slot's hash and entry: %d", got, f, key, base, want)
+		}
+	}
+	if atHome < n/2 {
+		t.Fatalf("only %d of %d fields of %s at their home slot", atHome, n, key)
 	}
 }
 
