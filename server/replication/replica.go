@@ -273,7 +273,10 @@ func (m *Manager) ServePeer(conn net.Conn) {
 					return protoErr("ops for segment %d", seg)
 				}
 				g := m.st.Segment(seg)
-				for _, op := range ops {
+				for i, op := range ops {
+					if i%store.WarmBatch == 0 {
+						m.st.WarmAheadOps(ops[i:])
+					}
 					if _, err := g.ApplyOp(op); err != nil {
 						// This copy cannot follow the stream: forget its
 						// history, so that the next session snapshots it.

@@ -182,8 +182,8 @@ func findBit(v []byte, bit int64, lo, hi uint64) int64 {
 
 func init() {
 	register(kv.CmdSetBit, handler{kind: kindAny, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		off, ok := bitOffset(x.cmd.Args[0], false, 0)
 		if !ok {
@@ -215,8 +215,8 @@ func init() {
 		return kv.IntReply(old)
 	}})
 	register(kv.CmdGetBit, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		off, ok := bitOffset(x.cmd.Args[0], false, 0)
 		if !ok {

@@ -81,7 +81,7 @@ func (s *effectSlab) releaseAll() {
 // copy of the command, its arguments in the slot's inline bytes (size of
 // them, at most effectInline; at most two arguments).
 func (slot *loggedEffect2Small) fill(rec *Record, effect *kv.Cmd, size int) {
-	slot.hdr = rec.headerValue()
+	rec.headerInto(&slot.hdr)
 	// The key is the record's: the command's key may alias a network buffer.
 	slot.cmd = kv.Cmd{Op: effect.Op, Key: rec.Key(), Args: slot.args[:len(effect.Args):len(effect.Args)]}
 	copyArgs(slot.cmd.Args, slot.data[:0:size], effect.Args)

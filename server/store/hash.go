@@ -157,8 +157,8 @@ func init() {
 		return kv.IntReply(int64(added))
 	}})
 	register(kv.CmdHSetNX, handler{kind: KindHash, write: true, create: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		h := hashOf(x)
 		if _, ok := h.get(x.cmd.Args[0]); ok {
@@ -172,8 +172,8 @@ func init() {
 		return kv.IntReply(1)
 	}})
 	register(kv.CmdHGet, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		if h := hashOf(x); h != nil {
 			if v, ok := h.get(x.cmd.Args[0]); ok {
@@ -183,8 +183,8 @@ func init() {
 		return kv.NilReply()
 	}})
 	register(kv.CmdHMGet, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		h := hashOf(x)
 		out := x.replies(len(x.cmd.Args))[:len(x.cmd.Args)]
@@ -198,8 +198,8 @@ func init() {
 		return kv.ArrayReply(out)
 	}})
 	register(kv.CmdHDel, handler{kind: KindHash, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		h := hashOf(x)
 		if h == nil {
@@ -256,8 +256,8 @@ func init() {
 		return kv.IntReply(0)
 	}})
 	register(kv.CmdHExists, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		if h := hashOf(x); h != nil {
 			if _, ok := h.get(x.cmd.Args[0]); ok {
@@ -267,8 +267,8 @@ func init() {
 		return kv.IntReply(0)
 	}})
 	register(kv.CmdHIncrBy, handler{kind: KindHash, check: intArgs(1), write: true, create: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		delta, ok := argInt(x.cmd.Args[1])
 		if !ok {
@@ -294,8 +294,8 @@ func init() {
 		return kv.IntReply(next)
 	}})
 	register(kv.CmdHIncrByFloat, handler{kind: KindHash, check: longDoubleArg(1), write: true, create: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		if d, ok := parseLongDouble(x.cmd.Args[1]); !ok {
 			return errNotFloat

@@ -68,8 +68,8 @@ func randomWindow(h *hashColl, n int, buf []string) []string {
 
 func init() {
 	register(kv.CmdHStrLen, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		if h := hashOf(x); h != nil {
 			v, _ := h.get(x.cmd.Args[0])

@@ -164,10 +164,15 @@ func listOf(x *execCtx) *listColl {
 	return x.coll.(*listColl)
 }
 
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined
+// (kv.IntReply was a call and a copied 96-byte reply per LPUSH, issue #17).
+//
+//go:noinline
 func push(front bool) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		if !x.fits(listPushGrowth(x.cmd.Args)) {
 			return x.tooLarge()
@@ -185,10 +190,15 @@ func push(front bool) func(x *execCtx) kv.Reply {
 	}
 }
 
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined
+// (kv.IntReply was a call and a copied 96-byte reply per LPUSH, issue #17).
+//
+//go:noinline
 func pop(front bool) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 0, 1); !ok {
-			return r
+		if !arity(x, 0, 1) {
+			return arityError(x)
 		}
 		count, withCount := int64(1), len(x.cmd.Args) == 1
 		if withCount {
@@ -234,8 +244,8 @@ func init() {
 		return kv.IntReply(0)
 	}})
 	register(kv.CmdLRange, handler{kind: KindList, check: intArgs(0, 1), run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		start, ok1 := argInt(x.cmd.Args[0])
 		stop, ok2 := argInt(x.cmd.Args[1])
@@ -254,8 +264,8 @@ func init() {
 		return kv.ArrayReply(out)
 	}})
 	register(kv.CmdLIndex, handler{kind: KindList, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		l := listOf(x) // Redis looks the key up before it reads the index
 		if l == nil {
@@ -274,8 +284,8 @@ func init() {
 		return kv.BulkReply(l.at(int(i)))
 	}})
 	register(kv.CmdLSet, handler{kind: KindList, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		l := listOf(x) // Redis looks the key up before it reads the index
 		if l == nil {
@@ -301,8 +311,8 @@ func init() {
 		return kv.OKReply()
 	}})
 	register(kv.CmdLRem, handler{kind: KindList, check: intArgs(0), write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		count, ok := argInt(x.cmd.Args[0])
 		if !ok {
@@ -344,8 +354,8 @@ func init() {
 		return kv.IntReply(removed)
 	}})
 	register(kv.CmdLTrim, handler{kind: KindList, check: intArgs(0, 1), write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		start, ok1 := argInt(x.cmd.Args[0])
 		stop, ok2 := argInt(x.cmd.Args[1])

@@ -103,14 +103,20 @@ func lpos(l *listColl, elem []byte, o lposOptions) []int64 {
 
 // pushX is LPUSHX/RPUSHX: a push onto an existing list only, logged as the
 // push it is.
+//
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined
+// (kv.IntReply was a call and a copied 96-byte reply per LPUSH, issue #17).
+//
+//go:noinline
 func pushX(front bool) func(x *execCtx) kv.Reply {
 	pushOp := kv.CmdRPush
 	if front {
 		pushOp = kv.CmdLPush
 	}
 	return func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		l := listOf(x)
 		if l == nil {
@@ -165,8 +171,8 @@ func pushOp(front bool) kv.CmdOp {
 // looked at; a destination of another kind is WRONGTYPE; the destination
 // must fit the element before the source loses it.
 func lmove(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 3, 3); !ok {
-		return r
+	if !arity(x, 3, 3) {
+		return arityError(x)
 	}
 	from, ok1 := listEnd(x.cmd.Args[1])
 	to, ok2 := listEnd(x.cmd.Args[2])
@@ -214,8 +220,8 @@ func lmove(x *execCtx) kv.Reply {
 // a key of another kind met before it is WRONGTYPE (the command's own key
 // was checked by the caller).
 func lmpop(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 2, -1); !ok {
-		return r
+	if !arity(x, 2, -1) {
+		return arityError(x)
 	}
 	front, ok := listEnd(x.cmd.Args[0])
 	if !ok {
@@ -271,8 +277,8 @@ func init() {
 	register(kv.CmdLMove, handler{kind: kindAny, write: true, run: lmove})
 	register(kv.CmdLMPop, handler{kind: kindAny, write: true, run: lmpop})
 	register(kv.CmdLInsert, handler{kind: kindAny, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 3, 3); !ok {
-			return r
+		if !arity(x, 3, 3) {
+			return arityError(x)
 		}
 		var after bool
 		switch w := x.cmd.Args[0]; {
@@ -313,8 +319,8 @@ func init() {
 		return kv.IntReply(int64(l.n))
 	}})
 	register(kv.CmdLPos, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		o, r, ok := parseLPosOptions(x.cmd.Args[1:])
 		if !ok {

@@ -37,8 +37,8 @@ func leaseArgs(x *execCtx, withTTL bool) (token []byte, ttl int64, bad kv.Reply,
 	if withTTL {
 		n = 2
 	}
-	if r, ok := arity(x, n, n); !ok {
-		return nil, 0, r, false
+	if !arity(x, n, n) {
+		return nil, 0, arityError(x), false
 	}
 	token = x.cmd.Args[0]
 	if len(token) == 0 {

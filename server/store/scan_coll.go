@@ -78,8 +78,8 @@ func parseCollScan(cursor uint64, args [][]byte) (collScan, kv.Reply, bool) {
 // order; done is set when the reply is already decided (an error, or the
 // empty scan of a missing key).
 func collScanStart(x *execCtx, kind ValueKind) (req collScan, reply kv.Reply, done bool) {
-	if r, ok := arity(x, 1, -1); !ok {
-		return req, r, true
+	if !arity(x, 1, -1) {
+		return req, arityError(x), true
 	}
 	cursor, ok := parseScanCursor(x.cmd.Args[0])
 	if !ok {

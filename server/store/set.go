@@ -143,8 +143,8 @@ func (x *execCtx) membersReply(ms []string) kv.Reply {
 
 func init() {
 	register(kv.CmdSAdd, handler{kind: KindSet, write: true, create: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		s := setOf(x)
 		if len(x.cmd.Args) == 1 && s.has(x.cmd.Args[0]) {
@@ -168,8 +168,8 @@ func init() {
 		return kv.IntReply(int64(added))
 	}})
 	register(kv.CmdSRem, handler{kind: KindSet, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		s := setOf(x)
 		if s == nil {
@@ -197,8 +197,8 @@ func init() {
 		return x.setReply(s.members)
 	}})
 	register(kv.CmdSIsMember, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		if s := setOf(x); s != nil {
 			if s.has(x.cmd.Args[0]) {

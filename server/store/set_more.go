@@ -82,10 +82,16 @@ members:
 // destination (of any kind: it is replaced), the arguments the sources. An
 // empty result deletes the destination. The result must fit the item cap
 // before the destination is touched.
+//
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined
+// (kv.IntReply was a call and a copied 96-byte reply per LPUSH, issue #17).
+//
+//go:noinline
 func setStore(op setAlgebra) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		sets, r, ok := x.setsOf(x.cmd.Args)
 		if !ok {
@@ -175,8 +181,8 @@ var errNotPositive = kv.BadRequest("value is out of range, must be positive")
 
 func init() {
 	register(kv.CmdSMove, handler{kind: KindSet, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		src := setOf(x)
 		if src == nil {
@@ -209,8 +215,8 @@ func init() {
 		return kv.IntReply(1)
 	}})
 	register(kv.CmdSPop, handler{kind: kindAny, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 0, 1); !ok {
-			return r
+		if !arity(x, 0, 1) {
+			return arityError(x)
 		}
 		withCount := len(x.cmd.Args) == 1
 		count := int64(1)
@@ -244,8 +250,8 @@ func init() {
 		return x.bulksOf(args)
 	}})
 	register(kv.CmdSRandMember, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 0, 1); !ok {
-			return r
+		if !arity(x, 0, 1) {
+			return arityError(x)
 		}
 		if len(x.cmd.Args) == 0 {
 			if x.wrongKind(KindSet) {
@@ -290,8 +296,8 @@ func init() {
 	register(kv.CmdSInterStore, handler{kind: kindAny, write: true, run: setStore(interOf)})
 	register(kv.CmdSUnionStore, handler{kind: kindAny, write: true, run: setStore(unionOf)})
 	register(kv.CmdSMIsMember, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		s := setOf(x)
 		out := x.replies(len(x.cmd.Args))[:len(x.cmd.Args)]
@@ -306,8 +312,8 @@ func init() {
 		return kv.ArrayReply(out)
 	}})
 	register(kv.CmdSInterCard, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		limit, ok := argInt(x.cmd.Args[0])
 		if !ok || limit < 0 {

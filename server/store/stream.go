@@ -1072,6 +1072,11 @@ func xrangeCheck(rev bool) func(args [][]byte) kv.Reply {
 	}
 }
 
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined
+// (kv.IntReply was a call and a copied 96-byte reply per LPUSH, issue #17).
+//
+//go:noinline
 func xrange(rev bool) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
 		start, end, count, r, ok := xrangeArgs(x.cmd.Args, rev)
@@ -1169,8 +1174,8 @@ func xread(x *execCtx) kv.Reply {
 }
 
 func xdel(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 1, -1); !ok {
-		return r
+	if !arity(x, 1, -1) {
+		return arityError(x)
 	}
 	if streamOf(x) == nil {
 		return kv.IntReply(0) // Redis looks the key up before the ids
@@ -1525,8 +1530,8 @@ func xreadgroup(x *execCtx) kv.Reply {
 }
 
 func xack(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 2, -1); !ok {
-		return r
+	if !arity(x, 2, -1) {
+		return arityError(x)
 	}
 	// Redis's order: no key or no group acks nothing, whatever the ids.
 	s := streamOf(x)
@@ -2009,8 +2014,8 @@ func init() {
 	register(kv.CmdXRange, handler{kind: KindStream, check: xrangeCheck(false), run: xrange(false)})
 	register(kv.CmdXRevRange, handler{kind: KindStream, check: xrangeCheck(true), run: xrange(true)})
 	register(kv.CmdXLen, handler{kind: KindStream, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 0, 0); !ok {
-			return r
+		if !arity(x, 0, 0) {
+			return arityError(x)
 		}
 		if s := streamOf(x); s != nil {
 			return kv.IntReply(int64(s.entries.live))

@@ -82,8 +82,8 @@ func setRangeOffset(args [][]byte) kv.Reply {
 
 func init() {
 	register(kv.CmdIncrBy, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		delta, ok := argInt(x.cmd.Args[0])
 		if !ok {
@@ -105,8 +105,8 @@ func init() {
 		return kv.IntReply(next)
 	}})
 	register(kv.CmdIncrByFloat, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		v, bad, ok := incrLongDouble(valueOf(x), x.rec != nil, x.cmd.Args[0], errNotFloat)
 		if !ok {
@@ -116,8 +116,8 @@ func init() {
 		return kv.BulkReply(v)
 	}})
 	register(kv.CmdAppend, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		cur := valueOf(x)
 		if int64(len(cur))+int64(len(x.cmd.Args[0])) > MaxStringBytes {
@@ -134,8 +134,8 @@ func init() {
 		return kv.IntReply(int64(len(valueOf(x))))
 	}})
 	register(kv.CmdGetRange, handler{kind: KindString, check: intArgs(0, 1), run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		start, ok1 := argInt(x.cmd.Args[0])
 		end, ok2 := argInt(x.cmd.Args[1])
@@ -153,8 +153,8 @@ func init() {
 		return kv.BulkReply(out)
 	}})
 	register(kv.CmdSetRange, handler{kind: KindString, check: setRangeOffset, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		off, ok := argInt(x.cmd.Args[0])
 		if !ok {

@@ -299,3 +299,33 @@ func readAheadMeanwhile(read func()) (stop func()) {
 		wg.Wait()
 	}
 }
+
+// TestWarmAheadOpsReadsTheKeysTheApplyLooksUp: a replica's read-ahead of a
+// shipped batch reads what WarmAhead reads for the keys the apply will
+// look up — a record op's key, a command op's command key — for the
+// batch's first WarmBatch ops, and nothing for a batch of one. The
+// failure it prevents: warming other keys (a command op's record, ops past
+// the batch) costs the loads and leaves the lookups cold.
+func TestWarmAheadOpsReadsTheKeysTheApplyLooksUp(t *testing.T) {
+	s, _ := newTestStore(t)
+	var ops []Op
+	var keys [][]byte
+	for i := range 40 {
+		key := "op:" + strconv.Itoa(i)
+		mustStatus(t, s.Put(key, []byte("v"), nil), kv.StatusSuccess)
+		op := Op{Kind: OpPut, Record: Record{}.With(key, []byte("v"))}
+		if i%3 == 0 {
+			op = Op{Kind: OpCommand, Record: Record{}.With("another:"+key, nil), Cmd: &kv.Cmd{Op: kv.CmdLPush, Key: key}}
+		}
+		ops, keys = append(ops, op), append(keys, []byte(key))
+	}
+	if got, want := s.WarmAheadOps(ops), s.WarmAhead(keys[:WarmBatch]); got != want || want == 0 {
+		t.Fatalf("read ahead %d for the batch, want %d (WarmAhead of its first %d keys)", got, want, WarmBatch)
+	}
+	if got, want := s.WarmAheadOps(ops[20:]), s.WarmAhead(keys[20:20+WarmBatch]); got != want {
+		t.Fatalf("read ahead %d from op 20, want %d", got, want)
+	}
+	if got := s.WarmAheadOps(ops[:1]); got != 0 {
+		t.Fatalf("read ahead %d for one op, want 0", got)
+	}
+}

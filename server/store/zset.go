@@ -276,10 +276,15 @@ func (x *execCtx) rangeReply(nodes []*slNode, withScores bool) kv.Reply {
 	return kv.ArrayReply(out)
 }
 
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined
+// (kv.IntReply was a call and a copied 96-byte reply per LPUSH, issue #17).
+//
+//go:noinline
 func zrangeByRank(rev bool) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 3); !ok {
-			return r
+		if !arity(x, 2, 3) {
+			return arityError(x)
 		}
 		start, ok1 := argInt(x.cmd.Args[0])
 		stop, ok2 := argInt(x.cmd.Args[1])
@@ -365,10 +370,15 @@ func scoreRangeCheck(rev, options bool) func(args [][]byte) kv.Reply {
 	}
 }
 
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined
+// (kv.IntReply was a call and a copied 96-byte reply per LPUSH, issue #17).
+//
+//go:noinline
 func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
 	return func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, -1); !ok {
-			return r
+		if !arity(x, 2, -1) {
+			return arityError(x)
 		}
 		min, max, minEx, maxEx, withScores, offset, limit, bad := scoreRangeArgs(x.cmd.Args, rev, true)
 		if bad.Status != kv.StatusSuccess {
@@ -408,8 +418,8 @@ func zrangeByScore(rev bool) func(x *execCtx) kv.Reply {
 func init() {
 	register(kv.CmdZAdd, handler{kind: KindZSet, write: true, create: true, run: zadd})
 	register(kv.CmdZIncrBy, handler{kind: KindZSet, check: floatArgs(0), write: true, create: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		delta, ok := argFloat(x.cmd.Args[0])
 		if !ok {
@@ -437,8 +447,8 @@ func init() {
 		return scoreReply(score)
 	}})
 	register(kv.CmdZRem, handler{kind: KindZSet, write: true, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, -1); !ok {
-			return r
+		if !arity(x, 1, -1) {
+			return arityError(x)
 		}
 		z := zsetOf(x)
 		if z == nil {
@@ -456,8 +466,8 @@ func init() {
 		return kv.IntReply(int64(n))
 	}})
 	register(kv.CmdZScore, handler{kind: KindZSet, run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 1, 1); !ok {
-			return r
+		if !arity(x, 1, 1) {
+			return arityError(x)
 		}
 		if z := zsetOf(x); z != nil {
 			if s, ok := z.score(x.cmd.Args[0]); ok {
@@ -472,35 +482,15 @@ func init() {
 		}
 		return kv.IntReply(0)
 	}})
-	rank := func(rev bool) func(x *execCtx) kv.Reply {
-		return func(x *execCtx) kv.Reply {
-			if r, ok := arity(x, 1, 1); !ok {
-				return r
-			}
-			z := zsetOf(x)
-			if z == nil {
-				return kv.NilReply()
-			}
-			s, ok := z.score(x.cmd.Args[0])
-			if !ok {
-				return kv.NilReply()
-			}
-			r := z.sl.rank(s, string(x.cmd.Args[0]))
-			if rev {
-				r = z.sl.length - 1 - r
-			}
-			return kv.IntReply(int64(r))
-		}
-	}
-	register(kv.CmdZRank, handler{kind: KindZSet, run: rank(false)})
-	register(kv.CmdZRevRank, handler{kind: KindZSet, run: rank(true)})
+	register(kv.CmdZRank, handler{kind: KindZSet, run: zrankHandler(false)})
+	register(kv.CmdZRevRank, handler{kind: KindZSet, run: zrankHandler(true)})
 	register(kv.CmdZRange, handler{kind: KindZSet, check: intArgs(0, 1), run: zrangeByRank(false)})
 	register(kv.CmdZRevRange, handler{kind: KindZSet, check: intArgs(0, 1), run: zrangeByRank(true)})
 	register(kv.CmdZRangeByScore, handler{kind: KindZSet, check: scoreRangeCheck(false, true), run: zrangeByScore(false)})
 	register(kv.CmdZRevRangeByScore, handler{kind: KindZSet, check: scoreRangeCheck(true, true), run: zrangeByScore(true)})
 	register(kv.CmdZCount, handler{kind: KindZSet, check: scoreRangeCheck(false, false), run: func(x *execCtx) kv.Reply {
-		if r, ok := arity(x, 2, 2); !ok {
-			return r
+		if !arity(x, 2, 2) {
+			return arityError(x)
 		}
 		min, max, minEx, maxEx, _, _, _, bad := scoreRangeArgs(x.cmd.Args, false, false)
 		if bad.Status != kv.StatusSuccess {
@@ -517,4 +507,31 @@ func init() {
 		}
 		return kv.IntReply(int64(end - first))
 	}})
+}
+
+// zrankHandler is ZRANK's (ZREVRANK's when rev) handler.
+//
+// A factory of handlers is not inlined into the init that registers them:
+// there the closure was compiled without its small calls inlined.
+//
+//go:noinline
+func zrankHandler(rev bool) func(x *execCtx) kv.Reply {
+	return func(x *execCtx) kv.Reply {
+		if !arity(x, 1, 1) {
+			return arityError(x)
+		}
+		z := zsetOf(x)
+		if z == nil {
+			return kv.NilReply()
+		}
+		s, ok := z.score(x.cmd.Args[0])
+		if !ok {
+			return kv.NilReply()
+		}
+		r := z.sl.rank(s, string(x.cmd.Args[0]))
+		if rev {
+			r = z.sl.length - 1 - r
+		}
+		return kv.IntReply(int64(r))
+	}
 }

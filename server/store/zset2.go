@@ -273,8 +273,8 @@ func walk(n *slNode, in func(*slNode) bool, sp rangeSpec) []*slNode {
 }
 
 func zrangeSpec(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 7, 7); !ok {
-		return r
+	if !arity(x, 7, 7) {
+		return arityError(x)
 	}
 	a := x.cmd.Args
 	sp, bad, ok := parseRangeSpec(string(a[0]), string(a[1]) == "1", a[2], a[3])
@@ -291,8 +291,8 @@ func zrangeSpec(x *execCtx) kv.Reply {
 }
 
 func zlexCount(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 2, 2); !ok {
-		return r
+	if !arity(x, 2, 2) {
+		return arityError(x)
 	}
 	sp, bad, ok := parseRangeSpec("LEX", false, x.cmd.Args[0], x.cmd.Args[1])
 	if !ok {
@@ -311,8 +311,8 @@ func zlexCount(x *execCtx) kv.Reply {
 }
 
 func zremRange(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 3, 3); !ok {
-		return r
+	if !arity(x, 3, 3) {
+		return arityError(x)
 	}
 	sp, bad, ok := parseRangeSpec(string(x.cmd.Args[0]), false, x.cmd.Args[1], x.cmd.Args[2])
 	if !ok {
@@ -332,8 +332,8 @@ func zremRange(x *execCtx) kv.Reply {
 // zpop removes up to count members from the low (MIN) or high (MAX) end;
 // the effect is the ZREM of the members it took.
 func zpop(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 2, 2); !ok {
-		return r
+	if !arity(x, 2, 2) {
+		return arityError(x)
 	}
 	count, ok := argInt(x.cmd.Args[1])
 	if !ok || count < 0 {
@@ -369,8 +369,8 @@ func zpop(x *execCtx) kv.Reply {
 }
 
 func zmscore(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 1, -1); !ok {
-		return r
+	if !arity(x, 1, -1) {
+		return arityError(x)
 	}
 	z := zsetOf(x)
 	out := x.replies(len(x.cmd.Args))[:len(x.cmd.Args)]
@@ -395,8 +395,8 @@ const ZRandDrawsInline = 1024
 // the set's size returns the whole set (highest score first, as Redis
 // answers for a small set); a smaller one distinct members chosen at random.
 func zrandMember(x *execCtx) kv.Reply {
-	if r, ok := arity(x, 2, 2); !ok {
-		return r
+	if !arity(x, 2, 2) {
+		return arityError(x)
 	}
 	count, ok := argInt(x.cmd.Args[0])
 	if !ok || count < -ZRandDrawsInline {
