@@ -3,6 +3,7 @@ package evloop
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -392,5 +393,43 @@ func TestLoopFlushesARoundTogether(t *testing.T) {
 	case <-ae.dropped:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a connection whose Flush failed was not dropped")
+	}
+}
+
+// TestBusyLoopYields: a loop kept busy by a client that never pauses
+// still lets the scheduler switch every yieldEvery. The failure it
+// prevents: a runner that never yields is preempted by the runtime's
+// monitor every 10 ms — a signal, its P taken while it sits in a system
+// call, the monitor polling every 20 µs again — thousands of context
+// switches a second under a pipelined load (issue #17).
+func TestBusyLoopYields(t *testing.T) {
+	r := newRig(t)
+	c, cr, _ := r.dial()
+	roundTrip(t, c, cr, "warm\n", "warm\n")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the client: lines out, replies drained, no pause
+		defer close(done)
+		go func() { _, _ = io.Copy(io.Discard, cr) }()
+		line := []byte(strings.Repeat("x", 64) + "\n")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := c.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	before := r.loop.yields.Load()
+	deadline := time.Now().Add(30 * time.Second)
+	for r.loop.yields.Load() < before+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a busy loop yielded %d times in 30 s", r.loop.yields.Load()-before)
+		}
+		time.Sleep(time.Millisecond) // poll interval
 	}
 }

@@ -83,6 +83,9 @@ func (s *effectSlab) releaseAll() {
 func (slot *loggedEffect2Small) fill(rec *Record, effect *kv.Cmd, size int) {
 	rec.headerInto(&slot.hdr)
 	// The key is the record's: the command's key may alias a network buffer.
-	slot.cmd = kv.Cmd{Op: effect.Op, Key: rec.Key(), Args: slot.args[:len(effect.Args):len(effect.Args)]}
+	// Field by field: a kv.Cmd literal is built on the stack and copied
+	// whole, and the copy's wide loads wait for its narrow stores.
+	slot.cmd.Op, slot.cmd.Key, slot.cmd.Out = effect.Op, rec.Key(), nil
+	slot.cmd.Args = slot.args[:len(effect.Args):len(effect.Args)]
 	copyArgs(slot.cmd.Args, slot.data[:0:size], effect.Args)
 }
