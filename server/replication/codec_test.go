@@ -285,3 +285,54 @@ func TestSkippedFieldsAreBoundedByTheFrame(t *testing.T) {
 		t.Fatalf("skipping [bin, {}]: %v, %d bytes left", err, d.r.Len())
 	}
 }
+
+// TestNextFrameBuffered: the replica reads ahead only frames whose every
+// byte is buffered already. The failures it prevents: a read-ahead that
+// blocks on a frame still in flight (the frames before it, already
+// decoded, would wait for the owner's next pass to be applied and acked)
+// or that trusts a length the reader refuses.
+func TestNextFrameBuffered(t *testing.T) {
+	var frames bytes.Buffer
+	w := bufio.NewWriter(&frames)
+	if err := writeFrame(w, fOps, []byte("ops body")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFrame(w, fPing, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	whole := frames.Bytes()
+	huge := []byte{0xff, 0xff, 0xff, 0xff, byte(fOps), 0, 0, 0}
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want frameType
+	}{
+		{"nothing buffered", nil, 0},
+		{"part of a header", whole[:3], 0},
+		{"a header without its body", whole[:5], 0},
+		{"all of a body but its last byte", whole[:5+len("ops body")-1], 0},
+		{"a whole Ops frame", whole[:5+len("ops body")], fOps},
+		{"two whole frames", whole, fOps},
+		{"a length past maxFrame", huge, 0},
+	} {
+		r := bufio.NewReaderSize(bytes.NewReader(c.in), 64)
+		if len(c.in) > 0 {
+			_, _ = r.Peek(1) // buffers what the reader holds
+		}
+		if got := nextFrameBuffered(r); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	// After the first frame is read, the ping behind it is next.
+	r := bufio.NewReaderSize(bytes.NewReader(whole), 64)
+	fr := frameReader{r: r}
+	if ft, _, err := fr.next(); err != nil || ft != fOps {
+		t.Fatalf("first frame %d, %v", ft, err)
+	}
+	if got := nextFrameBuffered(r); got != fPing {
+		t.Fatalf("after the Ops frame: %d, want the ping", got)
+	}
+}

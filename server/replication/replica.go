@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -244,103 +245,200 @@ func (m *Manager) ServePeer(conn net.Conn) {
 	defer ak.close()
 	touch := ak.touch
 	fr := frameReader{r: r}
-	var opsBuf []store.Op // the Ops frames' decoding, reused
+	var ahead opsAhead
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(cfg.PeerTimeout))
 		t, body, err := fr.next()
 		if err != nil {
 			return
 		}
-		if err := func() error {
-			rs.mu.Lock()
-			defer rs.mu.Unlock()
-			if rs.fenced != "" {
-				return errFenced
+		if t == fOps {
+			// This frame's ops and those of the Ops frames already read
+			// behind it, decoded first so that their keys are read ahead
+			// together, then applied in order.
+			ahead.decode(body)
+			for ahead.wantsMore() && nextFrameBuffered(r) == fOps {
+				if _, body, err = fr.next(); err != nil {
+					return // only buffered bytes were read: not expected to fail
+				}
+				ahead.decode(body)
 			}
-			switch t {
-			case fOps:
-				seg, ops, err := decodeOpsInto(body, opsBuf)
-				if err != nil {
-					return err
-				}
-				defer func() {
-					clear(ops) // the store copied what it keeps
-					if cap(ops) <= keptOps {
-						opsBuf = ops[:0]
-					}
-				}()
-				if !inRange(seg) || snap != nil {
-					return protoErr("ops for segment %d", seg)
-				}
-				g := m.st.Segment(seg)
-				for i, op := range ops {
-					if i%store.WarmBatch == 0 {
-						m.st.WarmAheadOps(ops[i:])
-					}
-					if _, err := g.ApplyOp(op); err != nil {
-						// This copy cannot follow the stream: forget its
-						// history, so that the next session snapshots it.
-						m.setLineage(seg, lineage{})
-						return fmt.Errorf("replication: segment %d: applying revision %d: %w", seg, op.Revision(), err)
-					}
-				}
-				m.setLineage(seg, src)
-				if fromSource && len(ops) > 0 {
-					m.notePulled(int(seg), ops[len(ops)-1].Revision())
-				}
-				touch(seg)
-			case fSnapBegin:
-				seg, rev, count, err := decodeSnapBegin(body)
-				if err != nil {
-					return err
-				}
-				if !inRange(seg) || snap != nil {
-					return protoErr("snapshot of segment %d", seg)
-				}
-				snap, want = &store.Snapshot{Segment: seg, Revision: rev, Records: make([]store.Record, 0, min(count, 1<<16))}, count
-			case fSnapChunk:
-				seg, recs, err := decodeSnapChunk(body)
-				if err != nil {
-					return err
-				}
-				if snap == nil || seg != snap.Segment || len(snap.Records)+len(recs) > want {
-					return protoErr("snapshot chunk of segment %d", seg)
-				}
-				snap.Records = append(snap.Records, recs...)
-			case fSnapEnd:
-				seg, rev, prepared, err := decodeSnapEnd(body)
-				if err != nil {
-					return err
-				}
-				if snap != nil {
-					snap.Prepared = prepared
-				}
-				if snap == nil || seg != snap.Segment || rev != snap.Revision || len(snap.Records) != want {
-					return protoErr("snapshot end of segment %d", seg)
-				}
-				m.applySnapshot(snap, fromSource, src, log)
-				m.setLineage(seg, src)
-				if fromSource {
-					m.notePulled(int(seg), rev)
-				}
-				touch(seg)
-				snap = nil
-			case fPing:
-				ak.pinged()
-			default:
-				return protoErr("frame %d from an owner", t)
-			}
-			return nil
-		}(); err != nil {
-			if !errors.Is(err, errFenced) {
-				log.Warn("replication session broken", "err", err)
-			}
-			return
+			ahead.warm(m.st)
 		}
+		for i := 0; i < max(1, len(ahead.frames)); i++ {
+			if err := func() error {
+				rs.mu.Lock()
+				defer rs.mu.Unlock()
+				if rs.fenced != "" {
+					return errFenced
+				}
+				switch t {
+				case fOps:
+					f := &ahead.frames[i]
+					seg, ops := f.seg, f.ops
+					if f.err != nil {
+						return f.err
+					}
+					if !inRange(seg) || snap != nil {
+						return protoErr("ops for segment %d", seg)
+					}
+					g := m.st.Segment(seg)
+					for j, op := range ops {
+						if j > 0 && j%store.WarmBatch == 0 {
+							m.st.WarmAheadOps(ops[j:]) // a long frame: its next keys
+						}
+						if _, err := g.ApplyOp(op); err != nil {
+							// This copy cannot follow the stream: forget its
+							// history, so that the next session snapshots it.
+							m.setLineage(seg, lineage{})
+							return fmt.Errorf("replication: segment %d: applying revision %d: %w", seg, op.Revision(), err)
+						}
+					}
+					m.setLineage(seg, src)
+					if fromSource && len(ops) > 0 {
+						m.notePulled(int(seg), ops[len(ops)-1].Revision())
+					}
+					touch(seg)
+				case fSnapBegin:
+					seg, rev, count, err := decodeSnapBegin(body)
+					if err != nil {
+						return err
+					}
+					if !inRange(seg) || snap != nil {
+						return protoErr("snapshot of segment %d", seg)
+					}
+					snap, want = &store.Snapshot{Segment: seg, Revision: rev, Records: make([]store.Record, 0, min(count, 1<<16))}, count
+				case fSnapChunk:
+					seg, recs, err := decodeSnapChunk(body)
+					if err != nil {
+						return err
+					}
+					if snap == nil || seg != snap.Segment || len(snap.Records)+len(recs) > want {
+						return protoErr("snapshot chunk of segment %d", seg)
+					}
+					snap.Records = append(snap.Records, recs...)
+				case fSnapEnd:
+					seg, rev, prepared, err := decodeSnapEnd(body)
+					if err != nil {
+						return err
+					}
+					if snap != nil {
+						snap.Prepared = prepared
+					}
+					if snap == nil || seg != snap.Segment || rev != snap.Revision || len(snap.Records) != want {
+						return protoErr("snapshot end of segment %d", seg)
+					}
+					m.applySnapshot(snap, fromSource, src, log)
+					m.setLineage(seg, src)
+					if fromSource {
+						m.notePulled(int(seg), rev)
+					}
+					touch(seg)
+					snap = nil
+				case fPing:
+					ak.pinged()
+				default:
+					return protoErr("frame %d from an owner", t)
+				}
+				return nil
+			}(); err != nil {
+				if !errors.Is(err, errFenced) {
+					log.Warn("replication session broken", "err", err)
+				}
+				return
+			}
+		}
+		ahead.reset()
 		if r.Buffered() == 0 {
 			ak.flush() // the read batch is applied: one ack for all of it
 		}
 	}
+}
+
+// opsAhead is a replica's Ops frames read ahead of their apply: decoded in
+// order, their first WarmBatch ops' keys read ahead together. A shipping
+// pass sends one frame per dirty segment, and a partition's writes of one
+// pass spread over its segments — mostly one or two ops a frame — so
+// reading ahead within a frame left nearly every lookup to miss alone
+// (issue #17).
+type opsAhead struct {
+	frames []decodedOps
+	count  int          // ops in frames
+	keep   [][]store.Op // decoding buffers, reused
+	batch  []store.Op   // the ops whose keys are read ahead
+}
+
+type decodedOps struct {
+	seg uint16
+	ops []store.Op
+	err error // the frame did not decode: the session breaks when its turn comes
+}
+
+// decode appends the Ops frame body.
+func (a *opsAhead) decode(body []byte) {
+	var buf []store.Op
+	if n := len(a.frames); n < len(a.keep) {
+		buf = a.keep[n]
+	}
+	seg, ops, err := decodeOpsInto(body, buf)
+	a.frames = append(a.frames, decodedOps{seg: seg, ops: ops, err: err})
+	a.count += len(ops)
+}
+
+// wantsMore: fewer ops are decoded than one read-ahead covers.
+func (a *opsAhead) wantsMore() bool {
+	return a.count < store.WarmBatch && len(a.frames) < store.WarmBatch
+}
+
+func (a *opsAhead) warm(st *store.Store) {
+	if len(a.frames) == 1 {
+		st.WarmAheadOps(a.frames[0].ops)
+		return
+	}
+	a.batch = a.batch[:0]
+	for _, f := range a.frames {
+		for _, op := range f.ops {
+			if len(a.batch) == store.WarmBatch {
+				break
+			}
+			a.batch = append(a.batch, op)
+		}
+	}
+	st.WarmAheadOps(a.batch)
+	clear(a.batch)
+}
+
+// reset forgets the frames (the store copied what it keeps) and keeps
+// their buffers for the next ones.
+func (a *opsAhead) reset() {
+	for i, f := range a.frames {
+		clear(f.ops)
+		if cap(f.ops) <= keptOps {
+			for len(a.keep) <= i {
+				a.keep = append(a.keep, nil)
+			}
+			a.keep[i] = f.ops[:0]
+		}
+	}
+	clear(a.frames)
+	a.frames, a.count = a.frames[:0], 0
+}
+
+// nextFrameBuffered is the type of the frame whose every byte r has
+// buffered already (reading it cannot wait), or 0 when there is none.
+func nextFrameBuffered(r *bufio.Reader) frameType {
+	if r.Buffered() < 5 {
+		return 0
+	}
+	hdr, err := r.Peek(5)
+	if err != nil {
+		return 0
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n < 1 || n > maxFrame || uint64(r.Buffered()) < 4+uint64(n) {
+		return 0
+	}
+	return frameType(hdr[4])
 }
 
 // replicaAcker sends a replica session's acks. Under Sync the apply loop
