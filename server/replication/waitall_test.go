@@ -129,3 +129,42 @@ func TestWaitAllMixesAnsweredAndPendingPartitions(t *testing.T) {
 		t.Fatal("the answered partition's shipper was asked to ship")
 	}
 }
+
+// TestGatheringShipperIsNotWokenByWrites: a shipper in its gathering
+// pause is not woken by the writes that mark its segments (the pass after
+// the pause ships them), one outside it is, once per clean segment, and a
+// write that finds its segment marked already wakes nobody. The failure
+// it prevents: a goroutine wake-up per write to a clean segment — most
+// writes, a partition's spreading over its segments.
+func TestGatheringShipperIsNotWokenByWrites(t *testing.T) {
+	_, a, _ := barrierOnTwoPartitions(t, time.Second)
+	woken := func() bool {
+		select {
+		case <-a.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	a.markDirty(1)
+	if !woken() || !a.dirty[1].Load() {
+		t.Fatal("a write to a clean segment did not wake the idle shipper or mark the segment")
+	}
+	a.markDirty(1)
+	if woken() {
+		t.Fatal("a write to a segment marked already woke the shipper")
+	}
+	a.gathering.Store(true)
+	a.markDirty(2)
+	if woken() {
+		t.Fatal("a write woke a shipper in its gathering pause")
+	}
+	if !a.dirty[2].Load() {
+		t.Fatal("a write during the pause did not mark its segment for the pass after it")
+	}
+	a.gathering.Store(false)
+	a.markDirty(3)
+	if !woken() {
+		t.Fatal("a write after the pause did not wake the shipper")
+	}
+}
