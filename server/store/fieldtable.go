@@ -310,27 +310,12 @@ func (t *fieldTable) homeSlot(f []byte) *fieldSlot {
 	return &a.slots[fieldHash(f)&a.mask]
 }
 
-// warm reads, without any lock, the slot a lookup of field f starts at
-// and that slot's entry: WarmAhead's second step for a hash (D88). Nothing
-// read is trusted: the array is replaced whole, a slot's pointer is one
-// word, an entry is never written after it is built.
-//
-//go:norace
-func (t *fieldTable) warm(f []byte) uint {
-	s := t.homeSlot(f)
-	if s == nil {
-		return 0
-	}
-	sum := uint(s.hash)
-	if e := s.e; e != nil {
-		sum += uint(*(*byte)(e))
-	}
-	return sum
-}
-
-// warmNode is warm for a sorted set's member: the slot, the member's node
-// and its bytes, and the node's neighbours, which a score change compares
-// first (skiplist.rescore). A node's member is set before the node is
+// warmNode reads ahead, without any lock, for a sorted set's member: the
+// slot a lookup of it starts at, the member's node and its bytes, and the
+// node's neighbours, which a score change compares first
+// (skiplist.rescore). (Store.warm reads a hash's or a set's field's slot
+// and entry itself, D88.) Nothing read is trusted: the array is replaced
+// whole, a slot's pointer is one word. A node's member is set before the node is
 // published and never after; its links are single words.
 //
 //go:norace
