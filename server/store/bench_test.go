@@ -316,3 +316,45 @@ func BenchmarkPipelinedHSetReadAhead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPipelinedZAddReadAhead is BenchmarkPipelinedHSetReadAhead for
+// redis-benchmark's ZADD: new scores for members of a 100 000-member
+// sorted set, read ahead (the member is the command's last argument) then
+// written. Per ZADD.
+func BenchmarkPipelinedZAddReadAhead(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.MaxItemBytes = 64 << 20
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	const nMembers = 100000
+	members := make([][]byte, nMembers)
+	for i := range members {
+		members[i] = fmt.Appendf(nil, "element:%012d", i)
+		s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "myzset", Args: [][]byte{[]byte(strconv.Itoa(i)), members[i]}})
+	}
+	scores := make([][]byte, 1024)
+	for i := range scores {
+		scores[i] = []byte(strconv.Itoa(i * 97 % nMembers))
+	}
+	var keys, batch, firsts [WarmBatch][]byte
+	for i := range keys {
+		keys[i] = []byte("myzset")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += WarmBatch {
+		for j := range batch {
+			batch[j], firsts[j] = members[rng.IntN(nMembers)], scores[rng.IntN(len(scores))]
+		}
+		s.WarmAheadFields(keys[:], firsts[:], batch[:])
+		for j := range batch {
+			if r := s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "myzset", Args: [][]byte{firsts[j], batch[j]}}); r.Status != kv.StatusSuccess {
+				b.Fatal(r.Message)
+			}
+		}
+	}
+}

@@ -309,34 +309,3 @@ func (t *fieldTable) homeSlot(f []byte) *fieldSlot {
 	}
 	return &a.slots[fieldHash(f)&a.mask]
 }
-
-// warmNode reads ahead, without any lock, for a sorted set's member: the
-// slot a lookup of it starts at, the member's node and its bytes, and the
-// node's neighbours, which a score change compares first
-// (skiplist.rescore). (Store.warm reads a hash's or a set's field's slot
-// and entry itself, D88.) Nothing read is trusted: the array is replaced
-// whole, a slot's pointer is one word. A node's member is set before the node is
-// published and never after; its links are single words.
-//
-//go:norace
-func (t *fieldTable) warmNode(m []byte) uint {
-	s := t.homeSlot(m)
-	if s == nil {
-		return 0
-	}
-	sum := uint(s.hash)
-	n := (*slNode)(s.e)
-	if n == nil {
-		return sum
-	}
-	if len(n.member) > 0 {
-		sum += uint(*unsafe.StringData(n.member))
-	}
-	if next := n.lv0.next; next != nil {
-		sum += uint(next.lv0.height)
-	}
-	if prev := n.prev; prev != nil {
-		sum += uint(prev.lv0.height)
-	}
-	return sum
-}

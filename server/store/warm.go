@@ -133,7 +133,13 @@ func (s *Store) warm(keys [][]byte, step int, fields, lasts [][]byte) (sum uint)
 	if fields == nil {
 		return sum
 	}
-	var fslots [WarmBatch]*fieldSlot // the hash or set field's home slot, for j
+	// Each level of every field is loaded before the next level of any:
+	// the slots, then their entries (a hash's or a set's entry, a sorted
+	// set's node), then a node's member bytes and neighbours. Field after
+	// field, each waited for its own chain of misses in turn (a tenth of
+	// a pipelined HSET's CPU was that wait).
+	var fslots [WarmBatch]*fieldSlot // the field's or member's home slot, for j
+	var zset [WarmBatch]bool         // fslots[j] is a sorted set's
 	for j := range n {
 		// A record's collection is set before the record is published and
 		// never after: the interface read is whole.
@@ -156,22 +162,46 @@ func (s *Store) warm(keys [][]byte, step int, fields, lasts [][]byte) (sum uint)
 			}
 		case *zsetColl:
 			if last != nil {
-				sum += c.nodes.warmNode(last)
+				fslots[j], zset[j] = c.nodes.homeSlot(last), true
 			}
 		}
 		if fs := fslots[j]; fs != nil {
 			sum += uint(fs.hash)
 		}
 	}
-	// The slots' entries once every slot is loading: a slot and then its
-	// entry field after field waited for two misses in turn per field
-	// (a tenth of a pipelined HSET's CPU was that wait).
-	for _, fs := range fslots[:n] {
+	var members [WarmBatch]*byte
+	var nexts, prevs [WarmBatch]*slNode
+	for j, fs := range fslots[:n] {
 		if fs == nil {
 			continue
 		}
-		if e := fs.e; e != nil {
+		e := fs.e
+		switch {
+		case e == nil:
+		case !zset[j]:
 			sum += uint(*(*byte)(e))
+		default:
+			// A node's member is set before the node is published and
+			// never after; its links are single words.
+			nd := (*slNode)(e)
+			if len(nd.member) > 0 {
+				members[j] = unsafe.StringData(nd.member)
+			}
+			nexts[j], prevs[j] = nd.lv0.next, nd.prev
+		}
+	}
+	for j := range n {
+		if !zset[j] {
+			continue
+		}
+		if m := members[j]; m != nil {
+			sum += uint(*m)
+		}
+		if next := nexts[j]; next != nil {
+			sum += uint(next.lv0.height)
+		}
+		if prev := prevs[j]; prev != nil {
+			sum += uint(prev.lv0.height)
 		}
 	}
 	return sum
