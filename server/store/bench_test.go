@@ -283,13 +283,7 @@ func BenchmarkPipelinedGets(b *testing.B) {
 // HSET; what it measures is how much of the fields' cache misses the
 // read-ahead overlaps.
 func BenchmarkPipelinedHSetReadAhead(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.MaxItemBytes = 64 << 20 // the hash is ~7 MB, as redis-benchmark's
-	s, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := bigItemBenchStore(b)
 	const nFields = 100000
 	fields := make([][]byte, nFields)
 	value := make([]byte, 32)
@@ -297,21 +291,45 @@ func BenchmarkPipelinedHSetReadAhead(b *testing.B) {
 		fields[i] = fmt.Appendf(nil, "element:%012d", i)
 		s.Exec(kv.Cmd{Op: kv.CmdHSet, Key: "myhash", Args: [][]byte{fields[i], value}})
 	}
-	var keys, batch, lasts [WarmBatch][]byte
-	for i := range keys {
-		keys[i] = []byte("myhash")
-	}
 	rng := rand.New(rand.NewPCG(1, 2))
+	readAheadPipelines(b, s, kv.CmdHSet, "myhash", func(args *[2][]byte) {
+		args[0], args[1] = fields[rng.IntN(nFields)], value
+	})
+}
+
+// bigItemBenchStore is a bench store whose items may reach 64 MiB: the
+// read-ahead benchmarks' collections are redis-benchmark's (~7 MB).
+func bigItemBenchStore(b *testing.B) *Store {
+	cfg := DefaultConfig()
+	cfg.MaxItemBytes = 64 << 20
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// readAheadPipelines runs b.N commands op on key as the RESP front end
+// runs a pipeline: batches of WarmBatch, each one's arguments drawn by
+// draw, read ahead (WarmAheadFields: the first and the last argument),
+// then executed one by one.
+func readAheadPipelines(b *testing.B, s *Store, op kv.CmdOp, key string, draw func(args *[2][]byte)) {
+	var keys, firsts, lasts [WarmBatch][]byte
+	var argv [WarmBatch][2][]byte
+	for i := range keys {
+		keys[i] = []byte(key)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += WarmBatch {
-		for j := range batch {
-			batch[j] = fields[rng.IntN(nFields)]
-			lasts[j] = value
+		for j := range argv {
+			draw(&argv[j])
+			firsts[j], lasts[j] = argv[j][0], argv[j][1]
 		}
-		s.WarmAheadFields(keys[:], batch[:], lasts[:])
-		for j := range batch {
-			if r := s.Exec(kv.Cmd{Op: kv.CmdHSet, Key: "myhash", Args: [][]byte{batch[j], value}}); r.Status != kv.StatusSuccess {
+		s.WarmAheadFields(keys[:], firsts[:], lasts[:])
+		for j := range argv {
+			if r := s.Exec(kv.Cmd{Op: op, Key: key, Args: argv[j][:]}); r.Status != kv.StatusSuccess {
 				b.Fatal(r.Message)
 			}
 		}
@@ -323,13 +341,7 @@ func BenchmarkPipelinedHSetReadAhead(b *testing.B) {
 // sorted set, read ahead (the member is the command's last argument) then
 // written. Per ZADD.
 func BenchmarkPipelinedZAddReadAhead(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.MaxItemBytes = 64 << 20
-	s, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = s.Close() })
+	s := bigItemBenchStore(b)
 	const nMembers = 100000
 	members := make([][]byte, nMembers)
 	for i := range members {
@@ -340,24 +352,10 @@ func BenchmarkPipelinedZAddReadAhead(b *testing.B) {
 	for i := range scores {
 		scores[i] = []byte(strconv.Itoa(i * 97 % nMembers))
 	}
-	var keys, batch, firsts [WarmBatch][]byte
-	for i := range keys {
-		keys[i] = []byte("myzset")
-	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i += WarmBatch {
-		for j := range batch {
-			batch[j], firsts[j] = members[rng.IntN(nMembers)], scores[rng.IntN(len(scores))]
-		}
-		s.WarmAheadFields(keys[:], firsts[:], batch[:])
-		for j := range batch {
-			if r := s.Exec(kv.Cmd{Op: kv.CmdZAdd, Key: "myzset", Args: [][]byte{firsts[j], batch[j]}}); r.Status != kv.StatusSuccess {
-				b.Fatal(r.Message)
-			}
-		}
-	}
+	readAheadPipelines(b, s, kv.CmdZAdd, "myzset", func(args *[2][]byte) {
+		args[0], args[1] = scores[rng.IntN(len(scores))], members[rng.IntN(nMembers)]
+	})
 }
 
 // BenchmarkPipelinedIncrReadAhead is a pipeline's INCRs on keys drawn
