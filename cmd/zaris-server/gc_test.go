@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/server/store"
 )
 
 // TestGCPercentFor names what each rule of the heap floor prevents.
@@ -87,5 +92,114 @@ func TestKeepHeapFloorCollectsLessOften(t *testing.T) {
 	}
 	if plain < 8 || floored*4 > plain {
 		t.Fatalf("collections for 256 MiB of garbage: %d at GOGC 100, %d with the 64 MiB floor", plain, floored)
+	}
+}
+
+// TestCollectForDroppedIndex names what each part of the rule prevents
+// (D97).
+func TestCollectForDroppedIndex(t *testing.T) {
+	const mib = 1 << 20
+	at := func(objects uint64) heapNow { return heapNow{objects: objects} }
+	for _, c := range []struct {
+		name           string
+		heap           heapNow
+		dropped, floor uint64
+		want           bool
+	}{
+		{"a wave's arrays, a 32nd of a heap over the floor, no cycle due: collected, or they stay in RSS until the next cycle",
+			at(85 * mib), 10 * mib, 64 * mib, true},
+		{"exactly a 32nd", at(66 * mib), 2 * mib, 64 * mib, true},
+		{"a heap under the floor gathers the floor's garbage anyway: no cycle the floor saves", at(60 * mib), 10 * mib, 64 * mib, false},
+		{"the arrays are not counted as live", at(70 * mib), 10 * mib, 64 * mib, false},
+		{"a few resizes of a slow load: not worth marking the whole heap", at(85 * mib), 1 * mib, 64 * mib, false},
+		{"nothing dropped since the last cycle (one ran during the wave)", at(85 * mib), 0, 64 * mib, false},
+		{"a cycle is running: a forced one would wait for it and mark the heap again",
+			heapNow{objects: 96 * mib, collecting: true}, 10 * mib, 64 * mib, false},
+		{"an empty heap", heapNow{}, 0, 0, false},
+	} {
+		if got := collectForDroppedIndex(c.heap, c.dropped, c.floor); got != c.want {
+			t.Errorf("%s: collectForDroppedIndex(%+v, %d, %d) = %v", c.name, c.heap, c.dropped, c.floor, got)
+		}
+	}
+}
+
+// TestGCRunningIsReadFromItsPauses: readHeap's count of the collector's
+// pauses says no collection runs right after one finished, and says one
+// runs at some point of a busy allocation loop (were the runtime to pause
+// more than twice a cycle, the first check fails: D97's rule would then
+// never collect).
+func TestGCRunningIsReadFromItsPauses(t *testing.T) {
+	runtime.GC()
+	require.False(t, readHeap().collecting, "just after runtime.GC returned")
+	var sink [][]byte
+	deadline := time.Now().Add(10 * time.Second)
+	for !readHeap().collecting {
+		if time.Now().After(deadline) {
+			t.Fatal("no collection seen running in 10 s of allocation")
+		}
+		for range 1000 {
+			sink = append(sink, make([]byte, 1024))
+		}
+		if len(sink) > 64<<10 {
+			sink = sink[:0]
+		}
+	}
+	runtime.KeepAlive(sink)
+}
+
+// TestAResizeWaveIsCollected: a real store filled until its tables grow
+// drops index arrays; after the wave, the watcher collects, though the
+// collector is otherwise off.
+func TestAResizeWaveIsCollected(t *testing.T) {
+	const n = 1 << 20
+	keys := make([]string, n) // made first: live, not garbage
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key:%012d", i)
+	}
+	value := make([]byte, 32)
+	s, err := store.New(store.DefaultConfig())
+	require.NoError(t, err)
+	defer s.Close()
+
+	runtime.GC()
+	old := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(old)
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	collected := make(chan int64, 16)
+	w := resizeWaves{wake: make(chan struct{}, 1), heap: readHeap, collect: func() {
+		runtime.GC()
+		collected <- store.DroppedIndexBytes()
+	}}
+	store.NotifyIndexDropped(w.wake)
+	defer store.StopIndexDropped(w.wake)
+	stop := make(chan struct{})
+	defer close(stop)
+	go w.run(stop)
+
+	start := store.DroppedIndexBytes()
+	check := func(dropped int64) {
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		require.Greater(t, after.NumGC, before.NumGC)
+		t.Logf("collected after %d MiB of index arrays were dropped", (dropped-start)>>20)
+	}
+	for i, k := range keys {
+		s.Put(k, value, nil)
+		if i%1024 == 0 {
+			select {
+			case dropped := <-collected:
+				check(dropped)
+				return
+			default:
+			}
+		}
+	}
+	select {
+	case dropped := <-collected:
+		check(dropped)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d keys dropped %d MiB of index arrays and no collection followed in 10 s", n,
+			(store.DroppedIndexBytes()-start)>>20)
 	}
 }

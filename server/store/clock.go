@@ -98,6 +98,16 @@ func (c *coarseClock) NowNano() int64 {
 	return c.now.Load()
 }
 
+// peek is the time for a background reader (the expiry sweep): the
+// ticking value, or the exact time while parked — without waking the tick,
+// which only the hot path's reads need.
+func (c *coarseClock) peek() int64 {
+	if c.parked.Load() {
+		return c.precise()
+	}
+	return c.now.Load()
+}
+
 // unpark is a read of a parked clock: the exact time, stored before the
 // clock is marked running so that a read that finds it running reads a
 // value at least this fresh; the first such read wakes the tick.

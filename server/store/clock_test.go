@@ -79,6 +79,34 @@ func TestCoarseClockParksWhenIdleAndWakesExact(t *testing.T) {
 	waitFor("the clock to park again", c.parked.Load)
 }
 
+// TestAnIdleStoreSweepsWithAParkedClock: the periodic sweep of an idle
+// store reads no clock, so the clock stays parked (D97: the sweep's check
+// for lapsed transactions read it every 100 ms and kept an idle node's
+// clock ticking 1 000 times a second).
+func TestAnIdleStoreSweepsWithAParkedClock(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SweepInterval = time.Hour // the test sweeps itself
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Put("k", []byte("v"), &kv.PutOptions{TTL: time.Hour})
+	deadline := time.Now().Add(10 * time.Second)
+	for !s.coarse.parked.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle store's clock did not park in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for range 10 {
+		s.SweepOnce()
+		if !s.coarse.parked.Load() {
+			t.Fatal("a sweep of an idle store woke its clock")
+		}
+	}
+}
+
 // lagClock gives s a coarse clock that reads lag behind the exact time and
 // never ticks: what CPU starvation does to the tick.
 func lagClock(t *testing.T, s *Store, lag time.Duration) {

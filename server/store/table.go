@@ -3,7 +3,10 @@ package store
 import (
 	"hash/maphash"
 	"iter"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // recordTable is a segment's index of its records by key (issue #17, D64):
@@ -207,6 +210,7 @@ func (t *recordTable) delete(key string) *Record {
 // resize moves every record into a table of size slots.
 func (t *recordTable) resize(size int) {
 	recs, hashes := t.recs, t.hashes
+	dropIndexArrays(len(recs))
 	t.recs, t.hashes = make([]*Record, size), make([]uint32, size)
 	t.shape = &tableShape{recs: t.recs, hashes: t.hashes}
 	for i, r := range recs {
@@ -215,6 +219,65 @@ func (t *recordTable) resize(size int) {
 		}
 	}
 	t.structure++
+}
+
+// droppedIndex is what the record tables' resizes have let go, process
+// wide: the bytes of the arrays a resize replaced, garbage until the
+// collector's next cycle, and the channels to tell (D97).
+var droppedIndex struct {
+	bytes  atomic.Int64
+	mu     sync.Mutex // serializes NotifyIndexDropped and StopIndexDropped
+	notify atomic.Pointer[[]chan<- struct{}]
+}
+
+// indexSlotBytes is what a slot costs in a table's two arrays.
+const indexSlotBytes = int64(unsafe.Sizeof((*Record)(nil)) + unsafe.Sizeof(uint32(0)))
+
+func dropIndexArrays(slots int) {
+	if slots == 0 {
+		return
+	}
+	droppedIndex.bytes.Add(int64(slots) * indexSlotBytes)
+	if chans := droppedIndex.notify.Load(); chans != nil {
+		for _, c := range *chans {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// DroppedIndexBytes is how many bytes of index arrays the record tables'
+// resizes have let go since the process started, in every store it holds.
+// A table grows by half at 4/5 full, and the segments of a store filling
+// evenly grow together: a wave of resizes drops about two thirds of the
+// index within a few thousand writes, RSS until the collector's next cycle
+// frees it for reuse (D97).
+func DroppedIndexBytes() int64 { return droppedIndex.bytes.Load() }
+
+// NotifyIndexDropped makes the record tables' resizes send to c after they
+// let index arrays go, in any store of the process. A send never blocks: a
+// full c misses it, so a capacity of one coalesces a wave into one value.
+func NotifyIndexDropped(c chan<- struct{}) {
+	droppedIndex.mu.Lock()
+	defer droppedIndex.mu.Unlock()
+	var chans []chan<- struct{}
+	if cur := droppedIndex.notify.Load(); cur != nil {
+		chans = slices.Clone(*cur)
+	}
+	chans = append(chans, c)
+	droppedIndex.notify.Store(&chans)
+}
+
+// StopIndexDropped undoes NotifyIndexDropped(c).
+func StopIndexDropped(c chan<- struct{}) {
+	droppedIndex.mu.Lock()
+	defer droppedIndex.mu.Unlock()
+	if cur := droppedIndex.notify.Load(); cur != nil {
+		chans := slices.DeleteFunc(slices.Clone(*cur), func(x chan<- struct{}) bool { return x == c })
+		droppedIndex.notify.Store(&chans)
+	}
 }
 
 // all yields every record, in slot order.

@@ -444,6 +444,14 @@ func newTxTable() *txTable {
 
 func txTableOf(s *Store) *txTable { return s.tx }
 
+// waiting says whether a live transaction may lapse or a finished one be
+// forgotten: whether a sweep has something to do.
+func (t *txTable) waiting() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.deadlines) > 0
+}
+
 // lapsedTx is a prepared transaction whose reservations expired, to release.
 type lapsedTx struct {
 	id string
