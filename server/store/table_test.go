@@ -200,3 +200,31 @@ func FuzzRecordTable(f *testing.F) {
 		}
 	})
 }
+
+// TestPageFitFillsPagesAndKeepsRoom: past 32 KiB a table's records array
+// takes whole pages (D98), and the size it gets still holds its records
+// under the grow threshold.
+func TestPageFitFillsPagesAndKeepsRoom(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		size, n int
+		want    int
+	}{
+		{"a small table keeps its size: its array is in a size class", 3444, 2755, 3444},
+		{"the 4 000-key segment's table: 5 pages, not 5.04 on 6", 5166, 2756, 5120},
+		{"rounded up when nearer", 5700, 3800, 6144},
+		{"a shrink or a fresh table sized for n gets room for n+1", 4200, 4095, 5120},
+	} {
+		if got := pageFit(c.size, c.n); got != c.want {
+			t.Errorf("%s: pageFit(%d, %d) = %d, want %d", c.name, c.size, c.n, got, c.want)
+		}
+	}
+	for size := 4097; size < 200_000; size += 997 {
+		for _, n := range []int{0, size * 4 / 5, size*4/5 - 1} {
+			got := pageFit(size, n)
+			if got%pageSlots != 0 || (n+1)*tableGrowDen > got*tableGrowNum {
+				t.Fatalf("pageFit(%d, %d) = %d: not whole pages, or no room for %d records", size, n, got, n+1)
+			}
+		}
+	}
+}
