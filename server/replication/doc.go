@@ -61,9 +61,10 @@
 // The store's commit hook (Store.SetCommitHook) marks a written segment
 // dirty for its partition's shippers before the write returns. Under Async
 // a shipper then gathers for AsyncLinger (1 ms) before it ships what is
-// dirty; under Sync it waits, at most 1 ms, until a write barrier waits
-// (Wait calls hurry) — a front end calls the barrier once its read batch
-// is applied, so a pipelined batch leaves in one flush. A batch's barrier
+// dirty; under Sync the write does not wake it: the write barrier does
+// (Wait calls hurry), or a 1 ms timer the write armed when no barrier
+// asks — a front end calls the barrier once its read batch is applied,
+// so a pipelined batch leaves in one flush (D99). A batch's barrier
 // is WaitAll: every partition it wrote is asked to ship before the first
 // wait, so the partitions' round trips overlap and one SyncTimeout bounds
 // the batch. The replica decodes

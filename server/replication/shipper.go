@@ -60,6 +60,15 @@ type shipper struct {
 	// goroutine wake-up per write (issue #17: 2.6 % of an RF 2 async
 	// node's CPU in the commit hook's channel send).
 	gathering atomic.Bool
+	// Under Sync the commit hook does not wake the run goroutine: the
+	// write's barrier will (hurry), a moment later, and the wake of the
+	// first write of each batch cost a goroutine wake-up per batch for a
+	// gathering pause the barrier's own wake-up ended anyway. syncTimer
+	// ships a write no barrier asks for (an expiry, a front end without a
+	// barrier) syncGather after it marked its segment (D99); syncArmed
+	// says it is set.
+	syncTimer *time.Timer
+	syncArmed atomic.Bool
 	state     atomic.Int32
 
 	snapshots, opsShipped, sessions atomic.Uint64
@@ -71,15 +80,21 @@ type shipper struct {
 
 func newShipper(m *Manager, k shipKey, p *cluster.Partition) *shipper {
 	n := p.LastSegment - p.FirstSegment + 1
-	return &shipper{m: m, key: k, pid: p.ID, epoch: p.Epoch, first: p.FirstSegment, last: p.LastSegment,
+	s := &shipper{m: m, key: k, pid: p.ID, epoch: p.Epoch, first: p.FirstSegment, last: p.LastSegment,
 		recovering: recoversFrom(p, m.cfg.Self),
 		applied:    make([]atomic.Uint64, n), dirty: make([]atomic.Bool, n), held: make([]atomic.Bool, n),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	s.syncTimer = time.AfterFunc(time.Hour, s.shipNow)
+	s.syncTimer.Stop()
+	return s
 }
 
 // halt stops the shipper and waits for its goroutine; safe twice.
 func (s *shipper) halt() {
-	s.haltOnce.Do(func() { close(s.stop) })
+	s.haltOnce.Do(func() {
+		close(s.stop)
+		s.syncTimer.Stop()
+	})
 	<-s.done
 }
 
@@ -92,6 +107,12 @@ func (s *shipper) markDirty(seg int) {
 		return // marked already: the pass that ships it is due
 	}
 	if s.dirty[i].CompareAndSwap(false, true) && !s.gathering.Load() {
+		if s.m.cfg.Mode == Sync {
+			if !s.syncArmed.Swap(true) {
+				s.syncTimer.Reset(syncGather)
+			}
+			return
+		}
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -115,6 +136,9 @@ func (s *shipper) want(seg int) {
 
 // shipNow ends the gathering pause: a sync write waits for what is dirty.
 func (s *shipper) shipNow() {
+	if s.syncArmed.Swap(false) {
+		s.syncTimer.Stop() // a timer that fired anyway makes a pass with nothing new: harmless
+	}
 	s.waited.Store(true)
 	select {
 	case s.wake <- struct{}{}:

@@ -15,6 +15,12 @@ import (
 // shipper runs no session: the test plays the replica's acks.
 func barrierOnTwoPartitions(t *testing.T, timeout time.Duration) (m *Manager, a, b *shipper) {
 	t.Helper()
+	return shippersOnTwoPartitions(t, Sync, timeout)
+}
+
+// shippersOnTwoPartitions is barrierOnTwoPartitions in mode.
+func shippersOnTwoPartitions(t *testing.T, mode Mode, timeout time.Duration) (m *Manager, a, b *shipper) {
+	t.Helper()
 	sc := store.DefaultConfig()
 	sc.Segments = 8
 	st, err := store.New(sc)
@@ -22,7 +28,7 @@ func barrierOnTwoPartitions(t *testing.T, timeout time.Duration) (m *Manager, a,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	m, err = New(Config{Self: "n1", Store: st, StoreName: "default", Mode: Sync, Quorum: All, SyncTimeout: timeout})
+	m, err = New(Config{Self: "n1", Store: st, StoreName: "default", Mode: mode, Quorum: All, SyncTimeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +143,7 @@ func TestWaitAllMixesAnsweredAndPendingPartitions(t *testing.T) {
 // it prevents: a goroutine wake-up per write to a clean segment — most
 // writes, a partition's spreading over its segments.
 func TestGatheringShipperIsNotWokenByWrites(t *testing.T) {
-	_, a, _ := barrierOnTwoPartitions(t, time.Second)
+	_, a, _ := shippersOnTwoPartitions(t, Async, time.Second)
 	woken := func() bool {
 		select {
 		case <-a.wake:
@@ -166,5 +172,42 @@ func TestGatheringShipperIsNotWokenByWrites(t *testing.T) {
 	a.markDirty(3)
 	if !woken() {
 		t.Fatal("a write after the pause did not wake the shipper")
+	}
+}
+
+// TestSyncWriteLeavesTheWakeUpToItsBarrier: under Sync a write marks its
+// segment and arms the timer instead of waking the shipper — its barrier
+// wakes it a moment later (D99: the write's wake-up only started a
+// gathering pause the barrier's ended) —; a write no barrier asks for is
+// shipped by the timer; a barrier disarms it, or the pass would run twice.
+func TestSyncWriteLeavesTheWakeUpToItsBarrier(t *testing.T) {
+	_, a, _ := barrierOnTwoPartitions(t, time.Second)
+	woken := func() bool {
+		select {
+		case <-a.wake:
+			return true
+		default:
+			return false
+		}
+	}
+	a.markDirty(1)
+	if woken() {
+		t.Fatal("a sync write woke the shipper: its barrier does")
+	}
+	if !a.dirty[1].Load() || !a.syncArmed.Load() {
+		t.Fatal("a sync write did not mark its segment and arm the timer that ships it without a barrier")
+	}
+	if !pollFor(func() bool { return woken() && a.waited.Load() }) {
+		t.Fatal("a write no barrier asked for was not shipped: the timer did not wake the shipper to ship")
+	}
+	a.waited.Store(false)
+
+	a.markDirty(2)
+	a.hurry(2)
+	if !woken() || !a.waited.Load() {
+		t.Fatal("the barrier did not wake the shipper to ship at once")
+	}
+	if a.syncArmed.Load() {
+		t.Fatal("the barrier left the timer armed: a second pass for nothing a moment later")
 	}
 }
