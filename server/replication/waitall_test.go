@@ -136,6 +136,16 @@ func TestWaitAllMixesAnsweredAndPendingPartitions(t *testing.T) {
 	}
 }
 
+// takeWake takes a pending wake-up of s's run goroutine, if any.
+func takeWake(s *shipper) bool {
+	select {
+	case <-s.wake:
+		return true
+	default:
+		return false
+	}
+}
+
 // TestGatheringShipperIsNotWokenByWrites: a shipper in its gathering
 // pause is not woken by the writes that mark its segments (the pass after
 // the pause ships them), one outside it is, once per clean segment, and a
@@ -144,14 +154,7 @@ func TestWaitAllMixesAnsweredAndPendingPartitions(t *testing.T) {
 // writes, a partition's spreading over its segments.
 func TestGatheringShipperIsNotWokenByWrites(t *testing.T) {
 	_, a, _ := shippersOnTwoPartitions(t, Async, time.Second)
-	woken := func() bool {
-		select {
-		case <-a.wake:
-			return true
-		default:
-			return false
-		}
-	}
+	woken := func() bool { return takeWake(a) }
 	a.markDirty(1)
 	if !woken() || !a.dirty[1].Load() {
 		t.Fatal("a write to a clean segment did not wake the idle shipper or mark the segment")
@@ -182,14 +185,7 @@ func TestGatheringShipperIsNotWokenByWrites(t *testing.T) {
 // shipped by the timer; a barrier disarms it, or the pass would run twice.
 func TestSyncWriteLeavesTheWakeUpToItsBarrier(t *testing.T) {
 	_, a, _ := barrierOnTwoPartitions(t, time.Second)
-	woken := func() bool {
-		select {
-		case <-a.wake:
-			return true
-		default:
-			return false
-		}
-	}
+	woken := func() bool { return takeWake(a) }
 	a.markDirty(1)
 	if woken() {
 		t.Fatal("a sync write woke the shipper: its barrier does")
