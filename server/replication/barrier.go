@@ -156,7 +156,7 @@ func (m *Manager) WaitAll(ctx context.Context, writes []kv.SegmentWrite, status 
 		}
 		if !slices.Contains(asked[:nAsked], ps) {
 			for _, s := range ps.shippers {
-				s.shipNow()
+				s.ship1()
 			}
 			if nAsked < len(asked) {
 				asked[nAsked] = ps

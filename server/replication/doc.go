@@ -61,10 +61,12 @@
 // The store's commit hook (Store.SetCommitHook) marks a written segment
 // dirty for its partition's shippers before the write returns. Under Async
 // a shipper then gathers for AsyncLinger (1 ms) before it ships what is
-// dirty; under Sync the write does not wake it: the write barrier does
-// (Wait calls hurry), or a 1 ms timer the write armed when no barrier
-// asks — a front end calls the barrier once its read batch is applied,
-// so a pipelined batch leaves in one flush (D99). A batch's barrier
+// dirty; under Sync the write does not wake it: the write barrier ships
+// (Wait calls hurry) — on the waiting writer's own goroutine when no pass
+// is running and no snapshot is due (D100), else by waking the shipper —,
+// or a 1 ms timer the write armed when no barrier asks does — a front end
+// calls the barrier once its read batch is applied, so a pipelined batch
+// leaves in one flush (D99). A batch's barrier
 // is WaitAll: every partition it wrote is asked to ship before the first
 // wait, so the partitions' round trips overlap and one SyncTimeout bounds
 // the batch. The replica decodes

@@ -28,8 +28,10 @@ var stateNames = [...]string{stateConnecting: "connecting", stateStreaming: "str
 var errRetry = errors.New("replication: replica not ready for this session yet")
 
 // shipper ships one owned partition's segments to one replica. Its run
-// goroutine owns the sessions; the store's commit hook (markDirty), the
-// write barrier (hurry) and the ack reader only touch its atomics.
+// goroutine owns the sessions; the store's commit hook (markDirty) and the
+// ack reader only touch its atomics; the write barrier (hurry) makes a
+// shipping pass itself under the session's stream lock when it can, else
+// touches the atomics too.
 type shipper struct {
 	m           *Manager
 	key         shipKey
@@ -70,6 +72,10 @@ type shipper struct {
 	syncTimer *time.Timer
 	syncArmed atomic.Bool
 	state     atomic.Int32
+	// live is the streaming session's shipping state, nil between
+	// sessions: a sync write's barrier ships through it on its own
+	// goroutine (shipDirect, D100).
+	live atomic.Pointer[stream]
 
 	snapshots, opsShipped, sessions atomic.Uint64
 
@@ -123,7 +129,43 @@ func (s *shipper) markDirty(seg int) {
 // hurry asks for seg to be shipped at once: a sync write of it waits.
 func (s *shipper) hurry(seg int) {
 	s.want(seg)
-	s.shipNow()
+	s.ship1()
+}
+
+// ship1 ships what is dirty for a waiting sync write: on the caller's
+// goroutine when it can (shipDirect), else by waking the run goroutine.
+func (s *shipper) ship1() {
+	if !s.shipDirect() {
+		s.shipNow()
+	}
+}
+
+// shipDirect makes the shipping pass on the calling goroutine — a sync
+// write's, about to wait for the ack anyway — instead of waking the run
+// goroutine for it: a goroutine hand-off less per batch (D100). It reports
+// false, and ships nothing, when it cannot: no session streams, the run
+// goroutine is in a pass (its pass may have read the write's mark before
+// the write set it, so it is woken instead), or a segment still needs a
+// snapshot (large: the run goroutine ships those).
+func (s *shipper) shipDirect() bool {
+	st := s.live.Load()
+	if st == nil || !st.mu.TryLock() {
+		return false
+	}
+	defer st.mu.Unlock()
+	if st.ended || st.snaps > 0 {
+		return false
+	}
+	if s.syncArmed.Swap(false) {
+		s.syncTimer.Stop() // a timer that fired anyway makes a pass with nothing new: harmless
+	}
+	if err := st.pass(s); err != nil {
+		// The session is broken: closing its connection ends the ack
+		// reader, and with it the session, which the run goroutine restarts.
+		st.ended = true
+		_ = st.conn.Close()
+	}
+	return true
 }
 
 // want marks seg to be shipped by the next pass: the commit hook marked it
@@ -244,6 +286,7 @@ func (s *shipper) session(log interface {
 	r := bufio.NewReaderSize(conn, 64<<10)
 	w := bufio.NewWriterSize(conn, 64<<10)
 	enc := newEncoder()
+	out := &stream{conn: conn, w: w, enc: enc}
 	own := lineage{Identity: s.key.identity, Owner: cfg.Self, Generation: s.key.gen, Incarnation: s.m.incarnation}
 	h := hello{Version: protoVersion, Store: cfg.StoreName, Cluster: cfg.ClusterID, From: cfg.Self, Partition: s.pid,
 		Identity: s.key.identity, Generation: s.key.gen, Epoch: s.epoch, MapVersion: s.m.mapVersion(),
@@ -286,19 +329,22 @@ func (s *shipper) session(log interface {
 	for _, st := range rep.States {
 		reported[st.Segment] = st
 	}
-	cursor := make([]uint64, n)
-	snap := make([]bool, n)
-	// announce: a segment the replica already holds level with this owner
-	// gets an empty Ops frame, so that its copy is known to follow this
-	// owner's history (the leader counts such segments before a failover).
-	announce := make([]bool, n)
-	pins := make([]func(), n)
+	out.cursor, out.snap, out.announce, out.pins = make([]uint64, n), make([]bool, n), make([]bool, n), make([]func(), n)
+	cursor, snap, announce := out.cursor, out.snap, out.announce
 	defer func() {
-		for _, release := range pins {
+		for _, release := range out.pins {
 			if release != nil {
 				release()
 			}
 		}
+	}()
+	// Before the pins are released and the connection closed: no direct
+	// pass runs on, or starts on, an ended session.
+	defer func() {
+		s.live.CompareAndSwap(out, nil)
+		out.mu.Lock()
+		out.ended = true
+		out.mu.Unlock()
 	}()
 	var (
 		heldSegs  int
@@ -354,6 +400,7 @@ func (s *shipper) session(log interface {
 			s.applied[i].Store(st.Revision)
 		case CatchUpSnapshot:
 			snap[i] = true
+			out.snaps++
 			s.applied[i].Store(0)
 		case CatchUpHold:
 			s.applied[i].Store(0)
@@ -388,21 +435,16 @@ func (s *shipper) session(log interface {
 	gather := time.NewTimer(time.Hour) // reused by every gathering pause
 	gather.Stop()
 	defer gather.Stop()
-	var lastFlush time.Time
+	if cfg.Mode == Sync {
+		s.live.Store(out)
+	}
 	for {
-		_ = conn.SetWriteDeadline(time.Now().Add(cfg.PeerTimeout))
-		for i := range n {
-			if s.dirty[i].Swap(false) {
-				if err := s.ship(w, enc, i, cursor, snap, announce, pins); err != nil {
-					return err
-				}
-			}
-		}
-		if w.Buffered() > 0 {
-			if err := w.Flush(); err != nil {
-				return err
-			}
-			lastFlush = time.Now()
+		out.mu.Lock()
+		err := out.pass(s)
+		lastFlush := out.lastFlush
+		out.mu.Unlock()
+		if err != nil {
+			return err
 		}
 		select {
 		case <-s.stop:
@@ -416,12 +458,54 @@ func (s *shipper) session(log interface {
 				return err
 			}
 		case <-tick.C:
-			if err := writeFrame(w, fPing, nil); err != nil {
+			out.mu.Lock()
+			err := writeFrame(w, fPing, nil)
+			out.mu.Unlock()
+			if err != nil {
 				return err
 			}
 			s.markAll() // the safety net under the commit hook: a full pass per heartbeat
 		}
 	}
+}
+
+// stream is a streaming session's shipping state. A pass over the dirty
+// segments runs under mu, on the run goroutine or on a sync writer's
+// (shipDirect).
+type stream struct {
+	mu        sync.Mutex
+	conn      net.Conn
+	w         *bufio.Writer
+	enc       *encoder
+	cursor    []uint64 // per segment: the last revision shipped
+	snap      []bool   // per segment: a snapshot is due
+	snaps     int      // how many snap entries are true
+	announce  []bool   // per segment: an empty Ops frame is due (the copy is level: it follows this owner)
+	pins      []func() // per segment: releases the trim-floor pin of the snapshot last shipped
+	lastFlush time.Time
+	ended     bool // the session is over: no pass may write
+}
+
+// pass ships every dirty segment and flushes; under mu.
+func (st *stream) pass(s *shipper) error {
+	if st.ended {
+		return nil
+	}
+	_ = st.conn.SetWriteDeadline(time.Now().Add(s.m.cfg.PeerTimeout))
+	for i := range st.cursor {
+		if s.dirty[i].Swap(false) {
+			if err := s.ship(st, i); err != nil {
+				return err
+			}
+		}
+	}
+	if st.w.Buffered() > 0 {
+		if err := st.w.Flush(); err != nil {
+			return err
+		}
+		st.lastFlush = time.Now()
+	}
+	return nil
 }
 
 // syncGather bounds how long a sync shipper woken by a write waits for the
@@ -476,7 +560,8 @@ const keptOps = 1024
 
 // ship sends what segment first+i needs: the operations after its cursor,
 // or a snapshot when they are below the trim floor (R-REP-1).
-func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, snap, announce []bool, pins []func()) error {
+func (s *shipper) ship(st *stream, i int) error {
+	w, enc, cursor, snap, announce, pins := st.w, st.enc, st.cursor, st.snap, st.announce, st.pins
 	if s.held[i].Load() {
 		return nil
 	}
@@ -543,6 +628,7 @@ func (s *shipper) ship(w *bufio.Writer, enc *encoder, i int, cursor []uint64, sn
 	release()
 	pins[i] = unpin
 	cursor[i], snap[i] = sn.Revision, false
+	st.snaps--
 	s.snapshots.Add(1)
 	return nil
 }

@@ -1,7 +1,9 @@
 package replication
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -205,5 +207,92 @@ func TestSyncWriteLeavesTheWakeUpToItsBarrier(t *testing.T) {
 	}
 	if a.syncArmed.Load() {
 		t.Fatal("the barrier left the timer armed: a second pass for nothing a moment later")
+	}
+}
+
+// TestSyncBarrierShipsOnItsOwnGoroutine (D100): a sync write's barrier
+// ships its partition's dirty segments itself, on the goroutine that then
+// waits for the ack, without waking the shipper's run goroutine — a
+// goroutine hand-off less per round trip —, and wakes the run goroutine
+// instead when it must not ship itself: a pass is running (it may have
+// passed the write's segment already: the write would wait for a pass
+// that never comes) or a segment waits for its snapshot (large: shipped
+// by the run goroutine, never on a writer's).
+func TestSyncBarrierShipsOnItsOwnGoroutine(t *testing.T) {
+	m, a, _ := barrierOnTwoPartitions(t, time.Second)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	owner, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	replica, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	defer replica.Close()
+	n := a.last - a.first + 1
+	out := &stream{conn: owner, w: bufio.NewWriter(owner), enc: newEncoder(),
+		cursor: make([]uint64, n), snap: make([]bool, n), announce: make([]bool, n), pins: make([]func(), n)}
+	a.live.Store(out)
+	r := bufio.NewReader(replica)
+
+	if res := m.st.Segment(1).Put("k1", []byte("v1"), nil); res.Status != kv.StatusSuccess {
+		t.Fatalf("put: %v", res.Status)
+	}
+	a.markDirty(1)
+	a.hurry(1)
+	if takeWake(a) {
+		t.Fatal("the barrier woke the run goroutine to ship what it could ship itself")
+	}
+	if a.syncArmed.Load() {
+		t.Fatal("the barrier shipped but left the timer armed: a second pass for nothing")
+	}
+	_ = replica.SetReadDeadline(time.Now().Add(30 * time.Second))
+	typ, body, err := readFrame(r)
+	if err != nil {
+		t.Fatalf("nothing shipped to the replica: %v", err)
+	}
+	seg, ops, err := decodeOps(body)
+	if typ != fOps || err != nil || seg != 1 || len(ops) != 1 || ops[0].Record.Key() != "k1" {
+		t.Fatalf("shipped frame %d segment %d ops %d (err %v), want the Ops of k1 on segment 1", typ, seg, len(ops), err)
+	}
+	if out.cursor[1] != ops[0].Revision() {
+		t.Fatalf("cursor %d after shipping revision %d", out.cursor[1], ops[0].Revision())
+	}
+
+	out.mu.Lock() // the run goroutine is in a pass
+	if res := m.st.Segment(2).Put("k2", []byte("v2"), nil); res.Status != kv.StatusSuccess {
+		t.Fatalf("put: %v", res.Status)
+	}
+	a.markDirty(2)
+	a.hurry(2)
+	if !takeWake(a) || !a.waited.Load() {
+		out.mu.Unlock()
+		t.Fatal("with a pass running, the barrier did not wake the run goroutine to ship its write")
+	}
+	out.mu.Unlock()
+	a.waited.Store(false)
+
+	out.snaps = 1 // a segment waits for its snapshot
+	a.hurry(2)
+	if !takeWake(a) || !a.waited.Load() {
+		t.Fatal("with a snapshot due, the barrier did not leave the shipping to the run goroutine")
+	}
+	if !a.dirty[2].Load() {
+		t.Fatal("the barrier shipped on its own goroutine while a snapshot was due")
 	}
 }
