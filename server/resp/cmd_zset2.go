@@ -893,6 +893,10 @@ func cmdZRandMember(c *conn, args [][]byte) {
 		return
 	}
 	count := -n
+	if c.tx != nil && count > zrandTxDraws {
+		c.err("ERR ZRANDMEMBER count is out of range inside a transaction")
+		return
+	}
 	switch {
 	case ws && c.out.Proto == 3:
 		c.out.Array(int(count))
@@ -910,12 +914,21 @@ func cmdZRandMember(c *conn, args [][]byte) {
 		if ws {
 			c.out.DoubleText(r.Array[2*e+1].Bulk)
 		}
-		if len(c.out.B) >= streamChunk && (!c.flush() || !c.awaitDrain(16*streamChunk)) {
+		if c.tx == nil && len(c.out.B) >= streamChunk && (!c.flush() || !c.awaitDrain(16*streamChunk)) {
 			c.closing = true
 			return
 		}
 	}
 }
+
+// zrandTxDraws bounds a negative ZRANDMEMBER count inside EXEC, where the
+// reply is built whole instead of streamed: the transaction holds its
+// segments' write locks, which a stream would keep for as long as the
+// client takes to read it — and under sync replication a flush waits for
+// the barrier of the transaction's own writes, which cannot be shipped
+// before EXEC releases those locks: the connection hung, its segment's
+// lock held for good.
+const zrandTxDraws = 1 << 20
 
 // streamChunk is how much reply a streamed answer holds before it is
 // handed to the socket.

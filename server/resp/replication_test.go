@@ -301,3 +301,42 @@ func TestRESPWriteBarrierBatchesPerSegment(t *testing.T) {
 	require.Equal(t, "+OK\r\n", r.reply())
 	require.Zero(t, b.count(), "no reply, nothing held")
 }
+
+// A ZRANDMEMBER whose reply is streamed (a large negative count) inside
+// EXEC after a write, under sync replication: the stream's flush waited
+// for the barrier of the transaction's own write, which the shipper cannot
+// read before EXEC releases the segment's lock — the connection hung with
+// that lock held for good. Inside EXEC the reply is built whole, up to a
+// bound; a larger count is refused, the other commands run.
+func TestRESPStreamedReplyInsideExecUnderSyncReplication(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	_, owner, replicas, tag := syncCluster(t, 3, 2, server.WriteQuorumAll)
+	rc := newClient(t, owner)
+	ctx := ctxT(t)
+	for i := range 10 {
+		require.NoError(t, rc.ZAdd(ctx, tag+"z", redis.Z{Score: float64(i), Member: "m" + strconv.Itoa(i)}).Err())
+	}
+	var draw *redis.StringSliceCmd
+	_, err := rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, tag+"k1", "v", 0)
+		draw = p.ZRandMember(ctx, tag+"z", -200000)
+		p.Set(ctx, tag+"k2", "v", 0)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, draw.Val(), 200000)
+	require.True(t, replicated(owner, replicas[0], tag+"k2"), "EXEC acknowledged before the replica applied its writes")
+
+	var set *redis.StatusCmd
+	_, err = rc.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		draw = p.ZRandMember(ctx, tag+"z", -(1<<20 + 1))
+		set = p.Set(ctx, tag+"k3", "v", 0)
+		return nil
+	})
+	require.ErrorContains(t, err, "out of range inside a transaction")
+	require.ErrorContains(t, draw.Err(), "out of range inside a transaction")
+	require.NoError(t, set.Err())
+	require.NoError(t, rc.Set(ctx, tag+"k4", "v", 0).Err(), "the segment stayed usable")
+}
