@@ -560,7 +560,10 @@ const docsOutro = `
   another type it has been deleted by then (Redis has no such cap).
 - ZRANDMEMBER with a negative count down to -1024 draws each member by rank
   (O(log n) a draw); a larger one streams its reply from one snapshot of the
-  set (memory bounded whatever the count). ZSCAN returns a set of at most
+  set (memory bounded whatever the count) — except inside MULTI/EXEC or a
+  script, where the reply is built whole and a count below -1048576 is
+  refused with "ERR ZRANDMEMBER count is out of range inside a transaction"
+  (Redis serves it). ZSCAN returns a set of at most
   128 members of at most 64 bytes whole with cursor 0 (as Redis's listpack
   encoding does) and pages a larger one in the order of a hash of the members
   like SSCAN (every member present throughout the scan is returned once).
