@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -41,8 +42,12 @@ func respToLua(L *lua.LState, b []byte) (lua.LValue, int, error) {
 
 var errBadReply = errors.New("malformed reply")
 
+var crlf = []byte("\r\n")
+
 func respLine(b []byte) (string, int, error) {
-	i := strings.Index(string(b), "\r\n") // no copy: the compiler elides the conversion
+	// bytes.Index: strings.Index(string(b), …) copied the rest of the reply
+	// for every element read, a conversion quadratic in the reply's size.
+	i := bytes.Index(b, crlf)
 	if i < 1 {
 		return "", 0, errBadReply
 	}
