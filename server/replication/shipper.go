@@ -146,7 +146,9 @@ func (s *shipper) ship1() {
 // false, and ships nothing, when it cannot: no session streams, the run
 // goroutine is in a pass (its pass may have read the write's mark before
 // the write set it, so it is woken instead), or a segment still needs a
-// snapshot (large: the run goroutine ships those).
+// snapshot from the session's catch-up (large: the run goroutine ships
+// those; one the op-log's trimming forces mid-session is shipped by the
+// pass that finds it, whichever goroutine makes it).
 func (s *shipper) shipDirect() bool {
 	st := s.live.Load()
 	if st == nil || !st.mu.TryLock() {
@@ -480,7 +482,7 @@ type stream struct {
 	cursor    []uint64 // per segment: the last revision shipped
 	snap      []bool   // per segment: a snapshot is due
 	snaps     int      // how many snap entries are true
-	announce  []bool   // per segment: an empty Ops frame is due (the copy is level: it follows this owner)
+	announce  []bool   // per segment: an empty Ops frame is due — the copy is level, and the frame tells the replica it follows this owner (the leader counts such segments before a failover)
 	pins      []func() // per segment: releases the trim-floor pin of the snapshot last shipped
 	lastFlush time.Time
 	ended     bool // the session is over: no pass may write

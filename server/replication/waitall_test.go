@@ -216,8 +216,8 @@ func TestSyncWriteLeavesTheWakeUpToItsBarrier(t *testing.T) {
 // goroutine hand-off less per round trip —, and wakes the run goroutine
 // instead when it must not ship itself: a pass is running (it may have
 // passed the write's segment already: the write would wait for a pass
-// that never comes) or a segment waits for its snapshot (large: shipped
-// by the run goroutine, never on a writer's).
+// that never comes) or a segment waits for its catch-up snapshot (large:
+// shipped by the run goroutine).
 func TestSyncBarrierShipsOnItsOwnGoroutine(t *testing.T) {
 	m, a, _ := barrierOnTwoPartitions(t, time.Second)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
