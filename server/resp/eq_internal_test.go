@@ -1,0 +1,42 @@
+package resp
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+)
+
+// eq compares an argument with an option name as Redis's strcasecmp does:
+// ASCII case only, without copying the argument (a client may send one of
+// 512 MB where an option is expected; each comparison copied it).
+func TestEqIsRedisCaseFoldWithoutCopies(t *testing.T) {
+	for _, c := range []struct {
+		arg, opt string
+		want     bool
+	}{
+		{"keepttl", "KEEPTTL", true},
+		{"KeepTTL", "keepttl", true},
+		{"KEEPTTL", "KEEPTTL", true},
+		{"\u212aEEPTTL", "KEEPTTL", false}, // a Kelvin sign: Unicode folds it to k, Redis does not
+		{"KEEPTT", "KEEPTTL", false},
+		{"KEEPTTL ", "KEEPTTL", false},
+		{"[", "{", false}, // differ by 0x20 outside the letters
+		{"", "", true},
+	} {
+		if got := eq([]byte(c.arg), c.opt); got != c.want {
+			t.Errorf("eq(%q, %q) = %v, want %v", c.arg, c.opt, got, c.want)
+		}
+	}
+	big := bytes.Repeat([]byte("x"), 64<<20)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, opt := range []string{"NX", "XX", "GT", "LT", "KEEPTTL", "WITHSCORES"} {
+		if eq(big, opt) {
+			t.Fatal("a 64 MB argument equals an option name")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Fatalf("six option comparisons of a 64 MB argument allocated %d bytes", got)
+	}
+}
