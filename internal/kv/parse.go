@@ -216,3 +216,28 @@ func ParseCursor(b []byte) (uint64, bool) {
 	}
 	return v, true
 }
+
+// IsOption reports whether argument b is the option name opt ignoring
+// ASCII case: Redis's strcasecmp, byte by byte. Not strings.EqualFold,
+// which folds Unicode (a Kelvin sign would stand for K, a long s for S,
+// where Redis answers a syntax error), and without converting b, which
+// copied an argument of any size once for every option it was compared
+// with.
+func IsOption(b []byte, opt string) bool {
+	if len(b) != len(opt) {
+		return false
+	}
+	for i := range len(b) {
+		x, y := b[i], opt[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

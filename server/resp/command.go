@@ -627,28 +627,8 @@ func parseInt64(b []byte) (int64, bool) { return parseInt(b) }
 // refused.
 func parseFloat(b []byte) (float64, bool) { return kv.ParseDouble(b) }
 
-// eq reports whether argument b is s ignoring ASCII case: Redis's
-// strcasecmp of option names, byte by byte. strings.EqualFold folded
-// Unicode (it took "\u212aEEPTTL", a Kelvin sign, for KEEPTTL, which Redis
-// refuses), and converting b copied an argument of any size — up to
-// proto-max-bulk-len — once for every option it was compared with.
-func eq(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
+// eq reports whether argument b is the option name s (kv.IsOption:
+// Redis's strcasecmp, without copying b).
+func eq(b []byte, s string) bool { return kv.IsOption(b, s) }
 
 func itoa(n int64) []byte { return strconv.AppendInt(nil, n, 10) }

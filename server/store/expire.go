@@ -60,13 +60,13 @@ func parseExpireOptions(args [][]byte) (expireCond, kv.Reply) {
 	var cond expireCond
 	for _, a := range args {
 		switch {
-		case strings.EqualFold(string(a), "NX"):
+		case kv.IsOption(a, "NX"):
 			cond |= expireNX
-		case strings.EqualFold(string(a), "XX"):
+		case kv.IsOption(a, "XX"):
 			cond |= expireXX
-		case strings.EqualFold(string(a), "GT"):
+		case kv.IsOption(a, "GT"):
 			cond |= expireGT
-		case strings.EqualFold(string(a), "LT"):
+		case kv.IsOption(a, "LT"):
 			cond |= expireLT
 		default:
 			opt := string(a)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"math"
-	"strings"
 	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -154,18 +153,18 @@ type zaddFlags struct{ nx, xx, gt, lt, ch, incr bool }
 func parseZAddFlags(args [][]byte) (zaddFlags, [][]byte) {
 	var f zaddFlags
 	for len(args) > 0 {
-		switch strings.ToUpper(string(args[0])) {
-		case "NX":
+		switch a := args[0]; {
+		case kv.IsOption(a, "NX"):
 			f.nx = true
-		case "XX":
+		case kv.IsOption(a, "XX"):
 			f.xx = true
-		case "GT":
+		case kv.IsOption(a, "GT"):
 			f.gt = true
-		case "LT":
+		case kv.IsOption(a, "LT"):
 			f.lt = true
-		case "CH":
+		case kv.IsOption(a, "CH"):
 			f.ch = true
-		case "INCR":
+		case kv.IsOption(a, "INCR"):
 			f.incr = true
 		default:
 			return f, args
@@ -292,7 +291,7 @@ func zrangeByRank(rev bool) func(x *execCtx) kv.Reply {
 			return errNotInteger
 		}
 		withScores := len(x.cmd.Args) == 3
-		if withScores && !strings.EqualFold(string(x.cmd.Args[2]), "WITHSCORES") {
+		if withScores && !kv.IsOption(x.cmd.Args[2], "WITHSCORES") {
 			return kv.BadRequest("syntax error")
 		}
 		z := zsetOf(x)
@@ -326,11 +325,11 @@ func scoreRangeArgs(args [][]byte, rev, options bool) (min, max float64, minEx, 
 	}
 	opts := args[2:]
 	for options && len(opts) > 0 {
-		switch strings.ToUpper(string(opts[0])) {
-		case "WITHSCORES":
+		switch o := opts[0]; {
+		case kv.IsOption(o, "WITHSCORES"):
 			withScores = true
 			opts = opts[1:]
-		case "LIMIT":
+		case kv.IsOption(o, "LIMIT"):
 			if len(opts) < 3 {
 				return min, max, minEx, maxEx, withScores, offset, limit, kv.BadRequest("syntax error")
 			}

@@ -339,7 +339,7 @@ func zpop(x *execCtx) kv.Reply {
 	if !ok || count < 0 {
 		return kv.BadRequest("value is out of range, must be positive")
 	}
-	max := strings.EqualFold(string(x.cmd.Args[0]), "MAX")
+	max := kv.IsOption(x.cmd.Args[0], "MAX")
 	z := zsetOf(x)
 	if z == nil || count == 0 {
 		return kv.ArrayReply([]kv.Reply{})
