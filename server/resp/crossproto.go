@@ -3,6 +3,8 @@ package resp
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/kv"
 )
 
 // Cross-protocol scripting (issue #15 item 4): a web page can make a
@@ -16,20 +18,7 @@ import (
 // crossProtocol reports whether the command name is an HTTP request line or
 // header that Redis treats as a cross-protocol attack.
 func crossProtocol(name []byte) bool {
-	return len(name) == 4 && equalFold(name, "post") || len(name) == 5 && equalFold(name, "host:")
-}
-
-func equalFold(b []byte, lower string) bool {
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != lower[i] {
-			return false
-		}
-	}
-	return true
+	return kv.IsOption(name, "post") || kv.IsOption(name, "host:")
 }
 
 // crossProtocolLogged is when the last attack was logged (unix ns).
