@@ -48,6 +48,12 @@ type conn struct {
 	consumed int64 // stream bytes taken up by frames so far (reader-owned)
 	refused  bool  // a refusal was logged (reader-owned): log only the first
 	newBatch bool  // the next frame starts a read batch (reader-owned)
+	// lapStart is when the request being dispatched began, as monoSince
+	// reads it (reader-owned): the end of the one before it in its read
+	// batch, or the read that brought the batch — so timing a request
+	// costs one clock read, not two (lap).
+	lapStart time.Duration
+	timed    bool // the request being dispatched was timed (lap ran)
 
 	stopping atomic.Bool
 	log      *slog.Logger
@@ -255,11 +261,20 @@ func (c *conn) step() bool {
 			fc(time.Now()) // once per read batch, never per request
 		}
 	}
+	if c.newBatch && c.srv.cfg.Observer != nil {
+		c.lapStart = monoSince()
+	}
 	c.newBatch = false
 	c.warmAhead(f)
+	c.timed = false
 	if !c.dispatchContained(f) {
 		c.flush()
 		return false
+	}
+	if !c.timed && c.srv.cfg.Observer != nil && c.fr.HasFrame() {
+		// An untimed request (a ping, a refusal, a stream's start): the
+		// next one in the batch begins now, not where this one began.
+		c.lapStart = monoSince()
 	}
 	return c.afterFrame()
 }
@@ -546,21 +561,25 @@ func (c *conn) segment(key string) *store.Segment {
 	return c.srv.cfg.Store.Segment(placement.SegmentOf(key, c.srv.segs))
 }
 
-// processStart anchors monoNow.
+// processStart anchors monoSince.
 var processStart = time.Now()
 
-// monoNow is time.Now for timing a request: one clock read (the monotonic
-// clock), where time.Now reads the wall clock too. Its wall reading drifts
-// from the system's after a clock step: never show it, only subtract it.
-func monoNow() time.Time { return processStart.Add(time.Since(processStart)) }
+// monoSince is the monotonic clock's reading as time since processStart:
+// one clock read, no time.Time arithmetic.
+func monoSince() time.Duration { return time.Since(processStart) }
+
+// lap ends the timing of the request the reader dispatches and starts the
+// next one's: its duration since lapStart, with one clock read.
+func (c *conn) lap() time.Duration {
+	now := monoSince()
+	d := now - c.lapStart
+	c.lapStart, c.timed = now, true
+	return d
+}
 
 // dispatch executes one request and appends its response to c.out.
 func (c *conn) dispatch(f wire.Frame) {
 	obs := c.srv.cfg.Observer
-	var began time.Time
-	if obs != nil {
-		began = monoNow()
-	}
 	c.counts.requests.Add(1)
 	if !c.permit(f) || c.readOnly(f) {
 		return
@@ -630,7 +649,7 @@ func (c *conn) dispatch(f wire.Frame) {
 		c.appendReply(f.ID, f.Op, reply)
 		kv.ResetOut(&c.replyRoom) // encoded: keep no value reachable
 		if obs != nil {
-			obs.Op(c.shard, f.Op, reply.Status, time.Since(began))
+			obs.Op(c.shard, f.Op, reply.Status, c.lap())
 		}
 		return
 	case wire.OpWatch:
@@ -669,7 +688,7 @@ func (c *conn) dispatch(f wire.Frame) {
 	}
 	c.out = appendResult(c.out, f.ID, f.Op, res)
 	if obs != nil {
-		obs.Op(c.shard, f.Op, res.Status, time.Since(began))
+		obs.Op(c.shard, f.Op, res.Status, c.lap())
 	}
 }
 
@@ -740,7 +759,7 @@ func (c *conn) batch(f wire.Frame) {
 	c.counts.batches.Add(1)
 	c.counts.batchItems.Add(uint64(len(items)))
 	if len(items) <= c.srv.cfg.PoolBatchThreshold {
-		c.out = c.appendBatch(c.out, f.ID, items)
+		c.out = c.appendBatch(c.out, f.ID, items, true)
 		return
 	}
 	c.leaveLoop() // submitting may wait for a free worker, and the worker writes to the socket
@@ -751,20 +770,22 @@ func (c *conn) batch(f wire.Frame) {
 		defer c.pending.Done()
 		defer c.guardRequest(id, wire.OpBatch, "Batch (worker pool)")
 		items, _ := wire.DecodeBatchRequest(body, nil) // decoded once already: cannot fail
-		c.write(c.appendBatch(nil, id, items))
+		c.write(c.appendBatch(nil, id, items, false))
 	})
 }
 
-func (c *conn) appendBatch(dst []byte, id uint32, items []wire.BatchItem) []byte {
+// appendBatch runs a batch and appends its answer; onReader is false on a
+// worker (the pool's), which times the batch itself.
+func (c *conn) appendBatch(dst []byte, id uint32, items []wire.BatchItem, onReader bool) []byte {
 	obs := c.srv.cfg.Observer
-	var began time.Time
-	if obs != nil {
-		began = monoNow()
+	var began time.Duration
+	if obs != nil && !onReader {
+		began = monoSince()
 	}
 	dst, start := wire.BeginFrame(dst, id, wire.OpBatch, wire.FlagResponse)
 	dst = wire.AppendBatchResultHeader(dst, len(items))
 	if c.srv.cfg.WriteBarrier != nil {
-		return c.appendBatchBarrier(dst, start, items, began)
+		return c.appendBatchBarrier(dst, start, items, onReader, began)
 	}
 	worst := kv.StatusSuccess
 	for i := range items {
@@ -775,9 +796,18 @@ func (c *conn) appendBatch(dst []byte, id uint32, items []wire.BatchItem) []byte
 		dst = wire.AppendResult(dst, res)
 	}
 	if obs != nil {
-		obs.Op(c.shard, wire.OpBatch, worst, time.Since(began))
+		obs.Op(c.shard, wire.OpBatch, worst, c.batchTime(onReader, began))
 	}
 	return wire.EndFrame(dst, start)
+}
+
+// batchTime is a batch's duration: the reader's lap, or on a worker the
+// time since began.
+func (c *conn) batchTime(onReader bool, began time.Duration) time.Duration {
+	if onReader {
+		return c.lap()
+	}
+	return monoSince() - began
 }
 
 func (c *conn) batchItem(it *wire.BatchItem) kv.Result {
@@ -798,7 +828,7 @@ func (c *conn) batchItem(it *wire.BatchItem) kv.Result {
 // first, then one wait per segment written (at the highest revision the
 // batch wrote there); a write whose segment timed out answers the
 // barrier's status.
-func (c *conn) appendBatchBarrier(dst []byte, start int, items []wire.BatchItem, began time.Time) []byte {
+func (c *conn) appendBatchBarrier(dst []byte, start int, items []wire.BatchItem, onReader bool, began time.Duration) []byte {
 	c.leaveLoop() // the barrier waits for the replicas
 	results := make([]kv.Result, len(items))
 	segs := make([]uint16, len(items))
@@ -833,7 +863,7 @@ func (c *conn) appendBatchBarrier(dst []byte, start int, items []wire.BatchItem,
 		dst = wire.AppendResult(dst, res)
 	}
 	if obs := c.srv.cfg.Observer; obs != nil {
-		obs.Op(c.shard, wire.OpBatch, worst, time.Since(began))
+		obs.Op(c.shard, wire.OpBatch, worst, c.batchTime(onReader, began))
 	}
 	return wire.EndFrame(dst, start)
 }

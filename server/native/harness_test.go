@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -184,6 +185,7 @@ func (h *harness) expectLoggedOnce(remote, want string) {
 type countingObserver struct {
 	mu     sync.Mutex
 	counts map[wire.Opcode]map[kv.Status]int
+	times  []timedOp // every op's duration, in order
 	hold   atomic.Pointer[holdPoint]
 	panics atomic.Int64 // contained panics (native.PanicObserver)
 	t      testing.TB
@@ -211,8 +213,15 @@ func (o *countingObserver) holdAt(op wire.Opcode, nth int) *holdPoint {
 	return hp
 }
 
-func (o *countingObserver) Op(_ uint32, op wire.Opcode, st kv.Status, _ time.Duration) {
+// timedOp is one op as the observer was told of it.
+type timedOp struct {
+	op wire.Opcode
+	d  time.Duration
+}
+
+func (o *countingObserver) Op(_ uint32, op wire.Opcode, st kv.Status, d time.Duration) {
 	o.mu.Lock()
+	o.times = append(o.times, timedOp{op, d})
 	if o.counts == nil {
 		o.counts = map[wire.Opcode]map[kv.Status]int{}
 	}
@@ -231,6 +240,13 @@ func (o *countingObserver) Op(_ uint32, op wire.Opcode, st kv.Status, _ time.Dur
 func (o *countingObserver) ConnOpened() {}
 func (o *countingObserver) Panicked()   { o.panics.Add(1) }
 func (o *countingObserver) ConnClosed() {}
+
+// timed returns the durations observed so far, in order.
+func (o *countingObserver) timed() []timedOp {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.times)
+}
 
 func (o *countingObserver) count(op wire.Opcode, st kv.Status) int {
 	o.mu.Lock()
