@@ -3,6 +3,7 @@ package store
 import (
 	"math"
 	"math/rand/v2"
+	"unsafe"
 
 	"github.com/zaris-io/zaris/internal/kv"
 )
@@ -25,46 +26,14 @@ func hashCompact(h *hashColl) bool {
 	return true
 }
 
-// randomFieldWindow is how many fields randomField chooses among.
-const randomFieldWindow = 32
+// randomField is a field of the non-empty h, each equally likely.
+func randomField(h *hashColl) string { return entryField(h.t.randomEntry()) }
 
-// randomField picks a field of the non-empty h at random, in O(1): a walk
-// from a random slot, but the first field after it is favoured when it
-// follows empty slots, so the pick is among the next randomFieldWindow
-// fields (Redis's dictGetFairRandomKey samples a bucket
-// run the same way). Close to uniform, not exactly: on a hash of thousands
-// of fields a field's chance stays within about 0.4–1.9× the mean
-// (TestHashRandomFieldSpread); a smaller hash (≤ the window) is exact.
-func randomField(h *hashColl) string {
-	var window [randomFieldWindow]string
-	n := 0
-	for f := range h.t.fromRandomSlot {
-		window[n] = f
-		if n++; n == len(window) {
-			break
-		}
-	}
-	return window[rand.IntN(n)]
-}
-
-// randomWindow is the fields of one walk of the non-empty h from a random
-// place, randomFieldWindow more than the n a caller picks among them (all
-// of h when it is smaller): n picks at randomField's spread for the price
-// of one walk instead of n.
-func randomWindow(h *hashColl, n int, buf []string) []string {
-	win := buf[:0]
-	if want := min(h.count(), n+randomFieldWindow); cap(win) < want {
-		win = make([]string, 0, want)
-	} else {
-		win = win[:0:want]
-	}
-	for f := range h.t.fromRandomSlot {
-		if win = append(win, f); len(win) == cap(win) {
-			break
-		}
-	}
-	return win
-}
+// drawsPerWalk is about how many fields collecting all of a hash's fields
+// costs per draw (a draw reads a slot or three and one entry; the walk an
+// entry per field): a negative count at least a quarter of the hash's size
+// draws from the collected fields instead.
+const drawsPerWalk = 4
 
 func init() {
 	register(kv.CmdHStrLen, handler{kind: KindHash, run: func(x *execCtx) kv.Reply {
@@ -109,24 +78,18 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		size := h.count()
-		var picked []string
-		var window [2 * randomFieldWindow]string // a small count's window, on the stack
+		var picked []unsafe.Pointer // entries
 		switch {
 		case n > int64(size)/3: // most of the hash (n*3 could overflow): a partial shuffle of all of it
-			all := h.fieldNames()
+			all := h.t.entryList()
 			k := int(min(n, int64(size)))
 			for i := 0; i < k; i++ {
 				j := i + rand.IntN(size-i)
 				all[i], all[j] = all[j], all[i]
 			}
 			picked = all[:k]
-		case n > 0: // a few distinct fields: a partial shuffle of one window
-			win := randomWindow(h, int(n), window[:])
-			for i := range int(n) {
-				j := i + rand.IntN(len(win)-i)
-				win[i], win[j] = win[j], win[i]
-			}
-			picked = win[:n]
+		case n > 0: // a few distinct fields
+			picked = h.t.randomDistinct(int(n))
 		default:
 			reps := uint64(-n)
 			if withValues {
@@ -135,15 +98,14 @@ func init() {
 			if !randomCountFits(reps, h.count(), h.bytes) {
 				return errRandomTooLarge
 			}
-			picked = make([]string, -n)
-			if -n < int64(size)/randomFieldWindow { // fewer draws than a walk of the hash costs
-				win := randomWindow(h, len(picked), window[:])
+			picked = make([]unsafe.Pointer, -n)
+			if -n < int64(size)/drawsPerWalk {
 				for i := range picked {
-					picked[i] = win[rand.IntN(len(win))]
+					picked[i] = h.t.randomEntry()
 				}
 				break
 			}
-			all := h.fieldNames()
+			all := h.t.entryList()
 			for i := range picked {
 				picked[i] = all[rand.IntN(len(all))]
 			}
@@ -153,11 +115,10 @@ func init() {
 			per = 2
 		}
 		out := x.replies(per * len(picked))
-		for _, f := range picked {
-			out = append(out, kv.BulkReply(x.stringBytes(f)))
+		for _, e := range picked {
+			out = append(out, kv.BulkReply(x.stringBytes(entryField(e))))
 			if withValues {
-				v, _ := h.t.get(f)
-				out = append(out, kv.BulkReply(v))
+				out = append(out, kv.BulkReply(entryValue(e)))
 			}
 		}
 		return kv.ArrayReply(out)

@@ -409,9 +409,11 @@ func zrandMember(x *execCtx) kv.Reply {
 	}
 	size := z.sl.length
 	if count < 0 {
+		// A random entry of the member table (O(1)) rather than a
+		// random rank (a skiplist walk, a cache miss a level).
 		nodes := make([]*slNode, -count)
 		for i := range nodes {
-			nodes[i] = z.sl.byRank(rand.IntN(size))
+			nodes[i] = (*slNode)(z.nodes.randomEntry())
 		}
 		return x.rangeReply(nodes, ws)
 	}
@@ -425,8 +427,8 @@ func zrandMember(x *execCtx) kv.Reply {
 		nodes = all[:count]
 	} else {
 		nodes = make([]*slNode, 0, count)
-		for _, r := range distinctPositions(int(count), size) {
-			nodes = append(nodes, z.sl.byRank(r))
+		for _, e := range z.nodes.randomDistinct(int(count)) {
+			nodes = append(nodes, (*slNode)(e))
 		}
 	}
 	return x.rangeReply(nodes, ws)
