@@ -65,15 +65,20 @@ The RESP front end is fuzzed against a real redis-server 7.0
   - *expiry capped at year 2262*: expiry times are int64 nanoseconds, so
     ` + "`PEXPIREAT k 9223372036854775807`" + ` keeps the key until 2262-04-11
     (TTL and EXPIRETIME say so) where Redis keeps int64 milliseconds.
+  - *SORT after a number that overflowed*: redis-server 7.0's SORT reads an
+    errno it never cleared, so a denormal or overflowing number in an
+    earlier command (5e-324, 1e309) makes it refuse valid scores, which
+    Zaris sorts. Probed: accepted when the same SORT sent to redis-server on
+    a new connection (whose accept resets errno) answers what Zaris
+    answered — the re-run also stores what a SORT … STORE stored on Zaris.
   An accepted difference that may leave the key spaces apart ends the
   episode.
 - **Open mismatches** (` + "`respdiff.OpenMismatches`" + `) are reported with their
   reproducers without failing the run: EXPIRE GT/LT with a new expiry
   equal to the current one to the millisecond (the front end reads the wall
-  clock, the store its coarse 1 ms clock); and SORT after a stale ERANGE:
-  redis-server 7.0's SORT reads an errno it never cleared, so a denormal or
-  overflowing number in an earlier command (5e-324, 1e309) makes it refuse
-  valid scores, which Zaris sorts.
+  clock, the store its coarse 1 ms clock); and SORT after a stale ERANGE
+  inside a transaction (the same errno as the accepted difference above,
+  where no probe can re-run the command alone).
 
 Run it: ` + "`make test`" + ` runs a bounded pass (seeds 1–4, 3 000 commands each,
 a few seconds) that fails on any mismatch that is neither accepted nor
