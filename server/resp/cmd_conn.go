@@ -283,21 +283,50 @@ func cmdClientGetName(c *conn, _ [][]byte) {
 
 func cmdClientInfo(c *conn, _ [][]byte) { c.out.Verbatim(c.describe(time.Now()) + "\n") }
 
+// Client types as CLIENT LIST and CLIENT KILL filter them (Redis's
+// getClientType): a subscribed client is pubsub, any other normal — the
+// RESP port has no master or replica connections (replication is the
+// cluster's own), so those types name no client.
+const (
+	clientNormal = "normal"
+	clientPubSub = "pubsub"
+	clientNone   = "none" // master, replica, slave
+)
+
+// clientTypeArg reads a TYPE filter's value; false for a name Redis does
+// not know.
+func clientTypeArg(b []byte) (string, bool) {
+	switch {
+	case eq(b, "normal"):
+		return clientNormal, true
+	case eq(b, "pubsub"):
+		return clientPubSub, true
+	case eq(b, "master"), eq(b, "replica"), eq(b, "slave"):
+		return clientNone, true
+	}
+	return "", false
+}
+
+// clientType is o's type for a TYPE filter.
+func (o *conn) clientType() string {
+	if o.outputClass() == classPubSub {
+		return clientPubSub
+	}
+	return clientNormal
+}
+
 func cmdClientList(c *conn, args [][]byte) {
 	var ids map[int64]bool
+	typ := ""
 	for j := 2; j < len(args); j++ {
 		switch {
 		case eq(args[j], "TYPE") && j+1 < len(args):
-			t := strings.ToLower(string(args[j+1]))
-			switch t {
-			case "normal":
-			case "master", "replica", "slave", "pubsub":
-				c.out.Verbatim("")
-				return
-			default:
+			t, ok := clientTypeArg(args[j+1])
+			if !ok {
 				c.err("ERR Unknown client type '" + truncate(args[j+1], 128) + "'")
 				return
 			}
+			typ = t
 			j++
 		case eq(args[j], "ID") && j+1 < len(args):
 			ids = map[int64]bool{}
@@ -317,7 +346,7 @@ func cmdClientList(c *conn, args [][]byte) {
 	now := time.Now()
 	var sb strings.Builder
 	for _, o := range c.srv.snapshotClients() {
-		if ids != nil && !ids[o.id] {
+		if ids != nil && !ids[o.id] || typ != "" && o.clientType() != typ {
 			continue
 		}
 		sb.WriteString(o.describe(now))
@@ -406,6 +435,7 @@ func cmdClientKill(c *conn, args [][]byte) {
 	var (
 		id           int64
 		addr, laddr  string
+		typ          string
 		skipMe       = true
 		filtersFound bool
 	)
@@ -433,10 +463,12 @@ func cmdClientKill(c *conn, args [][]byte) {
 				return
 			}
 		case eq(args[j], "TYPE"):
-			if !eq(v, "normal") {
-				c.out.Int(0)
+			t, ok := clientTypeArg(v)
+			if !ok {
+				c.err("ERR Unknown client type '" + truncate(v, 128) + "'")
 				return
 			}
+			typ = t
 		case eq(args[j], "SKIPME"):
 			switch {
 			case eq(v, "yes"):
@@ -463,6 +495,7 @@ func cmdClientKill(c *conn, args [][]byte) {
 		case id != 0 && o.id != id,
 			addr != "" && o.nc.RemoteAddr().String() != addr,
 			laddr != "" && o.nc.LocalAddr().String() != laddr,
+			typ != "" && o.clientType() != typ,
 			skipMe && o == c:
 			continue
 		}

@@ -213,8 +213,10 @@ func cmdCommandList(c *conn, args [][]byte) {
 	switch {
 	case len(args) == 2:
 	case len(args) == 5 && eq(args[2], "FILTERBY") && eq(args[3], "PATTERN"):
-		pat := args[4]
-		filter = func(cmd *command) bool { return glob.Match(view(pat), cmd.name) }
+		// Redis matches without case (stringmatchlen's nocase); names are
+		// lower case, so a lower-cased pattern matches the same.
+		pat := strings.ToLower(string(args[4]))
+		filter = func(cmd *command) bool { return glob.Match(pat, cmd.name) }
 	case len(args) == 5 && eq(args[2], "FILTERBY") && eq(args[3], "ACLCAT"):
 		cat := "@" + strings.ToLower(string(args[4]))
 		filter = func(cmd *command) bool {

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -215,11 +216,21 @@ func cmdPubSubChannels(c *conn, args [][]byte) {
 		c.err("ERR unknown subcommand or wrong number of arguments for '" + cString(truncate(args[1], 128)) + "'. Try PUBSUB HELP.")
 		return
 	}
-	chans := c.clusterChannels(pattern)
+	chans := onlyEmptyName(c.clusterChannels(pattern), len(args) == 3 && pattern == "")
 	c.out.Array(len(chans))
 	for _, ch := range chans {
 		c.out.BulkString(ch)
 	}
+}
+
+// onlyEmptyName keeps of chans the empty channel name alone when empty is
+// set: an empty PUBSUB CHANNELS pattern is a glob that matches only "" (as
+// in Redis), where ActiveChannels("") lists every channel.
+func onlyEmptyName(chans []string, empty bool) []string {
+	if !empty {
+		return chans
+	}
+	return slices.DeleteFunc(chans, func(ch string) bool { return ch != "" })
 }
 
 func cmdPubSubNumSub(c *conn, args [][]byte) {

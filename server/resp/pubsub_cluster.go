@@ -373,7 +373,7 @@ func cmdPubSubShardChannels(c *conn, args [][]byte) {
 		c.err("ERR unknown subcommand or wrong number of arguments for '" + cString(truncate(args[1], 128)) + "'. Try PUBSUB HELP.")
 		return
 	}
-	chans := c.srv.store.ShardPubSub().ActiveChannels(pattern)
+	chans := onlyEmptyName(c.srv.store.ShardPubSub().ActiveChannels(pattern), len(args) == 3 && pattern == "")
 	slices.Sort(chans)
 	c.out.Array(len(chans))
 	for _, ch := range chans {

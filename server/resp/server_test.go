@@ -168,6 +168,10 @@ func TestCommandIntrospection(t *testing.T) {
 	for _, name := range list {
 		require.True(t, strings.HasPrefix(name, "z"), name)
 	}
+	// The pattern matches without case, as Redis's does.
+	list, err = rdb.CommandList(ctx, &redis.FilterBy{Pattern: "*GETR*"}).Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"getrange", "client|getredir"}, list)
 }
 
 // SCAN: a real incremental cursor; every key present for the whole
@@ -319,4 +323,37 @@ func TestAuth(t *testing.T) {
 	r = dialRaw(t, open.RESPAddr().String())
 	require.Equal(t, "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n", r.do("AUTH", "x"))
 	require.Equal(t, "+OK\r\n", r.do("AUTH", "default", "x"))
+}
+
+// TestClientTypeFilters: CLIENT LIST and CLIENT KILL with TYPE see a
+// subscribed client as pubsub and the others as normal (Redis's
+// getClientType); master and replica name no client here; an unknown type
+// is refused.
+func TestClientTypeFilters(t *testing.T) {
+	n := startNode(t)
+	ctx := ctxT(t)
+	admin := newClient(t, n)
+	plain := newClient(t, n, func(o *redis.Options) { o.ClientName = "plain" })
+	plainID := plain.ClientID(ctx).Val()
+	require.Positive(t, plainID)
+	sub := newClient(t, n, func(o *redis.Options) { o.ClientName = "listener" })
+	ps := sub.Subscribe(ctx, "news")
+	defer ps.Close()
+	_, err := ps.Receive(ctx) // subscribed
+	require.NoError(t, err)
+
+	require.Contains(t, admin.ClientList(ctx).Val(), "name=listener")
+	pubsubOnly := admin.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").String()
+	require.Contains(t, pubsubOnly, "name=listener")
+	require.NotContains(t, pubsubOnly, "name=plain")
+	normalOnly := admin.Do(ctx, "CLIENT", "LIST", "TYPE", "normal").String()
+	require.Contains(t, normalOnly, "name=plain")
+	require.NotContains(t, normalOnly, "name=listener")
+	require.Empty(t, admin.Do(ctx, "CLIENT", "LIST", "TYPE", "replica").Val())
+	require.EqualError(t, admin.ClientKillByFilter(ctx, "TYPE", "test").Err(), "ERR Unknown client type 'test'")
+	require.Equal(t, int64(0), admin.ClientKillByFilter(ctx, "TYPE", "master").Val())
+
+	require.Equal(t, int64(1), admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Val(), "the subscribed client only")
+	require.Contains(t, admin.ClientList(ctx).Val(), "id="+strconv.FormatInt(plainID, 10)+" ", "a normal client survives TYPE pubsub")
+	require.Equal(t, int64(0), admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Val(), "none left")
 }
