@@ -11,7 +11,8 @@ import (
 // Blocking commands (BLPOP, BRPOP, XREAD/XREADGROUP BLOCK). As in Redis the
 // connection waits — the commands pipelined after the blocking one wait
 // with it — until the command can be served, the timeout passes (a null
-// reply), the client goes away or the server shuts down.
+// reply), CLIENT UNBLOCK ends the wait (as a timeout, or with the UNBLOCKED
+// error), the client goes away or the server shuts down.
 //
 // Waiting uses the store's watches (R-DS-6) on the keys: every change of a
 // watched key wakes the command, which tries again; several clients blocked
@@ -108,6 +109,12 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	}
 	poll := time.NewTicker(blockPoll)
 	defer poll.Stop()
+	select {
+	case <-c.unblock: // a CLIENT UNBLOCK that claimed the previous wait as it ended
+	default:
+	}
+	c.unblockable.Store(true)
+	defer c.unblockable.Store(false)
 	for {
 		// A change between the previous try and the watch registration is
 		// not lost: try again before every wait.
@@ -115,6 +122,13 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 			return
 		}
 		select {
+		case withError := <-c.unblock:
+			if withError {
+				c.err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+			} else {
+				c.out.NullArray() // as if its timeout passed
+			}
+			return
 		case <-wake:
 		case <-poll.C:
 			if c.peerClosed() {
@@ -158,4 +172,38 @@ func parseBlockTimeout(c *conn, arg []byte) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(min(int64(ms), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
+}
+
+// cmdClientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR]: it ends the wait
+// of the client with that id if it waits in a blocking command (1), else
+// 0 — a client held by CLIENT PAUSE is not unblocked.
+func cmdClientUnblock(c *conn, args [][]byte) {
+	if len(args) > 4 { // Redis's addReplySubcommandSyntaxError, the subcommand as typed
+		c.err("ERR unknown subcommand or wrong number of arguments for '" + cString(truncate(args[1], 128)) + "'. Try CLIENT HELP.")
+		return
+	}
+	withError := false
+	if len(args) == 4 { // Redis reads the reason before the id
+		switch {
+		case eq(args[3], "TIMEOUT"):
+		case eq(args[3], "ERROR"):
+			withError = true
+		default:
+			c.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	id, ok := parseInt(args[2])
+	if !ok {
+		c.err(msgNotInteger)
+		return
+	}
+	for _, o := range c.srv.snapshotClients() {
+		if o.id == id && o.unblockable.CompareAndSwap(true, false) {
+			o.unblock <- withError // buffered: the claim makes this the only send
+			c.out.Int(1)
+			return
+		}
+	}
+	c.out.Int(0)
 }

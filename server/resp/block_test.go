@@ -131,3 +131,49 @@ func TestBlockedClientGoesAway(t *testing.T) {
 	r.expectClosed(5 * time.Second)
 	require.NoError(t, <-stopped)
 }
+
+// TestClientUnblock: CLIENT UNBLOCK ends a blocking command's wait as a
+// timeout (a null reply) or with the UNBLOCKED error, answers 1 for a
+// waiting client and 0 for one that is not waiting; the unblocked
+// connection goes on serving.
+func TestClientUnblock(t *testing.T) {
+	n := startNode(t)
+	ctx := ctxT(t)
+	blocked := newClient(t, n, func(o *redis.Options) { o.PoolSize = 1 })
+	admin := newClient(t, n)
+	id := blocked.ClientID(ctx).Val()
+	require.Positive(t, id)
+	require.Equal(t, int64(0), admin.ClientUnblock(ctx, id).Val(), "not waiting")
+
+	for _, tc := range []struct {
+		errorReason bool
+		want        string
+	}{{false, redis.Nil.Error()}, {true, "UNBLOCKED client unblocked via CLIENT UNBLOCK"}} {
+		done := make(chan error, 1)
+		go func() { done <- blocked.BLPop(ctx, 0, "{u}empty").Err() }()
+		// The BLPOP starts waiting at a moment not observable from here:
+		// unblock until it takes.
+		deadline := time.Now().Add(testscale.D(5 * time.Second))
+		for {
+			var n int64
+			if tc.errorReason {
+				n = admin.ClientUnblockWithError(ctx, id).Val()
+			} else {
+				n = admin.ClientUnblock(ctx, id).Val()
+			}
+			if n == 1 {
+				break
+			}
+			require.False(t, time.Now().After(deadline), "the client never waited")
+			time.Sleep(5 * time.Millisecond)
+		}
+		select {
+		case err := <-done:
+			require.EqualError(t, err, tc.want)
+		case <-time.After(testscale.D(5 * time.Second)):
+			t.Fatal("CLIENT UNBLOCK answered 1 but the BLPOP still waits")
+		}
+		require.Equal(t, id, blocked.ClientID(ctx).Val(), "the same connection serves on")
+	}
+	require.Equal(t, int64(0), admin.ClientUnblock(ctx, id).Val(), "no longer waiting")
+}

@@ -144,10 +144,14 @@ type conn struct {
 	ssubShared atomic.Pointer[store.Subscription] // ssub, likewise
 	inBuf      atomic.Int64                       // unparsed input bytes (CLIENT LIST qbuf)
 	blocked    atomic.Bool                        // waiting in a blocking command or a CLIENT PAUSE
-	errReplies uint64                             // error replies written (reader-owned)
-	wasBlocked bool                               // the command being executed blocked: no slowlog entry
-	mon        monitorState                       // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)
-	trk        trackConn                          // CLIENT TRACKING (tracking.go)
+	// unblockable is set while a blocking command waits (blockOn); CLIENT
+	// UNBLOCK claims it and sends on unblock (true: answer the error).
+	unblockable atomic.Bool
+	unblock     chan bool
+	errReplies  uint64       // error replies written (reader-owned)
+	wasBlocked  bool         // the command being executed blocked: no slowlog entry
+	mon         monitorState // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)
+	trk         trackConn    // CLIENT TRACKING (tracking.go)
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -161,6 +165,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		curSeg:  -1,
 		wdone:   make(chan struct{}),
 		stop:    make(chan struct{}),
+		unblock: make(chan bool, 1),
 	}
 	c.wcond.L = &c.wmu
 	c.out.OnError = c.countError

@@ -138,6 +138,8 @@ var oracleScript = [][]string{
 	{"CLIENT", "SETNAME", "a b"}, {"CLIENT", "SETNAME", "ok"}, {"CLIENT", "GETNAME"}, {"CLIENT", "SETNAME", ""}, {"CLIENT", "GETNAME"},
 	{"CLIENT", "KILL", "TYPE", "test"}, {"CLIENT", "KILL", "TYPE", "master"}, {"CLIENT", "KILL", "TYPE", "pubsub"}, {"CLIENT", "KILL", "TYPE", "normal", "ID", "999999"},
 	{"CLIENT", "KILL", "TYPE", "bogus", "ID", "0"}, {"CLIENT", "LIST", "TYPE", "bogus"}, {"CLIENT", "LIST", "TYPE", "replica"},
+	{"CLIENT", "UNBLOCK", "x"}, {"CLIENT", "UNBLOCK", "x", "BOGUS"}, {"CLIENT", "UNBLOCK", "999999"}, {"CLIENT", "UNBLOCK", "999999", "error"},
+	{"CLIENT", "UNBLOCK", "1", "TIMEOUT", "x"}, {"CLIENT", "UNBLOCK"},
 	{"COMMAND", "GETKEYS", "SET", "a", "b"}, {"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, {"COMMAND", "GETKEYS", "PING", "x"},
 	{"COMMAND", "GETKEYS", "NOPE", "x"}, {"COMMAND", "GETKEYS", "GET", "a", "b"}, {"COMMAND", "INFO", "nope"},
 	{"SET", "ty:s", "v"}, {"HSET", "ty:h", "f", "v"}, {"RPUSH", "ty:l", "v"}, {"SADD", "ty:set", "v"}, {"ZADD", "ty:z", "1", "v"},
