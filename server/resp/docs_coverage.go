@@ -70,7 +70,6 @@ var leftOut = map[string]string{
 	"bgsave":                        whyNoPersistence,
 	"save":                          whyNoPersistence,
 	"lastsave":                      whyNoPersistence,
-	"client|unblock":                whyNotYet,
 	"cluster|addslots":              whyControlPlane,
 	"cluster|addslotsrange":         whyControlPlane,
 	"cluster|delslots":              whyControlPlane,
