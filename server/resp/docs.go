@@ -498,7 +498,11 @@ characters); ` + "`INFO server`" + ` shows both.
     up to 512 fields of 64 bytes; intset/hashtable for sets, intset up to 512
     integers; listpack/skiplist for sorted sets up to 128 members of 64 bytes;
     quicklist; stream), decided from the content now (Redis never converts back
-    to the small encoding; a string edited in place is ` + "`raw`" + ` in Redis). OBJECT
+    to the small encoding; a string edited in place is ` + "`raw`" + ` in Redis) — except
+    for hashes, which remember passing a threshold as Redis does. A hash within
+    them answers HGETALL, HKEYS, HVALS and HSCAN in the order its fields were
+    added, a field set again keeping its place (Redis's listpack order); past
+    them, in an unspecified order. OBJECT
     IDLETIME is the seconds since the last access, OBJECT FREQ answers Redis's
     no-LFU error (Zaris evicts by LRU or not at all), OBJECT REFCOUNT 2147483647
     for the small integers Redis shares, else 1. MEMORY USAGE is the bytes the

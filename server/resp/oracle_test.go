@@ -147,6 +147,12 @@ var oracleScript = [][]string{
 	{"LPUSH", "ty:s", "x"}, {"SADD", "ty:h", "x"}, {"ZADD", "ty:l", "1", "x"}, {"HGET", "ty:z", "f"}, {"APPEND", "ty:h", "x"},
 	{"INCR", "ty:l"}, {"STRLEN", "ty:set"}, {"GETDEL", "ty:h"}, {"ZSCORE", "ty:s", "v"}, {"SISMEMBER", "ty:z", "v"},
 	{"KEYS", "ty:s"}, {"KEYS", "nomatch*"},
+	// A small hash answers in the order its fields were added (Redis's listpack), a field set again keeping
+	// its place; past a threshold it is a hashtable for good.
+	{"HSET", "oh", "z", "1", "a", "2", "m", "3"}, {"HSET", "oh", "a", "9"}, {"HDEL", "oh", "z"}, {"HSET", "oh", "b", "4", "z", "5"},
+	{"HINCRBY", "oh", "m", "1"}, {"HSETNX", "oh", "c", "6"}, {"HKEYS", "oh"}, {"HVALS", "oh"}, {"HGETALL", "oh"}, {"HSCAN", "oh", "0"},
+	{"OBJECT", "ENCODING", "oh"}, {"HSET", "oh", "long", "0123456789012345678901234567890123456789012345678901234567890123456789"},
+	{"OBJECT", "ENCODING", "oh"}, {"HDEL", "oh", "long"}, {"OBJECT", "ENCODING", "oh"},
 	{"OBJECT", "ENCODING", "nokey"}, {"OBJECT", "ENCODING", "n"}, {"OBJECT", "NOPE"},
 	{"HELLO", "4"}, {"HELLO", "x"}, {"HELLO", "2", "FOO"}, {"HELLO", "2", "AUTH", "default"}, {"AUTH", "x"}, {"AUTH", "a", "b", "c"},
 	{"SCAN", "x"}, {"SCAN", "0", "COUNT", "0"}, {"SCAN", "0", "COUNT", "x"}, {"SCAN", "0", "FOO", "x"}, {"SCAN", "0", "MATCH"},

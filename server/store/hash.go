@@ -13,7 +13,15 @@ import (
 // hashColl is the materialized form of a hash: field → value (a
 // fieldTable, D88).
 type hashColl struct {
-	t     fieldTable
+	t fieldTable
+	// order is the entries in the order their fields were added while
+	// Redis would keep the hash as a listpack — at most 512 fields, none
+	// and no value longer than 64 bytes (keyinfo.go's thresholds) — where
+	// Redis answers HGETALL, HKEYS and HVALS in that order, and clients
+	// and their tests rely on it. Once the hash passes a threshold big is
+	// set and order dropped for good, as Redis never converts a hash back.
+	order []unsafe.Pointer
+	big   bool
 	bytes int64 // accounted
 	item  int64 // item size
 	scan  scanIndex
@@ -32,26 +40,44 @@ func (h *hashColl) get(f []byte) ([]byte, bool) {
 	return h.t.get(unsafe.String(unsafe.SliceData(f), len(f)))
 }
 
-// fieldNames is every field, in the table's order.
+// all yields every field and value: in the order they were added while
+// the hash keeps one (order), else in the table's.
+func (h *hashColl) all(yield func(f string, v []byte) bool) {
+	if h.big {
+		h.t.all(yield)
+		return
+	}
+	for _, e := range h.order {
+		if !yield(entryField(e), entryValue(e)) {
+			return
+		}
+	}
+}
+
+// fieldNames is every field, in all's order.
 func (h *hashColl) fieldNames() []string {
 	all := make([]string, 0, h.t.len())
-	for f := range h.t.all {
+	for f := range h.all {
 		all = append(all, f)
 	}
 	return all
 }
 
-// encode: [field, value, field, value, …] sorted by field.
+// encode: [field, value, field, value, …] in the order the fields were
+// added while the hash keeps one (decode adds them again in it: a replica
+// or a migrated copy answers in the same order), else sorted by field.
 func (h *hashColl) encode() []byte {
 	type pair struct {
 		f string
 		v []byte
 	}
 	pairs := make([]pair, 0, h.count())
-	for f, v := range h.t.all {
+	for f, v := range h.all {
 		pairs = append(pairs, pair{f, v})
 	}
-	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.f, b.f) })
+	if h.big {
+		slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.f, b.f) })
+	}
 	flat := make([][]byte, 0, 2*len(pairs))
 	for _, p := range pairs {
 		flat = append(flat, []byte(p.f), p.v)
@@ -93,7 +119,21 @@ func (h *hashColl) fieldGrowth(field, value []byte) (grow keySize, pos fieldPos,
 // share one entry; nothing writes into a stored value, a change stores a
 // new entry.
 func (h *hashColl) store(pos fieldPos, field, value, old []byte, exists bool) bool {
-	h.t.putAt(pos, field, value)
+	var was unsafe.Pointer // the entry replaced
+	if exists {
+		was = h.t.arr.slots[pos.slot].e
+	}
+	e := h.t.putAt(pos, field, value)
+	if !h.big {
+		switch {
+		case len(field) > listpackMaxValue || len(value) > listpackMaxValue || h.t.len() > hashListpackMaxEntries:
+			h.big, h.order = true, nil
+		case exists:
+			h.order[slices.Index(h.order, was)] = e // the field keeps its place
+		default:
+			h.order = append(h.order, e)
+		}
+	}
 	grow := hashFieldSize(len(field), len(value))
 	if exists {
 		grow = grow.minus(hashFieldSize(len(field), len(old)))
@@ -107,14 +147,19 @@ func (h *hashColl) store(pos fieldPos, field, value, old []byte, exists bool) bo
 }
 
 func (h *hashColl) del(field string) bool {
-	old, ok := h.t.del(field)
-	if ok {
-		h.scan.membershipChanged()
-		gone := hashFieldSize(len(field), len(old))
-		h.bytes -= gone.acct
-		h.item -= gone.item
+	e := h.t.delEntry(field)
+	if e == nil {
+		return false
 	}
-	return ok
+	if !h.big {
+		i := slices.Index(h.order, e)
+		h.order = slices.Delete(h.order, i, i+1)
+	}
+	h.scan.membershipChanged()
+	gone := hashFieldSize(len(field), len(entryValue(e)))
+	h.bytes -= gone.acct
+	h.item -= gone.item
+	return true
 }
 
 func hashOf(x *execCtx) *hashColl {
@@ -222,7 +267,7 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		out := x.replies(2 * h.count())
-		for f, v := range h.t.all {
+		for f, v := range h.all {
 			out = append(out, kv.BulkReply(x.stringBytes(f)), kv.BulkReply(v))
 		}
 		return kv.ArrayReply(out)
@@ -233,7 +278,7 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		out := x.replies(h.count())
-		for f := range h.t.all {
+		for f := range h.all {
 			out = append(out, kv.BulkReply(x.stringBytes(f)))
 		}
 		return kv.ArrayReply(out)
@@ -244,7 +289,7 @@ func init() {
 			return kv.ArrayReply([]kv.Reply{})
 		}
 		out := x.replies(h.count())
-		for _, v := range h.t.all {
+		for _, v := range h.all {
 			out = append(out, kv.BulkReply(v))
 		}
 		return kv.ArrayReply(out)

@@ -34,10 +34,11 @@ const (
 	embstrMaxLen           = 44
 )
 
-// encodingOf is the encoding Redis would use for the record's content. It
-// is decided from the content now; Redis never converts a big encoding
-// back to a small one, so a collection that grew past a threshold and
-// shrank again may report the small one here where Redis keeps the big one.
+// encodingOf is the encoding Redis would use for the record's content. A
+// hash remembers passing a threshold (hashColl.big), as Redis's conversion
+// is for good; the other kinds are decided from the content now, so a set
+// or sorted set that grew past a threshold and shrank again may report the
+// small encoding where Redis keeps the big one.
 func encodingOf(r *Record) (enc string, sharedInt bool) {
 	switch r.Kind {
 	case KindString:
@@ -51,14 +52,8 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		}
 		return "raw", false
 	case KindHash:
-		h := r.coll().(*hashColl)
-		if h.count() > hashListpackMaxEntries {
+		if r.coll().(*hashColl).big { // it passed a threshold: converted for good, as in Redis
 			return "hashtable", false
-		}
-		for f, v := range h.t.all {
-			if len(f) > listpackMaxValue || len(v) > listpackMaxValue {
-				return "hashtable", false
-			}
 		}
 		return "listpack", false
 	case KindList:
