@@ -502,7 +502,9 @@ characters); ` + "`INFO server`" + ` shows both.
     for hashes, which remember passing a threshold as Redis does. A hash within
     them answers HGETALL, HKEYS, HVALS and HSCAN in the order its fields were
     added, a field set again keeping its place (Redis's listpack order); past
-    them, in an unspecified order. OBJECT
+    them, in an unspecified order. A replica or migrated copy built from a
+    snapshot holds a small hash's fields in field order, then in the order
+    added: after a failover or a move the order may differ. OBJECT
     IDLETIME is the seconds since the last access, OBJECT FREQ answers Redis's
     no-LFU error (Zaris evicts by LRU or not at all), OBJECT REFCOUNT 2147483647
     for the small integers Redis shares, else 1. MEMORY USAGE is the bytes the

@@ -63,21 +63,22 @@ func (h *hashColl) fieldNames() []string {
 	return all
 }
 
-// encode: [field, value, field, value, …] in the order the fields were
-// added while the hash keeps one (decode adds them again in it: a replica
-// or a migrated copy answers in the same order), else sorted by field.
+// encode: [field, value, field, value, …] sorted by field — whatever the
+// order the hash answers in: the encoding is the content's canonical form,
+// which the migration proof's digests compare between two copies (R-MIG-2)
+// whatever histories built them. A copy decoded from it (a replica's or
+// migrated copy's snapshot) so holds the fields in field order, those
+// added after in the order added.
 func (h *hashColl) encode() []byte {
 	type pair struct {
 		f string
 		v []byte
 	}
 	pairs := make([]pair, 0, h.count())
-	for f, v := range h.all {
+	for f, v := range h.t.all {
 		pairs = append(pairs, pair{f, v})
 	}
-	if h.big {
-		slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.f, b.f) })
-	}
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.f, b.f) })
 	flat := make([][]byte, 0, 2*len(pairs))
 	for _, p := range pairs {
 		flat = append(flat, []byte(p.f), p.v)
