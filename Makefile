@@ -130,6 +130,11 @@ bench-redis:
 bench-commands:
 	ROUNDS=$(ROUNDS) scripts/bench-commands.sh
 
+## compat-goredis: go-redis's own test suite (the pinned version's core specs) against redis-server and then a one-node Zaris on port 6379 (scripts/goredis-suite.sh); prints both pass counts and the specs that fail only on Zaris
+.PHONY: compat-goredis
+compat-goredis:
+	scripts/goredis-suite.sh
+
 ## mem-per-key: RSS growth per key (1 M keys, 16 B / 32 B) of zaris-server, and of redis-server when installed
 mem-per-key:
 	ZARIS_MEASURE_PER_KEY=1 $(GO) test -count=1 -timeout 30m -run TestRSSPerKey -v ./cmd/zaris-server/
