@@ -48,7 +48,7 @@ func init() {
 				{name: "setinfo", arity: 4, flags: connFlags, summary: "Sets the client library name or version (LIB-NAME, LIB-VER).", run: cmdClientSetInfo},
 				{name: "reply", arity: 3, flags: connFlags, summary: "Instructs the server whether to reply to commands (ON, OFF, SKIP).", run: cmdClientReply},
 				{name: "pause", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Suspends commands processing (WRITE or ALL) for a time.", run: cmdClientPause},
-				{name: "unblock", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, since: "5.0.0", summary: "Unblocks a client waiting in a blocking command (TIMEOUT: as if it timed out, the default; ERROR: with the UNBLOCKED error).", run: cmdClientUnblock},
+				{name: "unblock", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, since: "5.0.0", summary: "Unblocks a client waiting in a blocking command — BLPOP, BRPOP, BLMOVE, BZPOPMIN and the like, XREAD/XREADGROUP BLOCK; not yet WAIT (TIMEOUT: as if it timed out, the default; ERROR: with the UNBLOCKED error).", run: cmdClientUnblock},
 				{name: "unpause", arity: 2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Resumes processing commands from paused clients.", run: cmdClientUnpause},
 				{name: "no-touch", arity: 3, flags: flagNoScript | flagLoading | flagStale, since: "7.2.0", summary: "Controls whether commands sent by the client affect the LRU of keys (Redis 7.2; shown as flag T).", run: cmdClientNoTouch},
 				{name: "no-evict", arity: 3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, summary: "Sets the client eviction mode of the connection (Zaris never evicts clients; shown as flag e).", run: cmdClientNoEvict},
