@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -174,9 +175,62 @@ func parseBlockTimeout(c *conn, arg []byte) (time.Duration, bool) {
 	return time.Duration(min(int64(ms), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
 }
 
+// guardWait ends a wait bound to a context (WAIT's) as blockOn ends its
+// own: it cancels the context on CLIENT UNBLOCK, when the connection is
+// stopped (shutdown, CLIENT KILL) and when the client goes away (polled
+// every blockPoll) — a WAIT 1 0 with a replica gone otherwise outlived its
+// client and held up the node's shutdown. done, called once the wait is
+// over, disarms it and reports whether CLIENT UNBLOCK ended it and with
+// which reason.
+func (c *conn) guardWait(cancel context.CancelFunc) (done func() (unblocked, withError bool)) {
+	select {
+	case <-c.unblock: // a CLIENT UNBLOCK that claimed an earlier wait as it ended
+	default:
+	}
+	got := make(chan bool, 1)
+	stop, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		poll := time.NewTicker(blockPoll)
+		defer poll.Stop()
+		for {
+			select {
+			case e := <-c.unblock:
+				got <- e
+				cancel()
+				return
+			case <-c.stop:
+				cancel()
+				return
+			case <-poll.C:
+				if c.peerClosed() {
+					cancel()
+					return
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	c.blocked.Store(true)
+	c.unblockable.Store(true)
+	return func() (bool, bool) {
+		c.unblockable.Store(false)
+		c.blocked.Store(false)
+		close(stop)
+		<-exited
+		select {
+		case e := <-got:
+			return true, e
+		default:
+			return false, false
+		}
+	}
+}
+
 // cmdClientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR]: it ends the wait
-// of the client with that id if it waits in a blocking command (1), else
-// 0 — a client held by CLIENT PAUSE is not unblocked.
+// of the client with that id if it waits in a blocking command or WAIT
+// (1), else 0 — a client held by CLIENT PAUSE is not unblocked.
 func cmdClientUnblock(c *conn, args [][]byte) {
 	if len(args) > 4 { // Redis's addReplySubcommandSyntaxError, the subcommand as typed
 		c.err("ERR unknown subcommand or wrong number of arguments for '" + cString(truncate(args[1], 128)) + "'. Try CLIENT HELP.")

@@ -680,8 +680,10 @@ func cmdWait(c *conn, args [][]byte) {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond)
 		defer cancel()
 	}
+	unblocked := func() (bool, bool) { return false, false }
 	if c.tx == nil {
 		c.resolveWritten()
+		unblocked = c.guardWait(cancel)
 	}
 	need := int(min(max(want, 0), math.MaxInt32))
 	least := -1
@@ -696,7 +698,11 @@ func cmdWait(c *conn, args [][]byte) {
 			least = n
 		}
 	}
-	c.out.Int(int64(max(least, 0)))
+	if ended, withError := unblocked(); ended && withError {
+		c.err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+		return
+	}
+	c.out.Int(int64(max(least, 0))) // CLIENT UNBLOCK … TIMEOUT too: the count so far
 }
 
 // writtenSegments are the segments a client wrote, for WAIT: per segment

@@ -513,7 +513,8 @@ characters); ` + "`INFO server`" + ` shows both.
   - WAIT numreplicas timeout answers how many replicas have applied every write
     this connection made (the smallest count over the segments it wrote, read
     from the replication sessions' acknowledged revisions), waiting up to the
-    timeout (0: until enough have); with no replicas (a one-node cluster) it
+    timeout (0: until enough have — or until CLIENT UNBLOCK, the client's going away or
+    the node's shutdown ends the wait); with no replicas (a one-node cluster) it
     answers 0 at once.
   - DUMP and RESTORE are refused (` + "`-ERR DUMP is not supported: …`" + `): their payload
     is Redis's RDB serialization with its version and CRC64, which Zaris does

@@ -125,6 +125,38 @@ func TestWaitCountsReplicas(t *testing.T) {
 	began := time.Now()
 	require.Equal(t, ":0\r\n", conn.do("WAIT", "1", "300"))
 	require.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond, "WAIT returned before its timeout")
+
+	// CLIENT UNBLOCK ends a WAIT that would wait for good: TIMEOUT answers
+	// the count so far, ERROR the UNBLOCKED error.
+	id := strings.Trim(conn.do("CLIENT", "ID"), ":\r\n")
+	admin := dialRaw(t, owner.RESPAddr().String())
+	for reason, want := range map[string]string{"TIMEOUT": ":0\r\n", "ERROR": "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"} {
+		conn.send(cmd("WAIT", "1", "0"))
+		// When the WAIT starts waiting is not observable: unblock until it takes.
+		deadline := time.Now().Add(testscale.D(10 * time.Second))
+		for admin.do("CLIENT", "UNBLOCK", id, reason) != ":1\r\n" {
+			require.False(t, time.Now().After(deadline), "the WAIT never became unblockable")
+			time.Sleep(5 * time.Millisecond)
+		}
+		require.Equal(t, want, conn.reply(), "WAIT unblocked with "+reason)
+	}
+
+	// A client that goes away while its WAIT waits for good does not leave
+	// the wait behind (it held the node's shutdown).
+	blockedClients := func() string {
+		for _, line := range strings.Split(admin.do("INFO", "clients"), "\r\n") {
+			if v, ok := strings.CutPrefix(line, "blocked_clients:"); ok {
+				return v
+			}
+		}
+		return "?"
+	}
+	gone := dialRaw(t, owner.RESPAddr().String())
+	require.Equal(t, ":1\r\n", gone.do("APPEND", tag+"w3", "x"))
+	gone.send(cmd("WAIT", "1", "0"))
+	c.Eventually(10*time.Second, "the WAIT blocking", func() bool { return blockedClients() == "1" })
+	require.NoError(t, gone.nc.Close())
+	c.Eventually(10*time.Second, "the WAIT of the client gone ending", func() bool { return blockedClients() == "0" })
 }
 
 // In a multi-node cluster the multi-key commands of issue #13 item 5 run
