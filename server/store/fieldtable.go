@@ -315,24 +315,7 @@ func (t *fieldTable) randomEntry() unsafe.Pointer {
 // them: a draw repeats with probability ≤ 1/3), drawn with randomEntry, so
 // every n-subset is equally likely.
 func (t *fieldTable) randomDistinct(n int) []unsafe.Pointer {
-	out := make([]unsafe.Pointer, 0, n)
-	var seen map[unsafe.Pointer]struct{}
-	if n > distinctByScan {
-		seen = make(map[unsafe.Pointer]struct{}, n)
-	}
-	for len(out) < n {
-		e := t.randomEntry()
-		if seen != nil {
-			if _, dup := seen[e]; dup {
-				continue
-			}
-			seen[e] = struct{}{}
-		} else if slices.Contains(out, e) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
+	return distinctDraws(n, t.randomEntry)
 }
 
 // entryList is every entry, in slot order.

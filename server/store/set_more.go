@@ -137,31 +137,38 @@ func randomMembers(s *setColl, n int) []string {
 }
 
 // distinctPositions draws n distinct positions of [0, size) uniformly, for
-// n a small part of size (n*3 ≤ size: few draws are repeats). A few are
-// told apart by a look at those drawn so far — a map for a handful cost an
-// allocation and hashing that outweighed the draws.
+// n a small part of size (n*3 ≤ size: few draws are repeats).
 func distinctPositions(n, size int) []int {
-	out := make([]int, 0, n)
-	var seen map[int]struct{}
+	return distinctDraws(n, func() int { return rand.IntN(size) })
+}
+
+// distinctDraws calls draw until it has n distinct results, in the order
+// drawn: every n-subset is as likely as draw makes it. For n a small part
+// of what draw ranges over (few draws are repeats). A few are told apart
+// by a look at those drawn so far — a map for a handful cost an allocation
+// and hashing that outweighed the draws.
+func distinctDraws[T comparable](n int, draw func() T) []T {
+	out := make([]T, 0, n)
+	var seen map[T]struct{}
 	if n > distinctByScan {
-		seen = make(map[int]struct{}, n)
+		seen = make(map[T]struct{}, n)
 	}
 	for len(out) < n {
-		i := rand.IntN(size)
+		v := draw()
 		if seen != nil {
-			if _, dup := seen[i]; dup {
+			if _, dup := seen[v]; dup {
 				continue
 			}
-			seen[i] = struct{}{}
-		} else if slices.Contains(out, i) {
+			seen[v] = struct{}{}
+		} else if slices.Contains(out, v) {
 			continue
 		}
-		out = append(out, i)
+		out = append(out, v)
 	}
 	return out
 }
 
-// distinctByScan is the most draws distinctPositions tells apart by a scan.
+// distinctByScan is the most draws distinctDraws tells apart by a scan.
 const distinctByScan = 32
 
 // parseRandomCount parses SRANDMEMBER/HRANDFIELD's count: an integer in
