@@ -23,6 +23,10 @@ const (
 	CmdPExpireAt   CmdOp = 111 // args: unix-milliseconds [NX|XX|GT|LT] ...
 	CmdPTTL        CmdOp = 112 //                                      → Int: ms left, -1 no expiry, -2 no key
 	CmdPExpireTime CmdOp = 113 //                                      → Int: the expiry in Unix ms, -1, -2
+	// CmdRestore names RESTORE as the origin of the put it makes (a
+	// keyspace notification "restore"); RESTORE runs through the locked
+	// view (store.Atomic.Restore), not as a command of its own.
+	CmdRestore CmdOp = 114
 )
 
 func init() {
@@ -30,6 +34,6 @@ func init() {
 		CmdSetBit: "SETBIT", CmdGetBit: "GETBIT", CmdBitCount: "BITCOUNT", CmdBitPos: "BITPOS",
 		CmdBitField: "BITFIELD", CmdBitFieldRO: "BITFIELD_RO", CmdPFAdd: "PFADD", CmdPFCount: "PFCOUNT",
 		CmdExpire: "EXPIRE", CmdPExpire: "PEXPIRE", CmdExpireAt: "EXPIREAT", CmdPExpireAt: "PEXPIREAT",
-		CmdPTTL: "PTTL", CmdPExpireTime: "PEXPIRETIME",
+		CmdPTTL: "PTTL", CmdPExpireTime: "PEXPIRETIME", CmdRestore: "RESTORE",
 	})
 }

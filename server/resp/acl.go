@@ -40,7 +40,7 @@ var aclExtra = map[string]acl.Cat{
 	"client|getname": acl.CatSlow, "client|id": acl.CatSlow, "client|info": acl.CatSlow,
 	"client|reply": acl.CatSlow, "client|setname": acl.CatSlow,
 	"dbsize": acl.CatKeyspace, "flushall": acl.CatKeyspace | acl.CatDangerous, "flushdb": acl.CatKeyspace | acl.CatDangerous,
-	"info": acl.CatDangerous, "keys": acl.CatDangerous, "restore": acl.CatDangerous,
+	"info": acl.CatDangerous, "keys": acl.CatDangerous, "restore": acl.CatDangerous, "restore-asking": acl.CatDangerous, "migrate": acl.CatDangerous,
 	"sort":    acl.CatDangerous | acl.CatList | acl.CatSet | acl.CatSortedSet,
 	"sort_ro": acl.CatDangerous | acl.CatList | acl.CatSet | acl.CatSortedSet,
 }

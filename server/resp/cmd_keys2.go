@@ -11,12 +11,13 @@ import (
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/rdb"
 	"github.com/zaris-io/zaris/server/store"
 )
 
 // Keyspace commands of issue #13 item 5: OBJECT's subcommands, MEMORY
-// USAGE, COPY, SORT/SORT_RO, WAIT, and DUMP/RESTORE (refused: see
-// docs/RESP.md).
+// USAGE, COPY, SORT/SORT_RO, WAIT, and DUMP/RESTORE (the payload codec is
+// internal/rdb).
 
 func init() {
 	g := func(c *command) *command { c.group = "generic"; return c }
@@ -32,9 +33,11 @@ func init() {
 			summary: "Blocks until this connection's writes are applied by numreplicas replicas or the timeout (ms, 0 = none) passes; answers how many applied them.",
 			tips:    []string{"request_policy:all_shards", "response_policy:agg_min"}, run: cmdWait}),
 		g(&command{name: "dump", arity: 2, flags: flagReadonly, first: 1, last: 1, step: 1, since: "2.6.0",
-			summary: "Refused: Zaris does not produce Redis's RDB serialization (use GET/HGETALL/... and rebuild).", run: cmdDumpRestore}),
+			summary: "Returns the serialized value of a key in Redis's DUMP format (RDB version 10 with its CRC64); streams are not dumped yet.", run: cmdDump}),
 		g(&command{name: "restore", arity: -4, flags: writeFlags, first: 1, last: 1, step: 1, since: "2.6.0",
-			summary: "Refused: Zaris does not read Redis's RDB serialization.", run: cmdDumpRestore}),
+			summary: "Creates a key from a DUMP payload of Zaris or Redis (RDB versions up to 12: strings, lists, sets, sorted sets, hashes) ([REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]).", run: cmdRestore}),
+		g(&command{name: "restore-asking", arity: -4, flags: writeFlags, first: 1, last: 1, step: 1, since: "3.0.0",
+			summary: "RESTORE as a Redis Cluster node's MIGRATE sends it: MIGRATE from a Redis Cluster into Zaris.", run: cmdRestore}),
 		&command{name: "memory", arity: -2, group: "server", since: "4.0.0",
 			summary: "A container for memory diagnostics commands.", subs: []*command{
 				{name: "usage", arity: -3, flags: flagReadonly, first: 2, last: 2, step: 1,
@@ -222,8 +225,105 @@ func cmdCopy(c *conn, args [][]byte) {
 	})
 }
 
-func cmdDumpRestore(c *conn, args [][]byte) {
-	c.err("ERR " + strings.ToUpper(string(args[0])) + " is not supported: Zaris does not implement Redis's RDB serialization format (see docs/RESP.md)")
+// cmdDump is DUMP key: the value as Redis serializes it (internal/rdb), so
+// that RESTORE on Zaris or on Redis rebuilds it.
+func cmdDump(c *conn, args [][]byte) {
+	c.atomically(false, args[1:2], func() {
+		v, ok, res := c.tx.Dump(string(args[1]))
+		switch {
+		case res.Status != kv.StatusSuccess:
+			c.setCurKey(args[1])
+			c.storeError(res.Status, res.Detail)
+		case !ok:
+			c.out.Null()
+		default:
+			c.out.Bulk(rdb.Dump(v))
+		}
+	})
+}
+
+// cmdRestore is RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s]
+// [FREQ f], its checks in Redis's order: the options, the key's existence,
+// the TTL, the payload. FREQ is checked and ignored: the eviction policies
+// here rank by recency, as Redis ignores FREQ under an LRU policy.
+func cmdRestore(c *conn, args [][]byte) {
+	var o store.RestoreOptions
+	idleSet, freqSet := false, false
+	for j := 4; j < len(args); j++ {
+		more := j+1 < len(args)
+		switch {
+		case eq(args[j], "REPLACE"):
+			o.Replace = true
+		case eq(args[j], "ABSTTL"):
+			o.AbsTTL = true
+		case eq(args[j], "IDLETIME") && more && !freqSet:
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				c.err(msgNotInteger)
+				return
+			}
+			if n < 0 {
+				c.err("ERR Invalid IDLETIME value, must be >= 0")
+				return
+			}
+			if n > math.MaxInt64/1000 {
+				o.IdleMillis = math.MaxInt64
+			} else {
+				o.IdleMillis = n * 1000
+			}
+			idleSet = true
+			j++
+		case eq(args[j], "FREQ") && more && !idleSet:
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				c.err(msgNotInteger)
+				return
+			}
+			if n < 0 || n > 255 {
+				c.err("ERR Invalid FREQ value, must be >= 0 and <= 255")
+				return
+			}
+			freqSet = true
+			j++
+		default:
+			c.err(msgSyntax)
+			return
+		}
+	}
+	c.atomically(true, args[1:2], func() {
+		key := string(args[1])
+		if !o.Replace {
+			if _, st := c.tx.Inspect(key); st == kv.StatusSuccess {
+				c.out.Error("BUSYKEY Target key name already exists.")
+				return
+			}
+		}
+		ttl, ok := parseInt(args[2])
+		if !ok {
+			c.err(msgNotInteger)
+			return
+		}
+		if ttl < 0 {
+			c.err("ERR Invalid TTL value, must be >= 0")
+			return
+		}
+		v, err := rdb.Restore(args[3])
+		if err != nil {
+			c.err("ERR " + err.Error())
+			return
+		}
+		o.TTLMillis = ttl
+		busy, res := c.tx.Restore(key, v, o)
+		switch {
+		case res.Status != kv.StatusSuccess:
+			c.setCurKey(args[1])
+			c.storeError(res.Status, res.Detail)
+		case busy:
+			c.out.Error("BUSYKEY Target key name already exists.")
+		default:
+			c.out.OK()
+		}
+	})
 }
 
 // --- SORT ---

@@ -516,9 +516,31 @@ characters); ` + "`INFO server`" + ` shows both.
     timeout (0: until enough have — or until CLIENT UNBLOCK, the client's going away or
     the node's shutdown ends the wait); with no replicas (a one-node cluster) it
     answers 0 at once.
-  - DUMP and RESTORE are refused (` + "`-ERR DUMP is not supported: …`" + `): their payload
-    is Redis's RDB serialization with its version and CRC64, which Zaris does
-    not implement.
+  - DUMP and RESTORE speak Redis's payload (` + "`internal/rdb`" + `): one value in the RDB
+    object encoding, the RDB version (2 bytes) and a CRC64. DUMP writes RDB version 10
+    (Redis 7.0's) with the plain encodings every Redis since 4.0 loads (a list as
+    RDB_TYPE_LIST, a hash as RDB_TYPE_HASH, a sorted set as ZSET_2 …) and never
+    LZF-compresses: a string of up to 20 bytes dumps byte for byte as Redis 7.0 dumps
+    it, a longer one or a collection to other bytes that RESTORE on Redis reads. RESTORE
+    reads RDB versions up to 12 (Redis 7.4) and every encoding Redis writes for the five
+    kinds (listpack, ziplist, quicklist, intset, LZF-compressed strings); it checks the
+    options, then BUSYKEY, the TTL and the payload in Redis's order and answers Redis's
+    errors (` + "`ERR DUMP payload version or checksum are wrong`" + `, ` + "`ERR Bad data format`" + `).
+    IDLETIME sets the key's recency (OBJECT IDLETIME, eviction; at most about 12 days); FREQ is checked and
+    ignored, as Redis ignores it under an LRU policy. A TTL already past deletes the key
+    being replaced and creates nothing. Not yet: streams (DUMP of a stream answers
+    ` + "`ERR DUMP of a stream is not supported yet`" + `, a stream payload is a bad data format),
+    hashes with field TTLs (Redis 7.4's types) and module values. RESTORE-ASKING is
+    RESTORE (what a Redis Cluster node's MIGRATE sends).
+  - MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw | AUTH2 user pw]
+    [KEYS …] moves keys to a redis-server or another Zaris node: DUMP here, SELECT db
+    and RESTORE key ttl payload [REPLACE] there, then the keys the target accepted are
+    deleted here — unless written again since they were read: Redis blocks the whole
+    server during a MIGRATE, a Zaris node goes on serving, and a write made while a key
+    travelled is kept rather than lost (the target holds the older value). Replies and
+    errors are Redis's (NOKEY, IOERR …, ` + "`ERR Target instance replied with error: …`" + `). Not
+    under MULTI/EXEC or in a script (` + "`ERR MIGRATE is not allowed in a transaction or a script`" + `:
+    it would wait on the network with the segments locked); connections are not cached.
 
 ## Implementation: why the parser is not redcon's
 
@@ -551,8 +573,7 @@ const docsOutro = `
 ## Not supported yet
 
 - The Redis 7.0 commands of the coverage table's "left out" column, for the
-  reason given there; DUMP and RESTORE are in the table but answer an error
-  that names the reason (see above).
+  reason given there; DUMP and RESTORE of streams (see above).
 - Any command not listed above answers ` + "`-ERR unknown command`" + `.
 
 ## Sorted sets and geo

@@ -52,7 +52,7 @@ func served(name string) bool {
 
 const (
 	whyNoPersistence = "no persistence: Zaris keeps data in memory and on replicas, there is no RDB or AOF file"
-	whyNoRDBFormat   = "Redis's RDB serialization format is not implemented (see DUMP/RESTORE); keys move between nodes by live migration"
+	whyNoRDBFormat   = "not yet: FUNCTION's payload (the libraries in the RDB format) is not implemented; DUMP/RESTORE move single keys"
 	whyControlPlane  = "slots are placed by the control plane (the raft-replicated partition map); operators use `zarisctl rebalance`, `add` and `drain`"
 	whyNoBus         = "there is no cluster bus: membership is memberlist gossip plus raft"
 	whyPerPartition  = "replication is per partition and driven by the control plane: a node is owner of some partitions and replica of others, never a whole-node master or replica"
@@ -99,8 +99,6 @@ var leftOut = map[string]string{
 	"replconf":                      whyPerPartition,
 	"function|dump":                 whyNoRDBFormat,
 	"function|restore":              whyNoRDBFormat,
-	"migrate":                       whyNoRDBFormat,
-	"restore-asking":                whyNoRDBFormat,
 	"latency|graph":                 whyNotYet,
 	"latency|histogram":             whyNotYet,
 	"lolwut":                        "not implemented",

@@ -92,7 +92,8 @@ func (c *conn) served(seg uint16) bool { return c.srv.store.Segment(seg).Owned()
 // wait (each try runs on its own), WATCH takes the locks itself.
 var unlockedCommands = map[string]bool{"blpop": true, "brpop": true, "xread": true, "xreadgroup": true, "watch": true,
 	"bzpopmin": true, "bzpopmax": true, "bzmpop": true,
-	"sort": true, // SORT locks what its patterns reach itself (cmd_keys2.go)
+	"sort":    true, // SORT locks what its patterns reach itself (cmd_keys2.go)
+	"migrate": true, // one key at a time, never while it waits for the target (cmd_migrate.go)
 	// Shard channels are no data: the command checks their slot's owner.
 	"ssubscribe": true, "sunsubscribe": true}
 

@@ -166,6 +166,9 @@ type notifyEvent struct {
 func eventNames(ev store.Event) []notifyEvent {
 	switch ev.Kind {
 	case store.EventPut:
+		if ev.Origin == kv.CmdRestore {
+			return []notifyEvent{{"restore", 'g'}}
+		}
 		return []notifyEvent{{"set", '$'}}
 	case store.EventDelete:
 		if ev.Replaced {

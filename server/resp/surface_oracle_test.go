@@ -339,15 +339,15 @@ func TestSurfaceItemCap(t *testing.T) {
 	require.Equal(t, ":5\r\n", r.do("SORT", "l", "STORE", "dst"))
 }
 
-// DUMP and RESTORE are refused with a clear error (docs/RESP.md): Zaris
-// does not implement Redis's RDB serialization.
-func TestDumpRestoreRefused(t *testing.T) {
+// DUMP answers Redis 7.0's payload for a short string (dump_test.go covers
+// every kind), and a payload without its footer is refused as Redis refuses
+// it, creating nothing.
+func TestDumpShortStringAndMemoryUsage(t *testing.T) {
 	n := startNode(t)
 	r := dialRaw(t, n.RESPAddr().String())
 	require.Equal(t, "+OK\r\n", r.do("SET", "k", "v"))
-	require.Equal(t, "-ERR DUMP is not supported: Zaris does not implement Redis's RDB serialization format (see docs/RESP.md)\r\n", r.do("DUMP", "k"))
-	require.Equal(t, "-ERR RESTORE is not supported: Zaris does not implement Redis's RDB serialization format (see docs/RESP.md)\r\n",
-		r.do("RESTORE", "k2", "0", "\x00\x01v\x0a\x00"))
+	require.Equal(t, "$13\r\n\x00\x01v\x0a\x00\x91\x08\xce\xb2\x19\x38\x8a\xce\r\n", r.do("DUMP", "k"))
+	require.Equal(t, "-ERR DUMP payload version or checksum are wrong\r\n", r.do("RESTORE", "k2", "0", "\x00\x01v\x0a\x00"))
 	require.Equal(t, ":0\r\n", r.do("EXISTS", "k2"))
 	// MEMORY USAGE: the bytes the key is charged, growing with its content.
 	small, big := r.do("MEMORY", "USAGE", "k"), ""

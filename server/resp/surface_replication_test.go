@@ -30,8 +30,8 @@ func recordOf(n *server.Node, key string) (store.Record, bool) {
 
 // The bitmap, HyperLogLog and keyspace writes of issue #13 item 5 leave
 // the same value on a replica as on the owner: each is replicated as its
-// resolved effect (a whole string value, a copied record, the list SORT
-// stored).
+// resolved effect (a whole string value, a copied or restored record, the
+// list SORT stored).
 func TestSurfaceWritesReplicate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node cluster")
@@ -70,8 +70,12 @@ func TestSurfaceWritesReplicate(t *testing.T) {
 	do("COPY", k("list"), k("copy"))
 	do("SORT", k("list"), "STORE", k("sorted"))
 	do("COPY", k("bits"), k("copy"), "REPLACE")
+	do("HSET", k("hash"), "f1", "v1", "f2", "v2")
+	do("RESTORE", k("restored"), 0, rc.Dump(ctx, k("hash")).Val())
+	do("RESTORE", k("restored"), 0, rc.Dump(ctx, k("list")).Val(), "REPLACE")
+	do("RESTORE", k("rstring"), 60000, rc.Dump(ctx, k("s1")).Val())
 
-	keys := []string{"bits", "bf", "bop", "h1", "h2", "hm", "list", "copy", "sorted"}
+	keys := []string{"bits", "bf", "bop", "h1", "h2", "hm", "list", "copy", "sorted", "hash", "restored", "rstring"}
 	for _, name := range keys {
 		key := k(name)
 		require.True(t, replicated(owner, replica, key), "%s acknowledged before the replica applied it", key)

@@ -95,7 +95,9 @@ func (g *Segment) inspectLocked(key string, now int64) (KeyInfo, kv.Status) {
 		return KeyInfo{}, kv.StatusNotFound
 	}
 	enc, shared := encodingOf(r)
-	idle := int64(g.store.stamp(now)) - int64(r.access)
+	// The wrapping difference, as the evictor takes it: RESTORE … IDLETIME
+	// may set a stamp from before the node started.
+	idle := int64(int32(g.store.stamp(now) - r.access))
 	return KeyInfo{Kind: r.Kind, Encoding: enc, IdleMillis: max(idle, 0), Bytes: r.accountedBytes(), SharedInt: shared}, kv.StatusSuccess
 }
 

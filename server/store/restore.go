@@ -1,0 +1,176 @@
+package store
+
+import (
+	"math"
+
+	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/rdb"
+)
+
+// errStreamDump is DUMP's answer for a stream: its RDB form (listpacks of
+// entries, consumer groups, pending lists) is not written yet.
+var errStreamDump = kv.Result{Status: kv.StatusBadRequest, Detail: "DUMP of a stream is not supported yet"}
+
+// Dump reads key's value for DUMP: false when the key is missing. A hash
+// gives its fields in the order it answers HGETALL, a list its elements
+// in order, a sorted set its members by score.
+func (a *Atomic) Dump(key string) (rdb.Value, bool, kv.Result) {
+	g := a.segFor(key)
+	if g == nil {
+		return rdb.Value{}, false, crossSegment
+	}
+	if !g.owned {
+		return rdb.Value{}, false, status(kv.StatusMoved)
+	}
+	r := g.liveLocked(key, a.now)
+	if r == nil {
+		return rdb.Value{}, false, kv.Result{}
+	}
+	switch c := r.coll().(type) {
+	case nil:
+		return rdb.Value{Kind: rdb.String, Str: r.Value()}, true, kv.Result{}
+	case *hashColl:
+		pairs := make([][]byte, 0, 2*c.count())
+		for f, v := range c.all {
+			pairs = append(pairs, []byte(f), v)
+		}
+		return rdb.Value{Kind: rdb.Hash, Pairs: pairs}, true, kv.Result{}
+	case *listColl:
+		return rdb.Value{Kind: rdb.List, Elems: c.items(0, c.n)}, true, kv.Result{}
+	case *setColl:
+		elems := make([][]byte, len(c.members))
+		for i, m := range c.members {
+			elems[i] = []byte(m)
+		}
+		return rdb.Value{Kind: rdb.Set, Elems: elems}, true, kv.Result{}
+	case *zsetColl:
+		members := make([]rdb.ZMember, 0, c.count())
+		for n := range c.members {
+			members = append(members, rdb.ZMember{Member: []byte(n.member), Score: n.score})
+		}
+		return rdb.Value{Kind: rdb.ZSet, Members: members}, true, kv.Result{}
+	}
+	return rdb.Value{}, false, errStreamDump
+}
+
+// RestoreOptions are RESTORE's options.
+type RestoreOptions struct {
+	TTLMillis  int64 // 0: no expiry; else milliseconds from now, or a Unix millisecond with AbsTTL
+	AbsTTL     bool
+	Replace    bool  // an existing key is replaced (else the restore is refused: busy)
+	IdleMillis int64 // the recency the key starts with (IDLETIME), 0: just used
+}
+
+// Restore installs v at key (RESTORE): busy when the key exists and
+// Replace is off. A TTL already past restores nothing — it deletes the key
+// being replaced — as Redis does. The new record is logged whole (an OpPut
+// with the value or the collection's encoding), so replicas install the
+// same; it is notified as a "restore".
+func (a *Atomic) Restore(key string, v rdb.Value, o RestoreOptions) (busy bool, res kv.Result) {
+	g := a.segFor(key)
+	if g == nil || g.store.checkKey(key) != kv.StatusSuccess {
+		return false, crossSegment
+	}
+	if st := g.writableLocked(); st != kv.StatusSuccess {
+		return false, status(st)
+	}
+	old := g.liveLocked(key, a.now)
+	if old != nil && !o.Replace {
+		return true, kv.Result{}
+	}
+	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", a.now) {
+		return false, status(kv.StatusConflict)
+	}
+	var exp int64
+	if o.TTLMillis != 0 {
+		ms := o.TTLMillis
+		if !o.AbsTTL {
+			ms = addMillisSaturating(msOf(a.now), ms)
+		}
+		if exp = nsOfMs(ms); exp <= a.now {
+			if old != nil {
+				return false, g.removeLocked(key, OpDelete, 0, a.now)
+			}
+			return false, kv.Result{}
+		}
+	}
+	coll, kind := restoredCollection(v)
+	var value []byte
+	if coll == nil {
+		value = v.Str
+	}
+	rec := newStringRecord(key, value, exp)
+	rec.Kind, rec.access = kind, g.store.stamp(a.now)-idleStamp(o.IdleMillis)
+	rec.SetVersion(1)
+	if old != nil {
+		rec.SetVersion(old.Version() + 1)
+	}
+	if coll != nil {
+		rec.setParts(rec.Key(), nil, rec.joined(), coll, nil)
+	}
+	if !g.store.recordFits(rec) {
+		return false, kv.Result{Status: kv.StatusItemTooLarge}
+	}
+	grow := rec.accountedBytes()
+	if prev := g.items.get(key); prev != nil {
+		grow -= prev.accountedBytes()
+	}
+	if g.store.storeFull(g, grow) {
+		return false, status(kv.StatusCapacityExceeded)
+	}
+	g.store.faultLocked(key)
+	g.revision++
+	rec.Revision = g.revision
+	g.origin = kv.CmdRestore
+	g.commitLocked(OpPut, rec)
+	g.origin = 0
+	return false, kv.Result{Version: rec.Version(), Revision: rec.Revision}
+}
+
+// restoredCollection builds the collection of a decoded value (nil for a
+// string). A payload naming a member twice keeps the last one, as the
+// commands that build the kind would.
+func restoredCollection(v rdb.Value) (collection, ValueKind) {
+	switch v.Kind {
+	case rdb.Hash:
+		h := newHash()
+		for i := 0; i+1 < len(v.Pairs); i += 2 {
+			h.set(v.Pairs[i], v.Pairs[i+1])
+		}
+		return h, KindHash
+	case rdb.List:
+		l := newList()
+		l.rebuild(v.Elems)
+		return l, KindList
+	case rdb.Set:
+		s := newSet()
+		for _, m := range v.Elems {
+			s.addBytes(m)
+		}
+		return s, KindSet
+	case rdb.ZSet:
+		z := newZSet()
+		for _, m := range v.Members {
+			z.set(string(m.Member), m.Score)
+		}
+		return z, KindZSet
+	}
+	return nil, KindString
+}
+
+// maxIdleMillis bounds IDLETIME (about 12 days): a quarter of the recency
+// stamp's range, so that the wrapping difference the evictor and OBJECT
+// IDLETIME take stays positive for as long again as the key sits idle.
+const maxIdleMillis = 1 << 30
+
+// idleStamp is IDLETIME in the recency stamp's unit.
+func idleStamp(ms int64) uint32 {
+	return uint32(min(max(ms, 0), maxIdleMillis))
+}
+
+func addMillisSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
