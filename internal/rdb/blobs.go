@@ -41,83 +41,110 @@ func leUint(b []byte) uint64 {
 const listpackHeader = 6
 
 func parseListpack(lp []byte, f entryFunc) bool {
-	if len(lp) < listpackHeader+1 || uint64(binary.LittleEndian.Uint32(lp)) != uint64(len(lp)) {
+	r, ok := newListpackReader(lp)
+	if !ok {
 		return false
 	}
-	num := binary.LittleEndian.Uint16(lp[4:])
-	p, count := listpackHeader, 0
 	for {
-		if p >= len(lp) {
-			return false
-		}
-		c := lp[p]
-		if c == 0xFF {
-			break
-		}
-		start := p
-		var (
-			s     []byte
-			n     int64
-			isInt = true
-			ok    = true
-			size  int // integer data bytes after the encoding byte
-		)
-		switch {
-		case c&0x80 == 0: // 0xxxxxxx: 7-bit unsigned
-			n = int64(c)
-			p++
-		case c&0xC0 == 0x80: // 10xxxxxx: string, 6-bit length
-			isInt = false
-			s, p, ok = blobStr(lp, p+1, uint64(c&0x3f))
-		case c&0xE0 == 0xC0: // 110xxxxx xxxxxxxx: 13-bit signed
-			if len(lp)-p < 2 {
-				return false
-			}
-			n = signExtend(uint64(c&0x1f)<<8|uint64(lp[p+1]), 13)
-			p += 2
-		case c&0xF0 == 0xE0: // 1110xxxx xxxxxxxx: string, 12-bit length
-			if len(lp)-p < 2 {
-				return false
-			}
-			isInt = false
-			s, p, ok = blobStr(lp, p+2, uint64(c&0x0f)<<8|uint64(lp[p+1]))
-		case c == 0xF0: // string, 32-bit length
-			if len(lp)-p < 5 {
-				return false
-			}
-			isInt = false
-			s, p, ok = blobStr(lp, p+5, uint64(binary.LittleEndian.Uint32(lp[p+1:])))
-		case c == 0xF1:
-			size = 2
-		case c == 0xF2:
-			size = 3
-		case c == 0xF3:
-			size = 4
-		case c == 0xF4:
-			size = 8
-		default:
-			return false
-		}
-		if size > 0 {
-			if len(lp)-p-1 < size {
-				return false
-			}
-			n = signExtend(leUint(lp[p+1:p+1+size]), uint(8*size))
-			p += 1 + size
-		}
+		s, n, isInt, more, ok := r.next()
 		if !ok {
 			return false
 		}
-		var want [5]byte
-		bl := appendBacklen(want[:0], uint64(p-start))
-		if len(lp)-p < len(bl) || string(lp[p:p+len(bl)]) != string(bl) {
-			return false
+		if !more {
+			return true
 		}
-		p += len(bl)
 		f(s, n, isInt)
-		count++
 	}
-	return p == len(lp)-1 && (num == 0xFFFF || int(num) == count)
+}
+
+// listpackReader walks a listpack one entry at a time, for the stream
+// decoder, whose entries' meaning depends on the ones before them.
+type listpackReader struct {
+	lp    []byte
+	p     int
+	count int
+	num   uint16
+}
+
+func newListpackReader(lp []byte) (listpackReader, bool) {
+	if len(lp) < listpackHeader+1 || uint64(binary.LittleEndian.Uint32(lp)) != uint64(len(lp)) {
+		return listpackReader{}, false
+	}
+	return listpackReader{lp: lp, p: listpackHeader, num: binary.LittleEndian.Uint16(lp[4:])}, true
+}
+
+// atEnd reports whether the next byte is the 0xFF terminator.
+func (r *listpackReader) atEnd() bool { return r.p < len(r.lp) && r.lp[r.p] == 0xFF }
+
+// next returns the next entry (more), or at the 0xFF terminator more=false
+// with ok telling whether the listpack ended well: nothing after the 0xFF
+// and a header count that is unknown or right.
+func (r *listpackReader) next() (s []byte, n int64, isInt, more, ok bool) {
+	lp, p := r.lp, r.p
+	if p >= len(lp) {
+		return nil, 0, false, false, false
+	}
+	c := lp[p]
+	if c == 0xFF {
+		return nil, 0, false, false, p == len(lp)-1 && (r.num == 0xFFFF || int(r.num) == r.count)
+	}
+	start := p
+	isInt, ok = true, true
+	size := 0 // integer data bytes after the encoding byte
+	switch {
+	case c&0x80 == 0: // 0xxxxxxx: 7-bit unsigned
+		n = int64(c)
+		p++
+	case c&0xC0 == 0x80: // 10xxxxxx: string, 6-bit length
+		isInt = false
+		s, p, ok = blobStr(lp, p+1, uint64(c&0x3f))
+	case c&0xE0 == 0xC0: // 110xxxxx xxxxxxxx: 13-bit signed
+		if len(lp)-p < 2 {
+			return nil, 0, false, false, false
+		}
+		n = signExtend(uint64(c&0x1f)<<8|uint64(lp[p+1]), 13)
+		p += 2
+	case c&0xF0 == 0xE0: // 1110xxxx xxxxxxxx: string, 12-bit length
+		if len(lp)-p < 2 {
+			return nil, 0, false, false, false
+		}
+		isInt = false
+		s, p, ok = blobStr(lp, p+2, uint64(c&0x0f)<<8|uint64(lp[p+1]))
+	case c == 0xF0: // string, 32-bit length
+		if len(lp)-p < 5 {
+			return nil, 0, false, false, false
+		}
+		isInt = false
+		s, p, ok = blobStr(lp, p+5, uint64(binary.LittleEndian.Uint32(lp[p+1:])))
+	case c == 0xF1:
+		size = 2
+	case c == 0xF2:
+		size = 3
+	case c == 0xF3:
+		size = 4
+	case c == 0xF4:
+		size = 8
+	default:
+		return nil, 0, false, false, false
+	}
+	if size > 0 {
+		if len(lp)-p-1 < size {
+			return nil, 0, false, false, false
+		}
+		n = signExtend(leUint(lp[p+1:p+1+size]), uint(8*size))
+		p += 1 + size
+	}
+	if !ok {
+		return nil, 0, false, false, false
+	}
+	var want [5]byte
+	bl := appendBacklen(want[:0], uint64(p-start))
+	if len(lp)-p < len(bl) || string(lp[p:p+len(bl)]) != string(bl) {
+		return nil, 0, false, false, false
+	}
+	r.p = p + len(bl)
+	r.count++
+	return s, n, isInt, true, true
 }
 
 // appendBacklen writes an entry's size the way listpack does: big-endian

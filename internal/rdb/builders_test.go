@@ -271,7 +271,47 @@ func equalValues(a, b Value) bool {
 	return a.Kind == b.Kind && bytes.Equal(a.Str, b.Str) && eq(a.Elems, b.Elems) && eq(a.Pairs, b.Pairs) &&
 		slices.EqualFunc(a.Members, b.Members, func(p, q ZMember) bool {
 			return bytes.Equal(p.Member, q.Member) && math.Float64bits(p.Score) == math.Float64bits(q.Score)
+		}) && equalStreams(a.Stream, b.Stream)
+}
+
+// equalStreams compares every field, nil and empty slices alike.
+func equalStreams(a, b *StreamValue) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	eq := func(x, y [][]byte) bool {
+		return slices.EqualFunc(x, y, func(p, q []byte) bool { return bytes.Equal(p, q) })
+	}
+	return a.LastID == b.LastID && a.FirstID == b.FirstID && a.MaxDeletedID == b.MaxDeletedID && a.EntriesAdded == b.EntriesAdded &&
+		slices.EqualFunc(a.Entries, b.Entries, func(x, y StreamEntry) bool { return x.ID == y.ID && eq(x.Fields, y.Fields) }) &&
+		slices.EqualFunc(a.Groups, b.Groups, func(x, y StreamGroup) bool {
+			return bytes.Equal(x.Name, y.Name) && x.LastID == y.LastID && x.EntriesRead == y.EntriesRead &&
+				slices.EqualFunc(x.Pending, y.Pending, func(p, q StreamPending) bool {
+					return p.ID == q.ID && p.DeliveryMs == q.DeliveryMs && p.DeliveryCount == q.DeliveryCount && bytes.Equal(p.Consumer, q.Consumer)
+				}) &&
+				slices.EqualFunc(x.Consumers, y.Consumers, func(p, q StreamConsumer) bool {
+					return bytes.Equal(p.Name, q.Name) && p.SeenMs == q.SeenMs && p.ActiveMs == q.ActiveMs
+				})
 		})
+}
+
+// withoutActive is v with each stream consumer's ActiveMs its SeenMs: what
+// Dump keeps of it.
+func withoutActive(v Value) Value {
+	if v.Stream == nil {
+		return v
+	}
+	s := *v.Stream
+	s.Groups = slices.Clone(s.Groups)
+	for i := range s.Groups {
+		g := &s.Groups[i]
+		g.Consumers = slices.Clone(g.Consumers)
+		for j := range g.Consumers {
+			g.Consumers[j].ActiveMs = g.Consumers[j].SeenMs
+		}
+	}
+	v.Stream = &s
+	return v
 }
 
 // content is a Value as Redis's replies show it: lists in order, sets and
@@ -318,9 +358,119 @@ func contentOf(v Value) content {
 			}
 			c.Items = append(c.Items, fmt.Sprintf("%q=%x", k, math.Float64bits(s)))
 		}
+	case Stream:
+		c.Items = streamContent(v.Stream)
 	}
-	if v.Kind != List && v.Kind != String {
+	if v.Kind != List && v.Kind != String && v.Kind != Stream {
 		sort.Strings(c.Items)
 	}
 	return c
 }
+
+func fmtID(id StreamID) string { return fmt.Sprintf("%d-%d", id.Ms, id.Seq) }
+
+// streamContent is what XINFO STREAM FULL shows of a stream in Redis 7.0:
+// everything but the consumers' active-time, the groups and consumers in
+// name order.
+func streamContent(s *StreamValue) []string {
+	out := []string{fmt.Sprintf("last %s first %s max-deleted %s added %d", fmtID(s.LastID), fmtID(s.FirstID), fmtID(s.MaxDeletedID), s.EntriesAdded)}
+	for _, e := range s.Entries {
+		line := "entry " + fmtID(e.ID)
+		for _, f := range e.Fields {
+			line += " " + strconv.Quote(string(f))
+		}
+		out = append(out, line)
+	}
+	groups := slices.Clone(s.Groups)
+	slices.SortFunc(groups, func(a, b StreamGroup) int { return bytes.Compare(a.Name, b.Name) })
+	for _, g := range groups {
+		out = append(out, fmt.Sprintf("group %q last %s read %d", g.Name, fmtID(g.LastID), g.EntriesRead))
+		for _, p := range g.Pending {
+			out = append(out, fmt.Sprintf("  pending %s %q at %d count %d", fmtID(p.ID), p.Consumer, p.DeliveryMs, p.DeliveryCount))
+		}
+		consumers := slices.Clone(g.Consumers)
+		slices.SortFunc(consumers, func(a, b StreamConsumer) int { return bytes.Compare(a.Name, b.Name) })
+		for _, c := range consumers {
+			out = append(out, fmt.Sprintf("  consumer %q seen %d", c.Name, c.SeenMs))
+		}
+	}
+	return out
+}
+
+// Stream payload builders.
+
+func sid(ms, seq uint64) StreamID { return StreamID{ms, seq} }
+
+// rawKey is an ID as a node key or PEL ID: 16 bytes big-endian.
+func rawKey(ms, seq uint64) []byte { return appendRawID(nil, sid(ms, seq)) }
+
+// nodeKey is a node's key as the RDB string Redis writes.
+func nodeKey(ms, seq uint64) []byte { return raw(string(rawKey(ms, seq))) }
+
+// idLens is an ID as two RDB lengths.
+func idLens(ms, seq uint64) []byte { return appendID(nil, sid(ms, seq)) }
+
+func lpI(v int64) lpEntry { return lpAuto(strconv.FormatInt(v, 10)) }
+
+// streamLP is a stream node listpack: the master entry (live and deleted
+// counts, the field names, 0), then the entries.
+func streamLP(live, deleted int64, fields []string, entries ...[]lpEntry) []byte {
+	es := []lpEntry{lpI(live), lpI(deleted), lpI(int64(len(fields)))}
+	es = append(es, lpStrs(fields...)...)
+	es = append(es, lpI(0))
+	for _, e := range entries {
+		es = append(es, e...)
+	}
+	return listpack(es...)
+}
+
+// sameE is a SAMEFIELDS entry (flags gets the SAMEFIELDS bit added).
+func sameE(flags, msd, seqd int64, values ...string) []lpEntry {
+	e := []lpEntry{lpI(flags | streamSameFields), lpI(msd), lpI(seqd)}
+	e = append(e, lpStrs(values...)...)
+	return append(e, lpI(int64(len(values)+3)))
+}
+
+// fullE is an entry with its own field names.
+func fullE(flags, msd, seqd int64, pairs ...string) []lpEntry {
+	e := []lpEntry{lpI(flags), lpI(msd), lpI(seqd), lpI(int64(len(pairs) / 2))}
+	e = append(e, lpStrs(pairs...)...)
+	return append(e, lpI(int64(len(pairs)+4)))
+}
+
+// pelE is a group PEL entry: the raw ID, the delivery time, the count.
+func pelE(ms, seq uint64, deliveryMs int64, count uint64) []byte {
+	return cat(rawKey(ms, seq), binary.LittleEndian.AppendUint64(nil, uint64(deliveryMs)), ln(count))
+}
+
+// consumerB is a consumer: name, seen-time, then (active-time and) the
+// raw IDs it owns.
+func consumerB(name string, times []int64, ids ...StreamID) []byte {
+	b := rs(name)
+	for _, t := range times {
+		b = binary.LittleEndian.AppendUint64(b, uint64(t))
+	}
+	b = append(b, ln(uint64(len(ids)))...)
+	for _, id := range ids {
+		b = appendRawID(b, id)
+	}
+	return b
+}
+
+// groupB is a group: name, last ID, entries_read (nil for type 15), the
+// PEL, the consumers.
+func groupB(name string, last StreamID, entriesRead []byte, pel [][]byte, consumers ...[]byte) []byte {
+	b := cat(rs(name), appendID(nil, last), entriesRead, ln(uint64(len(pel))))
+	b = append(b, cat(pel...)...)
+	b = append(b, ln(uint64(len(consumers)))...)
+	return append(b, cat(consumers...)...)
+}
+
+// er is an entries_read as Redis writes it: rdbSaveLen of a long long.
+func er(n int64) []byte { return ln(uint64(n)) }
+
+func ent(ms, seq uint64, kv ...string) StreamEntry {
+	return StreamEntry{ID: sid(ms, seq), Fields: bs(kv...)}
+}
+
+func streamV(s StreamValue) Value { return Value{Kind: Stream, Stream: &s} }

@@ -248,9 +248,11 @@ func (d *decoder) object() (Value, bool) {
 			ok = parseListpack(blob, add)
 		}
 		return Value{Kind: ZSet, Members: members}, ok && scoreOK && member && len(members) > 0
+
+	case typeStreamListpacks, typeStreamListpacks2, typeStreamListpacks3:
+		return d.stream(t)
 	}
-	// Modules (6, 7), streams (15, 19, 21), hashes with field TTLs (22 on)
-	// and anything unknown.
+	// Modules (6, 7), hashes with field TTLs (22 on) and anything unknown.
 	return Value{}, false
 }
 

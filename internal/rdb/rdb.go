@@ -2,12 +2,16 @@
 // Redis's RDB object encoding, its RDB version and its CRC64.
 //
 // It owns the byte format only: Restore turns any payload Redis 7.0–7.4
-// DUMPs for a string, list, set, sorted set or hash (every in-memory
-// encoding Redis serializes them with, LZF-compressed or not, and the older
-// ziplist, zipmap and quicklist encodings) into a Value, and rejects
-// everything else without panicking; Dump writes a Value in the plainest
-// encodings every Redis since 4.0 loads. What a key holds, its TTL and what
-// to do with duplicate members are the caller's.
+// DUMPs for a string, list, set, sorted set, hash or stream (every in-memory
+// encoding Redis serializes them with, LZF-compressed or not, the older
+// ziplist, zipmap and quicklist encodings, and the stream encodings of Redis
+// 5 to 7.4) into a Value, and rejects everything else without panicking;
+// Dump writes a Value in the plainest encodings every Redis since 4.0 loads,
+// and a stream in Redis 7.0's (RDB_TYPE_STREAM_LISTPACKS_2, which Redis 7.0
+// and later load). Stream payloads are checked as deeply as Redis's
+// sanitize-dump-payload does, and more: entries in order, counts that agree,
+// every pending entry owned by exactly one consumer. What a key holds, its
+// TTL and what to do with duplicate members are the caller's.
 package rdb
 
 import (
@@ -26,6 +30,7 @@ const (
 	Set
 	ZSet
 	Hash
+	Stream
 )
 
 func (k Kind) String() string {
@@ -40,6 +45,8 @@ func (k Kind) String() string {
 		return "zset"
 	case Hash:
 		return "hash"
+	case Stream:
+		return "stream"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -54,13 +61,17 @@ type ZMember struct {
 //
 // The byte slices Restore returns never alias its payload. Several of them
 // may share one backing array, but each has its capacity capped at its
-// length, so appending to one never overwrites another.
+// length, so appending to one never overwrites another. In a stream, the
+// entries of one node may share their field names' slices, and a pending
+// entry's Consumer is its consumer's Name: they are not to be written in
+// place.
 type Value struct {
 	Kind    Kind
-	Str     []byte    // String
-	Elems   [][]byte  // List: in order; Set: the members
-	Pairs   [][]byte  // Hash: field, value, field, value, …
-	Members []ZMember // ZSet
+	Str     []byte       // String
+	Elems   [][]byte     // List: in order; Set: the members
+	Pairs   [][]byte     // Hash: field, value, field, value, …
+	Members []ZMember    // ZSet
+	Stream  *StreamValue // Stream
 }
 
 // Version is the RDB version Dump writes (Redis 7.0's). Restore accepts
@@ -83,29 +94,36 @@ var (
 
 // RDB object type bytes (Redis's rdb.h).
 const (
-	typeString         = 0
-	typeList           = 1
-	typeSet            = 2
-	typeZSet           = 3
-	typeHash           = 4
-	typeZSet2          = 5
-	typeHashZipmap     = 9
-	typeListZiplist    = 10
-	typeSetIntset      = 11
-	typeZSetZiplist    = 12
-	typeHashZiplist    = 13
-	typeListQuicklist  = 14
-	typeHashListpack   = 16
-	typeZSetListpack   = 17
-	typeListQuicklist2 = 18
-	typeSetListpack    = 20
+	typeString           = 0
+	typeList             = 1
+	typeSet              = 2
+	typeZSet             = 3
+	typeHash             = 4
+	typeZSet2            = 5
+	typeHashZipmap       = 9
+	typeListZiplist      = 10
+	typeSetIntset        = 11
+	typeZSetZiplist      = 12
+	typeHashZiplist      = 13
+	typeListQuicklist    = 14
+	typeHashListpack     = 16
+	typeZSetListpack     = 17
+	typeListQuicklist2   = 18
+	typeStreamListpacks  = 15
+	typeStreamListpacks2 = 19
+	typeSetListpack      = 20
+	typeStreamListpacks3 = 21
 )
 
 // footerLen is the 2-byte version and the 8-byte CRC after the object.
 const footerLen = 10
 
-// Dump encodes v as a DUMP payload. It panics on a Kind it does not know
-// and on a Hash with an odd number of Pairs: both are the caller's bugs.
+// Dump encodes v as a DUMP payload. It panics on a Kind it does not know,
+// on a Hash with an odd number of Pairs and on a Stream Restore would
+// refuse (entries out of order or without fields, a pending entry of no
+// consumer, …): all are the caller's bugs. A stream consumer's ActiveMs is
+// not written (Redis 7.0's encoding has no room for it): Restore gives back
+// SeenMs for it.
 func Dump(v Value) []byte {
 	b := make([]byte, 0, dumpSize(v))
 	switch v.Kind {
@@ -138,6 +156,8 @@ func Dump(v Value) []byte {
 			b = appendString(b, m.Member)
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.Score))
 		}
+	case Stream:
+		b = appendStream(b, v.Stream)
 	default:
 		panic(fmt.Sprintf("rdb: Dump of an unknown %v", v.Kind))
 	}
@@ -155,6 +175,9 @@ func Seal(object []byte, version uint16) []byte {
 // dumpSize is an upper bound of Dump's output, so that it allocates once.
 func dumpSize(v Value) int {
 	n := 1 + 9 + footerLen
+	if v.Kind == Stream {
+		n += streamDumpSize(v.Stream)
+	}
 	for _, e := range v.Elems {
 		n += 9 + len(e)
 	}
@@ -200,10 +223,16 @@ func appendString(b, s []byte) []byte {
 	return append(b, s...)
 }
 
-// canonicalInt32 reports whether s is exactly how Redis prints an int32: no
-// sign but '-', no leading zero, no "-0", at most 11 bytes.
+// canonicalInt32 reports whether s is exactly how Redis prints an int32.
 func canonicalInt32(s []byte) (int64, bool) {
-	if len(s) == 0 || len(s) > 11 {
+	v, ok := canonicalInt64(s)
+	return v, ok && v >= math.MinInt32 && v <= math.MaxInt32
+}
+
+// canonicalInt64 reports whether s is exactly how Redis prints an int64
+// (what its string2ll accepts): no sign but '-', no leading zero, no "-0".
+func canonicalInt64(s []byte) (int64, bool) {
+	if len(s) == 0 || len(s) > 20 {
 		return 0, false
 	}
 	neg := s[0] == '-'
@@ -211,27 +240,37 @@ func canonicalInt32(s []byte) (int64, bool) {
 	if neg {
 		d = s[1:]
 	}
-	if len(d) == 0 || (d[0] == '0' && (len(d) > 1 || neg)) {
+	// 19 digits cannot overflow a uint64.
+	if len(d) == 0 || len(d) > 19 || (d[0] == '0' && (len(d) > 1 || neg)) {
 		return 0, false
 	}
-	var v int64
+	var u uint64
 	for _, c := range d {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		v = v*10 + int64(c-'0')
+		u = u*10 + uint64(c-'0')
 	}
 	if neg {
-		v = -v
+		if u > 1<<63 {
+			return 0, false
+		}
+		return int64(-u), true
 	}
-	if v < math.MinInt32 || v > math.MaxInt32 {
+	if u > math.MaxInt64 {
 		return 0, false
 	}
-	return v, true
+	return int64(u), true
 }
 
 // Restore decodes a DUMP payload. Errors are ErrChecksum or ErrFormat
 // (errors.Is); it never panics, whatever the input.
+//
+// A stream of RDB_TYPE_STREAM_LISTPACKS (Redis 5 and 6) gets what that
+// encoding lacks as Redis 7.0 fills it in: EntriesAdded its length,
+// MaxDeletedID 0-0, FirstID its first entry's ID, or for an empty stream
+// 2^64-1-2^64-1 (what Redis 7.0's XINFO then shows), and each group's
+// EntriesRead Redis's estimate from its LastID (-1 when it cannot tell).
 func Restore(payload []byte) (Value, error) {
 	if len(payload) < footerLen {
 		return Value{}, ErrChecksum

@@ -519,18 +519,21 @@ characters); ` + "`INFO server`" + ` shows both.
   - DUMP and RESTORE speak Redis's payload (` + "`internal/rdb`" + `): one value in the RDB
     object encoding, the RDB version (2 bytes) and a CRC64. DUMP writes RDB version 10
     (Redis 7.0's) with the plain encodings every Redis since 4.0 loads (a list as
-    RDB_TYPE_LIST, a hash as RDB_TYPE_HASH, a sorted set as ZSET_2 …) and never
-    LZF-compresses: a string of up to 20 bytes dumps byte for byte as Redis 7.0 dumps
-    it, a longer one or a collection to other bytes that RESTORE on Redis reads. RESTORE
-    reads RDB versions up to 12 (Redis 7.4) and every encoding Redis writes for the five
-    kinds (listpack, ziplist, quicklist, intset, LZF-compressed strings); it checks the
-    options, then BUSYKEY, the TTL and the payload in Redis's order and answers Redis's
-    errors (` + "`ERR DUMP payload version or checksum are wrong`" + `, ` + "`ERR Bad data format`" + `).
+    RDB_TYPE_LIST, a hash as RDB_TYPE_HASH, a sorted set as ZSET_2 …; a stream as Redis
+    7.0 writes one: listpacks of at most 100 entries, its counters, groups, pending
+    entries and consumers) and never LZF-compresses: a string of up to 20 bytes dumps
+    byte for byte as Redis 7.0 dumps it, a longer one or a collection to other bytes that
+    RESTORE on Redis reads. RESTORE reads RDB versions up to 12 (Redis 7.4) and every
+    encoding Redis writes for the six kinds (listpack, ziplist, zipmap, quicklist,
+    intset, LZF-compressed strings, the three stream types); it checks the options, then
+    BUSYKEY, the TTL and the payload in Redis's order and answers Redis's errors
+    (` + "`ERR DUMP payload version or checksum are wrong`" + `, ` + "`ERR Bad data format`" + `); a payload
+    whose object reads into its own footer is refused (Redis 7.0 reads it).
     IDLETIME sets the key's recency (OBJECT IDLETIME, eviction; at most about 12 days); FREQ is checked and
     ignored, as Redis ignores it under an LRU policy. A TTL already past deletes the key
-    being replaced and creates nothing. Not yet: streams (DUMP of a stream answers
-    ` + "`ERR DUMP of a stream is not supported yet`" + `, a stream payload is a bad data format),
-    hashes with field TTLs (Redis 7.4's types) and module values. RESTORE-ASKING is
+    being replaced and creates nothing. A stream's consumer keeps its seen-time; Zaris
+    keeps no separate active-time, so DUMP writes the seen-time for both. Not yet: hashes
+    with field TTLs (Redis 7.4's types) and module values. RESTORE-ASKING is
     RESTORE (what a Redis Cluster node's MIGRATE sends).
   - MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw | AUTH2 user pw]
     [KEYS …] moves keys to a redis-server or another Zaris node: DUMP here, SELECT db
@@ -573,7 +576,7 @@ const docsOutro = `
 ## Not supported yet
 
 - The Redis 7.0 commands of the coverage table's "left out" column, for the
-  reason given there; DUMP and RESTORE of streams (see above).
+  reason given there.
 - Any command not listed above answers ` + "`-ERR unknown command`" + `.
 
 ## Sorted sets and geo

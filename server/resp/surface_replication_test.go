@@ -74,8 +74,12 @@ func TestSurfaceWritesReplicate(t *testing.T) {
 	do("RESTORE", k("restored"), 0, rc.Dump(ctx, k("hash")).Val())
 	do("RESTORE", k("restored"), 0, rc.Dump(ctx, k("list")).Val(), "REPLACE")
 	do("RESTORE", k("rstring"), 60000, rc.Dump(ctx, k("s1")).Val())
+	do("XADD", k("stream"), "1-1", "f", "v")
+	do("XGROUP", "CREATE", k("stream"), "g", "0")
+	do("XREADGROUP", "GROUP", "g", "alice", "STREAMS", k("stream"), ">")
+	do("RESTORE", k("rstream"), 0, rc.Dump(ctx, k("stream")).Val())
 
-	keys := []string{"bits", "bf", "bop", "h1", "h2", "hm", "list", "copy", "sorted", "hash", "restored", "rstring"}
+	keys := []string{"bits", "bf", "bop", "h1", "h2", "hm", "list", "copy", "sorted", "hash", "restored", "rstring", "stream", "rstream"}
 	for _, name := range keys {
 		key := k(name)
 		require.True(t, replicated(owner, replica, key), "%s acknowledged before the replica applied it", key)

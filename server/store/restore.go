@@ -7,13 +7,10 @@ import (
 	"github.com/zaris-io/zaris/internal/rdb"
 )
 
-// errStreamDump is DUMP's answer for a stream: its RDB form (listpacks of
-// entries, consumer groups, pending lists) is not written yet.
-var errStreamDump = kv.Result{Status: kv.StatusBadRequest, Detail: "DUMP of a stream is not supported yet"}
-
 // Dump reads key's value for DUMP: false when the key is missing. A hash
 // gives its fields in the order it answers HGETALL, a list its elements
-// in order, a sorted set its members by score.
+// in order, a sorted set its members by score, a stream its entries, its
+// groups and their pending entries.
 func (a *Atomic) Dump(key string) (rdb.Value, bool, kv.Result) {
 	g := a.segFor(key)
 	if g == nil {
@@ -49,8 +46,10 @@ func (a *Atomic) Dump(key string) (rdb.Value, bool, kv.Result) {
 			members = append(members, rdb.ZMember{Member: []byte(n.member), Score: n.score})
 		}
 		return rdb.Value{Kind: rdb.ZSet, Members: members}, true, kv.Result{}
+	case *streamColl:
+		return rdb.Value{Kind: rdb.Stream, Stream: dumpStream(c)}, true, kv.Result{}
 	}
-	return rdb.Value{}, false, errStreamDump
+	return rdb.Value{}, false, status(kv.StatusInternal)
 }
 
 // RestoreOptions are RESTORE's options.
@@ -94,7 +93,10 @@ func (a *Atomic) Restore(key string, v rdb.Value, o RestoreOptions) (busy bool, 
 			return false, kv.Result{}
 		}
 	}
-	coll, kind := restoredCollection(v)
+	coll, kind, err := restoredCollection(v)
+	if err != nil {
+		return false, kv.Result{Status: kv.StatusBadRequest, Detail: rdb.ErrFormat.Error()}
+	}
 	var value []byte
 	if coll == nil {
 		value = v.Str
@@ -130,32 +132,38 @@ func (a *Atomic) Restore(key string, v rdb.Value, o RestoreOptions) (busy bool, 
 // restoredCollection builds the collection of a decoded value (nil for a
 // string). A payload naming a member twice keeps the last one, as the
 // commands that build the kind would.
-func restoredCollection(v rdb.Value) (collection, ValueKind) {
+func restoredCollection(v rdb.Value) (collection, ValueKind, error) {
 	switch v.Kind {
 	case rdb.Hash:
 		h := newHash()
 		for i := 0; i+1 < len(v.Pairs); i += 2 {
 			h.set(v.Pairs[i], v.Pairs[i+1])
 		}
-		return h, KindHash
+		return h, KindHash, nil
 	case rdb.List:
 		l := newList()
 		l.rebuild(v.Elems)
-		return l, KindList
+		return l, KindList, nil
 	case rdb.Set:
 		s := newSet()
 		for _, m := range v.Elems {
 			s.addBytes(m)
 		}
-		return s, KindSet
+		return s, KindSet, nil
 	case rdb.ZSet:
 		z := newZSet()
 		for _, m := range v.Members {
 			z.set(string(m.Member), m.Score)
 		}
-		return z, KindZSet
+		return z, KindZSet, nil
+	case rdb.Stream:
+		if v.Stream == nil {
+			return nil, KindStream, rdb.ErrFormat
+		}
+		s, err := restoreStream(v.Stream)
+		return s, KindStream, err
 	}
-	return nil, KindString
+	return nil, KindString, nil
 }
 
 // maxIdleMillis bounds IDLETIME (about 12 days): a quarter of the recency

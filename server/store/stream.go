@@ -606,6 +606,17 @@ func (s *streamColl) decode(b []byte) error {
 	if err := mpsafe.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	// seen-time is node-local (not encoded, like the LRU stamps): a copy
+	// counts from when it got the consumer.
+	now := time.Now().UnixMilli()
+	return s.fromWire(&w, func(string, string) int64 { return now })
+}
+
+// fromWire builds the stream from its wire form, checking what a payload
+// from outside could get wrong (entries out of order, a last id below
+// them, a group twice, a pending entry of no consumer); seenMs gives each
+// consumer's seen-time.
+func (s *streamColl) fromWire(w *streamWire, seenMs func(group, consumer string) int64) error {
 	for _, e := range w.Entries {
 		id := streamID{e.ID[0], e.ID[1]}
 		if len(e.Fields) == 0 || len(e.Fields)%2 != 0 {
@@ -633,9 +644,10 @@ func (s *streamColl) decode(b []byte) error {
 		g := s.addGroup(gw.Name, streamID{gw.Last[0], gw.Last[1]})
 		g.entriesRead = gw.EntriesRead1 - 1
 		for _, c := range gw.Consumers {
-			// seen-time is node-local (not encoded, like the LRU stamps):
-			// a copy counts from when it got the consumer.
-			s.addConsumer(g, c).seenMs = time.Now().UnixMilli()
+			if g.consumers[c] != nil {
+				return fmt.Errorf("stream group %q: consumer %q twice", gw.Name, c)
+			}
+			s.addConsumer(g, c).seenMs = seenMs(gw.Name, c)
 		}
 		for _, p := range gw.Pending {
 			c := g.consumers[p.Consumer]
