@@ -272,15 +272,8 @@ func canonicalInt64(s []byte) (int64, bool) {
 // 2^64-1-2^64-1 (what Redis 7.0's XINFO then shows), and each group's
 // EntriesRead Redis's estimate from its LastID (-1 when it cannot tell).
 func Restore(payload []byte) (Value, error) {
-	if len(payload) < footerLen {
-		return Value{}, ErrChecksum
-	}
-	end := len(payload) - footerLen
-	ver := binary.LittleEndian.Uint16(payload[end:])
-	if ver == 0 || ver > MaxVersion {
-		return Value{}, ErrChecksum
-	}
-	if want := binary.LittleEndian.Uint64(payload[end+2:]); want != crc64(0, payload[:end+2]) {
+	end, ok := checkFooter(payload)
+	if !ok {
 		return Value{}, ErrChecksum
 	}
 	// One copy up front lets every raw string be a sub-slice of it rather
@@ -291,4 +284,18 @@ func Restore(payload []byte) (Value, error) {
 		return Value{}, ErrFormat
 	}
 	return v, nil
+}
+
+// checkFooter checks a payload's version and CRC and returns where its
+// content ends.
+func checkFooter(payload []byte) (end int, ok bool) {
+	if len(payload) < footerLen {
+		return 0, false
+	}
+	end = len(payload) - footerLen
+	ver := binary.LittleEndian.Uint16(payload[end:])
+	if ver == 0 || ver > MaxVersion {
+		return 0, false
+	}
+	return end, binary.LittleEndian.Uint64(payload[end+2:]) == crc64(0, payload[:end+2])
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zaris-io/zaris/internal/glob"
 	"github.com/zaris-io/zaris/internal/kv"
+	"github.com/zaris-io/zaris/internal/rdb"
 	"github.com/zaris-io/zaris/internal/placement"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
@@ -296,6 +297,8 @@ func init() {
 				{name: "list", arity: -2, flags: flagNoScript, summary: "Lists the libraries and their functions (LIBRARYNAME pattern, WITHCODE).", run: cmdFunctionList},
 				{name: "delete", arity: 3, flags: flagWrite | flagNoScript, summary: "Deletes a library and its functions.", run: cmdFunctionDelete},
 				{name: "flush", arity: -2, flags: flagWrite | flagNoScript, summary: "Deletes every library.", run: cmdFunctionFlush},
+				{name: "dump", arity: 2, flags: flagNoScript, summary: "Returns the libraries as a payload FUNCTION RESTORE (on Zaris or Redis) loads.", run: cmdFunctionDump},
+				{name: "restore", arity: -3, flags: flagWrite | flagDenyOOM | flagNoScript, summary: "Loads the libraries of a FUNCTION DUMP payload of Zaris or Redis ([FLUSH|APPEND|REPLACE], APPEND by default).", run: cmdFunctionRestore},
 				{name: "kill", arity: 2, flags: flagNoScript | flagAllowBusy, summary: "Stops the function running past the time limit, unless it has written.", run: cmdScriptKill(true)},
 				{name: "stats", arity: 2, flags: flagNoScript | flagAllowBusy, summary: "Reports the function running past the time limit and the engine's counts.", run: cmdFunctionStats},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the FUNCTION subcommands.", run: cmdFunctionHelp},
@@ -813,22 +816,35 @@ func cmdFunctionLoad(c *conn, args [][]byte) {
 		}
 		replace = true
 	}
-	code := string(args[len(args)-1])
-	name, msg := parseLibraryHeader(code)
+	lib, msg := c.srv.scripts.compileLibrary(string(args[len(args)-1]))
 	if msg != "" {
 		c.err(msg)
 		return
 	}
+	s := c.srv.scripts
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if msg := s.joinLocked([]*library{lib}, replace, false); msg != "" {
+		c.err(msg)
+		return
+	}
+	c.out.BulkString(lib.name)
+}
+
+// compileLibrary compiles a library's code and runs it once in a fresh
+// state, with a deadline, to learn its functions (refusing it whole if
+// anything is wrong). msg is the error reply.
+func (s *scripting) compileLibrary(code string) (lib *library, msg string) {
+	name, msg := parseLibraryHeader(code)
+	if msg != "" {
+		return nil, msg
+	}
 	_, body, _ := strings.Cut(code, "\n")
 	proto, err := compileLua("\n"+body, "user_function")
 	if err != nil {
-		c.err("ERR Error compiling function: " + compileErrorText(err))
-		return
+		return nil, "ERR Error compiling function: " + compileErrorText(err)
 	}
-	lib := &library{name: name, code: code, proto: proto}
-	// Run the library once in a fresh state, with a deadline, to learn its
-	// functions (and refuse it whole if anything is wrong).
-	s := c.srv.scripts
+	lib = &library{name: name, code: code, proto: proto}
 	st := newLuaState(s)
 	defer st.close()
 	ctx, cancel := context.WithTimeout(context.Background(), libraryLoadTimeout)
@@ -841,40 +857,136 @@ func cmdFunctionLoad(c *conn, args [][]byte) {
 		if ctx.Err() != nil {
 			msg = "FUNCTION LOAD timeout"
 		}
-		c.err("ERR Error registering functions: " + msg)
-		return
+		return nil, "ERR Error registering functions: " + msg
 	}
 	if len(st.loading) == 0 {
-		c.err("ERR No functions registered")
-		return
+		return nil, "ERR No functions registered"
 	}
 	lib.funcs = st.loading
 	for _, f := range lib.funcs {
 		f.lib = lib
 	}
+	return lib, ""
+}
+
+// joinLocked adds libs to the loaded libraries, all or none: a library
+// already loaded is refused unless replace, a function name another
+// library registers always (Redis's libraryJoin). msg is the error reply
+// (FUNCTION RESTORE names a library already loaded without LOAD's quotes,
+// as Redis does). s.mu held.
+func (s *scripting) joinLocked(libs []*library, replace, restoring bool) (msg string) {
+	libExists := func(name string) string {
+		if restoring {
+			return "ERR Library " + name + " already exists"
+		}
+		return "ERR Library '" + name + "' already exists"
+	}
+	replaced, named, registered := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, lib := range libs {
+		if named[lib.name] {
+			return "ERR Library '" + lib.name + "' already exists" // a payload's twice: as Redis's loader says it
+		}
+		named[lib.name] = true
+		for fname := range lib.funcs {
+			if registered[fname] {
+				return "ERR Function " + fname + " already exists"
+			}
+			registered[fname] = true
+		}
+		if _, exists := s.libs[lib.name]; exists {
+			if !replace {
+				return libExists(lib.name)
+			}
+			replaced[lib.name] = true
+		}
+	}
+	for _, lib := range libs {
+		for fname := range lib.funcs {
+			if f, ok := s.funcs[fname]; ok && !replaced[f.lib.name] && f.lib.name != lib.name {
+				return "ERR Function " + fname + " already exists"
+			}
+		}
+	}
+	for _, lib := range libs {
+		if old := s.libs[lib.name]; old != nil {
+			for fname := range old.funcs {
+				delete(s.funcs, fname)
+			}
+		}
+		s.libs[lib.name] = lib
+		for fname, f := range lib.funcs {
+			s.funcs[fname] = f
+		}
+	}
+	s.gen++
+	return ""
+}
+
+// cmdFunctionDump is FUNCTION DUMP: every library's code, in name order,
+// in Redis's payload (internal/rdb).
+func cmdFunctionDump(c *conn, _ [][]byte) {
+	s := c.srv.scripts
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, exists := s.libs[name]; exists && !replace {
-		c.err("ERR Library '" + name + "' already exists")
+	libs := s.libList()
+	s.mu.Unlock()
+	codes := make([][]byte, len(libs))
+	for i, lib := range libs {
+		codes[i] = []byte(lib.code)
+	}
+	c.out.Bulk(rdb.DumpFunctions(codes))
+}
+
+// cmdFunctionRestore is FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]:
+// the payload's libraries are compiled first, then joined to the loaded
+// ones all or none (FLUSH: instead of them), with Redis's errors.
+func cmdFunctionRestore(c *conn, args [][]byte) {
+	if len(args) > 4 {
+		c.err("ERR unknown subcommand or wrong number of arguments for '" + cString(truncate(args[1], 128)) + "'. Try FUNCTION HELP.")
 		return
 	}
-	for fname := range lib.funcs {
-		if f, ok := s.funcs[fname]; ok && f.lib.name != name {
-			c.err("ERR Function " + fname + " already exists")
+	policy := "APPEND"
+	if len(args) == 4 {
+		switch {
+		case eq(args[3], "APPEND"), eq(args[3], "REPLACE"), eq(args[3], "FLUSH"):
+			policy = strings.ToUpper(string(args[3]))
+		default:
+			c.err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
 			return
 		}
 	}
-	if old := s.libs[name]; old != nil {
-		for fname := range old.funcs {
-			delete(s.funcs, fname)
+	codes, err := rdb.RestoreFunctions(args[2])
+	if err != nil {
+		c.err("ERR " + err.Error())
+		return
+	}
+	s := c.srv.scripts
+	libs := make([]*library, 0, len(codes))
+	for _, code := range codes {
+		lib, msg := s.compileLibrary(string(code))
+		if msg != "" {
+			c.err(msg)
+			return
 		}
+		libs = append(libs, lib)
 	}
-	s.libs[name] = lib
-	for fname, f := range lib.funcs {
-		s.funcs[fname] = f
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if policy == "FLUSH" {
+		old, oldFuncs := s.libs, s.funcs
+		s.libs, s.funcs = map[string]*library{}, map[string]*libFunction{}
+		if msg := s.joinLocked(libs, false, true); msg != "" {
+			s.libs, s.funcs = old, oldFuncs
+			c.err(msg)
+			return
+		}
+		c.out.OK()
+		return
 	}
-	s.gen++
-	c.out.BulkString(name)
+	if msg := s.joinLocked(libs, policy == "REPLACE", true); msg != "" {
+		c.err(msg)
+		return
+	}
+	c.out.OK()
 }
 
 func cmdFunctionDelete(c *conn, args [][]byte) {

@@ -52,7 +52,6 @@ func served(name string) bool {
 
 const (
 	whyNoPersistence = "no persistence: Zaris keeps data in memory and on replicas, there is no RDB or AOF file"
-	whyNoRDBFormat   = "not yet: FUNCTION's payload (the libraries in the RDB format) is not implemented; DUMP/RESTORE move single keys"
 	whyControlPlane  = "slots are placed by the control plane (the raft-replicated partition map); operators use `zarisctl rebalance`, `add` and `drain`"
 	whyNoBus         = "there is no cluster bus: membership is memberlist gossip plus raft"
 	whyPerPartition  = "replication is per partition and driven by the control plane: a node is owner of some partitions and replica of others, never a whole-node master or replica"
@@ -97,8 +96,6 @@ var leftOut = map[string]string{
 	"psync":                         whyPerPartition,
 	"sync":                          whyPerPartition,
 	"replconf":                      whyPerPartition,
-	"function|dump":                 whyNoRDBFormat,
-	"function|restore":              whyNoRDBFormat,
 	"latency|graph":                 whyNotYet,
 	"latency|histogram":             whyNotYet,
 	"lolwut":                        "not implemented",

@@ -527,3 +527,70 @@ func TestMigrateKeepsAWriteMadeWhileItMoves(t *testing.T) {
 	require.NoError(t, <-migrate("untouched"))
 	require.Zero(t, source.Exists(ctx, "untouched").Val(), "a key nobody wrote is moved")
 }
+
+// TestFunctionDumpRestoreWithRedis: FUNCTION DUMP payloads move libraries
+// both ways between redis-server and Zaris, and FUNCTION RESTORE answers
+// as Redis does under each policy, row by row.
+func TestFunctionDumpRestoreWithRedis(t *testing.T) {
+	ctx := context.Background()
+	rd := redis.NewClient(&redis.Options{Addr: startRedis(t, false), Protocol: 2})
+	t.Cleanup(func() { _ = rd.Close() })
+	z := newClient(t, startNode(t), func(o *redis.Options) { o.Protocol = 2 })
+	libA := "#!lua name=liba\nredis.register_function('fa', function() return 'a' end)"
+	libB := "#!lua name=libb\nredis.register_function('fb', function(keys, args) return args[1] end)"
+	libA2 := "#!lua name=liba\nredis.register_function('fa', function() return 'a2' end)"
+	libC := "#!lua name=libc\nredis.register_function('fb', function() return 'c' end)" // fb clashes with libb's
+	libBad := "#!lua name=libbad\nlocal unused = 1" // registers no function
+	// A release candidate's function (RDB_OPCODE_FUNCTION: name, engine,
+	// no description, body), which Redis 7.0 loads as a library.
+	body := "redis.register_function('fpre', function() return 'pre' end)"
+	preGA := string(rdb.Seal(append([]byte{246, 3, 'p', 'r', 'e', 3, 'L', 'U', 'A', 0, byte(len(body))}, body...), rdb.Version))
+
+	// A payload of each library set, made by Redis.
+	payload := func(libs ...string) string {
+		t.Helper()
+		require.NoError(t, rd.FunctionFlush(ctx).Err())
+		for _, l := range libs {
+			require.NoError(t, rd.FunctionLoad(ctx, l).Err())
+		}
+		p, err := rd.FunctionDump(ctx).Result()
+		require.NoError(t, err)
+		return p
+	}
+	ab, a2, c := payload(libA, libB), payload(libA2), payload(libC)
+
+	for _, srv := range []*redis.Client{rd, z} {
+		require.NoError(t, srv.FunctionFlush(ctx).Err())
+	}
+	rows := [][]any{
+		{"FUNCTION", "RESTORE", ab}, {"FCALL", "fb", 0, "x"},
+		{"FUNCTION", "RESTORE", a2}, // APPEND by default: liba exists (one library: Redis names the first of its hash order)
+		{"FUNCTION", "RESTORE", a2, "APPEND"},
+		{"FUNCTION", "RESTORE", a2, "REPLACE"}, {"FCALL", "fa", 0},
+		{"FUNCTION", "RESTORE", c, "REPLACE"}, // fb belongs to libb
+		{"FUNCTION", "RESTORE", c, "FLUSH"}, {"FCALL", "fb", 0}, {"FCALL", "fa", 0},
+		{"FUNCTION", "RESTORE", ab, "BOGUS"},
+		{"FUNCTION", "RESTORE", ab, "APPEND", "x"},
+		{"FUNCTION", "RESTORE", "garbage"},
+		{"FUNCTION", "RESTORE", string(rdb.Seal([]byte{246, 1, 'x'}, rdb.Version))},
+		{"FUNCTION", "RESTORE", preGA}, {"FCALL", "fpre", 0},
+		{"FUNCTION", "RESTORE", string(rdb.Seal([]byte{0, 1, 'x'}, rdb.Version))},
+		{"FUNCTION", "RESTORE", string(rdb.DumpFunctions([][]byte{[]byte(libBad)}))},
+		{"FUNCTION", "RESTORE", string(rdb.DumpFunctions([][]byte{[]byte(libB), []byte(libB)})), "FLUSH"},
+		{"FCALL", "fb", 0}, // the refused FLUSH kept what was loaded
+	}
+	for _, row := range rows {
+		want, wantErr := rd.Do(ctx, row...).Result()
+		got, gotErr := z.Do(ctx, row...).Result()
+		require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr), "%q", row)
+		require.Equal(t, want, got, "%q", row)
+	}
+
+	// Zaris's dump loads on Redis.
+	require.NoError(t, z.Do(ctx, "FUNCTION", "RESTORE", ab, "FLUSH").Err())
+	fromZaris, err := z.FunctionDump(ctx).Result()
+	require.NoError(t, err)
+	require.NoError(t, rd.Do(ctx, "FUNCTION", "RESTORE", fromZaris, "FLUSH").Err())
+	require.Equal(t, "x", rd.FCall(ctx, "fb", nil, "x").Val())
+	require.Equal(t, "a", rd.FCall(ctx, "fa", nil).Val())
+}

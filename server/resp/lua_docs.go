@@ -5,7 +5,7 @@ const docsScripting = `
 ## Scripting
 
 EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT LOAD/EXISTS/FLUSH/KILL/HELP,
-FUNCTION LOAD/LIST/DELETE/FLUSH/KILL/STATS/HELP, FCALL and FCALL_RO run Lua
+FUNCTION LOAD/LIST/DELETE/FLUSH/DUMP/RESTORE/KILL/STATS/HELP, FCALL and FCALL_RO run Lua
 5.1 on github.com/yuin/gopher-lua with Redis 7.0's API and replies, checked
 byte for byte against a redis-server 7.0 (` + "`TestScriptSameRepliesAsRedis`" + `,
 RESP2 and RESP3).
@@ -84,7 +84,11 @@ reply nested at most 1000 deep (` + "`-ERR reached lua stack limit`" + `), ` + "
 up to 512 MB, a library's top-level code 500 ms (FUNCTION LOAD).
 The script cache and the libraries are per node and in memory, as in Redis
 Cluster: ` + "`SCRIPT LOAD`" + ` and ` + "`FUNCTION LOAD`" + ` go to every node (go-redis's
-ClusterClient sends SCRIPT LOAD to all of them).
+ClusterClient sends SCRIPT LOAD to all of them). FUNCTION DUMP writes every library's
+code in Redis's payload (RDB_OPCODE_FUNCTION2 per library, RDB version 10, CRC64) and
+FUNCTION RESTORE reads Zaris's and Redis's (a release candidate's function too, as Redis
+7.0 reads it) under FLUSH, APPEND (the default) or REPLACE: the libraries are compiled
+first, then joined all or none, with Redis's errors (` + "`TestFunctionDumpRestoreWithRedis`" + `).
 
 **Cost.** Lua states are pooled (up to 64 idle): a call reuses one, with the
 compiled script cached by SHA-1; ` + "`BenchmarkPooledLuaCall`" + ` (take a state, set
