@@ -17,8 +17,8 @@ import (
 
 	"github.com/zaris-io/zaris/internal/glob"
 	"github.com/zaris-io/zaris/internal/kv"
-	"github.com/zaris-io/zaris/internal/rdb"
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/internal/rdb"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/store"
 )

@@ -540,7 +540,7 @@ func TestFunctionDumpRestoreWithRedis(t *testing.T) {
 	libB := "#!lua name=libb\nredis.register_function('fb', function(keys, args) return args[1] end)"
 	libA2 := "#!lua name=liba\nredis.register_function('fa', function() return 'a2' end)"
 	libC := "#!lua name=libc\nredis.register_function('fb', function() return 'c' end)" // fb clashes with libb's
-	libBad := "#!lua name=libbad\nlocal unused = 1" // registers no function
+	libBad := "#!lua name=libbad\nlocal unused = 1"                                     // registers no function
 	// A release candidate's function (RDB_OPCODE_FUNCTION: name, engine,
 	// no description, body), which Redis 7.0 loads as a library.
 	body := "redis.register_function('fpre', function() return 'pre' end)"
