@@ -290,6 +290,11 @@ func cmdRestore(c *conn, args [][]byte) {
 			return
 		}
 	}
+	// The TTL and the payload are read before the key's lock is taken (a
+	// big payload takes a while to decode); their errors are answered
+	// after BUSYKEY's, in Redis's order.
+	ttl, ttlOK := parseInt(args[2])
+	v, decodeErr := rdb.Restore(args[3])
 	c.atomically(true, args[1:2], func() {
 		key := string(args[1])
 		if !o.Replace {
@@ -298,18 +303,15 @@ func cmdRestore(c *conn, args [][]byte) {
 				return
 			}
 		}
-		ttl, ok := parseInt(args[2])
-		if !ok {
+		switch {
+		case !ttlOK:
 			c.err(msgNotInteger)
 			return
-		}
-		if ttl < 0 {
+		case ttl < 0:
 			c.err("ERR Invalid TTL value, must be >= 0")
 			return
-		}
-		v, err := rdb.Restore(args[3])
-		if err != nil {
-			c.err("ERR " + err.Error())
+		case decodeErr != nil:
+			c.err("ERR " + decodeErr.Error())
 			return
 		}
 		o.TTLMillis = ttl
