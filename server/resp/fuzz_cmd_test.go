@@ -79,6 +79,10 @@ func FuzzCommands(f *testing.F) {
 					args[i] = "hz"
 				}
 			}
+		case "migrate": // another host may take a DNS lookup's time, a long timeout its own: bound both
+			if len(args) > 5 {
+				args[1], args[5] = "127.0.0.1", "10"
+			}
 		case "xread", "xreadgroup":
 			for i, a := range args {
 				if strings.EqualFold(a, "BLOCK") && i+1 < len(args) {
