@@ -358,21 +358,22 @@ func (c *conn) writePairs(a []kv.Reply, nested bool) {
 }
 
 func cmdZPop(end string) func(c *conn, args [][]byte) {
+	endArg := []byte(end) // once, not per call
 	return func(c *conn, args [][]byte) {
 		if len(args) > 3 {
 			c.err(msgSyntax)
 			return
 		}
-		count := int64(1)
+		countArg := argOne
 		if len(args) == 3 {
 			n, ok := parseInt(args[2])
 			if !ok || n < 0 {
 				c.err("ERR value is out of range, must be positive")
 				return
 			}
-			count = n
+			countArg = itoa(n)
 		}
-		r := c.execRaw(kv.CmdZPop, args[1], []byte(end), itoa(count))
+		r := c.execRaw(kv.CmdZPop, args[1], endArg, countArg)
 		if r.Status != kv.StatusSuccess {
 			c.writeReply(r, shapePlain)
 			return
@@ -382,6 +383,7 @@ func cmdZPop(end string) func(c *conn, args [][]byte) {
 }
 
 func cmdBZPop(end string) func(c *conn, args [][]byte) {
+	endArg := []byte(end)
 	return func(c *conn, args [][]byte) {
 		timeout, ok := parseBlockTimeout(c, args[len(args)-1])
 		if !ok {
@@ -390,7 +392,7 @@ func cmdBZPop(end string) func(c *conn, args [][]byte) {
 		keys := args[1 : len(args)-1]
 		c.blockOn(keys, true, timeout, func() bool {
 			for _, k := range keys {
-				r := c.execRaw(kv.CmdZPop, k, []byte(end), []byte("1"))
+				r := c.execRaw(kv.CmdZPop, k, endArg, argOne)
 				switch {
 				case r.Status != kv.StatusSuccess:
 					c.storeError(r.Status, r.Message)
