@@ -5,16 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zaris-io/zaris/internal/redistest"
 )
 
 // startRedis runs a real redis-server on a free loopback port for the
@@ -22,44 +22,7 @@ import (
 // redis-server is not installed.
 func startRedis(t *testing.T, extra ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed:", err)
-	}
-	dir := t.TempDir()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port := freePort(t)
-		args := append([]string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no",
-		}, extra...)
-		cmd := exec.Command(bin, args...)
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("redis-%d.log", attempt)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait(); logf.Close() }()
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if lastErr = waitListening(addr, exited); lastErr == nil {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-exited
-			})
-			return addr
-		}
-		_ = cmd.Process.Kill()
-		<-exited
-		log, _ := os.ReadFile(logf.Name())
-		lastErr = fmt.Errorf("%w; log:\n%s", lastErr, log)
-	}
-	t.Fatalf("redis-server did not start: %v", lastErr)
-	return ""
+	return redistest.Start(t, extra...)
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
@@ -71,25 +34,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitListening polls addr until it accepts a connection, the process
-// exits, or 10 s pass.
-func waitListening(addr string, exited <-chan error) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("redis-server exited: %v", err)
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return errors.New("redis-server not listening after 10s")
 }
 
 // respConfig is a small, fast RESP run against addr.

@@ -11,14 +11,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/internal/redistest"
 )
 
 // startRedis runs a real redis-server on a loopback port and returns a
@@ -28,54 +28,11 @@ import (
 // own full validation.
 func startRedis(t *testing.T) *redisConn {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed (apt-get install -y redis-server):", err)
-	}
-	dir := t.TempDir()
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
+	addr := redistest.Start(t, "--enable-debug-command", "local", "--sanitize-dump-payload", "yes")
+	nc, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	for attempt := 0; ; attempt++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-		require.NoError(t, ln.Close())
-		cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--daemonize", "no", "--enable-debug-command", "local", "--sanitize-dump-payload", "yes")
-		cmd.Dir = dir // never the repository: Redis writes where it runs
-		cmd.Stdout, cmd.Stderr = logf, logf
-		require.NoError(t, cmd.Start())
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		stop := func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		var nc net.Conn
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			select {
-			case <-exited:
-				deadline = time.Time{} // lost the port to someone else: try another
-				continue
-			default:
-			}
-			if nc, err = net.Dial("tcp", "127.0.0.1:"+port); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if nc == nil {
-			stop()
-			if attempt < 3 {
-				continue
-			}
-			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("redis-server did not start: %s", log)
-		}
-		t.Cleanup(func() { _ = nc.Close(); stop(); _ = logf.Close() })
-		return &redisConn{t: t, c: nc, r: bufio.NewReader(nc)}
-	}
+	t.Cleanup(func() { _ = nc.Close() })
+	return &redisConn{t: t, c: nc, r: bufio.NewReader(nc)}
 }
 
 // redisConn is a minimal RESP2 client: requests as arrays of bulk strings,

@@ -2,16 +2,13 @@ package resp_test
 
 import (
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zaris-io/zaris/internal/redistest"
 )
 
 // startRedisCluster runs a real redis-server as a one-node Redis Cluster
@@ -33,34 +30,10 @@ func startRedisCluster(t *testing.T) string {
 // skips the test only when redis-server is not installed.
 func startRedis(t testing.TB, cluster bool) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed (apt-get install -y redis-server):", err)
-	}
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
-	require.NoError(t, err)
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no"}
 	if cluster {
-		args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"))
+		return redistest.Start(t, "--cluster-enabled", "yes")
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logf.Close() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	var nc net.Conn
-	waitFor(t, 10*time.Second, "redis-server accepting on "+addr, func() bool {
-		nc, err = net.Dial("tcp", addr)
-		return err == nil
-	})
-	_ = nc.Close()
-	return addr
+	return redistest.Start(t)
 }
 
 // oracleScript is run against Redis Cluster and Zaris; replies must be
