@@ -257,19 +257,15 @@ func sendMigration(o migrateOptions, items []migrated) (ioErr, targetErr string)
 	return "", targetErr
 }
 
-// appendCommand appends a RESP array of bulk strings.
+// appendCommand appends a command as a client sends it: an array of bulk
+// strings (the reply Writer's encoding is the same).
 func appendCommand(b []byte, args ...[]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
+	w := Writer{B: b}
+	w.Array(len(args))
 	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
+		w.Bulk(a)
 	}
-	return b
+	return w.B
 }
 
 func trimCRLF(s string) string {

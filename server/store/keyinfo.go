@@ -163,21 +163,33 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if old != nil {
 		rec.SetVersion(old.Version() + 1)
 	}
-	if !gd.store.recordFits(rec) {
-		return false, kv.Result{Status: kv.StatusItemTooLarge}
+	res := gd.installWholeLocked(rec, 0)
+	return res.Status == kv.StatusSuccess, res
+}
+
+// installWholeLocked puts a record built whole (COPY's, RESTORE's) in
+// place of whatever its key holds, after the per-key caps and the memory
+// cap: an OpPut carrying the value or the collection's encoding, so
+// replicas install the same. origin names the command for the keyspace
+// events when the put's own name ("set") is not it.
+func (g *Segment) installWholeLocked(rec *Record, origin kv.CmdOp) kv.Result {
+	if !g.store.recordFits(rec) {
+		return kv.Result{Status: kv.StatusItemTooLarge}
 	}
 	grow := rec.accountedBytes()
-	if prev := gd.items.get(dst); prev != nil {
+	if prev := g.items.get(rec.Key()); prev != nil {
 		grow -= prev.accountedBytes()
 	}
-	if gd.store.storeFull(gd, grow) {
-		return false, status(kv.StatusCapacityExceeded)
+	if g.store.storeFull(g, grow) {
+		return status(kv.StatusCapacityExceeded)
 	}
-	gd.store.faultLocked(dst)
-	gd.revision++
-	rec.Revision = gd.revision
-	gd.commitLocked(OpPut, rec)
-	return true, kv.Result{Version: rec.Version(), Revision: rec.Revision}
+	g.store.faultLocked(rec.Key())
+	g.revision++
+	rec.Revision = g.revision
+	g.origin = origin
+	g.commitLocked(OpPut, rec)
+	g.origin = 0
+	return kv.Result{Version: rec.Version(), Revision: rec.Revision}
 }
 
 // ListFits reports whether a new list of elems passes the per-key caps (the

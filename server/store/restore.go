@@ -62,9 +62,8 @@ type RestoreOptions struct {
 
 // Restore installs v at key (RESTORE): busy when the key exists and
 // Replace is off. A TTL already past restores nothing — it deletes the key
-// being replaced — as Redis does. The new record is logged whole (an OpPut
-// with the value or the collection's encoding), so replicas install the
-// same; it is notified as a "restore".
+// being replaced — as Redis does. The new record is installed whole
+// (installWholeLocked), notified as a "restore".
 func (a *Atomic) Restore(key string, v rdb.Value, o RestoreOptions) (busy bool, res kv.Result) {
 	g := a.segFor(key)
 	if g == nil || g.store.checkKey(key) != kv.StatusSuccess {
@@ -110,23 +109,7 @@ func (a *Atomic) Restore(key string, v rdb.Value, o RestoreOptions) (busy bool, 
 	if coll != nil {
 		rec.setParts(rec.Key(), nil, rec.joined(), coll, nil)
 	}
-	if !g.store.recordFits(rec) {
-		return false, kv.Result{Status: kv.StatusItemTooLarge}
-	}
-	grow := rec.accountedBytes()
-	if prev := g.items.get(key); prev != nil {
-		grow -= prev.accountedBytes()
-	}
-	if g.store.storeFull(g, grow) {
-		return false, status(kv.StatusCapacityExceeded)
-	}
-	g.store.faultLocked(key)
-	g.revision++
-	rec.Revision = g.revision
-	g.origin = kv.CmdRestore
-	g.commitLocked(OpPut, rec)
-	g.origin = 0
-	return false, kv.Result{Version: rec.Version(), Revision: rec.Revision}
+	return false, g.installWholeLocked(rec, kv.CmdRestore)
 }
 
 // restoredCollection builds the collection of a decoded value (nil for a
