@@ -300,25 +300,39 @@ func TestMigrateFromRedisIntoZaris(t *testing.T) {
 	t.Cleanup(func() { _ = rd.Close() })
 	n := startNode(t)
 	z := newClient(t, n, func(o *redis.Options) { o.Protocol = 2 })
-	shapes := dumpShapes()
-	keys := make([]any, 0, len(shapes))
-	want := map[string]any{}
-	for i, s := range shapes {
-		key := fmt.Sprintf("k%d", i)
-		s.write(ctx, rd, key)
-		rd.Expire(ctx, key, time.Hour)
-		keys = append(keys, key)
-		want[key] = contentOf(t, ctx, rd, key, s.kind)
-	}
+	keys, want := writeShapes(t, ctx, rd, "k")
 	z.Set(ctx, "k0", "already here", 0)
 	addr := n.RESPAddr().(*net.TCPAddr)
 	args := append([]any{"MIGRATE", addr.IP.String(), addr.Port, "", 0, 5000, "REPLACE", "KEYS"}, keys...)
 	require.Equal(t, "OK", rd.Do(ctx, args...).Val())
 	require.Zero(t, rd.Exists(ctx, keys[0].(string)).Val(), "MIGRATE deletes what it moved")
-	for i, s := range shapes {
-		key := fmt.Sprintf("k%d", i)
-		require.Equal(t, want[key], contentOf(t, ctx, z, key, s.kind), key)
-		ttl := z.TTL(ctx, key).Val()
+	requireShapes(t, ctx, z, "k", want)
+}
+
+// writeShapes writes every dumpShape under prefix0, prefix1, … with a TTL
+// of an hour and returns the keys and their content.
+func writeShapes(t *testing.T, ctx context.Context, c *redis.Client, prefix string) ([]any, map[string]any) {
+	t.Helper()
+	var keys []any
+	want := map[string]any{}
+	for i, s := range dumpShapes() {
+		key := fmt.Sprintf("%s%d", prefix, i)
+		s.write(ctx, c, key)
+		c.Expire(ctx, key, time.Hour)
+		keys = append(keys, key)
+		want[key] = contentOf(t, ctx, c, key, s.kind)
+	}
+	return keys, want
+}
+
+// requireShapes checks that c holds writeShapes' keys with their content
+// and (about) their hour of TTL.
+func requireShapes(t *testing.T, ctx context.Context, c *redis.Client, prefix string, want map[string]any) {
+	t.Helper()
+	for i, s := range dumpShapes() {
+		key := fmt.Sprintf("%s%d", prefix, i)
+		require.Equal(t, want[key], contentOf(t, ctx, c, key, s.kind), key)
+		ttl := c.TTL(ctx, key).Val()
 		require.True(t, ttl > 59*time.Minute && ttl <= time.Hour, "%s: TTL %v", key, ttl)
 	}
 }
@@ -370,7 +384,6 @@ func TestMigrateFromZaris(t *testing.T) {
 	host, port, err := net.SplitHostPort(targetAddr)
 	require.NoError(t, err)
 
-	shapes := dumpShapes()
 	for _, dest := range []struct {
 		name       string
 		host, port string
@@ -380,24 +393,13 @@ func TestMigrateFromZaris(t *testing.T) {
 		{"to Zaris", targetNode.RESPAddr().(*net.TCPAddr).IP.String(), fmt.Sprint(targetNode.RESPAddr().(*net.TCPAddr).Port), zTarget},
 	} {
 		t.Run(dest.name, func(t *testing.T) {
-			keys := []any{}
-			want := map[string]any{}
-			for i, s := range shapes {
-				key := fmt.Sprintf("mig%d", i)
-				s.write(ctx, source, key)
-				source.Expire(ctx, key, time.Hour)
-				keys = append(keys, key)
-				want[key] = contentOf(t, ctx, source, key, s.kind)
-			}
+			keys, want := writeShapes(t, ctx, source, "mig")
 			args := append([]any{"MIGRATE", dest.host, dest.port, "", 0, 5000, "KEYS"}, keys...)
 			require.Equal(t, "OK", source.Do(ctx, args...).Val())
-			for i, s := range shapes {
-				key := fmt.Sprintf("mig%d", i)
-				require.Zero(t, source.Exists(ctx, key).Val(), "%s moved, not copied", key)
-				require.Equal(t, want[key], contentOf(t, ctx, dest.client, key, s.kind), key)
-				ttl := dest.client.TTL(ctx, key).Val()
-				require.True(t, ttl > 59*time.Minute && ttl <= time.Hour, "%s: TTL %v", key, ttl)
-				dest.client.Del(ctx, key)
+			require.Zero(t, source.Do(ctx, append([]any{"EXISTS"}, keys...)...).Val(), "moved, not copied")
+			requireShapes(t, ctx, dest.client, "mig", want)
+			for _, key := range keys {
+				dest.client.Del(ctx, key.(string))
 			}
 		})
 	}
