@@ -336,11 +336,11 @@ func TestClientTypeFilters(t *testing.T) {
 	plain := newClient(t, n, func(o *redis.Options) { o.ClientName = "plain" })
 	plainID := plain.ClientID(ctx).Val()
 	require.Positive(t, plainID)
-	sub := newClient(t, n, func(o *redis.Options) { o.ClientName = "listener" })
-	ps := sub.Subscribe(ctx, "news")
-	defer ps.Close()
-	_, err := ps.Receive(ctx) // subscribed
-	require.NoError(t, err)
+	// A raw connection: go-redis's PubSub would reconnect and subscribe
+	// again once killed, and the last KILL below would find it again.
+	sub := dialRaw(t, n.RESPAddr().String())
+	require.Equal(t, "+OK\r\n", sub.do("CLIENT", "SETNAME", "listener"))
+	require.Equal(t, "*3\r\n$9\r\nsubscribe\r\n$4\r\nnews\r\n:1\r\n", sub.do("SUBSCRIBE", "news"))
 
 	require.Contains(t, admin.ClientList(ctx).Val(), "name=listener")
 	pubsubOnly := admin.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").String()
@@ -355,5 +355,6 @@ func TestClientTypeFilters(t *testing.T) {
 
 	require.Equal(t, int64(1), admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Val(), "the subscribed client only")
 	require.Contains(t, admin.ClientList(ctx).Val(), "id="+strconv.FormatInt(plainID, 10)+" ", "a normal client survives TYPE pubsub")
+	sub.expectClosed(10 * time.Second)
 	require.Equal(t, int64(0), admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Val(), "none left")
 }
