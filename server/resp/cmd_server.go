@@ -46,7 +46,22 @@ func init() {
 			tips:    []string{"request_policy:all_shards", "response_policy:all_succeeded"}, run: cmdFlush},
 		&command{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, group: "server", since: "2.6.0",
 			summary: "Returns the server time.", tips: []string{"nondeterministic_output"}, run: cmdTime},
+		&command{name: "lolwut", arity: -1, flags: flagReadonly | flagFast, group: "server", since: "5.0.0",
+			summary: "Displays the server's version ([VERSION v]; no computer art here).", run: cmdLolwut},
 	)
+}
+
+// cmdLolwut is LOLWUT [VERSION v]: Redis answers its version line after a
+// drawing (versions 5 and 6 draw one); here the line alone, whatever the
+// version asked (a number is required, as Redis requires one).
+func cmdLolwut(c *conn, args [][]byte) {
+	if len(args) >= 3 && eq(args[1], "VERSION") {
+		if _, ok := parseInt(args[2]); !ok {
+			c.err(msgNotInteger)
+			return
+		}
+	}
+	c.out.Verbatim("Redis ver. " + RedisVersion + "\n")
 }
 
 // --- COMMAND ---

@@ -98,7 +98,6 @@ var leftOut = map[string]string{
 	"replconf":                      whyPerPartition,
 	"latency|graph":                 whyNotYet,
 	"latency|histogram":             whyNotYet,
-	"lolwut":                        "not implemented",
 	"memory|doctor":                 whyNotYet,
 	"memory|malloc-stats":           "Zaris runs on Go's allocator, not jemalloc",
 	"memory|purge":                  "Zaris runs on Go's allocator, not jemalloc",

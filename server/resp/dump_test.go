@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/rdb"
+	"github.com/zaris-io/zaris/server/resp"
 )
 
 // dumpShape is one value written to both servers by the same commands.
@@ -595,4 +596,20 @@ func TestFunctionDumpRestoreWithRedis(t *testing.T) {
 	require.NoError(t, rd.Do(ctx, "FUNCTION", "RESTORE", fromZaris, "FLUSH").Err())
 	require.Equal(t, "x", rd.FCall(ctx, "fb", nil, "x").Val())
 	require.Equal(t, "a", rd.FCall(ctx, "fa", nil).Val())
+}
+
+// TestLolwut: LOLWUT answers the version line (no drawing here); a VERSION
+// that is not a number is refused as Redis refuses it.
+func TestLolwut(t *testing.T) {
+	ctx := context.Background()
+	rd := redis.NewClient(&redis.Options{Addr: startRedis(t, false)})
+	t.Cleanup(func() { _ = rd.Close() })
+	z := newClient(t, startNode(t))
+	require.Equal(t, "Redis ver. "+resp.RedisVersion+"\n", z.Do(ctx, "LOLWUT").Val())
+	require.Equal(t, "Redis ver. "+resp.RedisVersion+"\n", z.Do(ctx, "LOLWUT", "VERSION", "-9223372036854775808").Val())
+	for _, v := range []string{"x", "18446744073709551615", "1.5"} {
+		want := rd.Do(ctx, "LOLWUT", "VERSION", v).Err()
+		require.Error(t, want)
+		require.EqualError(t, z.Do(ctx, "LOLWUT", "VERSION", v).Err(), want.Error(), v)
+	}
 }
