@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
-	"github.com/zaris-io/zaris/server/store"
 )
 
 // Blocking commands (BLPOP, BRPOP, XREAD/XREADGROUP BLOCK). As in Redis the
@@ -15,11 +14,12 @@ import (
 // reply), CLIENT UNBLOCK ends the wait (as a timeout, or with the UNBLOCKED
 // error), the client goes away or the server shuts down.
 //
-// Waiting uses the store's watches (R-DS-6) on the keys: every change of a
-// watched key wakes the command, which tries again; several clients blocked
-// on one key race for an element and the losers wait again. A periodic
-// check (blockPoll) covers a watch that ended (a consumer too slow for its
-// buffer) and notices a client that disconnected while blocked.
+// Waiting uses the store's watches (R-DS-6) on the keys, through the
+// server's blockQueue: a change of a watched key gives every command
+// waiting for it a turn to try again, one at a time in the order they
+// blocked, so the client that waited longest is served first, as in Redis.
+// A periodic check (blockPoll) notices a client that disconnected while
+// blocked.
 
 const blockPoll = 250 * time.Millisecond
 
@@ -46,6 +46,7 @@ func cmdBPop(op kv.CmdOp) func(c *conn, args [][]byte) {
 			for _, k := range keys {
 				r := c.execRaw(op, k)
 				switch {
+				case c.keepBlocking(r):
 				case r.Status != kv.StatusSuccess:
 					c.storeError(r.Status, r.Message)
 					return true
@@ -69,6 +70,14 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	if try() || !blocking {
 		return
 	}
+	var w *blockWaiter
+	if c.tx == nil {
+		// The place in the queue is taken now, on the goroutine that ran
+		// the first try (the event loop's, in the order the loop read
+		// the commands), not after the move to a goroutine of its own.
+		w = c.srv.blocked.join(keys)
+		defer c.srv.blocked.leave(w)
+	}
 	c.leaveLoop() // it waits
 	if c.tx != nil {
 		// Inside EXEC (a segment lock held) nothing can arrive: Redis too
@@ -85,23 +94,6 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	c.wasBlocked = true
 	c.trackBlocking()
 	defer c.blocked.Store(false)
-	wake := make(chan struct{}, 1)
-	for _, k := range keys {
-		w, _, err := c.srv.store.Watch(store.WatchOptions{Key: string(k), Buffer: 64})
-		if err != nil {
-			continue // an invalid key never changes: the poll covers it
-		}
-		defer w.Close()
-		go func() {
-			defer c.guard("(blocking-command relay)")
-			for range w.Events() {
-				select {
-				case wake <- struct{}{}:
-				default:
-				}
-			}
-		}()
-	}
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
@@ -116,13 +108,17 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	}
 	c.unblockable.Store(true)
 	defer c.unblockable.Store(false)
+	c.blockRetry = true
+	defer func() { c.blockRetry = false }()
+	c.srv.blocked.ready(w)
 	for {
-		// A change between the previous try and the watch registration is
-		// not lost: try again before every wait.
-		if try() {
-			return
-		}
 		select {
+		case <-w.turn:
+			served := try()
+			w.done <- struct{}{}
+			if served {
+				return
+			}
 		case withError := <-c.unblock:
 			if withError {
 				c.err("UNBLOCKED client unblocked via CLIENT UNBLOCK")
@@ -130,7 +126,6 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 				c.out.NullArray() // as if its timeout passed
 			}
 			return
-		case <-wake:
 		case <-poll.C:
 			if c.peerClosed() {
 				c.closing = true
@@ -145,6 +140,15 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 			return
 		}
 	}
+}
+
+// keepBlocking reports whether a blocked command's retry found its key of
+// another type: as in Redis, a client blocked on a list (sorted set,
+// stream) stays blocked when the key it waits for is now a string — a
+// MULTI that pushed, deleted and SET it woke the wait for nothing —, where
+// the command's first try answers WRONGTYPE.
+func (c *conn) keepBlocking(r kv.Reply) bool {
+	return c.blockRetry && r.Status == kv.StatusWrongType
 }
 
 // parseBlockTimeout parses a blocking command's timeout in seconds (0 =

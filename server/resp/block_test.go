@@ -3,6 +3,8 @@ package resp_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,4 +178,145 @@ func TestClientUnblock(t *testing.T) {
 		require.Equal(t, id, blocked.ClientID(ctx).Val(), "the same connection serves on")
 	}
 	require.Equal(t, int64(0), admin.ClientUnblock(ctx, id).Val(), "no longer waiting")
+}
+
+// A client blocked on a key that a transaction pushed to, deleted and SET
+// stays blocked, as in Redis (its tcl suite's "LPUSH + DEL + SET should not
+// awake blocked client"): the wake-up found a string, which is not an
+// answer. The command waits on two keys and the second is fed afterwards,
+// so its serving retry always finds the first key a string.
+func TestBlockedClientIgnoresAKeyThatBecameAString(t *testing.T) {
+	n := startNode(t)
+	addr := n.RESPAddr().String()
+	info := newClient(t, n)
+	for _, tc := range []struct {
+		name, feed, want string
+		block            []string
+		push             func(key string) []string
+	}{
+		{name: "BLPOP", block: []string{"BLPOP", "{w}a", "{w}b", "0"},
+			push: func(k string) []string { return []string{"LPUSH", k, "x"} },
+			want: "*2\r\n$4\r\n{w}b\r\n$1\r\nx\r\n"},
+		{name: "BLMPOP", block: []string{"BLMPOP", "0", "2", "{w}a", "{w}b", "LEFT"},
+			push: func(k string) []string { return []string{"LPUSH", k, "x"} },
+			want: "*2\r\n$4\r\n{w}b\r\n*1\r\n$1\r\nx\r\n"},
+		{name: "BZPOPMIN", block: []string{"BZPOPMIN", "{w}a", "{w}b", "0"},
+			push: func(k string) []string { return []string{"ZADD", k, "1", "x"} },
+			want: "*3\r\n$4\r\n{w}b\r\n$1\r\nx\r\n$1\r\n1\r\n"},
+		{name: "BZMPOP", block: []string{"BZMPOP", "0", "2", "{w}a", "{w}b", "MIN"},
+			push: func(k string) []string { return []string{"ZADD", k, "1", "x"} },
+			want: "*2\r\n$4\r\n{w}b\r\n*1\r\n*2\r\n$1\r\nx\r\n$1\r\n1\r\n"},
+		{name: "XREAD", block: []string{"XREAD", "BLOCK", "0", "STREAMS", "{w}a", "{w}b", "$", "$"},
+			push: func(k string) []string { return []string{"XADD", k, "1-1", "f", "v"} },
+			want: "*1\r\n*2\r\n$4\r\n{w}b\r\n*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := dialRaw(t, addr)
+			require.Equal(t, ":0\r\n", w.do("DEL", "{w}a", "{w}b"))
+			blocked := dialRaw(t, addr)
+			blocked.send(cmd(tc.block...))
+			require.Eventually(t, func() bool { return clientsInfo(t, info, "blocked_clients") == 1 }, 10*time.Second, 5*time.Millisecond)
+			require.Equal(t, "+OK\r\n", w.do("MULTI"))
+			require.Equal(t, "+QUEUED\r\n", w.do(tc.push("{w}a")...))
+			require.Equal(t, "+QUEUED\r\n", w.do("DEL", "{w}a"))
+			require.Equal(t, "+QUEUED\r\n", w.do("SET", "{w}a", "foo"))
+			require.Equal(t, "*3\r\n:1\r\n:1\r\n+OK\r\n", strings.Replace(w.do("EXEC"), "$3\r\n1-1\r\n", ":1\r\n", 1))
+			w.do(tc.push("{w}b")...)
+			require.Equal(t, tc.want, blocked.reply())
+			require.Equal(t, "$3\r\nfoo\r\n", w.do("GET", "{w}a"))
+			w.do("DEL", "{w}a", "{w}b")
+		})
+	}
+}
+
+// Clients blocked on a key are served in the order they blocked (Redis's
+// rule; the tcl suite's "BLMPOP with multiple blocked clients"): one
+// transaction feeds two lists, and each client, in turn, takes what the
+// ones before it left.
+func TestBlockedClientsAreServedInTheOrderTheyBlocked(t *testing.T) {
+	n := startNode(t)
+	addr := n.RESPAddr().String()
+	info := newClient(t, n)
+	var rds []*rawConn
+	for i, c := range [][]string{
+		{"BLMPOP", "0", "2", "{q}1", "{q}2", "LEFT", "COUNT", "1"},
+		{"BLMPOP", "0", "2", "{q}1", "{q}2", "RIGHT", "COUNT", "10"},
+		{"BLMPOP", "0", "2", "{q}1", "{q}2", "LEFT", "COUNT", "10"},
+		{"BLMPOP", "0", "2", "{q}1", "{q}2", "RIGHT", "COUNT", "1"},
+	} {
+		rd := dialRaw(t, addr)
+		rd.send(cmd(c...))
+		require.Eventually(t, func() bool { return clientsInfo(t, info, "blocked_clients") == int64(i+1) }, 10*time.Second, time.Millisecond)
+		rds = append(rds, rd)
+	}
+	w := dialRaw(t, addr)
+	require.Equal(t, "+OK\r\n", w.do("MULTI"))
+	w.do("LPUSH", "{q}1", "a", "b", "c", "d", "e")
+	w.do("LPUSH", "{q}2", "1", "2", "3", "4", "5")
+	require.Equal(t, "*2\r\n:5\r\n:5\r\n", w.do("EXEC"))
+	list := func(key string, elems ...string) string {
+		s := fmt.Sprintf("*2\r\n$%d\r\n%s\r\n*%d\r\n", len(key), key, len(elems))
+		for _, e := range elems {
+			s += fmt.Sprintf("$%d\r\n%s\r\n", len(e), e)
+		}
+		return s
+	}
+	require.Equal(t, list("{q}1", "e"), rds[0].reply())
+	require.Equal(t, list("{q}1", "a", "b", "c", "d"), rds[1].reply())
+	require.Equal(t, list("{q}2", "5", "4", "3", "2", "1"), rds[2].reply())
+	require.Equal(t, int64(1), clientsInfo(t, info, "blocked_clients"))
+	w.do("LPUSH", "{q}2", "1", "2", "3")
+	require.Equal(t, list("{q}2", "1"), rds[3].reply())
+
+	// One element at a time: BLPOP clients get them in blocking order.
+	var pops []*rawConn
+	for i := range 5 {
+		rd := dialRaw(t, addr)
+		rd.send(cmd("BLPOP", "{q}3", "0"))
+		require.Eventually(t, func() bool { return clientsInfo(t, info, "blocked_clients") == int64(i+1) }, 10*time.Second, time.Millisecond)
+		pops = append(pops, rd)
+	}
+	for i, rd := range pops {
+		v := strconv.Itoa(i)
+		require.Equal(t, ":1\r\n", w.do("RPUSH", "{q}3", v))
+		require.Equal(t, "*2\r\n$4\r\n{q}3\r\n$1\r\n"+v+"\r\n", rd.reply())
+	}
+}
+
+// A blocked XREADGROUP whose stream goes away (deleted, replaced by
+// another type, flushed) or whose group is destroyed ends with Redis 7.0's
+// errors (its tcl suite's "Blocking XREADGROUP: key deleted" and the
+// following tests); a plain XREAD keeps waiting.
+func TestBlockedGroupReadEndsWhenItsStreamGoes(t *testing.T) {
+	n := startNode(t)
+	addr := n.RESPAddr().String()
+	info := newClient(t, n)
+	gone := "-UNBLOCKED the stream key no longer exists\r\n"
+	for _, tc := range []struct {
+		name   string
+		change [][]string
+		want   string
+	}{
+		{"DEL", [][]string{{"DEL", "s"}}, gone},
+		{"SET", [][]string{{"SET", "s", "v"}}, gone},
+		{"MULTI DEL SADD", [][]string{{"MULTI"}, {"DEL", "s"}, {"SADD", "s", "e1"}, {"EXEC"}}, gone},
+		{"FLUSHALL", [][]string{{"FLUSHALL"}}, gone},
+		{"XGROUP DESTROY", [][]string{{"XGROUP", "DESTROY", "s", "g"}},
+			"-NOGROUP the consumer group this client was blocked on no longer exists\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := dialRaw(t, addr)
+			w.do("DEL", "s")
+			require.Equal(t, "$5\r\n666-0\r\n", w.do("XADD", "s", "666", "f", "v"))
+			require.Equal(t, "+OK\r\n", w.do("XGROUP", "CREATE", "s", "g", "$"))
+			rd := dialRaw(t, addr)
+			rd.send(cmd("XREADGROUP", "GROUP", "g", "Alice", "BLOCK", "0", "STREAMS", "s", ">"))
+			require.Eventually(t, func() bool { return clientsInfo(t, info, "blocked_clients") == 1 }, 10*time.Second, time.Millisecond)
+			for _, c := range tc.change {
+				w.do(c...)
+			}
+			require.Equal(t, tc.want, rd.reply())
+			require.Eventually(t, func() bool { return clientsInfo(t, info, "blocked_clients") == 0 }, 10*time.Second, time.Millisecond)
+		})
+	}
 }

@@ -118,7 +118,11 @@ func cmdLMove(block bool) func(c *conn, args [][]byte) {
 		}
 		c.blockOn(keys[:1], true, timeout, func() bool {
 			r := c.execAcross(keys, cmd)
-			if r.Status == kv.StatusSuccess && r.Type == kv.ReplyNil {
+			// A source that is no list now keeps the wait (keepBlocking);
+			// a destination of another type is the client's error, as in
+			// Redis, and the element stays for the next client.
+			if r.Status == kv.StatusSuccess && r.Type == kv.ReplyNil ||
+				c.keepBlocking(r) && string(c.execRaw(kv.CmdType, keys[0]).Bulk) != "list" {
 				return false
 			}
 			c.writeReply(r, shapePlain)
@@ -175,6 +179,19 @@ func cmdLMPop(block bool) func(c *conn, args [][]byte) {
 		storeArgs := append([][]byte{opts[0], count}, keys[1:]...)
 		cmd := kv.Cmd{Op: kv.CmdLMPop, Key: view(keys[0]), Args: storeArgs}
 		c.blockOn(keys, block, timeout, func() bool {
+			if c.blockRetry {
+				// A wake-up serves the first key holding a list; one of
+				// another type no longer answers WRONGTYPE (keepBlocking).
+				for i, k := range keys {
+					r := c.execAcross(keys[i:i+1], kv.Cmd{Op: kv.CmdLMPop, Key: view(k), Args: storeArgs[:2]})
+					if c.keepBlocking(r) || r.Status == kv.StatusSuccess && r.Type == kv.ReplyNil {
+						continue
+					}
+					c.writeReply(r, shapeNullArray)
+					return true
+				}
+				return false
+			}
 			r := c.execAcross(keys, cmd)
 			if block && r.Status == kv.StatusSuccess && r.Type == kv.ReplyNil {
 				return false

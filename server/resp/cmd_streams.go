@@ -251,12 +251,35 @@ func (c *conn) xreadGroupChecked(req *xreadReq) bool {
 			r = store.CheckGroupReadID(req.ids[i])
 		}
 		if r.Status != kv.StatusSuccess {
+			if c.groupReadGone(key, r) {
+				return false
+			}
 			if strings.HasPrefix(r.Message, "NOGROUP ") {
 				r.Message += " in XREADGROUP with GROUP option"
 			}
 			c.storeError(r.Status, r.Message)
 			return false
 		}
+	}
+	return true
+}
+
+// groupReadGone answers a blocked XREADGROUP whose wake-up found its
+// stream or group gone, with Redis 7.0's errors: the key deleted or now of
+// another type ends the wait (a group read cannot outlive its stream, even
+// if the key is made again), and so does a deleted group. It reports
+// whether it answered (only on a retry: a first try answers the store's
+// errors, as Redis does).
+func (c *conn) groupReadGone(key []byte, r kv.Reply) bool {
+	switch {
+	case !c.blockRetry:
+		return false
+	case string(c.execRaw(kv.CmdType, key).Bulk) != "stream":
+		c.err("UNBLOCKED the stream key no longer exists")
+	case strings.HasPrefix(r.Message, "NOGROUP "):
+		c.err("NOGROUP the consumer group this client was blocked on no longer exists")
+	default:
+		return false
 	}
 	return true
 }
@@ -297,6 +320,12 @@ func (c *conn) xreadOnce(req *xreadReq, group bool) bool {
 				a = append(a, []byte("COUNT"), strconv.AppendInt(nil, req.count, 10))
 			}
 			r = c.execRaw(kv.CmdXRead, key, a...)
+		}
+		if r.Status != kv.StatusSuccess && group && c.groupReadGone(key, r) {
+			return true
+		}
+		if c.keepBlocking(r) {
+			continue
 		}
 		if r.Status != kv.StatusSuccess {
 			if group && strings.HasPrefix(r.Message, "NOGROUP ") {

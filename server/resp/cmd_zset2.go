@@ -394,6 +394,7 @@ func cmdBZPop(end string) func(c *conn, args [][]byte) {
 			for _, k := range keys {
 				r := c.execRaw(kv.CmdZPop, k, endArg, argOne)
 				switch {
+				case c.keepBlocking(r):
 				case r.Status != kv.StatusSuccess:
 					c.storeError(r.Status, r.Message)
 					return true
@@ -472,6 +473,7 @@ func cmdZMPop(blocking bool) func(c *conn, args [][]byte) {
 			for _, k := range keys {
 				r := c.execRaw(kv.CmdZPop, k, []byte(end), itoa(count))
 				switch {
+				case c.keepBlocking(r):
 				case r.Status != kv.StatusSuccess:
 					c.storeError(r.Status, r.Message)
 					return true

@@ -150,6 +150,7 @@ type conn struct {
 	unblock     chan bool
 	errReplies  uint64       // error replies written (reader-owned)
 	wasBlocked  bool         // the command being executed blocked: no slowlog entry
+	blockRetry  bool         // a blocked command tries again after a wake-up (see keepBlocking)
 	mon         monitorState // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)
 	trk         trackConn    // CLIENT TRACKING (tracking.go)
 }

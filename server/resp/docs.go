@@ -277,9 +277,12 @@ characters); ` + "`INFO server`" + ` shows both.
   ` + "`XREAD`" + `/` + "`XREADGROUP BLOCK`" + `) hold the
   connection, as in Redis, until they can be served, their timeout passes (a
   null reply), the client disconnects or the node stops. They wait on store
-  watches of their keys: each change of a key wakes the blocked commands, which
-  try again (several clients blocked on one list race for the element; there is
-  no FIFO order among them), with a 250 ms re-check as a safety net.
+  watches of their keys: a change of a key gives the commands blocked on it a
+  turn to try again, one at a time in the order they blocked, so the client
+  that has waited longest is served first, as in Redis (D107). A key that
+  became another type keeps a list, sorted-set or XREAD wait going; a blocked
+  XREADGROUP whose stream was deleted or replaced answers ` + "`UNBLOCKED the stream key no longer exists`" + `,
+  one whose group was destroyed ` + "`NOGROUP the consumer group this client was blocked on no longer exists`" + `.
 - Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims exactly like ` + "`=`" + `;
   XCLAIM and XAUTOCLAIM create the consumer they name (XREADGROUP only when it
   serves something, as Redis); XGROUP CREATE/SETID take ENTRIESREAD.

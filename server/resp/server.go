@@ -246,8 +246,9 @@ type Server struct {
 	monitors monitorSet    // MONITOR (monitor.go)
 	pause    clientPause   // CLIENT PAUSE (monitor.go)
 
-	scripts *scripting // EVAL's script cache, FUNCTION libraries, Lua states
-	trk     tracker    // CLIENT TRACKING (tracking.go)
+	scripts *scripting  // EVAL's script cache, FUNCTION libraries, Lua states
+	trk     tracker     // CLIENT TRACKING (tracking.go)
+	blocked *blockQueue // blocked commands, served in the order they blocked (blockqueue.go)
 }
 
 // New validates cfg and returns a server ready to Serve.
@@ -271,6 +272,7 @@ func New(cfg Config) (*Server, error) {
 		sampler:   make(chan struct{}),
 		scripts:   newScripting(cfg.ScriptTimeLimit),
 	}
+	s.blocked = newBlockQueue(s.store, s.log)
 	aclReady()
 	loopReady()
 	if s.acl == nil {

@@ -2,7 +2,10 @@ package resp_test
 
 import (
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -73,4 +76,33 @@ func TestXInfoSameAsRedis(t *testing.T) {
 			}
 		})
 	}
+}
+
+// COPY makes the same stream, consumers' seen-times included (Redis's
+// tcl suite, "COPY basic usage for stream-cgroups"): the copy is made a
+// clock millisecond after the last read, so a copy whose consumers counted
+// from the COPY would show other times.
+func TestCopyKeepsConsumersSeenTimes(t *testing.T) {
+	n := startNode(t)
+	c := dialRaw(t, n.RESPAddr().String())
+	c.do("XADD", "x", "1-1", "a", "1")
+	c.do("XADD", "x", "2-1", "b", "1")
+	c.do("XGROUP", "CREATE", "x", "g1", "0")
+	c.do("XREADGROUP", "GROUP", "g1", "Alice", "COUNT", "1", "STREAMS", "x", ">")
+	c.do("XREADGROUP", "GROUP", "g1", "Bob", "COUNT", "1", "STREAMS", "x", ">")
+	before := c.do("XINFO", "STREAM", "x", "FULL")
+	require.Contains(t, before, "seen-time")
+	timeMs := func() int64 { // TIME's reply: *2 $n seconds $n microseconds
+		parts := strings.Split(c.do("TIME"), "\r\n")
+		sec, err1 := strconv.ParseInt(parts[2], 10, 64)
+		us, err2 := strconv.ParseInt(parts[4], 10, 64)
+		require.NoError(t, err1)
+		require.NoError(t, err2)
+		return sec*1000 + us/1000
+	}
+	read := timeMs()
+	require.Eventually(t, func() bool { return timeMs() > read }, 5*time.Second, 100*time.Microsecond)
+	require.Equal(t, ":1\r\n", c.do("COPY", "x", "y"))
+	require.Equal(t, before, c.do("XINFO", "STREAM", "x", "FULL"))
+	require.Equal(t, before, c.do("XINFO", "STREAM", "y", "FULL"))
 }

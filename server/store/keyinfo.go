@@ -154,6 +154,9 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 		if dup, err = decodeCollection(from.Kind, c.encode()); err != nil {
 			return false, status(kv.StatusInternal)
 		}
+		if s, ok := c.(*streamColl); ok {
+			dup.(*streamColl).keepSeenTimes(s)
+		}
 	}
 	v := rec.Value()
 	if dup != nil {

@@ -612,6 +612,23 @@ func (s *streamColl) decode(b []byte) error {
 	return s.fromWire(&w, func(string, string) int64 { return now })
 }
 
+// keepSeenTimes gives a copy's consumers the seen-times they have in from
+// (the wire form leaves them out): COPY makes the same stream, XINFO's
+// seen-time and idle included, as Redis's COPY does.
+func (s *streamColl) keepSeenTimes(from *streamColl) {
+	for name, g := range s.groups {
+		fg := from.groups[name]
+		if fg == nil {
+			continue
+		}
+		for cname, c := range g.consumers {
+			if fc := fg.consumers[cname]; fc != nil {
+				c.seenMs = fc.seenMs
+			}
+		}
+	}
+}
+
 // fromWire builds the stream from its wire form, checking what a payload
 // from outside could get wrong (entries out of order, a last id below
 // them, a group twice, a pending entry of no consumer); seenMs gives each

@@ -1,0 +1,274 @@
+package resp
+
+import (
+	"cmp"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+
+	"github.com/zaris-io/zaris/internal/panics"
+	"github.com/zaris-io/zaris/server/store"
+)
+
+// blockQueue serves blocked commands in the order they blocked, Redis's
+// rule: of the clients waiting for a key, the one that has waited longest
+// is served first (BLPOP's documentation; the tcl suite's "… with multiple
+// blocked clients"). Without it every blocked client tried again at once
+// on a change and whichever goroutine ran first took the element.
+//
+// A waiter takes its ticket and its keys' watches where its first try
+// failed (on the event loop, in the order the loop read the commands), and
+// is ready once its own goroutine waits for turns. One watch per
+// waited-for key marks it dirty; a dispatcher goroutine then gives a turn,
+// one at a time and in ticket order, to every ready waiter on a dirty key
+// and to every waiter just ready (which covers a change between its first
+// try and its watch). A dirty key with a waiter not ready yet is held for
+// it: waiters with later tickets on that key wait for the pass after. A
+// waiter tries on its own goroutine during its turn and says when it is
+// done, so a waiter served first has taken its elements before the next
+// one looks.
+type blockQueue struct {
+	store *store.Store
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	ticket  uint64
+	waiters map[*blockWaiter]struct{}
+	keys    map[string]*keyWatch
+	dirty   map[string]struct{}
+	running bool          // a dispatcher goroutine is on
+	wake    chan struct{} // cap 1: something is dirty or fresh
+}
+
+type keyWatch struct {
+	refs  int
+	watch *store.Watch
+}
+
+// blockWaiter is one blocked command's place in the queue.
+type blockWaiter struct {
+	ticket uint64
+	keys   []string
+	ready  bool          // its goroutine waits for turns (set by ready)
+	fresh  bool          // ready and not yet given a turn
+	turn   chan struct{} // the dispatcher's go-ahead
+	done   chan struct{} // the waiter's answer: its try is over
+	gone   chan struct{} // closed when the waiter leaves the queue
+}
+
+func newBlockQueue(s *store.Store, log *slog.Logger) *blockQueue {
+	return &blockQueue{store: s, log: log, waiters: map[*blockWaiter]struct{}{}, keys: map[string]*keyWatch{},
+		dirty: map[string]struct{}{}, wake: make(chan struct{}, 1)}
+}
+
+// join puts a waiter for keys at the back of the queue. It gets turns once
+// it is ready; until then the keys it waits on are held for it, so that a
+// client that blocked later is not served before it.
+func (q *blockQueue) join(keys [][]byte) *blockWaiter {
+	w := &blockWaiter{turn: make(chan struct{}), done: make(chan struct{}), gone: make(chan struct{})}
+	for _, k := range keys {
+		w.keys = append(w.keys, string(k))
+	}
+	q.mu.Lock()
+	q.ticket++
+	w.ticket = q.ticket
+	q.waiters[w] = struct{}{}
+	for _, k := range w.keys {
+		if kw := q.keys[k]; kw != nil {
+			kw.refs++
+			continue
+		}
+		kw := &keyWatch{refs: 1}
+		q.keys[k] = kw
+		q.watchLocked(k, kw)
+	}
+	q.startLocked()
+	q.mu.Unlock()
+	return w
+}
+
+// ready says the waiter's goroutine now waits for turns; its first comes
+// at the next pass.
+func (q *blockQueue) ready(w *blockWaiter) {
+	q.mu.Lock()
+	w.ready, w.fresh = true, true
+	q.mu.Unlock()
+	q.poke()
+}
+
+// watchLocked subscribes to a key's changes. A key the store refuses to
+// watch (an invalid key) never changes: its waiters still get their first
+// turn, then wait for the timeout.
+func (q *blockQueue) watchLocked(key string, kw *keyWatch) {
+	wt, _, err := q.store.Watch(store.WatchOptions{Key: key, Buffer: 64})
+	if err != nil {
+		return
+	}
+	kw.watch = wt
+	go q.relay(key, kw, wt)
+}
+
+// relay marks the key dirty on every change. A watch that ended while
+// waiters remain (it overflowed) is taken again, and the key marked dirty
+// for what it may have missed.
+func (q *blockQueue) relay(key string, kw *keyWatch, wt *store.Watch) {
+	for range wt.Events() {
+		q.mark(key)
+	}
+	q.mu.Lock()
+	again := q.keys[key] == kw && kw.watch == wt
+	if again {
+		kw.watch = nil
+		q.watchLocked(key, kw)
+		q.dirty[key] = struct{}{}
+	}
+	q.mu.Unlock()
+	if again {
+		q.poke()
+	}
+}
+
+func (q *blockQueue) mark(key string) {
+	q.mu.Lock()
+	q.dirty[key] = struct{}{}
+	q.mu.Unlock()
+	q.poke()
+}
+
+func (q *blockQueue) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// leave takes the waiter out of the queue; a turn it was being offered is
+// skipped.
+func (q *blockQueue) leave(w *blockWaiter) {
+	q.mu.Lock()
+	delete(q.waiters, w)
+	for _, k := range w.keys {
+		kw := q.keys[k]
+		if kw == nil {
+			continue
+		}
+		if kw.refs--; kw.refs == 0 {
+			delete(q.keys, k)
+			delete(q.dirty, k)
+			if kw.watch != nil {
+				kw.watch.Close()
+				kw.watch = nil
+			}
+		}
+	}
+	empty := len(q.waiters) == 0
+	q.mu.Unlock()
+	close(w.gone)
+	if empty {
+		q.poke() // the dispatcher ends
+	}
+}
+
+func (q *blockQueue) startLocked() {
+	if !q.running {
+		q.running = true
+		go q.dispatch()
+	}
+}
+
+// dispatch runs passes while there are waiters, then ends (a node with no
+// blocked client has no dispatcher goroutine).
+func (q *blockQueue) dispatch() {
+	defer func() {
+		if v := recover(); v != nil {
+			q.mu.Lock()
+			q.running = false
+			q.mu.Unlock()
+			q.log.Error("panic in the blocked-client dispatcher", "panic", panics.Describe(v), "stack", string(debug.Stack()))
+		}
+	}()
+	for range q.wake {
+		turns, more := q.due()
+		for _, w := range turns {
+			select {
+			case w.turn <- struct{}{}:
+			case <-w.gone:
+				continue
+			}
+			select {
+			case <-w.done:
+			case <-w.gone:
+			}
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// due collects the waiters owed a turn, in blocking order, and clears what
+// made them due; more is false when the queue is empty and the dispatcher
+// ends (under the lock, so a join after it starts a new one).
+func (q *blockQueue) due() (turns []*blockWaiter, more bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiters) == 0 {
+		q.running = false
+		clear(q.dirty)
+		return nil, false
+	}
+	// A dirty key with a waiter not ready yet is held for it: the ones
+	// that blocked after it wait, the key stays dirty for the pass after
+	// its ready.
+	var held map[string]uint64 // key → the first ticket not ready on it
+	for w := range q.waiters {
+		if w.ready {
+			continue
+		}
+		for _, k := range w.keys {
+			if _, dirty := q.dirty[k]; !dirty {
+				continue
+			}
+			if held == nil {
+				held = map[string]uint64{}
+			}
+			if t, ok := held[k]; !ok || w.ticket < t {
+				held[k] = w.ticket
+			}
+		}
+	}
+	for w := range q.waiters {
+		if w.ready && !w.heldBack(held) && (w.fresh || w.waitsOn(q.dirty)) {
+			w.fresh = false
+			turns = append(turns, w)
+		}
+	}
+	for k := range q.dirty {
+		if _, ok := held[k]; !ok {
+			delete(q.dirty, k)
+		}
+	}
+	slices.SortFunc(turns, func(a, b *blockWaiter) int { return cmp.Compare(a.ticket, b.ticket) })
+	return turns, true
+}
+
+// heldBack reports whether a key of the waiter is held for a waiter that
+// blocked before it.
+func (w *blockWaiter) heldBack(held map[string]uint64) bool {
+	for _, k := range w.keys {
+		if t, ok := held[k]; ok && t < w.ticket {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *blockWaiter) waitsOn(dirty map[string]struct{}) bool {
+	for _, k := range w.keys {
+		if _, ok := dirty[k]; ok {
+			return true
+		}
+	}
+	return false
+}
