@@ -228,6 +228,16 @@ func (c *conn) execute(args [][]byte) {
 		c.rejectCmd(cmd, msgReadOnly)
 		return
 	}
+	if c.tx == nil && c.deniedOOM(cmd) {
+		if cmd.name == "exec" {
+			c.srv.cmdStats.reject(c.id, cmd)
+			c.out.Error("EXECABORT Transaction discarded because of: " + msgOOM)
+			c.txReset()
+			return
+		}
+		c.rejectCmd(cmd, msgOOM)
+		return
+	}
 	if c.srv.scripts.busy.Load() > 0 && cmd.flags&flagAllowBusy == 0 {
 		// A script runs past the time limit: only what may stop it runs.
 		if msg := c.srv.scripts.busyError(c); msg != "" {
@@ -333,6 +343,26 @@ func (c *conn) refuse(msg string) {
 	if c.txn.multi {
 		c.txn.dirty = true
 	}
+}
+
+// deniedOOM is Redis's denyoom rule: a command that may add data — or an
+// EXEC whose queue holds one — is refused before it runs (or is queued)
+// while the store is out of memory (store.OutOfMemory).
+func (c *conn) deniedOOM(cmd *command) bool {
+	denyoom := cmd.flags&flagDenyOOM != 0
+	if cmd.name == "exec" && c.txn.multi {
+		for _, args := range c.txn.queue {
+			q := lookupCommand(args[0])
+			if q != nil && len(q.subs) > 0 && len(args) > 1 {
+				q = q.lookupSub(args[1])
+			}
+			if q != nil && q.flags&flagDenyOOM != 0 {
+				denyoom = true
+				break
+			}
+		}
+	}
+	return denyoom && c.srv.store.OutOfMemory()
 }
 
 // baseName is a command's top-level name.

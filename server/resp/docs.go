@@ -114,6 +114,12 @@ through ` + "`store.Exec`" + `), never a second implementation.
   WrongType → ` + "`-WRONGTYPE`" + `; BadRequest → ` + "`-ERR <message>`" + `; ItemTooLarge →
   ` + "`-OOM <message>`" + `; CapacityExceeded (noeviction at the cap) → ` + "`-OOM command not allowed when used memory > 'maxmemory'.`" + `;
   Conflict (a key reserved by a transaction in progress) → ` + "`-TRYAGAIN …`" + `.
+  While no write can add data — no-eviction past the cap, or any policy under a cap
+  below the smallest record (` + "`CONFIG SET maxmemory 1`" + `) — a command Redis flags
+  denyoom is refused with that OOM error before it runs or is queued (EXEC of a
+  queue holding one: ` + "`-EXECABORT Transaction discarded because of: OOM …`" + `), as in
+  Redis (D108); reads, DEL and DISCARD run. An evicting store over an ordinary
+  cap takes writes and its evictor makes the room.
 - Sync replication (` + "`--replication-mode sync`" + `, R-REP-2): the reply of every
   successful write command is held until the write barrier confirms it — the
   write applied on the replicas the write quorum needs. The replies of one read

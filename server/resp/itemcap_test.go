@@ -96,3 +96,62 @@ func TestItemCapBoundsEveryDataTypeOverRESP(t *testing.T) {
 		require.Equal(t, "ok", rdb.Get(ctx, "{t}s").Val())
 	})
 }
+
+// While no write can add data (maxmemory below any record, or no-eviction
+// past the cap) a command that may add data is refused before it runs or
+// is queued, as Redis's denyoom commands are; reads, DEL and DISCARD still
+// run (Redis's tcl suite, unit/multi's OOM tests: a transaction that could
+// not refuse them left the server at maxmemory 1 for every test after).
+func TestOutOfMemoryRefusesDenyOOMCommandsUpFront(t *testing.T) {
+	n := startNode(t)
+	addr := n.RESPAddr().String()
+	c, admin := dialRaw(t, addr), dialRaw(t, addr)
+	oom := "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+	require.Equal(t, "+OK\r\n", c.do("SET", "x", "value"))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory-policy", "noeviction")) // Redis's default
+
+	// A queue of reads only runs; one with a write is refused at EXEC.
+	require.Equal(t, "+OK\r\n", c.do("MULTI"))
+	require.Equal(t, "+QUEUED\r\n", c.do("GET", "x"))
+	require.Equal(t, "+QUEUED\r\n", c.do("PING"))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "1"))
+	require.Equal(t, "*2\r\n$5\r\nvalue\r\n+PONG\r\n", c.do("EXEC"))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "0"))
+	require.Equal(t, "+OK\r\n", c.do("MULTI"))
+	require.Equal(t, "+QUEUED\r\n", c.do("SET", "y", "1"))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "1"))
+	require.Equal(t, "-EXECABORT Transaction discarded because of: OOM command not allowed when used memory > 'maxmemory'.\r\n", c.do("EXEC"))
+	require.Equal(t, "-ERR EXEC without MULTI\r\n", c.do("EXEC"))
+
+	// Refused while queuing: EXEC aborts; DISCARD still works.
+	require.Equal(t, "+OK\r\n", c.do("MULTI"))
+	require.Equal(t, oom, c.do("LPUSH", "l", "a"))
+	require.Equal(t, "-EXECABORT Transaction discarded because of previous errors.\r\n", c.do("EXEC"))
+	require.Equal(t, "+OK\r\n", c.do("MULTI"))
+	require.Equal(t, oom, c.do("SET", "y", "1"))
+	require.Equal(t, "+OK\r\n", c.do("DISCARD"))
+
+	require.Equal(t, oom, c.do("SET", "y", "1"))
+	require.Equal(t, oom, c.do("INCR", "counter"))
+	require.Equal(t, "$5\r\nvalue\r\n", c.do("GET", "x"))
+	require.Equal(t, ":1\r\n", c.do("DEL", "x"))
+
+	// An evicting policy under a cap below any record: evicting cannot
+	// make room, so it is refused the same way.
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"))
+	require.Equal(t, oom, c.do("SET", "y", "1"))
+
+	// No-eviction past an ordinary cap refuses; an evicting store over
+	// its cap takes writes and evicts.
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "0"))
+	require.Equal(t, "+OK\r\n", c.do("SET", "big", strings.Repeat("v", 4096)))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory-policy", "noeviction"))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "1000"))
+	require.Equal(t, oom, c.do("SET", "y", "1"))
+	require.Equal(t, ":1\r\n", c.do("DEL", "big"))
+	require.Equal(t, "+OK\r\n", c.do("SET", "y", "1"))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"))
+	require.Equal(t, "+OK\r\n", c.do("SET", "z", strings.Repeat("v", 4096)))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "0"))
+	require.Equal(t, "+OK\r\n", c.do("SET", "y", "2"))
+}

@@ -104,6 +104,20 @@ func (x *execCtx) fitsFrom(cur, grow keySize) bool {
 	return x.capHit == capNone
 }
 
+// OutOfMemory reports whether no write that adds data can succeed now, the
+// state in which Redis refuses its denyoom commands before they run (and
+// while MULTI queues them): under no-eviction the owned bytes are past the
+// cap; under an evicting policy the cap is below the smallest record, so
+// evicting everything would not make room (Redis's maxmemory 1). An
+// evicting store over its cap otherwise still takes writes: its evictor
+// makes the room.
+func (s *Store) OutOfMemory() bool {
+	if s.evictionPolicy() == NoEviction {
+		return s.owned.Load() > s.maxMemory()
+	}
+	return s.maxMemory() < recordOverhead
+}
+
 // storeFull is the no-eviction rule for a write growing the owned data by
 // grow bytes: refused (CapacityExceeded) when it would pass the cap, as a
 // Put is. Replica segments and shrinking writes are never refused.
