@@ -208,10 +208,7 @@ func (c *conn) execute(args [][]byte) {
 	}
 	if !cmd.arityOK(len(args)) {
 		if cmd.name == "exec" {
-			// Redis's rejectCommand: a refused EXEC aborts the transaction.
-			c.srv.cmdStats.reject(c.id, cmd)
-			c.out.Error("EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command")
-			c.txReset()
+			c.abortExec(cmd, "wrong number of arguments for 'exec' command")
 			return
 		}
 		c.rejectCmd(cmd, "ERR wrong number of arguments for '"+cmd.name+"' command")
@@ -230,9 +227,7 @@ func (c *conn) execute(args [][]byte) {
 	}
 	if c.tx == nil && c.deniedOOM(cmd) {
 		if cmd.name == "exec" {
-			c.srv.cmdStats.reject(c.id, cmd)
-			c.out.Error("EXECABORT Transaction discarded because of: " + msgOOM)
-			c.txReset()
+			c.abortExec(cmd, msgOOM)
 			return
 		}
 		c.rejectCmd(cmd, msgOOM)
@@ -349,20 +344,16 @@ func (c *conn) refuse(msg string) {
 // EXEC whose queue holds one — is refused before it runs (or is queued)
 // while the store is out of memory (store.OutOfMemory).
 func (c *conn) deniedOOM(cmd *command) bool {
-	denyoom := cmd.flags&flagDenyOOM != 0
-	if cmd.name == "exec" && c.txn.multi {
-		for _, args := range c.txn.queue {
-			q := lookupCommand(args[0])
-			if q != nil && len(q.subs) > 0 && len(args) > 1 {
-				q = q.lookupSub(args[1])
-			}
-			if q != nil && q.flags&flagDenyOOM != 0 {
-				denyoom = true
-				break
-			}
-		}
-	}
+	denyoom := cmd.flags&flagDenyOOM != 0 || cmd.name == "exec" && c.txn.denyOOM
 	return denyoom && c.srv.store.OutOfMemory()
+}
+
+// abortExec is Redis's rejectCommand for EXEC: the transaction is
+// discarded and EXEC answers why.
+func (c *conn) abortExec(cmd *command, why string) {
+	c.srv.cmdStats.reject(c.id, cmd)
+	c.out.Error("EXECABORT Transaction discarded because of: " + why)
+	c.txReset()
 }
 
 // baseName is a command's top-level name.

@@ -74,6 +74,7 @@ type txState struct {
 	watched []watchedKey
 	segs    []uint16 // the segments of the keys watched or queued (distinct)
 	writes  bool     // a queued command writes
+	denyOOM bool     // a queued command may add data (refused at EXEC when out of memory)
 }
 
 type watchedKey struct {
@@ -125,6 +126,9 @@ func (c *conn) txQueue(cmd *command, args [][]byte) {
 	c.txn.queue = append(c.txn.queue, cp)
 	if cmd.flags&flagWrite != 0 {
 		c.txn.writes = true
+	}
+	if cmd.flags&flagDenyOOM != 0 {
+		c.txn.denyOOM = true
 	}
 	c.out.Simple("QUEUED")
 }
