@@ -74,9 +74,14 @@ func (c *conn) blockOn(keys [][]byte, blocking bool, timeout time.Duration, try 
 	if c.tx == nil {
 		// The place in the queue is taken now, on the goroutine that ran
 		// the first try (the event loop's, in the order the loop read
-		// the commands), not after the move to a goroutine of its own.
+		// the commands), not after the move to a goroutine of its own;
+		// then one more try there covers a change between the first try
+		// and the watches, so that afterwards only changes give turns.
 		w = c.srv.blocked.join(keys)
 		defer c.srv.blocked.leave(w)
+		if try() {
+			return
+		}
 	}
 	c.leaveLoop() // it waits
 	if c.tx != nil {

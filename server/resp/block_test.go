@@ -320,3 +320,33 @@ func TestBlockedGroupReadEndsWhenItsStreamGoes(t *testing.T) {
 		})
 	}
 }
+
+// Two clients that block back to back keep their order (the tcl suite's
+// "BRPOPLPUSH with multiple blocked clients"): the first try of a blocking
+// command runs on the event loop, in the order the loop read the commands,
+// and takes the client's place there. When both moved to goroutines of
+// their own first, the second now and then took the first place, was
+// served the element, and the first blocked for good.
+func TestClientsBlockingBackToBackKeepTheirOrder(t *testing.T) {
+	requireLoops(t)
+	n := startNode(t, oneLoop)
+	addr := n.RESPAddr().String()
+	info := newClient(t, n)
+	r := dialRaw(t, addr)
+	for range 20 {
+		a, b := dialRaw(t, addr), dialRaw(t, addr)
+		require.Equal(t, "+PONG\r\n", a.do("PING"))
+		require.Equal(t, "+PONG\r\n", b.do("PING"))
+		r.do("DEL", "{o}list", "{o}t1", "{o}t2")
+		require.Equal(t, "+OK\r\n", r.do("SET", "{o}t1", "nolist"))
+		a.send(cmd("BRPOPLPUSH", "{o}list", "{o}t1", "0"))
+		b.send(cmd("BRPOPLPUSH", "{o}list", "{o}t2", "0"))
+		require.Eventually(t, func() bool { return clientsInfo(t, info, "blocked_clients") == 2 }, 10*time.Second, time.Millisecond)
+		require.Equal(t, ":1\r\n", r.do("LPUSH", "{o}list", "foo"))
+		require.Equal(t, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", a.reply())
+		require.Equal(t, "$3\r\nfoo\r\n", b.reply())
+		require.Equal(t, "*1\r\n$3\r\nfoo\r\n", r.do("LRANGE", "{o}t2", "0", "-1"))
+		_ = a.nc.Close()
+		_ = b.nc.Close()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zaris-io/zaris/internal/panics"
 	"github.com/zaris-io/zaris/server/store"
@@ -18,16 +19,18 @@ import (
 // on a change and whichever goroutine ran first took the element.
 //
 // A waiter takes its ticket and its keys' watches where its first try
-// failed (on the event loop, in the order the loop read the commands), and
-// is ready once its own goroutine waits for turns. One watch per
-// waited-for key marks it dirty; a dispatcher goroutine then gives a turn,
-// one at a time and in ticket order, to every ready waiter on a dirty key
-// and to every waiter just ready (which covers a change between its first
-// try and its watch). A dirty key with a waiter not ready yet is held for
-// it: waiters with later tickets on that key wait for the pass after. A
-// waiter tries on its own goroutine during its turn and says when it is
+// failed (on the event loop, in the order the loop read the commands) and
+// tries once more there, which covers a change between the first try and
+// the watches; it is ready once its own goroutine waits for turns. A
+// change of a waited-for key marks it dirty — the store's watch, and
+// before that the RESP write that made it (touch) —; a dispatcher
+// goroutine then gives a turn, one at a time and in ticket order, to every
+// ready waiter on a dirty key. A key with a waiter not ready yet is held
+// for it: waiters with later tickets on that key wait for the pass after.
+// A waiter tries on its own goroutine during its turn and says when it is
 // done, so a waiter served first has taken its elements before the next
-// one looks.
+// one looks; a key marked again during a pass ends the pass, and the next
+// one starts over in ticket order.
 type blockQueue struct {
 	store *store.Store
 	log   *slog.Logger
@@ -36,9 +39,11 @@ type blockQueue struct {
 	ticket  uint64
 	waiters map[*blockWaiter]struct{}
 	keys    map[string]*keyWatch
-	dirty   map[string]struct{}
-	running bool          // a dispatcher goroutine is on
-	wake    chan struct{} // cap 1: something is dirty or fresh
+	dirty   map[string]uint64 // key → the mark's sequence number (marks)
+	marks   uint64            // marks made so far
+	running bool              // a dispatcher goroutine is on
+	waiting atomic.Int32      // len(waiters), read without the lock by touch
+	wake    chan struct{}     // cap 1: something is dirty, owed or ready
 }
 
 type keyWatch struct {
@@ -51,7 +56,7 @@ type blockWaiter struct {
 	ticket uint64
 	keys   []string
 	ready  bool          // its goroutine waits for turns (set by ready)
-	fresh  bool          // ready and not yet given a turn
+	owed   bool          // a pass cut short before its turn owes it one
 	turn   chan struct{} // the dispatcher's go-ahead
 	done   chan struct{} // the waiter's answer: its try is over
 	gone   chan struct{} // closed when the waiter leaves the queue
@@ -59,7 +64,7 @@ type blockWaiter struct {
 
 func newBlockQueue(s *store.Store, log *slog.Logger) *blockQueue {
 	return &blockQueue{store: s, log: log, waiters: map[*blockWaiter]struct{}{}, keys: map[string]*keyWatch{},
-		dirty: map[string]struct{}{}, wake: make(chan struct{}, 1)}
+		dirty: map[string]uint64{}, wake: make(chan struct{}, 1)}
 }
 
 // join puts a waiter for keys at the back of the queue. It gets turns once
@@ -74,6 +79,7 @@ func (q *blockQueue) join(keys [][]byte) *blockWaiter {
 	q.ticket++
 	w.ticket = q.ticket
 	q.waiters[w] = struct{}{}
+	q.waiting.Store(int32(len(q.waiters)))
 	for _, k := range w.keys {
 		if kw := q.keys[k]; kw != nil {
 			kw.refs++
@@ -88,11 +94,11 @@ func (q *blockQueue) join(keys [][]byte) *blockWaiter {
 	return w
 }
 
-// ready says the waiter's goroutine now waits for turns; its first comes
-// at the next pass.
+// ready says the waiter's goroutine now waits for turns: a key change that
+// came before (held for it) gives it one at the next pass.
 func (q *blockQueue) ready(w *blockWaiter) {
 	q.mu.Lock()
-	w.ready, w.fresh = true, true
+	w.ready = true
 	q.mu.Unlock()
 	q.poke()
 }
@@ -121,7 +127,7 @@ func (q *blockQueue) relay(key string, kw *keyWatch, wt *store.Watch) {
 	if again {
 		kw.watch = nil
 		q.watchLocked(key, kw)
-		q.dirty[key] = struct{}{}
+		q.markLocked(key)
 	}
 	q.mu.Unlock()
 	if again {
@@ -131,9 +137,14 @@ func (q *blockQueue) relay(key string, kw *keyWatch, wt *store.Watch) {
 
 func (q *blockQueue) mark(key string) {
 	q.mu.Lock()
-	q.dirty[key] = struct{}{}
+	q.markLocked(key)
 	q.mu.Unlock()
 	q.poke()
+}
+
+func (q *blockQueue) markLocked(key string) {
+	q.marks++
+	q.dirty[key] = q.marks
 }
 
 func (q *blockQueue) poke() {
@@ -148,6 +159,7 @@ func (q *blockQueue) poke() {
 func (q *blockQueue) leave(w *blockWaiter) {
 	q.mu.Lock()
 	delete(q.waiters, w)
+	q.waiting.Store(int32(len(q.waiters)))
 	for _, k := range w.keys {
 		kw := q.keys[k]
 		if kw == nil {
@@ -189,8 +201,11 @@ func (q *blockQueue) dispatch() {
 		}
 	}()
 	for range q.wake {
-		turns, more := q.due()
-		for _, w := range turns {
+		turns, since, more := q.due()
+		for i, w := range turns {
+			if q.markedSince(turns[i:], since) {
+				break // a new pass, in ticket order, with the key's change
+			}
 			select {
 			case w.turn <- struct{}{}:
 			case <-w.gone:
@@ -207,29 +222,71 @@ func (q *blockQueue) dispatch() {
 	}
 }
 
+// markedSince reports whether a key of the waiters still to be given their
+// turn was marked after mark number since (the pass's start): a write
+// (touch) may be landing, and the waiters that blocked before them must see
+// it first. The rest of the pass is then left to the next one, which
+// starts at once.
+func (q *blockQueue) markedSince(rest []*blockWaiter, since uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, w := range rest {
+		for _, k := range w.keys {
+			if q.dirty[k] > since {
+				for _, r := range rest {
+					r.owed = true
+				}
+				q.poke()
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// touch marks keys about to be written by a command, before it runs, when
+// a client waits for one of them: the dispatcher then gives the waiters on
+// them their turns in ticket order (markedSince), where the store's watch
+// alone marks the key a moment after the write. A no-op (one atomic load)
+// while nobody is blocked.
+func (q *blockQueue) touch(keys [][]byte) {
+	if q.waiting.Load() == 0 {
+		return
+	}
+	marked := false
+	q.mu.Lock()
+	for _, k := range keys {
+		if _, ok := q.keys[string(k)]; ok {
+			q.markLocked(string(k))
+			marked = true
+		}
+	}
+	q.mu.Unlock()
+	if marked {
+		q.poke()
+	}
+}
+
 // due collects the waiters owed a turn, in blocking order, and clears what
 // made them due; more is false when the queue is empty and the dispatcher
 // ends (under the lock, so a join after it starts a new one).
-func (q *blockQueue) due() (turns []*blockWaiter, more bool) {
+func (q *blockQueue) due() (turns []*blockWaiter, since uint64, more bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) == 0 {
 		q.running = false
 		clear(q.dirty)
-		return nil, false
+		return nil, 0, false
 	}
-	// A dirty key with a waiter not ready yet is held for it: the ones
-	// that blocked after it wait, the key stays dirty for the pass after
-	// its ready.
+	// A key with a waiter not ready yet is held for it: the waiters that
+	// blocked after it get no turn, and a dirty key stays dirty for the
+	// pass after its ready.
 	var held map[string]uint64 // key → the first ticket not ready on it
 	for w := range q.waiters {
 		if w.ready {
 			continue
 		}
 		for _, k := range w.keys {
-			if _, dirty := q.dirty[k]; !dirty {
-				continue
-			}
 			if held == nil {
 				held = map[string]uint64{}
 			}
@@ -239,8 +296,8 @@ func (q *blockQueue) due() (turns []*blockWaiter, more bool) {
 		}
 	}
 	for w := range q.waiters {
-		if w.ready && !w.heldBack(held) && (w.fresh || w.waitsOn(q.dirty)) {
-			w.fresh = false
+		if w.ready && !w.heldBack(held) && (w.owed || w.waitsOn(q.dirty)) {
+			w.owed = false
 			turns = append(turns, w)
 		}
 	}
@@ -250,7 +307,7 @@ func (q *blockQueue) due() (turns []*blockWaiter, more bool) {
 		}
 	}
 	slices.SortFunc(turns, func(a, b *blockWaiter) int { return cmp.Compare(a.ticket, b.ticket) })
-	return turns, true
+	return turns, q.marks, true
 }
 
 // heldBack reports whether a key of the waiter is held for a waiter that
@@ -264,7 +321,7 @@ func (w *blockWaiter) heldBack(held map[string]uint64) bool {
 	return false
 }
 
-func (w *blockWaiter) waitsOn(dirty map[string]struct{}) bool {
+func (w *blockWaiter) waitsOn(dirty map[string]uint64) bool {
 	for _, k := range w.keys {
 		if _, ok := dirty[k]; ok {
 			return true

@@ -236,6 +236,10 @@ func (c *conn) execute(args [][]byte) {
 	if c.srv.scripts.busy.Load() > 0 && cmd.flags&flagAllowBusy == 0 {
 		// A script runs past the time limit: only what may stop it runs.
 		if msg := c.srv.scripts.busyError(c); msg != "" {
+			if cmd.name == "exec" && c.txn.multi {
+				c.abortExec(cmd, msg) // Redis's rejectCommand: EXEC refused discards the transaction
+				return
+			}
 			c.refuse(msg)
 			return
 		}
@@ -283,10 +287,22 @@ func (c *conn) execute(args [][]byte) {
 	if c.trk.active {
 		windows = c.trackBefore(cmd, args)
 	}
+	var touched [][]byte
+	if cmd.flags&flagWrite != 0 && c.srv.blocked.waiting.Load() > 0 {
+		// Blocked clients wait: mark the keys as soon as the write has
+		// landed, so they are served in the order they blocked
+		// (blockQueue.touch) rather than when the store's watch tells.
+		for _, i := range cmd.keyIndexes(args) {
+			touched = append(touched, args[i])
+		}
+	}
 	if lockSegs != nil {
 		c.runLocked(cmd, args, lockSegs)
 	} else {
 		cmd.run(c, args)
+	}
+	if touched != nil {
+		c.srv.blocked.touch(touched)
 	}
 	if c.trk.active {
 		c.trackAfter(cmd, args, windows)

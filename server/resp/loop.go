@@ -49,6 +49,11 @@ var loopCommands = []string{
 	"getbit", "setbit", "bitcount", "bitpos", "bitfield", "bitfield_ro", "substr",
 	"pfadd", "pfcount", "geoadd", "geopos", "geodist", "geohash", "xadd", "xlen", "xrange",
 	"xrevrange",
+	// blocking commands: the first try runs on the loop, in the order the
+	// loop read the commands, and takes the client's place among the
+	// blocked ones (D107); blockOn leaves the loop before it waits
+	"blpop", "brpop", "brpoplpush", "blmove", "blmpop", "bzpopmin", "bzpopmax", "bzmpop",
+	"xread", "xreadgroup",
 }
 
 var loopOnce sync.Once
