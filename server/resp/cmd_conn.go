@@ -223,6 +223,9 @@ func cmdReset(c *conn, _ [][]byte) {
 	}
 	c.txReset()
 	c.trackReset()
+	if c.mon.monitor.Swap(false) {
+		c.srv.monitors.remove(c) // out of MONITOR mode: its own RESET is not fed to it
+	}
 	c.out.Proto = 2
 	c.proto.Store(2)
 	c.name.Store(nil)

@@ -157,6 +157,13 @@ func TestScriptBusyAndKill(t *testing.T) {
 		return other.do("PING") == "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
 	})
 	require.Equal(t, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n", other.do("GET", "x"))
+	// A transaction's EXEC refused while busy discards it (Redis's tcl
+	// suite, "EXEC and script timeout": a client left in MULTI answered
+	// BUSY to everything after).
+	tx := dialRaw(t, addr)
+	require.Equal(t, "+OK\r\n", tx.do("MULTI")) // MULTI may run while busy, as in Redis
+	require.Equal(t, "-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n", tx.do("EXEC"))
+	require.Equal(t, "-ERR DISCARD without MULTI\r\n", tx.do("DISCARD"), "the transaction was discarded")
 	require.Equal(t, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n", other.do("FUNCTION", "KILL"))
 	require.Equal(t, "+OK\r\n", other.do("SCRIPT", "KILL"))
 	reply := looper.reply()

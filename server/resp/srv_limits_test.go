@@ -216,6 +216,12 @@ func TestMonitorLikeRedis(t *testing.T) {
 			require.Regexp(t, norm, line)
 			lines[i] = append(lines[i], norm.ReplaceAllString(line, ""))
 		}
+		// RESET leaves MONITOR mode: its answer, not its own line, comes
+		// next, and later commands are not fed (the tcl suite's "RESET
+		// clears MONITOR state").
+		require.Equal(t, "+RESET\r\n", mon.do("RESET"))
+		c.do("SET", "after", "reset")
+		require.Equal(t, "+PONG\r\n", mon.do("PING"), "no monitored line after RESET")
 	}
 	require.Equal(t, lines[0], lines[1])
 	require.Equal(t, `"SET" "k" "v\n\"x\x01\xc3\xa9"`+"\r\n", lines[1][0])
