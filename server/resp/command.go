@@ -308,11 +308,16 @@ func (c *conn) execute(args [][]byte) {
 		c.trackAfter(cmd, args, windows)
 	}
 	switch c.reply {
-	case replyOff:
-		c.out.B = c.out.B[:min(mark, len(c.out.B))] // a reply already flushed (blocking, pub/sub) stays sent
-	case replySkip:
-		c.out.B = c.out.B[:min(mark, len(c.out.B))]
-		c.reply = replyOn
+	case replyOff, replySkip:
+		// Pub/sub confirmations are pushes, not replies: Redis delivers
+		// them whatever CLIENT REPLY says (its CLIENT_PUSHING, set in
+		// RESP2 too).
+		if !pushReplies[baseName(cmd)] {
+			c.out.B = c.out.B[:min(mark, len(c.out.B))] // a reply already flushed (blocking, pub/sub) stays sent
+		}
+		if c.reply == replySkip {
+			c.reply = replyOn
+		}
 	case replySkipNext:
 		c.reply = replySkip
 	}
@@ -370,6 +375,13 @@ func (c *conn) abortExec(cmd *command, why string) {
 	c.srv.cmdStats.reject(c.id, cmd)
 	c.out.Error("EXECABORT Transaction discarded because of: " + why)
 	c.txReset()
+}
+
+// pushReplies are the commands whose answers are pub/sub pushes (in RESP2
+// too: arrays written as Redis writes its pushes).
+var pushReplies = map[string]bool{
+	"subscribe": true, "unsubscribe": true, "psubscribe": true, "punsubscribe": true,
+	"ssubscribe": true, "sunsubscribe": true,
 }
 
 // baseName is a command's top-level name.

@@ -328,7 +328,11 @@ characters); ` + "`INFO server`" + ` shows both.
   messages behind its forwarder.
   In RESP2 a subscribed connection accepts only (P|S)SUBSCRIBE,
   (P|S)UNSUBSCRIBE, PING, QUIT and RESET, as in Redis; in RESP3 messages are
-  push replies and every command is allowed.
+  push replies and every command is allowed. Messages and (un)subscribe
+  confirmations are delivered whatever CLIENT REPLY says, as in Redis. Not
+  yet as in Redis: a message reaches its subscribers through a forwarder, so
+  one published just before the subscriber's UNSUBSCRIBE may arrive after
+  the confirmation (Redis has it in the client's buffer when PUBLISH answers).
 - Sharded pub/sub as Redis 7: ` + "`SSUBSCRIBE`" + `, ` + "`SUNSUBSCRIBE`" + ` and ` + "`SPUBLISH`" + ` name a
   shard channel, which lives on the owner of its slot (the channel name hashes
   like a key): elsewhere they answer ` + "`MOVED`" + `, so a cluster client routes them.

@@ -132,3 +132,37 @@ func TestKeyspaceNotifications(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// Pub/sub confirmations and messages are pushes, delivered whatever CLIENT
+// REPLY says, in RESP2 and RESP3 alike, byte for byte as redis-server
+// (the tcl suite's "PubSub messages with CLIENT REPLY OFF" hung waiting for
+// the unsubscribe confirmations).
+func TestPubSubPushesIgnoreClientReplyOff(t *testing.T) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	for _, proto := range []string{"2", "3"} {
+		var got [2]string
+		for i, addr := range []string{redisAddr, n.RESPAddr().String()} {
+			sub, pub := dialRaw(t, addr), dialRaw(t, addr)
+			sub.do("HELLO", proto)
+			sub.send(cmd("CLIENT", "REPLY", "OFF") + cmd("SUBSCRIBE", "channel") + cmd("PSUBSCRIBE", "ch*"))
+			for _, want := range []string{"subscribe", "psubscribe"} { // the confirmations arrive
+				r := sub.reply()
+				require.Contains(t, r, want)
+				got[i] += r
+			}
+			require.Equal(t, ":2\r\n", pub.do("PUBLISH", "channel", "hello"))
+			got[i] += sub.reply() + sub.reply() // read before the unsubscribe: Zaris's forwarder may lag the PUBLISH's reply
+			sub.send(cmd("UNSUBSCRIBE", "channel") + cmd("PUNSUBSCRIBE", "ch*") + cmd("CLIENT", "REPLY", "ON") + cmd("PING"))
+			for {
+				r := sub.reply()
+				got[i] += r
+				if r == "+PONG\r\n" {
+					break
+				}
+			}
+		}
+		require.Equal(t, got[0], got[1], "RESP%s", proto)
+		require.Contains(t, got[1], "punsubscribe", "RESP%s", proto)
+	}
+}
