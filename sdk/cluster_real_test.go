@@ -43,8 +43,13 @@ func TestRealClusterSuite(t *testing.T) {
 			// Every node's log lines are kept: an account found missing
 			// (issue #16: once in a loaded suite run) explains itself.
 			logs := newLogRing(50000)
+			// An hour's member grace: at RF 1 a member silent past the
+			// grace (5 s in tests) is lost and its partitions start empty
+			// elsewhere, by design (D29) — what a starved machine made of
+			// this suite once (D58's diagnosis), and not what it tests.
 			cl := clustertest.Start(t, 3, clustertest.Options{NoRESP: true, NoHTTP: true,
-				Logger: slog.New(slog.NewTextHandler(logs, nil))})
+				Logger: slog.New(slog.NewTextHandler(logs, nil)),
+				Mutate: func(cfg *server.Config) { cfg.Timings.MemberGrace = time.Hour }})
 			t.Cleanup(func() {
 				if t.Failed() {
 					explainLoss(t, cl, logs, []string{"acct:0", "acct:1", "acct:2", "acct:3", "acct:4"})
