@@ -26,10 +26,10 @@ const blockPoll = 250 * time.Millisecond
 func init() {
 	l := func(c *command) *command { c.group = "list"; return c }
 	register(
-		l(&command{name: "blpop", arity: -3, flags: flagWrite, first: 1, last: -2, step: 1, since: "2.0.0",
+		l(&command{name: "blpop", arity: -3, flags: flagWrite | flagNoScript | flagBlocking, first: 1, last: -2, step: 1, since: "2.0.0",
 			summary: "Removes and returns the first element in a list; blocks until an element is available or the timeout (seconds, 0 = forever) passes.",
 			run:     cmdBPop(kv.CmdLPop)}),
-		l(&command{name: "brpop", arity: -3, flags: flagWrite, first: 1, last: -2, step: 1, since: "2.0.0",
+		l(&command{name: "brpop", arity: -3, flags: flagWrite | flagNoScript | flagBlocking, first: 1, last: -2, step: 1, since: "2.0.0",
 			summary: "Removes and returns the last element in a list; blocks until an element is available or the timeout (seconds, 0 = forever) passes.",
 			run:     cmdBPop(kv.CmdRPop)}),
 	)

@@ -40,6 +40,9 @@ type blockQueue struct {
 	waiters map[*blockWaiter]struct{}
 	keys    map[string]*keyWatch
 	dirty   map[string]uint64 // key → the mark's sequence number (marks)
+	writing map[string]int    // key → RESP writes of it begun and not yet marked (begin/end)
+	inTurn  *blockWaiter      // the waiter trying now (claimTurn), nil between turns
+	turnEnd *sync.Cond        // on mu: signalled when a turn ends
 	marks   uint64            // marks made so far
 	running bool              // a dispatcher goroutine is on
 	waiting atomic.Int32      // len(waiters), read without the lock by touch
@@ -63,8 +66,10 @@ type blockWaiter struct {
 }
 
 func newBlockQueue(s *store.Store, log *slog.Logger) *blockQueue {
-	return &blockQueue{store: s, log: log, waiters: map[*blockWaiter]struct{}{}, keys: map[string]*keyWatch{},
-		dirty: map[string]uint64{}, wake: make(chan struct{}, 1)}
+	q := &blockQueue{store: s, log: log, waiters: map[*blockWaiter]struct{}{}, keys: map[string]*keyWatch{},
+		dirty: map[string]uint64{}, writing: map[string]int{}, wake: make(chan struct{}, 1)}
+	q.turnEnd = sync.NewCond(&q.mu)
+	return q
 }
 
 // join puts a waiter for keys at the back of the queue. It gets turns once
@@ -203,18 +208,18 @@ func (q *blockQueue) dispatch() {
 	for range q.wake {
 		turns, since, more := q.due()
 		for i, w := range turns {
-			if q.markedSince(turns[i:], since) {
+			if !q.claimTurn(turns[i:], since) {
 				break // a new pass, in ticket order, with the key's change
 			}
 			select {
 			case w.turn <- struct{}{}:
+				select {
+				case <-w.done:
+				case <-w.gone:
+				}
 			case <-w.gone:
-				continue
 			}
-			select {
-			case <-w.done:
-			case <-w.gone:
-			}
+			q.endTurn()
 		}
 		if !more {
 			return
@@ -222,17 +227,53 @@ func (q *blockQueue) dispatch() {
 	}
 }
 
+// claimTurn starts rest[0]'s turn unless a key of the waiters still to
+// be given theirs changed since the pass began or is being written
+// (markedSince); a write that begins afterwards waits for the turn's end
+// (begin).
+func (q *blockQueue) claimTurn(rest []*blockWaiter, since uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.markedSinceLocked(rest, since) {
+		return false
+	}
+	q.inTurn = rest[0]
+	return true
+}
+
+func (q *blockQueue) endTurn() {
+	q.mu.Lock()
+	q.inTurn = nil
+	q.turnEnd.Broadcast()
+	q.mu.Unlock()
+}
+
+func (w *blockWaiter) waitsOnAny(keys [][]byte) bool {
+	for _, k := range keys {
+		for _, wk := range w.keys {
+			if wk == string(k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // markedSince reports whether a key of the waiters still to be given their
-// turn was marked after mark number since (the pass's start): a write
-// (touch) may be landing, and the waiters that blocked before them must see
-// it first. The rest of the pass is then left to the next one, which
+// turn was marked after mark number since (the pass's start), or is being
+// written (begin): the waiters that blocked before them must see the write
+// first. The rest of the pass is then left to the next one, which
 // starts at once.
 func (q *blockQueue) markedSince(rest []*blockWaiter, since uint64) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.markedSinceLocked(rest, since)
+}
+
+func (q *blockQueue) markedSinceLocked(rest []*blockWaiter, since uint64) bool {
 	for _, w := range rest {
 		for _, k := range w.keys {
-			if q.dirty[k] > since {
+			if q.dirty[k] > since || q.writing[k] > 0 {
 				for _, r := range rest {
 					r.owed = true
 				}
@@ -244,27 +285,48 @@ func (q *blockQueue) markedSince(rest []*blockWaiter, since uint64) bool {
 	return false
 }
 
-// touch marks keys about to be written by a command, before it runs, when
-// a client waits for one of them: the dispatcher then gives the waiters on
-// them their turns in ticket order (markedSince), where the store's watch
-// alone marks the key a moment after the write. A no-op (one atomic load)
-// while nobody is blocked.
-func (q *blockQueue) touch(keys [][]byte) {
+// begin says a RESP command is about to write keys, when a client waits
+// for one of them: until end, the dispatcher gives no turn on those keys
+// (a turn would let a waiter that blocked later take what the write
+// brings, while one that blocked first already looked and found nothing).
+// It returns the keys to pass to end; nil (one atomic load) while nobody
+// is blocked.
+func (q *blockQueue) begin(keys [][]byte) []string {
 	if q.waiting.Load() == 0 {
-		return
+		return nil
 	}
-	marked := false
+	var begun []string
 	q.mu.Lock()
+	// A turn in progress on one of the keys ends first: its waiter looks
+	// at the key as it was when the turn was given.
+	for q.inTurn != nil && q.inTurn.waitsOnAny(keys) {
+		q.turnEnd.Wait()
+	}
 	for _, k := range keys {
 		if _, ok := q.keys[string(k)]; ok {
-			q.markLocked(string(k))
-			marked = true
+			q.writing[string(k)]++
+			begun = append(begun, string(k))
 		}
 	}
 	q.mu.Unlock()
-	if marked {
-		q.poke()
+	return begun
+}
+
+// end says the write begun on keys has landed (or failed): the keys are
+// marked, and the next pass gives turns on them in ticket order.
+func (q *blockQueue) end(keys []string) {
+	if len(keys) == 0 {
+		return
 	}
+	q.mu.Lock()
+	for _, k := range keys {
+		if q.writing[k]--; q.writing[k] <= 0 {
+			delete(q.writing, k)
+		}
+		q.markLocked(k)
+	}
+	q.mu.Unlock()
+	q.poke()
 }
 
 // due collects the waiters owed a turn, in blocking order, and clears what
@@ -282,6 +344,12 @@ func (q *blockQueue) due() (turns []*blockWaiter, since uint64, more bool) {
 	// blocked after it get no turn, and a dirty key stays dirty for the
 	// pass after its ready.
 	var held map[string]uint64 // key → the first ticket not ready on it
+	for k := range q.writing {
+		if held == nil {
+			held = map[string]uint64{}
+		}
+		held[k] = 0 // a write in flight: no turn on it until it lands (end)
+	}
 	for w := range q.waiters {
 		if w.ready {
 			continue

@@ -18,6 +18,7 @@ func TestBlockQueueTurns(t *testing.T) {
 		name      string
 		waiters   []waiter
 		dirty     []string
+		writing   []string // keys a RESP write has begun and not ended
 		turns     []uint64 // tickets, in order
 		heldDirty []string // keys left dirty
 	}{
@@ -41,6 +42,9 @@ func TestBlockQueueTurns(t *testing.T) {
 		{name: "a waiter not ready gets no turn (its goroutine is not listening)",
 			waiters: []waiter{{1, false, true, []string{"k"}}},
 			dirty:   []string{"j"}},
+		{name: "no turn on a key being written: the first waiter looked before the write landed, a later one would take what it brings",
+			waiters: []waiter{{1, true, true, []string{"k"}}, {2, true, false, []string{"k"}}, {3, true, false, []string{"j"}}},
+			dirty:   []string{"k", "j"}, writing: []string{"k"}, turns: []uint64{3}, heldDirty: []string{"k"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := newBlockQueue(nil, nil)
@@ -52,6 +56,9 @@ func TestBlockQueueTurns(t *testing.T) {
 			}
 			for _, k := range tc.dirty {
 				q.dirty[k] = 1
+			}
+			for _, k := range tc.writing {
+				q.writing[k] = 1
 			}
 			turns, _, more := q.due()
 			require.True(t, more)
@@ -76,4 +83,37 @@ func TestBlockQueueTurns(t *testing.T) {
 	require.False(t, more, "with no waiter the dispatcher ends")
 	require.False(t, q.running)
 	require.Empty(t, q.dirty)
+}
+
+// A pass stops before the next turn once a write of a waiter's key has
+// begun (markedSince): the turn would let a later waiter take the write's
+// element while the earlier one, which looked before it landed, waits —
+// the tcl-style "served in blocking order" run lost it under load. end
+// marks the key, so the next pass starts over in ticket order.
+func TestBlockQueueWriteInFlightStopsThePass(t *testing.T) {
+	q := newBlockQueue(nil, nil)
+	w1 := &blockWaiter{ticket: 1, ready: true, keys: []string{"k"}}
+	w2 := &blockWaiter{ticket: 2, ready: true, keys: []string{"k"}}
+	q.waiters[w1], q.waiters[w2] = struct{}{}, struct{}{}
+	q.keys["k"] = &keyWatch{refs: 2}
+	q.waiting.Store(2)
+	q.markLocked("k")
+	turns, since, _ := q.due()
+	require.Equal(t, []*blockWaiter{w1, w2}, turns)
+	require.False(t, q.markedSince(turns[1:], since), "nothing happened yet: w2's turn may follow w1's")
+
+	begun := q.begin([][]byte{[]byte("k"), []byte("other")})
+	require.Equal(t, []string{"k"}, begun, "only keys someone waits for")
+	require.True(t, q.markedSince(turns[1:], since), "a write in flight stops the pass before w2's turn")
+	require.True(t, w2.owed)
+	next, _, _ := q.due()
+	require.Empty(t, next, "no turn while the write runs")
+
+	q.end(begun)
+	require.Empty(t, q.writing)
+	next, _, _ = q.due()
+	require.Equal(t, []*blockWaiter{w1, w2}, next, "once it landed, a pass in ticket order")
+
+	q.waiting.Store(0)
+	require.Nil(t, q.begin([][]byte{[]byte("k")}), "nobody blocked: nothing begun")
 }

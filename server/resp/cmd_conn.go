@@ -25,7 +25,7 @@ func init() {
 	register(
 		&command{name: "ping", arity: -1, flags: flagFast, group: "connection", since: "1.0.0",
 			summary: "Returns the server's liveliness response.", run: cmdPing},
-		&command{name: "echo", arity: 2, flags: flagFast, group: "connection", since: "1.0.0",
+		&command{name: "echo", arity: 2, flags: flagFast | flagLoading | flagStale, group: "connection", since: "1.0.0",
 			summary: "Returns the given string.", run: cmdEcho},
 		&command{name: "auth", arity: -2, flags: authFlags, group: "connection", since: "1.0.0",
 			summary: "Authenticates the connection as a user (default: the node's token).", run: cmdAuth},

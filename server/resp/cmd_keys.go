@@ -93,8 +93,8 @@ func cmdExists(c *conn, args [][]byte) {
 	c.out.Int(int64(n))
 }
 
-// keyType is the TYPE of a key ("none" when absent); reading it counts as
-// an access for the LRU sampler.
+// keyType is the type of a key ("none" when absent); reading it counts as
+// an access for the LRU sampler unless the command peeks (TYPE).
 func (c *conn) keyType(kb []byte) string {
 	r := c.execRaw(kv.CmdType, kb)
 	if r.Status != kv.StatusSuccess {
@@ -103,7 +103,13 @@ func (c *conn) keyType(kb []byte) string {
 	return string(r.Bulk)
 }
 
-func cmdType(c *conn, args [][]byte) { c.out.Simple(c.keyType(args[1])) }
+// cmdType answers TYPE, which leaves the key's access time as it was
+// (TTL and EXISTS do too), as Redis's does.
+func cmdType(c *conn, args [][]byte) {
+	c.mon.peeking = true
+	defer func() { c.mon.peeking = false }()
+	c.out.Simple(c.keyType(args[1]))
+}
 
 func cmdTouch(c *conn, args [][]byte) {
 	c.mon.touching = true // TOUCH stamps even in CLIENT NO-TOUCH mode, as Redis 7.2

@@ -27,7 +27,7 @@ func init() {
 		g(&command{name: "sort", arity: -2, flags: writeFlags | flagMovableKeys, first: 1, last: 1, step: 1, since: "1.0.0",
 			summary: "Sorts the elements in a list, a set, or a sorted set, optionally storing the result ([BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC] [ALPHA] [STORE destination]).",
 			keys:    sortKeys, run: cmdSort(false)}),
-		g(&command{name: "sort_ro", arity: -2, flags: flagReadonly, first: 1, last: 1, step: 1, since: "7.0.0",
+		g(&command{name: "sort_ro", arity: -2, flags: flagReadonly | flagMovableKeys, first: 1, last: 1, step: 1, since: "7.0.0",
 			summary: "Returns the sorted elements of a list, a set, or a sorted set (SORT without STORE).", run: cmdSort(true)}),
 		g(&command{name: "wait", arity: 3, flags: flagNoScript, since: "3.0.0",
 			summary: "Blocks until this connection's writes are applied by numreplicas replicas or the timeout (ms, 0 = none) passes; answers how many applied them.",
@@ -567,9 +567,9 @@ func (c *conn) sortLocked(src []byte, sp sortSpec, needs *sortNeeds) {
 		return
 	}
 	dontSort, alpha, by := sp.dontSort, sp.alpha, sp.by
-	if dontSort && typ == "set" && sp.store != nil {
-		// An unordered set stored must come out the same on a replica:
-		// sorted, as Redis forces it.
+	if dontSort && typ == "set" && (sp.store != nil || c.inScript) {
+		// An unordered set stored, or handed to a script, must come out
+		// the same on a replica: sorted, as Redis forces it.
 		dontSort, alpha, by = false, true, nil
 	}
 	n := int64(len(elems))

@@ -32,10 +32,10 @@ func init() {
 		l(&command{name: "rpoplpush", arity: 3, flags: writeFlags, last: 2, since: "1.2.0",
 			summary: "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.",
 			run:     cmdLMove(false)}),
-		l(&command{name: "blmove", arity: 6, flags: writeFlags, last: 2, since: "6.2.0",
+		l(&command{name: "blmove", arity: 6, flags: writeFlags | flagNoScript | flagBlocking, last: 2, since: "6.2.0",
 			summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available or the timeout (seconds, 0 = forever) passes.",
 			run:     cmdLMove(true)}),
-		l(&command{name: "brpoplpush", arity: 4, flags: writeFlags, last: 2, since: "2.2.0",
+		l(&command{name: "brpoplpush", arity: 4, flags: writeFlags | flagNoScript | flagBlocking, last: 2, since: "2.2.0",
 			summary: "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available or the timeout (seconds, 0 = forever) passes.",
 			run:     cmdLMove(true)}),
 	)
@@ -43,7 +43,7 @@ func init() {
 		&command{name: "lmpop", arity: -4, flags: flagWrite | flagMovableKeys, group: "list", since: "7.0.0",
 			summary: "Returns multiple elements from a list after removing them (numkeys key … LEFT|RIGHT [COUNT count]). Deletes the list if the last element was popped.",
 			keys:    numKeysAt(1), run: cmdLMPop(false)},
-		&command{name: "blmpop", arity: -5, flags: flagWrite | flagMovableKeys, group: "list", since: "7.0.0",
+		&command{name: "blmpop", arity: -5, flags: flagWrite | flagBlocking | flagMovableKeys, group: "list", since: "7.0.0",
 			summary: "Pops the first elements from the first non-empty list (timeout numkeys key … LEFT|RIGHT [COUNT count]). Blocks until an element is available or the timeout passes.",
 			keys:    numKeysAt(2), run: cmdLMPop(true)},
 	)

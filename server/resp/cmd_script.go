@@ -99,6 +99,28 @@ type scripting struct {
 	inuse   map[*luaState]struct{}  // states running a script now
 	running map[*scriptRun]struct{} // runs past the time limit, oldest first by started
 	busy    atomic.Int32            // len(running): the hot path's one load
+	cjson   *cjsonConfig            // the global cjson module's settings, node-wide
+	prng    *scriptPRNG             // math.random's generator, node-wide
+}
+
+// scriptCacheStats is what INFO memory reports of the script cache and
+// the function libraries.
+type scriptCacheStats struct {
+	scripts, functions, libraries int
+	scriptBytes, libraryBytes     int64
+}
+
+func (s *scripting) cacheStats() scriptCacheStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := scriptCacheStats{scripts: len(s.scripts), functions: len(s.funcs), libraries: len(s.libs)}
+	for sha, es := range s.scripts {
+		st.scriptBytes += int64(len(sha) + len(es.body))
+	}
+	for _, l := range s.libs {
+		st.libraryBytes += int64(len(l.name) + len(l.code))
+	}
+	return st
 }
 
 type evalScript struct {
@@ -133,12 +155,15 @@ type scriptRun struct {
 	resp     int
 	started  time.Time
 	wrote    atomic.Bool
-	killed   atomic.Bool
-	mu       sync.Mutex // guards done and the running-set membership
-	done     bool
-	scratch  []byte   // redis.call's reply buffer
-	cmdArgs  []string // for FUNCTION STATS
-	timer    *time.Timer
+	// oomAtStart: the store was out of memory when a script without a
+	// shebang began; its first command that may add data fails.
+	oomAtStart bool
+	killed     atomic.Bool
+	mu         sync.Mutex // guards done and the running-set membership
+	done       bool
+	scratch    []byte   // redis.call's reply buffer
+	cmdArgs    []string // for FUNCTION STATS
+	timer      *time.Timer
 }
 
 func newScripting(limit time.Duration) *scripting {
@@ -148,6 +173,8 @@ func newScripting(limit time.Duration) *scripting {
 		funcs:   map[string]*libFunction{},
 		running: map[*scriptRun]struct{}{},
 		inuse:   map[*luaState]struct{}{},
+		cjson:   newCJSONConfig(),
+		prng:    newScriptPRNG(),
 	}
 	s.limit.Store(int64(limit))
 	return s
@@ -423,9 +450,16 @@ func cmdEval(bySHA, ro bool) func(c *conn, args [][]byte) {
 				return
 			}
 			readOnly = readOnly || es.flags&scriptNoWrites != 0
+			if c.scriptDeniedOOM(es.flags) {
+				c.rejectCmd(lookupCommand(args[0]), msgOOM)
+				return
+			}
 		}
 		keys, argv := args[3:3+nk], args[3+nk:]
 		run := &scriptRun{c: c, name: sha, readOnly: readOnly, resp: 2}
+		// A script without a shebang may write until memory runs out: its
+		// first denyoom call fails instead (Redis's eval compatibility).
+		run.oomAtStart = !es.bang && c.tx == nil && c.srv.store.OutOfMemory()
 		c.runScript(run, keys, func(st *luaState) (lua.LValue, string) {
 			L := st.L
 			st.globals.RawSetString("KEYS", luaStrings(L, keys))
@@ -467,11 +501,21 @@ func (c *conn) runScript(run *scriptRun, keys [][]byte, body func(st *luaState) 
 		if run.killed.Load() {
 			st.broken = true
 		}
+		replyAt, errsBefore := len(c.out.B), c.errReplies
 		if msg != "" {
 			c.out.B = appendScriptError(c.out.B, msg)
+			if !st.errCounted && c.out.OnError != nil {
+				c.out.OnError(msg)
+			}
+			st.errCounted = false
 			c.status = kv.StatusBadRequest
 		} else {
 			writeLuaReply(&c.out, v, run.resp, 0)
+		}
+		if len(c.out.B) > replyAt && c.out.B[replyAt] == '-' && c.errReplies == errsBefore {
+			// An error a command answered (counted then) fails the script
+			// too, though errorstats do not count it twice.
+			c.errReplies++
 		}
 		s.put(st)
 	}
@@ -542,9 +586,13 @@ const msgScriptNodeWide = "ERR This command reads or writes every key of the nod
 // scriptCommand runs one redis.call/redis.pcall command and returns its
 // reply (RESP bytes, in the script's RESP version).
 func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
-	w := Writer{Proto: run.resp, B: run.scratch[:0]}
+	w := Writer{Proto: run.resp, B: run.scratch[:0], OnError: c.out.OnError} // errorstats count a command's errors
+	// A command's error is the script's failure only if the script
+	// answers it (runScript).
+	errsBefore := c.errReplies
 	fail := func(msg string) []byte {
 		w.Error(msg)
+		c.errReplies = errsBefore
 		run.scratch = w.B
 		return w.B
 	}
@@ -564,6 +612,9 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 	}
 	if cmd.flags&flagNoScript != 0 {
 		return fail("ERR This Redis command is not allowed from script")
+	}
+	if (cmd.name == "xread" || cmd.name == "xreadgroup") && blockOptionGiven(args) {
+		return fail("ERR " + cmd.name + " command is not allowed with BLOCK option from scripts")
 	}
 	if msg := c.aclScriptCheck(cmd, args); msg != "" {
 		return fail(msg)
@@ -590,6 +641,10 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 		}
 		return fail("ERR Script attempted to access keys that do not hash to the same slot")
 	}
+	if run.oomAtStart && cmd.flags&flagDenyOOM != 0 && !run.wrote.Load() {
+		c.srv.cmdStats.reject(c.id, cmd)
+		return fail(msgOOM) // nothing written yet: the script may still stop cleanly
+	}
 	if cmd.flags&flagWrite != 0 {
 		run.wrote.Store(true)
 	}
@@ -599,12 +654,38 @@ func (c *conn) scriptCommand(run *scriptRun, args [][]byte) []byte {
 	if len(idx) > 0 {
 		c.setCurKey(args[idx[0]])
 	}
+	start, wasInScript := time.Now(), c.inScript
+	c.inScript = true
 	c.runContained(cmd, args)
+	c.inScript = wasInScript
+	c.errReplies = errsBefore
 	out := c.out.B
+	// INFO commandstats counts a script's commands as Redis does.
+	c.srv.cmdStats.record(c.id, cmd, time.Since(start), len(out) > 0 && out[0] == '-')
 	c.out, c.status, c.reply = saved, savedStatus, savedReply
 	c.setCurKey(savedKey)
 	run.scratch = out
 	return out
+}
+
+// scriptDeniedOOM is Redis's rule for a script that declares its flags
+// (a shebang, or any function): unless it is no-writes or allow-oom, it
+// does not start while the store is out of memory.
+func (c *conn) scriptDeniedOOM(flags scriptFlag) bool {
+	return flags&(scriptNoWrites|scriptAllowOOM) == 0 && c.tx == nil && c.srv.store.OutOfMemory()
+}
+
+// blockOptionGiven reports a BLOCK option before XREAD's STREAMS.
+func blockOptionGiven(args [][]byte) bool {
+	for _, a := range args[1:] {
+		if eq(a, "STREAMS") {
+			return false
+		}
+		if eq(a, "BLOCK") {
+			return true
+		}
+	}
+	return false
 }
 
 // runContained runs a script's command; a panic (a bug) is logged and
@@ -779,24 +860,31 @@ func parseLibraryHeader(code string) (string, string) {
 	if !strings.HasPrefix(code, "#!") {
 		return "", "ERR Missing library metadata"
 	}
-	line, _, _ := strings.Cut(code, "\n")
-	parts := strings.Fields(line[2:])
-	if len(parts) == 0 {
-		return "", "ERR Missing library metadata"
+	line, _, found := strings.Cut(code, "\n")
+	if !found {
+		return "", "ERR Invalid library metadata"
 	}
-	if !strings.EqualFold(parts[0], "lua") {
-		return "", "ERR Engine '" + parts[0] + "' not found"
+	parts, ok := SplitArgs([]byte(line), nil) // Redis's sdssplitargs, as for an inline command
+	if !ok || len(parts) == 0 {
+		return "", "ERR Invalid library metadata"
 	}
-	name := ""
+	engine := strings.TrimPrefix(string(parts[0]), "#!")
+	name, named := "", false
 	for _, p := range parts[1:] {
-		v, ok := strings.CutPrefix(p, "name=")
-		if !ok {
-			return "", "ERR Invalid metadata value given: " + p
+		if len(p) >= 5 && strings.EqualFold(string(p[:5]), "name=") {
+			if named {
+				return "", "ERR Invalid metadata value, name argument was given multiple times"
+			}
+			name, named = string(p[5:]), true
+			continue
 		}
-		name = v
+		return "", "ERR Invalid metadata value given: " + string(p)
 	}
-	if name == "" {
+	if !named {
 		return "", "ERR Library name was not given"
+	}
+	if !strings.EqualFold(engine, "lua") {
+		return "", "ERR Engine '" + engine + "' not found"
 	}
 	if !validName(name) {
 		return "", "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
@@ -902,7 +990,7 @@ func (s *scripting) joinLocked(libs []*library, replace, restoring bool) (msg st
 	}
 	for _, lib := range libs {
 		for fname := range lib.funcs {
-			if f, ok := s.funcs[fname]; ok && !replaced[f.lib.name] && f.lib.name != lib.name {
+			if f, ok := s.funcs[strings.ToLower(fname)]; ok && !replaced[f.lib.name] && f.lib.name != lib.name {
 				return "ERR Function " + fname + " already exists"
 			}
 		}
@@ -910,12 +998,14 @@ func (s *scripting) joinLocked(libs []*library, replace, restoring bool) (msg st
 	for _, lib := range libs {
 		if old := s.libs[lib.name]; old != nil {
 			for fname := range old.funcs {
-				delete(s.funcs, fname)
+				delete(s.funcs, strings.ToLower(fname))
 			}
 		}
 		s.libs[lib.name] = lib
 		for fname, f := range lib.funcs {
-			s.funcs[fname] = f
+			// FCALL finds a function whatever its case, as Redis's
+			// case-insensitive function table does.
+			s.funcs[strings.ToLower(fname)] = f
 		}
 	}
 	s.gen++
@@ -999,7 +1089,7 @@ func cmdFunctionDelete(c *conn, args [][]byte) {
 		return
 	}
 	for fname := range lib.funcs {
-		delete(s.funcs, fname)
+		delete(s.funcs, strings.ToLower(fname))
 	}
 	delete(s.libs, lib.name)
 	s.gen++
@@ -1007,6 +1097,10 @@ func cmdFunctionDelete(c *conn, args [][]byte) {
 }
 
 func cmdFunctionFlush(c *conn, args [][]byte) {
+	if len(args) > 3 {
+		c.err("ERR unknown subcommand or wrong number of arguments for '" + string(args[1]) + "'. Try FUNCTION HELP.")
+		return
+	}
 	if !c.flushMode(args, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option") {
 		return
 	}
@@ -1021,21 +1115,19 @@ func cmdFunctionFlush(c *conn, args [][]byte) {
 
 func cmdFunctionList(c *conn, args [][]byte) {
 	pattern, withCode := "", false
+	hasPattern := false
 	for i := 2; i < len(args); i++ {
+		// Redis 7.0: an option given twice is an unknown argument.
 		switch {
-		case strings.EqualFold(string(args[i]), "withcode"):
-			if withCode {
-				c.err("ERR Unknown argument withcode")
-				return
-			}
+		case !withCode && strings.EqualFold(string(args[i]), "withcode"):
 			withCode = true
-		case strings.EqualFold(string(args[i]), "libraryname") && i+1 < len(args):
-			if pattern != "" {
-				c.err("ERR library name argument was already given")
+		case !hasPattern && strings.EqualFold(string(args[i]), "libraryname"):
+			if i+1 >= len(args) {
+				c.err("ERR library name argument was not given")
 				return
 			}
 			i++
-			pattern = string(args[i])
+			pattern, hasPattern = string(args[i]), true
 		default:
 			c.err("ERR Unknown argument " + string(args[i]))
 			return
@@ -1045,7 +1137,7 @@ func cmdFunctionList(c *conn, args [][]byte) {
 	s.mu.Lock()
 	libs := s.libList()
 	s.mu.Unlock()
-	if pattern != "" {
+	if hasPattern {
 		libs = slices.DeleteFunc(libs, func(l *library) bool { return !glob.Match(pattern, l.name) })
 	}
 	c.out.Array(len(libs))
@@ -1157,8 +1249,9 @@ func cmdFcall(ro bool) func(c *conn, args [][]byte) {
 		}
 		s := c.srv.scripts
 		name := string(args[1])
+		key := strings.ToLower(name)
 		s.mu.Lock()
-		f := s.funcs[name]
+		f := s.funcs[key]
 		s.mu.Unlock()
 		if f == nil {
 			c.err("ERR Function not found")
@@ -1168,6 +1261,10 @@ func cmdFcall(ro bool) func(c *conn, args [][]byte) {
 			c.err(msgROFlag)
 			return
 		}
+		if c.scriptDeniedOOM(f.flags) {
+			c.rejectCmd(lookupCommand(args[0]), msgOOM)
+			return
+		}
 		keys, argv := args[3:3+nk], args[3+nk:]
 		run := &scriptRun{c: c, name: name, function: true, readOnly: ro || f.flags&scriptNoWrites != 0, resp: 2}
 		run.cmdArgs = make([]string, len(args))
@@ -1175,7 +1272,7 @@ func cmdFcall(ro bool) func(c *conn, args [][]byte) {
 			run.cmdArgs[i] = string(a)
 		}
 		c.runScript(run, keys, func(st *luaState) (lua.LValue, string) {
-			fn := st.fns[name]
+			fn := st.fns[f.name]
 			if fn == nil { // deleted or replaced between the lookup and now
 				return nil, "ERR Function not found"
 			}

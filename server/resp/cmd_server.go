@@ -21,7 +21,7 @@ func init() {
 				{name: "info", arity: -2, flags: flagLoading | flagStale, summary: "Returns information about one, multiple or all commands.", run: cmdCommandInfo},
 				{name: "docs", arity: -2, flags: flagLoading | flagStale, summary: "Returns documentary information about one, multiple or all commands.", run: cmdCommandDocs},
 				{name: "list", arity: -2, flags: flagLoading | flagStale, summary: "Returns a list of command names ([FILTERBY PATTERN p | ACLCAT c]).", run: cmdCommandList},
-				{name: "getkeys", arity: -3, flags: flagLoading | flagStale, summary: "Extracts the key names from an arbitrary command.", run: cmdCommandGetKeys},
+				{name: "getkeys", arity: -4, flags: flagLoading | flagStale, summary: "Extracts the key names from an arbitrary command.", run: cmdCommandGetKeys},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the COMMAND subcommands.", run: cmdCommandHelp},
 			}},
 		&command{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", since: "1.0.0",
@@ -272,13 +272,20 @@ func cmdCommandGetKeys(c *conn, args [][]byte) {
 	case cmd == nil:
 		c.err("ERR Invalid command specified")
 		return
+	case cmd.step <= 0 && cmd.keys == nil:
+		c.err("ERR The command has no key arguments")
+		return
 	case !cmd.arityOK(len(target)):
 		c.err("ERR Invalid number of arguments specified for command")
 		return
 	}
 	idx := cmd.keyIndexes(target)
 	if len(idx) == 0 {
-		c.err("ERR The command has no key arguments")
+		if cmd.flags&flagNoMandatoryKeys != 0 { // EVAL … 0
+			c.out.Array(0)
+			return
+		}
+		c.err("ERR Invalid arguments specified for command")
 		return
 	}
 	c.out.Array(len(idx))

@@ -12,7 +12,7 @@ import (
 func init() {
 	s := func(c *command) *command { c.group = "set"; return keyed(c) }
 	register(
-		s(&command{name: "smove", arity: 4, flags: writeFlags | flagFast, last: 2, since: "1.0.0",
+		s(&command{name: "smove", arity: 4, flags: flagWrite | flagFast, last: 2, since: "1.0.0",
 			summary: "Moves a member from one set to another.", run: cmdMultiKey(kv.CmdSMove, 2, shapePlain)}),
 		s(&command{name: "spop", arity: -2, flags: flagWrite | flagFast, since: "1.0.0",
 			summary: "Returns one or more random members from a set after removing them ([count]). Deletes the set if the last member was popped.",

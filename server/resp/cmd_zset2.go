@@ -24,6 +24,8 @@ import (
 func init() {
 	z := func(c *command) *command { c.group = "sorted-set"; return keyed(c) }
 	numkeys := func(at int) func(args [][]byte) []int { return numKeysAt(at) }
+	// Keys only after a count: COMMAND shows no key range (Redis's 0 0 0).
+	zn := func(c *command) *command { z(c); c.first, c.last, c.step = 0, 0, 0; return c }
 	register(
 		z(&command{name: "zrangestore", arity: -5, flags: writeFlags, last: 2, since: "6.2.0",
 			summary: "Stores a range of members from sorted set in a key ([BYSCORE|BYLEX] [REV] [LIMIT offset count]).", run: cmdZRangeStore}),
@@ -43,19 +45,19 @@ func init() {
 			summary: "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", run: cmdZPop("MIN")}),
 		z(&command{name: "zpopmax", arity: -2, flags: flagWrite | flagFast, since: "5.0.0",
 			summary: "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", run: cmdZPop("MAX")}),
-		z(&command{name: "bzpopmin", arity: -3, flags: flagWrite | flagFast, last: -2, since: "5.0.0",
+		z(&command{name: "bzpopmin", arity: -3, flags: flagWrite | flagNoScript | flagBlocking | flagFast, last: -2, since: "5.0.0",
 			summary: "Removes and returns the member with the lowest score from one or more sorted sets; blocks until a member is available or the timeout (seconds, 0 = forever) passes.", run: cmdBZPop("MIN")}),
-		z(&command{name: "bzpopmax", arity: -3, flags: flagWrite | flagFast, last: -2, since: "5.0.0",
+		z(&command{name: "bzpopmax", arity: -3, flags: flagWrite | flagNoScript | flagBlocking | flagFast, last: -2, since: "5.0.0",
 			summary: "Removes and returns the member with the highest score from one or more sorted sets; blocks until a member is available or the timeout (seconds, 0 = forever) passes.", run: cmdBZPop("MAX")}),
-		z(&command{name: "zmpop", arity: -4, flags: flagWrite, keys: numkeys(1), since: "7.0.0",
+		zn(&command{name: "zmpop", arity: -4, flags: flagWrite, keys: numkeys(1), since: "7.0.0",
 			summary: "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them (MIN|MAX [COUNT count]).", run: cmdZMPop(false)}),
-		z(&command{name: "bzmpop", arity: -5, flags: flagWrite, keys: numkeys(2), since: "7.0.0",
+		zn(&command{name: "bzmpop", arity: -5, flags: flagWrite | flagBlocking, keys: numkeys(2), since: "7.0.0",
 			summary: "Removes and returns members by score from one or more sorted sets; blocks until a member is available or the timeout passes.", run: cmdZMPop(true)}),
-		z(&command{name: "zunion", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "6.2.0",
+		zn(&command{name: "zunion", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "6.2.0",
 			summary: "Returns the union of multiple sorted sets ([WEIGHTS weight …] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]).", run: cmdZSetOp(opUnion, false)}),
-		z(&command{name: "zinter", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "6.2.0",
+		zn(&command{name: "zinter", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "6.2.0",
 			summary: "Returns the intersection of multiple sorted sets ([WEIGHTS weight …] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]).", run: cmdZSetOp(opInter, false)}),
-		z(&command{name: "zdiff", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "6.2.0",
+		zn(&command{name: "zdiff", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "6.2.0",
 			summary: "Returns the difference between multiple sorted sets ([WITHSCORES]).", run: cmdZSetOp(opDiff, false)}),
 		z(&command{name: "zunionstore", arity: -4, flags: writeFlags, keys: storeKeys, since: "2.0.0",
 			summary: "Stores the union of multiple sorted sets in a key.", run: cmdZSetOp(opUnion, true)}),
@@ -63,7 +65,7 @@ func init() {
 			summary: "Stores the intersection of multiple sorted sets in a key.", run: cmdZSetOp(opInter, true)}),
 		z(&command{name: "zdiffstore", arity: -4, flags: writeFlags, keys: storeKeys, since: "6.2.0",
 			summary: "Stores the difference of multiple sorted sets in a key.", run: cmdZSetOp(opDiff, true)}),
-		z(&command{name: "zintercard", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "7.0.0",
+		zn(&command{name: "zintercard", arity: -3, flags: flagReadonly, keys: numkeys(1), since: "7.0.0",
 			summary: "Returns the number of members of the intersection of multiple sorted sets ([LIMIT limit]).", run: cmdZInterCard}),
 		z(&command{name: "zmscore", arity: -3, flags: flagReadonly | flagFast, since: "6.2.0",
 			summary: "Returns the score of one or more members in a sorted set.", run: cmdZMScore}),

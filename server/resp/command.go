@@ -29,6 +29,7 @@ const (
 	flagAllowBusy
 	flagNoMandatoryKeys
 	flagMovableKeys
+	flagBlocking
 )
 
 var flagNames = []struct {
@@ -36,7 +37,7 @@ var flagNames = []struct {
 	name string
 }{
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagAdmin, "admin"},
-	{flagNoScript, "noscript"}, {flagLoading, "loading"}, {flagStale, "stale"}, {flagFast, "fast"},
+	{flagNoScript, "noscript"}, {flagBlocking, "blocking"}, {flagLoading, "loading"}, {flagStale, "stale"}, {flagFast, "fast"},
 	{flagNoAuth, "no_auth"}, {flagAllowBusy, "allow_busy"}, {flagNoMandatoryKeys, "no_mandatory_keys"},
 	{flagMovableKeys, "movablekeys"},
 }
@@ -91,6 +92,9 @@ func register(cmds ...*command) {
 		}
 		if c.run == nil && len(c.subs) == 0 {
 			panic("resp: command " + c.name + " has no handler")
+		}
+		if c.keys != nil {
+			c.flags |= flagMovableKeys // COMMAND says the range is not the whole story
 		}
 		for _, s := range c.subs {
 			s.parent = c
@@ -287,22 +291,25 @@ func (c *conn) execute(args [][]byte) {
 	if c.trk.active {
 		windows = c.trackBefore(cmd, args)
 	}
-	var touched [][]byte
-	if cmd.flags&flagWrite != 0 && c.srv.blocked.waiting.Load() > 0 {
-		// Blocked clients wait: mark the keys as soon as the write has
-		// landed, so they are served in the order they blocked
-		// (blockQueue.touch) rather than when the store's watch tells.
+	if cmd.flags&(flagWrite|flagBlocking) == flagWrite && c.tx == nil && c.srv.blocked.waiting.Load() > 0 {
+		// Blocked clients wait: no turn on the keys while the write runs,
+		// and a mark once it has landed, so they are served in the order
+		// they blocked (blockQueue.begin) rather than when the store's
+		// watch tells. A blocking command is left out: it would hold its
+		// keys while it waits; so is a command inside EXEC, which holds
+		// its segments' locks (EXEC began its writes before taking them).
+		var keys [][]byte
 		for _, i := range cmd.keyIndexes(args) {
-			touched = append(touched, args[i])
+			keys = append(keys, args[i])
+		}
+		if begun := c.srv.blocked.begin(keys); begun != nil {
+			defer c.srv.blocked.end(begun) // a panic too: contained, the keys must not stay held
 		}
 	}
 	if lockSegs != nil {
 		c.runLocked(cmd, args, lockSegs)
 	} else {
 		cmd.run(c, args)
-	}
-	if touched != nil {
-		c.srv.blocked.touch(touched)
 	}
 	if c.trk.active {
 		c.trackAfter(cmd, args, windows)

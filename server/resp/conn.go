@@ -149,6 +149,7 @@ type conn struct {
 	unblockable atomic.Bool
 	unblock     chan bool
 	errReplies  uint64       // error replies written (reader-owned)
+	inScript    bool         // a script's redis.call is running a command
 	wasBlocked  bool         // the command being executed blocked: no slowlog entry
 	blockRetry  bool         // a blocked command tries again after a wake-up (see keepBlocking)
 	mon         monitorState // MONITOR, CLIENT NO-EVICT/NO-TOUCH (clientstate.go)

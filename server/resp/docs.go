@@ -480,9 +480,9 @@ characters); ` + "`INFO server`" + ` shows both.
   tombstone while the watch lasts). EXEC and DISCARD forget the watched
   keys, UNWATCH too. Keyless commands that touch the store or the connection's
   mode (SCAN, KEYS, DBSIZE, FLUSHALL, RANDOMKEY, SUBSCRIBE, HELLO, AUTH, CLIENT,
-  CONFIG, INFO, CLUSTER but KEYSLOT) are refused while queuing with
+  CONFIG but GET, INFO, CLUSTER but KEYSLOT) are refused while queuing with
   ` + "`-ERR Command not allowed inside a transaction`" + `; PING, ECHO, TIME, PUBLISH,
-  SELECT and COMMAND may be queued. Blocking commands do not block inside EXEC
+  SELECT, COMMAND, CONFIG GET, SLOWLOG and LATENCY may be queued. Blocking commands do not block inside EXEC
   (a null reply when nothing is there), as in Redis.
 - Bitmaps, HyperLogLog and keyspace extras (issue #13 item 5;
   ` + "`server/store/bits.go`" + `, ` + "`hll.go`" + `, ` + "`keyinfo.go`" + `, ` + "`server/resp/cmd_bits.go`" + `,

@@ -97,7 +97,6 @@ var leftOut = map[string]string{
 	"sync":                          whyPerPartition,
 	"replconf":                      whyPerPartition,
 	"latency|graph":                 whyNotYet,
-	"latency|histogram":             whyNotYet,
 	"memory|doctor":                 whyNotYet,
 	"memory|malloc-stats":           "Zaris runs on Go's allocator, not jemalloc",
 	"memory|purge":                  "Zaris runs on Go's allocator, not jemalloc",

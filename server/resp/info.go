@@ -182,6 +182,16 @@ func infoMemory(s *Server, b *strings.Builder, _ time.Time) {
 	field(b, "maxmemory_human", humanBytes(st.MaxMemoryBytes))
 	field(b, "maxmemory_policy", evictionPolicyName(s.store.Config().Eviction))
 	field(b, "mem_allocator", "go")
+	sc := s.scripts.cacheStats()
+	field(b, "number_of_cached_scripts", sc.scripts)
+	field(b, "number_of_functions", sc.functions)
+	field(b, "number_of_libraries", sc.libraries)
+	// The scripts' and libraries' source text; the Lua states' own memory
+	// (Redis's used_memory_vm_*) is not measured: gopher-lua's heap is Go's.
+	field(b, "used_memory_scripts_eval", sc.scriptBytes)
+	field(b, "used_memory_functions", sc.libraryBytes)
+	field(b, "used_memory_scripts", sc.scriptBytes+sc.libraryBytes)
+	field(b, "used_memory_scripts_human", humanBytes(sc.scriptBytes+sc.libraryBytes))
 }
 
 func humanBytes(n int64) string {

@@ -16,8 +16,8 @@ import (
 // RESP → Lua (what redis.call returns to the script), RESP2:
 // integer → number, bulk → string, null bulk / null array → false,
 // array → table (1-based), status → {ok=s}, error → {err=s}.
-// RESP3 (after redis.setresp(3)) adds: null → nil, map → table of k=v,
-// set → table of member=true, double → {double=n}, boolean → boolean,
+// RESP3 (after redis.setresp(3)) adds: null → nil, map → {map={k=v…}},
+// set → {set={member=true…}}, double → {double=n}, boolean → boolean,
 // big number → {big_number=s}, verbatim → {verbatim_string={format=, string=}}.
 //
 // Lua → RESP (the script's result): string → bulk, number → integer
@@ -32,6 +32,13 @@ import (
 const maxReplyDepth = 1000
 
 var errReplyDepth = errors.New("reached lua stack limit")
+
+// wrapped is {field=t}: how Redis hands a script a RESP3 map or set.
+func wrapped(L *lua.LState, field string, t *lua.LTable) *lua.LTable {
+	w := L.CreateTable(0, 1)
+	w.RawSetString(field, t)
+	return w
+}
 
 // respToLua parses one RESP reply at the start of b and returns it as a Lua
 // value and the bytes consumed. The replies come from the command handlers
@@ -135,7 +142,7 @@ func respValue(L *lua.LState, b []byte, depth int) (lua.LValue, int, error) {
 					t.RawSet(k, v)
 				}
 			}
-			return t, n, nil
+			return wrapped(L, "map", t), n, nil
 		case '~':
 			t := L.CreateTable(0, count)
 			for range count {
@@ -148,7 +155,7 @@ func respValue(L *lua.LState, b []byte, depth int) (lua.LValue, int, error) {
 					t.RawSet(m, lua.LTrue)
 				}
 			}
-			return t, n, nil
+			return wrapped(L, "set", t), n, nil
 		}
 		t := L.CreateTable(count, 0)
 		for i := range count {
@@ -224,6 +231,9 @@ func writeLuaReply(w *Writer, v lua.LValue, scriptResp, depth int) {
 	case *lua.LTable:
 		if e, ok := v.RawGetString("err").(lua.LString); ok {
 			w.B = appendScriptError(w.B, string(e))
+			if depth == 0 && w.OnError != nil && v.RawGetString(errStatsCounted) != lua.LTrue {
+				w.OnError(string(e))
+			}
 			return
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
@@ -244,7 +254,7 @@ func writeLuaReply(w *Writer, v lua.LValue, scriptResp, depth int) {
 		}
 		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
 			var keys, vals []lua.LValue
-			m.ForEach(func(k, val lua.LValue) { keys, vals = append(keys, k), append(vals, val) })
+			forEachInOrder(m, func(k, val lua.LValue) { keys, vals = append(keys, k), append(vals, val) })
 			w.Map(len(keys))
 			for i := range keys {
 				writeLuaReply(w, keys[i], scriptResp, depth+1)
@@ -254,7 +264,7 @@ func writeLuaReply(w *Writer, v lua.LValue, scriptResp, depth int) {
 		}
 		if s, ok := v.RawGetString("set").(*lua.LTable); ok {
 			var keys []lua.LValue
-			s.ForEach(func(k, _ lua.LValue) { keys = append(keys, k) })
+			forEachInOrder(s, func(k, _ lua.LValue) { keys = append(keys, k) })
 			w.Set(len(keys))
 			for _, k := range keys {
 				writeLuaReply(w, k, scriptResp, depth+1)
@@ -271,6 +281,15 @@ func writeLuaReply(w *Writer, v lua.LValue, scriptResp, depth int) {
 		}
 	default: // nil, functions, userdata, threads
 		w.Null()
+	}
+}
+
+// forEachInOrder visits t's entries as next() does — the array part,
+// then the other keys in the order they were added — where ForEach's
+// order changes from one call to the next.
+func forEachInOrder(t *lua.LTable, fn func(k, v lua.LValue)) {
+	for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+		fn(k, v)
 	}
 }
 

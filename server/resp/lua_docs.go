@@ -13,12 +13,24 @@ RESP2 and RESP3).
 - **API**: ` + "`redis.call`" + `, ` + "`redis.pcall`" + `, ` + "`redis.error_reply`" + `, ` + "`redis.status_reply`" + `,
   ` + "`redis.sha1hex`" + `, ` + "`redis.log`" + ` (accepted, not kept), ` + "`redis.setresp`" + `,
   ` + "`redis.set_repl`" + ` and ` + "`redis.replicate_commands`" + ` (scripts always replicate by
-  effects), ` + "`redis.breakpoint`" + `/` + "`redis.debug`" + ` (no debugger), ` + "`redis.register_function`" + `
-  (positional or named form with ` + "`flags`" + ` and ` + "`description`" + `), the ` + "`LOG_*`" + `,
+  effects), ` + "`redis.breakpoint`" + `/` + "`redis.debug`" + ` (no debugger), ` + "`redis.acl_check_cmd`" + `
+  (the script's user, keys included), ` + "`redis.register_function`" + ` (positional or
+  named form with ` + "`flags`" + ` and ` + "`description`" + `, Redis's argument errors; only
+  while a library loads, whose top-level code sees nothing but
+  ` + "`redis.register_function`" + `, ` + "`redis.log`" + ` and the version, as in Redis 7), the ` + "`LOG_*`" + `,
   ` + "`REPL_*`" + `, ` + "`REDIS_VERSION`" + ` and ` + "`REDIS_VERSION_NUM`" + ` constants; ` + "`KEYS`" + ` and ` + "`ARGV`" + `
   globals for EVAL, ` + "`(keys, args)`" + ` arguments for functions; ` + "`#!lua flags=…`" + `
   shebangs on EVAL scripts (no-writes, allow-oom, allow-stale, no-cluster,
-  allow-cross-slot-keys: parsed; no-writes enforced).
+  allow-cross-slot-keys: parsed; no-writes and allow-oom enforced). Out of
+  memory, a script without a shebang fails at its first command that may add
+  data (` + "`-OOM …`" + `, unless it wrote already); one with flags, or a function,
+  does not start unless it is no-writes or allow-oom. The blocking commands
+  Redis 7.0 marks noscript (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BZPOPMIN,
+  BZPOPMAX) are refused from scripts, XREAD/XREADGROUP with BLOCK answer
+  Redis's error, BLMPOP/BZMPOP run without blocking. FCALL finds a function
+  whatever its case. A script's commands count in INFO commandstats and
+  errorstats as Redis counts them (a command's error once, when the command
+  answers it).
 - **Conversions** as Redis's: integer → number, bulk → string, null →
   false, status → ` + "`{ok=…}`" + `, error → ` + "`{err=…}`" + ` (raised by redis.call, returned by
   redis.pcall; Lua's ` + "`pcall`" + ` hands a caught ` + "`{err=…}`" + ` over as its text, as
@@ -32,21 +44,39 @@ RESP2 and RESP3).
   read-only scripts.", "Unknown Redis command called from script", "Script
   attempted to access nonexistent global variable", "Attempt to modify a
   readonly table", …).
-- **Libraries**: base, table, string, math; ` + "`cjson`" + ` (encode, decode, null —
-  written in Go following lua-cjson's defaults: arrays for tables with keys
-  1..n, "excessively sparse" refusal, ` + "`\\/`" + ` escaping, 14 significant digits)
-  and ` + "`bit`" + ` (LuaBitOp's 32-bit tobit, tohex, bnot, band, bor, bxor, lshift,
-  rshift, arshift, rol, ror, bswap). Not provided: ` + "`cmsgpack`" + `, ` + "`struct`" + `.
+- **Libraries**: base, table, string, math — ` + "`math.random`" + `/` + "`math.randomseed`" + ` are
+  Redis's generator (a seeded script draws Redis's numbers; one sequence per
+  node, as Redis's one Lua state), ` + "`tostring`" + ` of a number Lua 5.1's ` + "`%.14g`" + `
+  (inf, -nan), ` + "`math.huge`" + ` infinity; ` + "`cjson`" + ` (lua-cjson 2.1.0 as Redis ships it,
+  written in Go: encode, decode, null, new, and the settings encode_sparse_array,
+  encode_max_depth, decode_max_depth, encode_number_precision,
+  encode_keep_buffer, encode_invalid_numbers, decode_invalid_numbers — kept
+  node-wide like Redis's one state; its parse errors name the token and the
+  character as lua-cjson's do; hexadecimal, inf and nan numbers decoded as
+  strtod reads them) and ` + "`bit`" + ` (LuaBitOp's 32-bit tobit, tohex, bnot, band, bor, bxor, lshift,
+  rshift, arshift, rol, ror, bswap); ` + "`cmsgpack`" + ` (lua-cmsgpack 0.4.0's pack,
+  unpack, unpack_one, unpack_limit) and ` + "`struct`" + ` (lua_struct's pack, unpack,
+  size), written in Go, their encodings, limits (tables packed 16 levels deep,
+  Lua 5.1's C stack of 8000 values) and error texts compared byte for byte
+  with a redis-server 7.0 (` + "`TestCMsgpackSameRepliesAsRedis`" + `); cmsgpack.unpack
+  refuses map integer keys that would open more than 64K + 2 × the input's
+  length empty array slots in all (gopher-lua keeps integer keys below 2^26
+  in a table's array part).
 - **Sandbox**: no os, io, loadfile, dofile, print, require/module,
   getfenv/setfenv (a function's environment would reach the real globals);
   the globals and library tables are read-only, a global that does not exist
   is an error, and a state a script left altered (rawset into a protected
   table) is discarded, so nothing outlives a script.
 - **Differences**: Lua syntax error texts after
-  ` + "`ERR Error compiling script (new function): `" + ` are gopher-lua's; ` + "`tostring`" + ` and
-  concatenation print non-integral numbers in the shortest round-trip form
-  (Lua 5.1: ` + "`%.14g`" + `); runtime error texts of the VM (indexing nil, …) are
-  gopher-lua's; FUNCTION DUMP/RESTORE are not provided; the commands that
+  ` + "`ERR Error compiling script (new function): `" + ` are gopher-lua's; concatenation
+  and ` + "`string.format('%s')`" + ` print non-integral numbers in the shortest round-trip
+  form (Lua 5.1: ` + "`%.14g`" + `; ` + "`tostring`" + ` is Lua's); runtime error texts of the VM
+  (indexing nil, calling nil: "attempt to call a non-function object") are
+  gopher-lua's; ` + "`string.dump`" + ` gives a binary chunk's header only (gopher-lua has
+  no bytecode) and ` + "`loadstring`" + ` refuses binary chunks, as Redis's does; the
+  read-only library tables look empty to ` + "`pairs`" + `; a library's functions in one
+  load that differ only in case are both kept, FCALL reaching one of them;
+  the commands that
   read or write every key of the node — KEYS, SCAN, DBSIZE, RANDOMKEY,
   FLUSHDB, FLUSHALL, INFO, CLUSTER COUNTKEYSINSLOT/GETKEYSINSLOT — are
   refused from a script (` + "`ERR This command reads or writes every key of the node …`" + `),

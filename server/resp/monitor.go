@@ -33,6 +33,9 @@ type monitorState struct {
 	// touching: TOUCH runs, which stamps the keys even in no-touch mode
 	// (only the connection's own goroutine reads and writes it).
 	touching bool
+	// peeking: a command that reads a key without it counting as an
+	// access (TYPE, as Redis's LOOKUP_NOTOUCH), whatever the mode
+	peeking bool
 }
 
 type monitorSet struct {

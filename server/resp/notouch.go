@@ -9,7 +9,7 @@ package resp
 
 // untouched reports whether the running command must leave access stamps
 // as they were.
-func (c *conn) untouched() bool { return c.mon.noTouch.Load() && !c.mon.touching }
+func (c *conn) untouched() bool { return c.mon.peeking || c.mon.noTouch.Load() && !c.mon.touching }
 
 func cmdClientNoTouch(c *conn, args [][]byte) {
 	switch {

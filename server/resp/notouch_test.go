@@ -90,4 +90,13 @@ func TestClientNoTouch(t *testing.T) {
 	require.NotRegexp(t, `flags=[a-zA-Z]*T`, quiet.do("CLIENT", "INFO"), "the flag is cleared")
 	require.Equal(t, "*1\r\n$1\r\nm\r\n", quiet.do("ZRANGE", "z", "0", "-1"))
 	require.Less(t, idleSeconds(t, admin, "z"), 2, "a read after NO-TOUCH off stamps the key")
+
+	// TTL, PTTL, TYPE and EXISTS are not accesses, from any client (Redis's
+	// LOOKUP_NOTOUCH); TOUCH is.
+	for _, r := range [][]string{{"TTL", "set1"}, {"PTTL", "set1"}, {"TYPE", "set1"}, {"EXISTS", "set1"}} {
+		require.False(t, strings.HasPrefix(admin.do(r...), "-"), "%q", r)
+	}
+	require.GreaterOrEqual(t, idleSeconds(t, admin, "set1"), before["set1"], "TTL, TYPE or EXISTS touched the key")
+	require.Equal(t, ":1\r\n", admin.do("TOUCH", "set1"))
+	require.Less(t, idleSeconds(t, admin, "set1"), 2, "TOUCH stamps the key")
 }

@@ -2,10 +2,12 @@ package resp_test
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/redistest"
@@ -114,6 +116,8 @@ var oracleScript = [][]string{
 	{"CLIENT", "UNBLOCK", "x"}, {"CLIENT", "UNBLOCK", "x", "BOGUS"}, {"CLIENT", "UNBLOCK", "999999"}, {"CLIENT", "UNBLOCK", "999999", "error"},
 	{"CLIENT", "UNBLOCK", "1", "TIMEOUT", "x"}, {"CLIENT", "UNBLOCK"},
 	{"COMMAND", "GETKEYS", "SET", "a", "b"}, {"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, {"COMMAND", "GETKEYS", "PING", "x"},
+	{"COMMAND", "GETKEYS", "EVAL", "return 1", "0"}, {"COMMAND", "GETKEYS", "EVAL", "return 1", "1", "k"},
+	{"COMMAND", "GETKEYS", "FCALL", "f", "0"}, {"COMMAND", "GETKEYS", "ZUNION", "1", "a"}, {"COMMAND", "GETKEYS", "PING"},
 	{"COMMAND", "GETKEYS", "NOPE", "x"}, {"COMMAND", "GETKEYS", "GET", "a", "b"}, {"COMMAND", "INFO", "nope"},
 	{"SET", "ty:s", "v"}, {"HSET", "ty:h", "f", "v"}, {"RPUSH", "ty:l", "v"}, {"SADD", "ty:set", "v"}, {"ZADD", "ty:z", "1", "v"},
 	{"TYPE", "ty:s"}, {"TYPE", "ty:h"}, {"TYPE", "ty:l"}, {"TYPE", "ty:set"}, {"TYPE", "ty:z"},
@@ -196,4 +200,46 @@ func TestSameProtocolErrorsAsRedis(t *testing.T) {
 		want.expectClosed(5 * time.Second)
 		got.expectClosed(5 * time.Second)
 	}
+}
+
+// TestCommandTableLikeRedis: for every command both servers have, COMMAND
+// reports the same arity, key range (first, last, step) and the flags
+// Zaris models (noscript, blocking, movablekeys, denyoom, …): clients such
+// as cluster-aware libraries and the scripting rules read them.
+func TestCommandTableLikeRedis(t *testing.T) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	ctx := ctxT(t)
+	modelled := map[string]bool{}
+	for _, f := range []string{"write", "readonly", "denyoom", "admin", "noscript", "blocking", "loading", "stale",
+		"fast", "no_auth", "allow_busy", "no_mandatory_keys", "movablekeys"} {
+		modelled[f] = true
+	}
+	table := func(rdb *redis.Client) map[string]string {
+		out := map[string]string{}
+		for _, e := range rdb.Do(ctx, "COMMAND").Val().([]any) {
+			c := e.([]any)
+			var flags []string
+			for _, f := range c[2].([]any) {
+				if modelled[f.(string)] {
+					flags = append(flags, f.(string))
+				}
+			}
+			sort.Strings(flags)
+			out[c[0].(string)] = fmt.Sprintf("arity %v flags %v keys %v %v %v", c[1], flags, c[3], c[4], c[5])
+		}
+		return out
+	}
+	rc := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer rc.Close()
+	want := table(rc)
+	got := table(newClient(t, n))
+	var diffs []string
+	for name, w := range want {
+		if g, ok := got[name]; ok && g != w {
+			diffs = append(diffs, fmt.Sprintf("%s:\n    redis: %s\n    zaris: %s", name, w, g))
+		}
+	}
+	sort.Strings(diffs)
+	require.Empty(t, diffs, "COMMAND differs from Redis:\n%s", strings.Join(diffs, "\n"))
 }

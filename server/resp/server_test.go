@@ -153,7 +153,7 @@ func TestCommandIntrospection(t *testing.T) {
 	keys, err := rdb.CommandGetKeys(ctx, "MSET", "a", "1", "b", "2").Result()
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b"}, keys)
-	require.EqualError(t, rdb.CommandGetKeys(ctx, "PING").Err(), "ERR The command has no key arguments")
+	require.EqualError(t, rdb.CommandGetKeys(ctx, "PING", "x").Err(), "ERR The command has no key arguments")
 	require.EqualError(t, rdb.CommandGetKeys(ctx, "NOPE", "x").Err(), "ERR Invalid command specified")
 
 	docs, err := rdb.Do(ctx, "COMMAND", "DOCS", "get", "client").Result()

@@ -109,6 +109,7 @@ func init() {
 				{name: "history", arity: 3, flags: adminFlags, summary: "Returns timestamp-latency samples for an event.", tips: []string{"request_policy:all_nodes", "nondeterministic_output"}, run: cmdLatencyHistory},
 				{name: "reset", arity: -2, flags: adminFlags, summary: "Resets the latency data for one or more events.", tips: []string{"request_policy:all_nodes", "response_policy:agg_sum"}, run: cmdLatencyReset},
 				{name: "doctor", arity: 2, flags: adminFlags, summary: "Returns a human-readable latency analysis report.", tips: []string{"nondeterministic_output"}, run: cmdLatencyDoctor},
+				{name: "histogram", arity: -2, flags: adminFlags, since: "7.0.0", summary: "Returns the cumulative distribution of latencies of a subset or all commands (calls, and per power of two of microseconds the calls that took at most as long).", tips: []string{"request_policy:all_nodes", "nondeterministic_output"}, run: cmdLatencyHistogram},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the different subcommands.", run: cmdLatencyHelp},
 			}},
 	)
@@ -297,7 +298,82 @@ func cmdLatencyHelp(c *conn, _ [][]byte) {
 		"DOCTOR", "    Return a human readable latency analysis report.",
 		"HISTORY <event>", "    Return time-latency samples for the <event> class.",
 		"LATEST", "    Return the latest latency samples for all events.",
+		"HISTOGRAM [<command> ...]", "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+		"    If no commands are specified then all histograms are replied.",
 		"RESET [<event> ...]", "    Reset latency data of one or more <event> classes.",
 		"    (default: reset all data for all event classes)",
 	})
+}
+
+// cmdLatencyHistogram is LATENCY HISTOGRAM [command …]: per command that
+// ran, its calls and the cumulative count of calls at each power of two of
+// microseconds (1, 2, 4, …) where the count grows, as Redis's
+// fillCommandCDF prints its HDR histogram. Named commands that do not
+// exist are skipped; a container brings its subcommands.
+func cmdLatencyHistogram(c *conn, args [][]byte) {
+	var cmds []*command
+	if len(args) == 2 {
+		cmds = indexedCmds
+	} else {
+		for _, name := range args[2:] {
+			cmd := lookupFullName(name)
+			if cmd == nil {
+				continue
+			}
+			cmds = append(cmds, cmd)
+			cmds = append(cmds, cmd.subs...)
+		}
+	}
+	type entry struct {
+		name   string
+		counts [histBuckets]uint64
+		total  uint64
+	}
+	var out []entry
+	for _, cmd := range cmds {
+		if counts, total := c.srv.cmdStats.latency(cmd.idx); total > 0 {
+			out = append(out, entry{cmd.name, counts, total})
+		}
+	}
+	c.out.Map(len(out))
+	for _, e := range out {
+		c.out.BulkString(e.name)
+		c.out.Map(2)
+		c.out.BulkString("calls")
+		c.out.Int(int64(e.total))
+		c.out.BulkString("histogram_usec")
+		cdf := latencyCDF(&e.counts, e.total)
+		c.out.Map(len(cdf))
+		for _, p := range cdf {
+			c.out.Int(int64(p[0]))
+			c.out.Int(int64(p[1]))
+		}
+	}
+}
+
+// latencyCDF turns a histogram into (bound, calls shorter than that)
+// pairs at Redis's bounds, keeping those where the count grew, up to the
+// bound that holds every call. Redis's bounds are those of its HDR
+// histogram (nanoseconds, two significant digits) iterated from 1024 ns by
+// powers of two: the top of each step's equivalence range in whole
+// microseconds — 1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, …
+func latencyCDF(counts *[histBuckets]uint64, total uint64) [][2]uint64 {
+	var out [][2]uint64
+	var cum, prev uint64
+	i := 0
+	for k := 0; k < 53; k++ {
+		bound := (uint64(1)<<(10+k) + uint64(1)<<(3+k) - 1) / 1000
+		for i < histBuckets && histUpper(i) < bound {
+			cum += counts[i]
+			i++
+		}
+		if cum > prev {
+			out = append(out, [2]uint64{bound, cum})
+			prev = cum
+		}
+		if cum >= total {
+			break
+		}
+	}
+	return out
 }

@@ -414,3 +414,45 @@ func TestCommandClockFollowsTheWallClock(t *testing.T) {
 	}
 	require.Equal(t, 21, sets)
 }
+
+// LATENCY HISTOGRAM answers as Redis 7.0's does: per command that ran,
+// its calls and a cumulative histogram keyed by Redis's bounds (1, 2, 4,
+// 8, 16, 33, 66, … µs), the last count every call; unknown names skipped,
+// a container bringing its subcommands that ran.
+func TestLatencyHistogramLikeRedis(t *testing.T) {
+	redisAddr := startRedis(t, false)
+	n := startNode(t)
+	ctx := ctxT(t)
+	rc := redis.NewClient(&redis.Options{Addr: redisAddr, Protocol: 3})
+	defer rc.Close()
+	zc := newClient(t, n, func(o *redis.Options) { o.Protocol = 3 })
+	redisBounds := map[int64]bool{}
+	for k := 0; k < 40; k++ {
+		redisBounds[(int64(1)<<(10+k)+int64(1)<<(3+k)-1)/1000] = true
+	}
+	shape := func(rdb *redis.Client) map[string]int64 {
+		require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+		for range 20 {
+			require.NoError(t, rdb.Set(ctx, "a", "b", 0).Err())
+		}
+		require.NoError(t, rdb.ConfigGet(ctx, "maxmemory").Err())
+		v, err := rdb.Do(ctx, "LATENCY", "HISTOGRAM", "set", "nosuch", "config").Result()
+		require.NoError(t, err)
+		out := map[string]int64{}
+		for name, e := range v.(map[any]any) {
+			m := e.(map[any]any)
+			calls := m["calls"].(int64)
+			var last int64
+			for bound, cum := range m["histogram_usec"].(map[any]any) {
+				require.True(t, redisBounds[bound.(int64)], "bound %v is not one of Redis's", bound)
+				last = max(last, cum.(int64))
+			}
+			require.Equal(t, calls, last, "%s: the last bound holds every call", name)
+			out[name.(string)] = calls
+		}
+		return out
+	}
+	want := shape(rc)
+	require.Equal(t, want, shape(zc))
+	require.Equal(t, int64(20), want["set"])
+}

@@ -36,7 +36,7 @@ import (
 //
 // Commands that cannot run inside the lock (they block, take other
 // segments' locks, change the connection's mode or protocol: SCAN, KEYS,
-// DBSIZE, FLUSHALL, SUBSCRIBE, HELLO, CLUSTER, CONFIG, CLIENT, INFO, …) are
+// DBSIZE, FLUSHALL, SUBSCRIBE, HELLO, CLUSTER, CONFIG SET, CLIENT, INFO, …) are
 // refused at queue time with "ERR Command not allowed inside a transaction"
 // (and abort the transaction). Keyless commands that touch no key are
 // allowed (txKeyless). Blocking commands (BLPOP, BRPOP, XREAD/XREADGROUP
@@ -64,6 +64,10 @@ var txKeyless = map[string]bool{
 	"wait":            true, // answers at once inside EXEC, as in Redis
 	"pubsub|channels": true, "pubsub|numsub": true, "pubsub|numpat": true, "pubsub|help": true,
 	"pubsub|shardchannels": true, "pubsub|shardnumsub": true,
+	// the server's own logs and settings read: no key, no segment
+	"slowlog|get": true, "slowlog|len": true, "slowlog|reset": true, "slowlog|help": true,
+	"latency|latest": true, "latency|history": true, "latency|reset": true, "latency|doctor": true,
+	"latency|histogram": true, "latency|help": true, "config|get": true,
 }
 
 // txState is a connection's transaction: reader-owned.
@@ -253,6 +257,22 @@ func cmdExec(c *conn, _ [][]byte) {
 		run()
 		c.status = kv.StatusSuccess
 		return
+	}
+	if t.writes && c.srv.blocked.waiting.Load() > 0 {
+		// Blocked clients wait: the transaction's writes begin here,
+		// before its locks (blockQueue.begin waits for a turn in progress,
+		// whose try may need them), and are marked once EXEC ends.
+		var keys [][]byte
+		for _, args := range t.queue {
+			if cmd := lookupCommand(args[0]); cmd != nil && cmd.flags&(flagWrite|flagBlocking) == flagWrite {
+				for _, i := range cmd.keyIndexes(args) {
+					keys = append(keys, args[i])
+				}
+			}
+		}
+		if begun := c.srv.blocked.begin(keys); begun != nil {
+			defer c.srv.blocked.end(begun)
+		}
 	}
 	aborted, moving := false, false
 	c.srv.store.AtomicallyMany(t.segs, func(a *store.Atomic) {

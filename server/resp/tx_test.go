@@ -352,3 +352,20 @@ func TestTxAtomicIncrements(t *testing.T) {
 		require.Equal(t, cmds[0].(*redis.StringCmd).Val(), cmds[1].(*redis.StringCmd).Val())
 	}
 }
+
+// The slow log, the latency monitor and CONFIG GET may be queued: they
+// touch no key (the tcl suite resets the slow log inside MULTI).
+func TestTxQueuesServerDiagnostics(t *testing.T) {
+	n := startNode(t)
+	c := dialRaw(t, n.RESPAddr().String())
+	require.Equal(t, "+OK\r\n", c.do("CONFIG", "SET", "slowlog-log-slower-than", "0"))
+	require.Equal(t, "+OK\r\n", c.do("SET", "k", "v"))
+	require.Equal(t, "+OK\r\n", c.do("MULTI"))
+	require.Equal(t, "+QUEUED\r\n", c.do("LPUSH", "l", "foo"))
+	for _, q := range [][]string{{"SLOWLOG", "RESET"}, {"SLOWLOG", "LEN"}, {"LATENCY", "RESET"}, {"LATENCY", "LATEST"},
+		{"LATENCY", "HISTOGRAM", "nosuch"}, {"CONFIG", "GET", "slowlog-log-slower-than"}} {
+		require.Equal(t, "+QUEUED\r\n", c.do(q...), "%q", q)
+	}
+	// SLOWLOG LEN counts the RESET itself, logged after it ran (as Redis).
+	require.Equal(t, "*7\r\n:1\r\n+OK\r\n:1\r\n:0\r\n*0\r\n*0\r\n*2\r\n$23\r\nslowlog-log-slower-than\r\n$1\r\n0\r\n", c.do("EXEC"))
+}
