@@ -174,7 +174,7 @@ func ride(t *testing.T, c *clustertest.Cluster, disrupt func()) {
 		}
 	}()
 
-	eventually(t, 10*time.Second, "traffic before the disruption", func() bool { return writes.Load() >= 50 && reads.Load() >= 50 })
+	eventually(t, 60*time.Second, "traffic before the disruption", func() bool { return writes.Load() >= 50 && reads.Load() >= 50 })
 	killedAt := writes.Load()
 	disrupt()
 	// Keep going after the disruption: traffic must flow again.

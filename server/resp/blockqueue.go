@@ -201,6 +201,8 @@ func (q *blockQueue) dispatch() {
 		if v := recover(); v != nil {
 			q.mu.Lock()
 			q.running = false
+			q.inTurn = nil // a write waiting for the turn's end goes on
+			q.turnEnd.Broadcast()
 			q.mu.Unlock()
 			q.log.Error("panic in the blocked-client dispatcher", "panic", panics.Describe(v), "stack", string(debug.Stack()))
 		}
