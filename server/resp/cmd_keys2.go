@@ -336,16 +336,20 @@ func sortKeys(args [][]byte) []int {
 		return nil
 	}
 	out := []int{1}
+	store := 0
 	for j := 2; j < len(args); j++ {
 		switch {
 		case eq(args[j], "STORE") && j+1 < len(args):
-			out = append(out, j+1)
+			store = j + 1 // the last STORE is the one SORT writes (Redis's sortGetKeys)
 			j++
 		case (eq(args[j], "BY") || eq(args[j], "GET")) && j+1 < len(args):
 			j++
 		case eq(args[j], "LIMIT") && j+2 < len(args):
 			j += 2
 		}
+	}
+	if store > 0 {
+		out = append(out, store)
 	}
 	return out
 }

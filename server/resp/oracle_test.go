@@ -118,6 +118,8 @@ var oracleScript = [][]string{
 	{"COMMAND", "GETKEYS", "SET", "a", "b"}, {"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, {"COMMAND", "GETKEYS", "PING", "x"},
 	{"COMMAND", "GETKEYS", "EVAL", "return 1", "0"}, {"COMMAND", "GETKEYS", "EVAL", "return 1", "1", "k"},
 	{"COMMAND", "GETKEYS", "FCALL", "f", "0"}, {"COMMAND", "GETKEYS", "ZUNION", "1", "a"}, {"COMMAND", "GETKEYS", "PING"},
+	{"COMMAND", "GETKEYS", "SORT", "abc", "STORE", "invalid", "STORE", "stillbad", "STORE", "def"},
+	{"COMMAND", "GETKEYS", "SORT", "abc", "BY", "w_*", "GET", "#", "LIMIT", "0", "1", "STORE", "dst"},
 	{"COMMAND", "GETKEYS", "NOPE", "x"}, {"COMMAND", "GETKEYS", "GET", "a", "b"}, {"COMMAND", "INFO", "nope"},
 	{"SET", "ty:s", "v"}, {"HSET", "ty:h", "f", "v"}, {"RPUSH", "ty:l", "v"}, {"SADD", "ty:set", "v"}, {"ZADD", "ty:z", "1", "v"},
 	{"TYPE", "ty:s"}, {"TYPE", "ty:h"}, {"TYPE", "ty:l"}, {"TYPE", "ty:set"}, {"TYPE", "ty:z"},
