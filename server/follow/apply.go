@@ -270,31 +270,52 @@ const copyChunk = 512
 
 func (a *applier) copyOnce(ctx context.Context, key string) error {
 	p, l := a.primary, a.local
+	// Every read of the primary is checked for its status: a refusal
+	// (TRYAGAIN, MOVED, … on a busy or moving primary) is an error, retried
+	// with the batch — read as an answer, it copied an empty value or
+	// deleted the key, and the follow went on without the change.
 	tr, err := p.Do(ctx, kv.NewCmd(kv.CmdType, key))
 	if err != nil {
 		return err
 	}
-	typ := string(tr.Bulk)
-	if typ == "none" {
-		return a.del(ctx, key)
+	if tr.Status != kv.StatusSuccess {
+		return refusal(tr.Status, tr.Message)
 	}
-	if typ == "string" {
+	typ := string(tr.Bulk)
+	switch typ {
+	case "none":
+		return a.del(ctx, key)
+	case "string":
 		r, err := p.Get(ctx, key)
-		if err != nil {
+		if err != nil && !errors.Is(err, sdk.ErrNotFound) {
 			return err
 		}
-		if r.Status == kv.StatusNotFound {
+		switch r.Status {
+		case kv.StatusNotFound:
 			return a.del(ctx, key)
+		case kv.StatusSuccess:
+		default:
+			return refusal(r.Status, r.Detail)
 		}
 		res, err := l.Put(ctx, key, r.Value, &sdk.PutOptions{TTL: r.TTL})
 		if err != nil {
 			return err
 		}
 		return res.Err()
+	case "hash", "list", "set", "zset", "stream":
+	default:
+		return fmt.Errorf("a key of type %q cannot be copied", typ)
 	}
 	ttl, err := p.TimeToLive(ctx, key)
-	if err != nil {
+	if err != nil && !errors.Is(err, sdk.ErrNotFound) {
 		return err
+	}
+	switch ttl.Status {
+	case kv.StatusNotFound:
+		return a.del(ctx, key) // gone since TYPE
+	case kv.StatusSuccess:
+	default:
+		return refusal(ttl.Status, ttl.Detail)
 	}
 	// Replace: delete, then rebuild (a reader here may see the key missing
 	// or partly rebuilt for the time of these calls).
