@@ -302,23 +302,9 @@ func structUnpack(L *lua.LState) int {
 			out = append(out, lua.LNumber(structGetInteger(data[pos:pos+size], h.big, signed, int(size))))
 		case 'x':
 		case 'f':
-			v := data[pos : pos+4]
-			var u uint32
-			if h.big {
-				u = binary.BigEndian.Uint32([]byte(v))
-			} else {
-				u = binary.LittleEndian.Uint32([]byte(v))
-			}
-			out = append(out, lua.LNumber(math.Float32frombits(u)))
+			out = append(out, lua.LNumber(math.Float32frombits(uint32(structUint(data[pos:pos+4], h.big)))))
 		case 'd':
-			v := data[pos : pos+8]
-			var u uint64
-			if h.big {
-				u = binary.BigEndian.Uint64([]byte(v))
-			} else {
-				u = binary.LittleEndian.Uint64([]byte(v))
-			}
-			out = append(out, lua.LNumber(math.Float64frombits(u)))
+			out = append(out, lua.LNumber(math.Float64frombits(structUint(data[pos:pos+8], h.big))))
 		case 'c':
 			if size == 0 {
 				var n float64
@@ -374,4 +360,19 @@ func structSize(L *lua.LState) int {
 	}
 	L.Push(lua.LNumber(int64(pos)))
 	return 1
+}
+
+// structUint reads a 4- or 8-byte unsigned integer in the given byte order
+// (the bits of a float or a double).
+func structUint(v string, big bool) uint64 {
+	b := []byte(v)
+	switch {
+	case len(b) == 4 && big:
+		return uint64(binary.BigEndian.Uint32(b))
+	case len(b) == 4:
+		return uint64(binary.LittleEndian.Uint32(b))
+	case big:
+		return binary.BigEndian.Uint64(b)
+	}
+	return binary.LittleEndian.Uint64(b)
 }
