@@ -198,9 +198,10 @@ type Config struct {
 	// to zaris-server (LoadConfig), it is DefaultMemoryMaxRSS of the cap and
 	// the replication factor. When set, at least MemoryMaxBytes.
 	MemoryMaxRSS int64
-	// Eviction is what a full node does (--eviction lru|noeviction).
-	// Default lru: sampled LRU eviction in the background (R-MEM-2);
-	// noeviction refuses writes with CapacityExceeded instead.
+	// Eviction is what a full node does (--eviction POLICY). Default lru:
+	// sampled LRU eviction in the background (R-MEM-2); noeviction refuses
+	// writes with CapacityExceeded instead; lfu and Redis's other
+	// maxmemory-policy names choose what the background eviction drops.
 	Eviction store.EvictionPolicy
 
 	// Token, when set, is required from every client (--token): native and
@@ -578,10 +579,8 @@ func (c Config) Validate() error {
 	case c.MaxItemBytes > MaxItemBytesLimit:
 		return bad("max-item-bytes", "%s exceeds the limit of %s", sizeOf(int64(c.MaxItemBytes)), sizeOf(MaxItemBytesLimit))
 	}
-	switch c.Eviction {
-	case store.EvictLRU, store.NoEviction:
-	default:
-		return bad("eviction", "%v: want lru or noeviction", c.Eviction)
+	if _, err := store.ParseEvictionPolicy(c.Eviction.String()); err != nil {
+		return bad("eviction", "%v: not an eviction policy", c.Eviction)
 	}
 
 	for _, r := range c.Token {

@@ -30,7 +30,7 @@ var ErrHelp = flag.ErrHelp
 //
 //	ZARIS_CLIENT_PORT="abc": not a port
 //	--memory-max-bytes="lots": not a byte size (e.g. 1073741824, 512MiB, 1GiB)
-//	zaris.yaml:3: eviction="random": want lru or noeviction
+//	zaris.yaml:3: eviction="sometimes": want lru, lfu, noeviction, …
 type SourceError struct {
 	Source string // the variable, the flag, or FILE:LINE: KEY
 	Value  string
@@ -243,16 +243,13 @@ var options = []option{
 	durationOption("raft-leader-lease", "raft leader lease (at most the heartbeat timeout)", func(c *Config) *time.Duration { return &c.Timings.RaftLeaderLease }),
 	durationOption("gossip-probe-interval", "memberlist failure-detector probe interval", func(c *Config) *time.Duration { return &c.Timings.GossipProbeInterval }),
 
-	{name: "eviction", arg: "lru|noeviction", usage: "at the memory cap: evict by sampled LRU, or refuse writes",
+	{name: "eviction", arg: "POLICY", usage: "at the memory cap: lru (sampled LRU, the default), lfu (sampled LFU), noeviction (refuse writes), or any Redis maxmemory-policy name (volatile-lru, allkeys-random, volatile-ttl, …)",
 		set: func(c *Config, v string) error {
-			switch strings.ToLower(v) {
-			case "lru":
-				c.Eviction = store.EvictLRU
-			case "noeviction":
-				c.Eviction = store.NoEviction
-			default:
-				return errors.New("want lru or noeviction")
+			p, err := store.ParseEvictionPolicy(strings.ToLower(v))
+			if err != nil {
+				return errors.New("want lru, lfu, noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl")
 			}
+			c.Eviction = p
 			return nil
 		},
 		show: func(c Config) string { return c.Eviction.String() }},

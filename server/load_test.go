@@ -193,7 +193,7 @@ func TestLoadConfigErrorsNameTheSource(t *testing.T) {
 		{"bad env byte size", nil, map[string]string{"ZARIS_MEMORY_MAX_BYTES": "lots"}, "",
 			`ZARIS_MEMORY_MAX_BYTES="lots": not a byte size (e.g. 1073741824, 512MiB, 1GiB)`},
 		{"bad file value", nil, nil, "store: x\neviction: random\n",
-			`FILE:2: eviction="random": want lru or noeviction`},
+			`FILE:2: eviction="random": want lru, lfu, noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl`},
 		{"file null value", nil, nil, "client-port:\n",
 			`FILE:1: client-port="": no value`},
 		{"bad R-OPS-3 variable", nil, map[string]string{"ZARIS_SERVER_MAX_WORKERS": "many"}, "",
@@ -299,6 +299,15 @@ func TestLoadConfigDetails(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 0, cfg.HTTPPort)
 	require.Equal(t, EphemeralPort, cfg.RESPPort)
+
+	// --eviction takes every policy the store has, by Redis's names too.
+	for name, want := range map[string]store.EvictionPolicy{"lru": store.EvictLRU, "allkeys-lru": store.EvictLRU,
+		"lfu": store.EvictAllKeysLFU, "allkeys-lfu": store.EvictAllKeysLFU, "volatile-lfu": store.EvictVolatileLFU,
+		"volatile-ttl": store.EvictVolatileTTL, "NoEviction": store.NoEviction} {
+		cfg, err = LoadConfig([]string{"--eviction", name}, nil)
+		require.NoError(t, err, name)
+		require.Equal(t, want, cfg.Eviction, name)
+	}
 
 	_, err = LoadConfig([]string{"--version"}, nil)
 	require.ErrorIs(t, err, ErrVersion)

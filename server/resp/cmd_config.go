@@ -102,12 +102,8 @@ var configTable = []*configParam{
 		}
 		_ = s.store.SetMaxMemory(n)
 	}},
-	{name: "maxmemory-policy", kind: kindEnum, enum: maxmemoryPolicies, parse: func(v string) (string, string) {
-		if strings.HasSuffix(v, "-lfu") {
-			return "", "Zaris evicts by recency, TTL or at random, not by frequency (LFU): use allkeys-lru or volatile-lru"
-		}
-		return v, ""
-	}, get: func(s *Server) string { return evictionPolicyName(s.store.Config().Eviction) },
+	{name: "maxmemory-policy", kind: kindEnum, enum: maxmemoryPolicies,
+		get: func(s *Server) string { return evictionPolicyName(s.store.Config().Eviction) },
 		apply: func(s *Server, v string) {
 			p, err := store.ParseEvictionPolicy(v)
 			if err == nil {
@@ -117,8 +113,22 @@ var configTable = []*configParam{
 	{name: "maxmemory-samples", kind: kindInt, min: 1, max: int32Max, deflt: "5"},
 	{name: "maxmemory-eviction-tenacity", kind: kindInt, min: 0, max: 100, deflt: "10"},
 	{name: "maxmemory-clients", kind: kindMem, min: 0, max: int64Max, deflt: "0"},
-	{name: "lfu-log-factor", kind: kindInt, min: 0, max: int32Max, deflt: "10"},
-	{name: "lfu-decay-time", kind: kindInt, min: 0, max: int32Max, deflt: "1"},
+	{name: "lfu-log-factor", kind: kindInt, min: 0, max: int32Max, get: func(s *Server) string {
+		f, _ := s.store.LFU()
+		return strconv.Itoa(f)
+	}, apply: func(s *Server, v string) {
+		n, _ := strconv.Atoi(v)
+		_, d := s.store.LFU()
+		_ = s.store.SetLFU(n, d)
+	}},
+	{name: "lfu-decay-time", kind: kindInt, min: 0, max: int32Max, get: func(s *Server) string {
+		_, d := s.store.LFU()
+		return strconv.Itoa(d)
+	}, apply: func(s *Server, v string) {
+		n, _ := strconv.Atoi(v)
+		f, _ := s.store.LFU()
+		_ = s.store.SetLFU(f, n)
+	}},
 	{name: "replica-ignore-maxmemory", aliases: []string{"slave-ignore-maxmemory"}, kind: kindBool, deflt: "yes"},
 
 	// Encodings: accepted and reported; Zaris has one encoding per type.

@@ -52,7 +52,7 @@ func objectSubcommands() []*command {
 		{name: "encoding", arity: 3, flags: flagReadonly, first: 2, last: 2, step: 1,
 			summary: "Returns the internal encoding of a Redis object (decided by Redis 7.0's default thresholds).", run: cmdObject},
 		{name: "freq", arity: 3, flags: flagReadonly, first: 2, last: 2, step: 1,
-			summary: "Returns the logarithmic access frequency counter of a Redis object (LFU policies only: Zaris has none).", run: cmdObject},
+			summary: "Returns the logarithmic access frequency counter of a Redis object (under an LFU maxmemory-policy).", run: cmdObject},
 		{name: "idletime", arity: 3, flags: flagReadonly, first: 2, last: 2, step: 1,
 			summary: "Returns the time since the last access to a Redis object.", run: cmdObject},
 		{name: "refcount", arity: 3, flags: flagReadonly, first: 2, last: 2, step: 1,
@@ -73,7 +73,10 @@ func (c *conn) inspect(kb []byte) (store.KeyInfo, kv.Status) {
 	return store.KeyInfo{}, kv.StatusInternal
 }
 
-const msgNoLFU = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+const (
+	msgNoLFU = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+	msgLFU   = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+)
 
 func cmdObject(c *conn, args [][]byte) {
 	info, st := c.inspect(args[2])
@@ -91,8 +94,16 @@ func cmdObject(c *conn, args [][]byte) {
 	case eq(args[1], "ENCODING"):
 		c.out.BulkString(info.Encoding)
 	case eq(args[1], "FREQ"):
-		c.err(msgNoLFU) // Zaris evicts by LRU or not at all: no frequency is kept
+		if !info.LFU {
+			c.err(msgNoLFU)
+			return
+		}
+		c.out.Int(int64(info.Freq))
 	case eq(args[1], "IDLETIME"):
+		if info.LFU {
+			c.err(msgLFU)
+			return
+		}
 		c.out.Int(info.IdleMillis / 1000)
 	default: // REFCOUNT
 		if info.SharedInt {
@@ -244,8 +255,8 @@ func cmdDump(c *conn, args [][]byte) {
 
 // cmdRestore is RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s]
 // [FREQ f], its checks in Redis's order: the options, the key's existence,
-// the TTL, the payload. FREQ is checked and ignored: the eviction policies
-// here rank by recency, as Redis ignores FREQ under an LRU policy.
+// the TTL, the payload. IDLETIME counts under a recency policy, FREQ under
+// a frequency one; each is ignored under the other, as in Redis.
 func cmdRestore(c *conn, args [][]byte) {
 	var o store.RestoreOptions
 	idleSet, freqSet := false, false
@@ -283,6 +294,7 @@ func cmdRestore(c *conn, args [][]byte) {
 				c.err("ERR Invalid FREQ value, must be >= 0 and <= 255")
 				return
 			}
+			o.Freq, o.HasFreq = uint8(n), true
 			freqSet = true
 			j++
 		default:

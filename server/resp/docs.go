@@ -400,8 +400,9 @@ characters); ` + "`INFO server`" + ` shows both.
   ` + "`maxmemory`" + ` and ` + "`maxmemory-policy`" + ` change the store's cap and policy at once
   (` + "`maxmemory 0`" + `, Redis's "no limit", restores the node's configured cap —
   a node has no unlimited; policies ` + "`allkeys-lru`" + `, ` + "`volatile-lru`" + `,
-  ` + "`allkeys-random`" + `, ` + "`volatile-random`" + `, ` + "`volatile-ttl`" + `, ` + "`noeviction`" + `; the LFU
-  ones are refused: Zaris keeps no access frequency), ` + "`timeout`" + `, ` + "`maxclients`" + `,
+  ` + "`allkeys-random`" + `, ` + "`volatile-random`" + `, ` + "`volatile-ttl`" + `, ` + "`allkeys-lfu`" + `, ` + "`volatile-lfu`" + `,
+  ` + "`noeviction`" + `; ` + "`lfu-log-factor`" + ` and ` + "`lfu-decay-time`" + ` tune the LFU counters),
+  ` + "`timeout`" + `, ` + "`maxclients`" + `,
   ` + "`proto-max-bulk-len`" + `, ` + "`client-query-buffer-limit`" + `,
   ` + "`client-output-buffer-limit`" + `, ` + "`slowlog-log-slower-than`" + `, ` + "`slowlog-max-len`" + `,
   ` + "`latency-monitor-threshold`" + `, ` + "`busy-reply-threshold`" + `/` + "`lua-time-limit`" + ` (read by
@@ -518,8 +519,11 @@ characters); ` + "`INFO server`" + ` shows both.
     them, in an unspecified order. A replica or migrated copy built from a
     snapshot holds a small hash's fields in field order, then in the order
     added: after a failover or a move the order may differ. OBJECT
-    IDLETIME is the seconds since the last access, OBJECT FREQ answers Redis's
-    no-LFU error (Zaris evicts by LRU or not at all), OBJECT REFCOUNT 2147483647
+    IDLETIME is the seconds since the last access and OBJECT FREQ the access
+    counter (each under its kind of policy, else Redis's error; the commands
+    that count as an access are Redis's, compared with redis-server), except
+    that RENAME starts the new name afresh where Redis carries the old one's
+    recency or counter. OBJECT REFCOUNT 2147483647
     for the small integers Redis shares, else 1. MEMORY USAGE is the bytes the
     key is charged against the memory budget (SAMPLES parsed, not needed); the
     other MEMORY subcommands (DOCTOR, STATS, PURGE, MALLOC-STATS) are not supported yet and answer Redis's unknown-subcommand error.

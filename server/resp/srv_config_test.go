@@ -21,12 +21,13 @@ import (
 // each accepted SET too (configGetAfter). Left out on purpose: the values
 // whose default differs by design (maxmemory: Zaris has no unlimited;
 // maxmemory-policy: Zaris's default is allkeys-lru; databases, port, bind),
-// and what Zaris refuses with its own text (save "3600 1", appendonly yes,
-// the LFU policies — tested in TestConfigSetZarisRefusals).
+// and what Zaris refuses with its own text (save "3600 1", appendonly yes
+// — tested in TestConfigSetZarisRefusals).
 var configSetScript = [][]string{
 	{"maxmemory", "abc"}, {"maxmemory", "-1"}, {"maxmemory", "1.5gb"},
 	{"maxmemory-policy", "foo"}, {"maxmemory-policy", "ALLKEYS-LRU"}, {"maxmemory-policy", "volatile-ttl"},
-	{"maxmemory-policy", "noeviction"},
+	{"maxmemory-policy", "noeviction"}, {"maxmemory-policy", "allkeys-lfu"}, {"maxmemory-policy", "VOLATILE-LFU"},
+	{"lfu-log-factor", "-1"}, {"lfu-log-factor", "x"}, {"lfu-log-factor", "3"}, {"lfu-decay-time", "-1"}, {"lfu-decay-time", "5"},
 	{"hash-max-ziplist-entries", "-1"}, {"hash-max-ziplist-entries", "abc"}, {"hash-max-ziplist-entries", "1024"},
 	{"hash-max-listpack-entries", "100"}, {"hash-max-ziplist-value", "32"}, {"hash-max-listpack-value", "01"},
 	{"zset-max-ziplist-entries", "64"}, {"zset-max-listpack-value", "128"}, {"zset-max-ziplist-value", "-5"},
@@ -115,7 +116,7 @@ func configMap(t *testing.T, c *rawConn, pattern string) map[string]string {
 func TestConfigSetZarisRefusals(t *testing.T) {
 	n := startNode(t)
 	zr := dialRaw(t, n.RESPAddr().String())
-	for _, kv := range [][]string{{"save", "3600 1"}, {"appendonly", "yes"}, {"maxmemory-policy", "allkeys-lfu"}, {"maxmemory-policy", "volatile-lfu"}} {
+	for _, kv := range [][]string{{"save", "3600 1"}, {"appendonly", "yes"}} {
 		got := zr.do("CONFIG", "SET", kv[0], kv[1])
 		require.True(t, strings.HasPrefix(got, "-ERR CONFIG SET failed (possibly related to argument '"+kv[0]+"') - "), got)
 	}

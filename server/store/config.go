@@ -29,15 +29,26 @@ const (
 	// EvictVolatileTTL drops the sampled records with a TTL nearest their
 	// expiry first (volatile-ttl).
 	EvictVolatileTTL
+	// EvictAllKeysLFU drops the sampled owned records least frequently
+	// used (allkeys-lfu): each record keeps Redis's logarithmic access
+	// counter, decayed with time (lfu.go).
+	EvictAllKeysLFU
+	// EvictVolatileLFU is EvictAllKeysLFU among the records with a TTL
+	// only (volatile-lfu).
+	EvictVolatileLFU
 )
 
 // valid reports whether p is one of the policies above.
-func (p EvictionPolicy) valid() bool { return p <= EvictVolatileTTL }
+func (p EvictionPolicy) valid() bool { return p <= EvictVolatileLFU }
 
 // volatileOnly reports whether the policy evicts only records with a TTL.
 func (p EvictionPolicy) volatileOnly() bool {
-	return p == EvictVolatileLRU || p == EvictVolatileRandom || p == EvictVolatileTTL
+	return p == EvictVolatileLRU || p == EvictVolatileRandom || p == EvictVolatileTTL || p == EvictVolatileLFU
 }
+
+// LFU reports whether the policy ranks by access frequency, so that the
+// records' access field holds a frequency counter, not a recency stamp.
+func (p EvictionPolicy) LFU() bool { return p == EvictAllKeysLFU || p == EvictVolatileLFU }
 
 func (p EvictionPolicy) String() string {
 	switch p {
@@ -53,13 +64,17 @@ func (p EvictionPolicy) String() string {
 		return "volatile-random"
 	case EvictVolatileTTL:
 		return "volatile-ttl"
+	case EvictAllKeysLFU:
+		return "allkeys-lfu"
+	case EvictVolatileLFU:
+		return "volatile-lfu"
 	}
 	return fmt.Sprintf("EvictionPolicy(%d)", uint8(p))
 }
 
 // ParseEvictionPolicy parses "lru" (or Redis's "allkeys-lru"),
-// "noeviction", "volatile-lru", "allkeys-random", "volatile-random" or
-// "volatile-ttl".
+// "noeviction", "volatile-lru", "allkeys-random", "volatile-random",
+// "volatile-ttl", "lfu" (or "allkeys-lfu") or "volatile-lfu".
 func ParseEvictionPolicy(s string) (EvictionPolicy, error) {
 	switch s {
 	case "lru", "allkeys-lru", "":
@@ -74,8 +89,12 @@ func ParseEvictionPolicy(s string) (EvictionPolicy, error) {
 		return EvictVolatileRandom, nil
 	case "volatile-ttl":
 		return EvictVolatileTTL, nil
+	case "lfu", "allkeys-lfu":
+		return EvictAllKeysLFU, nil
+	case "volatile-lfu":
+		return EvictVolatileLFU, nil
 	}
-	return 0, fmt.Errorf("store: unknown eviction policy %q (want lru, noeviction, volatile-lru, allkeys-random, volatile-random or volatile-ttl)", s)
+	return 0, fmt.Errorf("store: unknown eviction policy %q (want lru, noeviction, volatile-lru, allkeys-random, volatile-random, volatile-ttl, lfu or volatile-lfu)", s)
 }
 
 // Defaults (R-MEM, R-PLACE-3).

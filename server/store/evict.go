@@ -159,8 +159,8 @@ func (p *evictionPool) popOldest() (evictionCandidate, bool) {
 
 // sampleInto offers up to samples live records of an owned segment to the
 // pool, ranked by the policy (the pool evicts the highest rank first):
-// recency for the LRU policies, a random draw for the random ones, nearness
-// to expiry for volatile-ttl; the volatile policies skip records without a
+// recency for the LRU policies, the access counter for the LFU ones, a
+// random draw for the random ones, nearness to expiry for volatile-ttl; the volatile policies skip records without a
 // TTL. The walk starts at a random slot of the segment's table: the sample.
 func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy EvictionPolicy, rng *rand.Rand) {
 	now := g.store.clock.NowNano()
@@ -181,6 +181,8 @@ func (g *Segment) sampleInto(p *evictionPool, samples int, stamp uint32, policy 
 		case EvictVolatileTTL:
 			left := max(r.ExpiresAt()-now, 0) / int64(time.Millisecond)
 			c.age = math.MaxUint32 - uint32(min(left, math.MaxUint32))
+		case EvictAllKeysLFU, EvictVolatileLFU:
+			c.age = 255 - uint32(g.store.lfuCounter(r, now)) // the least used first
 		default:
 			c.age, c.lru = stamp-atomic.LoadUint32(&r.access), true
 		}

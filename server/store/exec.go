@@ -301,7 +301,7 @@ func (g *Segment) runLocked(h *handler, x *execCtx) kv.Reply {
 			return kv.StatusReply(kv.StatusWrongType)
 		}
 		if !x.noTouch && !h.peek {
-			x.rec.touch(g.store.stamp(now))
+			g.store.touch(x.rec, now)
 		}
 		x.coll = x.rec.coll()
 	}
@@ -392,7 +392,7 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 		rec = recordOf(strings.Clone(x.cmd.Key), v, Record{}.WithExpiry(exp))
 	}
 	rec.SetVersion(1)
-	rec.access = g.store.stamp(x.now)
+	rec.access = g.store.freshAccess(x.now) // an overwrite's under LFU: commitLocked
 	if x.rec != nil {
 		rec.SetVersion(x.rec.Version() + 1)
 		if m := x.rec.Meta(); m != nil {
@@ -425,7 +425,7 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 		if x.coll.count() == 0 {
 			return 0, 0
 		}
-		rec = &Record{Kind: x.coll.kind(), access: g.store.stamp(x.now)}
+		rec = &Record{Kind: x.coll.kind(), access: g.store.freshAccess(x.now)}
 		rec.setParts(string([]byte(x.cmd.Key)), nil, false, x.coll, nil)
 		g.revision++
 		rec.SetVersion(1)
@@ -438,7 +438,7 @@ func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revisio
 	rec.SetVersion(rec.Version() + 1)
 	rec.Revision = g.revision
 	if !x.noTouch {
-		rec.touch(g.store.stamp(x.now))
+		g.store.touch(rec, x.now)
 	}
 	g.settleLocked(x.coll.size() - before)
 	g.logEffectLocked(rec, x.effect)
@@ -618,7 +618,7 @@ func (g *Segment) applyCommandLocked(hdr Record, cmd *kv.Cmd) error {
 		return nil
 	}
 	if x.rec == nil {
-		rec := &Record{Kind: x.coll.kind(), Revision: hdr.Revision, access: g.store.stamp(now)}
+		rec := &Record{Kind: x.coll.kind(), Revision: hdr.Revision, access: g.store.freshAccess(now)}
 		rec.setPartsStamped(string([]byte(cmd.Key)), nil, false, x.coll, hdr.Meta(), hdr.ExpiresAt(), hdr.Version())
 		g.installCollectionLocked(rec, x.effect)
 	} else {

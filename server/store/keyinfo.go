@@ -1,6 +1,8 @@
 package store
 
 import (
+	"sync/atomic"
+
 	"github.com/zaris-io/zaris/internal/kv"
 )
 
@@ -13,8 +15,13 @@ type KeyInfo struct {
 	// Encoding is the encoding Redis 7.0 would report for this content with
 	// its default thresholds (see encodingOf).
 	Encoding string
-	// IdleMillis is the time since the key was last read or written.
+	// IdleMillis is the time since the key was last read or written, under
+	// a recency policy (0 under LFU, which keeps no time of last access).
 	IdleMillis int64
+	// Freq is the key's access counter under an LFU policy (OBJECT FREQ),
+	// decayed to now; LFU says whether it is one.
+	Freq uint8
+	LFU  bool
 	// Bytes is what the key is charged against the memory budget.
 	Bytes int64
 	// SharedInt: a string holding a small integer, which Redis shares
@@ -95,10 +102,15 @@ func (g *Segment) inspectLocked(key string, now int64) (KeyInfo, kv.Status) {
 		return KeyInfo{}, kv.StatusNotFound
 	}
 	enc, shared := encodingOf(r)
-	// The wrapping difference, as the evictor takes it: RESTORE … IDLETIME
-	// may set a stamp from before the node started.
-	idle := int64(int32(g.store.stamp(now) - r.access))
-	return KeyInfo{Kind: r.Kind, Encoding: enc, IdleMillis: max(idle, 0), Bytes: r.accountedBytes(), SharedInt: shared}, kv.StatusSuccess
+	info := KeyInfo{Kind: r.Kind, Encoding: enc, Bytes: r.accountedBytes(), SharedInt: shared}
+	if g.store.evictionPolicy().LFU() {
+		info.Freq, info.LFU = g.store.lfuCounter(r, now), true
+	} else {
+		// The wrapping difference, as the evictor takes it: RESTORE …
+		// IDLETIME may set a stamp from before the node started.
+		info.IdleMillis = max(int64(int32(g.store.stamp(now)-atomic.LoadUint32(&r.access))), 0)
+	}
+	return info, kv.StatusSuccess
 }
 
 // Inspect describes key without counting as an access (OBJECT IDLETIME
@@ -138,6 +150,7 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if from == nil {
 		return false, kv.Result{}
 	}
+	gs.store.touch(from, a.now) // COPY reads its source, as in Redis
 	old := gd.liveLocked(dst, a.now)
 	if old != nil && !replace {
 		return false, kv.Result{}
@@ -146,7 +159,7 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 		return false, status(kv.StatusConflict)
 	}
 	rec := newStringRecord(dst, from.Value(), from.ExpiresAt())
-	rec.Kind, rec.access = from.Kind, gd.store.stamp(a.now)
+	rec.Kind, rec.access = from.Kind, gd.store.freshAccess(a.now)
 	rec.SetVersion(1)
 	var dup collection
 	if c := from.coll(); c != nil {
@@ -190,7 +203,11 @@ func (g *Segment) installWholeLocked(rec *Record, origin kv.CmdOp) kv.Result {
 	g.revision++
 	rec.Revision = g.revision
 	g.origin = origin
+	access := rec.access
 	g.commitLocked(OpPut, rec)
+	// A whole install (COPY, RESTORE) is a new key, as in Redis, not one
+	// more access to the key it replaces: it keeps the access it was given.
+	atomic.StoreUint32(&rec.access, access)
 	g.origin = 0
 	return kv.Result{Version: rec.Version(), Revision: rec.Revision}
 }

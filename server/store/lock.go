@@ -73,7 +73,7 @@ func (x *execCtx) installLeaseLocked(token []byte, ttl int64) kv.Reply {
 	// argument: both copied, the store keeps them.
 	rec := newStringRecord(x.cmd.Key, token, x.now+ttl)
 	rec.SetVersion(1)
-	rec.access = s.stamp(x.now)
+	rec.access = s.freshAccess(x.now)
 	if s.evictionPolicy() == NoEviction && g.owned {
 		delta := rec.accountedBytes()
 		if prev := g.items.get(rec.Key()); prev != nil { // expired but not yet swept

@@ -19,7 +19,7 @@ package store
 // InstallSnapshot (recovery.ResyncApplyMode's priorReconcileShortfall).
 func (g *Segment) MergeSnapshot(snap Snapshot) (shortfall int) {
 	now := g.store.clock.NowNano()
-	stamp := g.store.stamp(now)
+	stamp := g.store.freshAccess(now)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	inSnap := make(map[string]struct{}, len(snap.Records))

@@ -23,6 +23,7 @@ func (a *Atomic) Dump(key string) (rdb.Value, bool, kv.Result) {
 	if r == nil {
 		return rdb.Value{}, false, kv.Result{}
 	}
+	g.store.touch(r, a.now) // a read, as Redis's DUMP is
 	switch c := r.coll().(type) {
 	case nil:
 		return rdb.Value{Kind: rdb.String, Str: r.Value()}, true, kv.Result{}
@@ -58,6 +59,23 @@ type RestoreOptions struct {
 	AbsTTL     bool
 	Replace    bool  // an existing key is replaced (else the restore is refused: busy)
 	IdleMillis int64 // the recency the key starts with (IDLETIME), 0: just used
+	// Freq is the access counter the key starts with under an LFU policy
+	// (FREQ, 0..255) when HasFreq.
+	Freq    uint8
+	HasFreq bool
+}
+
+// restoredAccess is a restored key's access field: IDLETIME applies under a
+// recency policy, FREQ under a frequency one (Redis's objectSetLRUOrLFU),
+// otherwise the key is as new.
+func (s *Store) restoredAccess(o RestoreOptions, now int64) uint32 {
+	if s.evictionPolicy().LFU() {
+		if o.HasFreq {
+			return lfuPack(s.lfuMinute(now), o.Freq)
+		}
+		return s.freshAccess(now)
+	}
+	return s.stamp(now) - idleStamp(o.IdleMillis)
 }
 
 // Restore installs v at key (RESTORE): busy when the key exists and
@@ -101,7 +119,7 @@ func (a *Atomic) Restore(key string, v rdb.Value, o RestoreOptions) (busy bool, 
 		value = v.Str
 	}
 	rec := newStringRecord(key, value, exp)
-	rec.Kind, rec.access = kind, g.store.stamp(a.now)-idleStamp(o.IdleMillis)
+	rec.Kind, rec.access = kind, g.store.restoredAccess(o, a.now)
 	rec.SetVersion(1)
 	if old != nil {
 		rec.SetVersion(old.Version() + 1)

@@ -169,7 +169,7 @@ func (g *Segment) getLocked(key string, now int64, noTouch bool) kv.Result {
 		return status(kv.StatusWrongType)
 	}
 	if !noTouch {
-		r.touch(g.store.stamp(now))
+		g.store.touch(r, now)
 	}
 	return resultOf(r, now)
 }
@@ -224,7 +224,7 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 	if m := newMetadata(o.ContentType, o.Labels); m != nil {
 		rec.SetMeta(m) // a plain SET has none: its record stays joined, untouched
 	}
-	rec.access = s.stamp(now)
+	rec.access = s.freshAccess(now)
 	return rec, o, now, kv.Result{}
 }
 
@@ -397,6 +397,7 @@ func (g *Segment) ttlLocked(key string, now int64) kv.Result {
 // and the memory accounting right and appends the operation to the op-log.
 func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 	old := g.items.swap(rec)
+	g.store.inheritAccess(rec, old)
 	if g.growable != nil {
 		g.settleGrowableLocked(rec.Key(), rec)
 	}
@@ -654,7 +655,7 @@ func (g *Segment) ApplyRecord(rec Record, kind OpKind) (applied bool, err error)
 	} else if err := r.materialize(); err != nil {
 		return false, err
 	}
-	r.access = g.store.stamp(g.store.clock.NowNano())
+	r.access = g.store.freshAccess(g.store.clock.NowNano())
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old := g.items.get(r.Key())
@@ -737,7 +738,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	g.growable = nil // its spare capacity left g.bytes with the rest
 	g.tombstones = nil
 	g.bytes, g.live = 0, 0
-	stamp := g.store.stamp(now)
+	stamp := g.store.freshAccess(now)
 	for i := range snap.Records {
 		r := snap.Records[i]
 		r.access = stamp

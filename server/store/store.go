@@ -40,6 +40,8 @@ type Store struct {
 	// Config's values at start, changed by SetMaxMemory / SetEviction.
 	maxMem atomic.Int64
 	policy atomic.Uint32
+	// lfuLog and lfuDecay are the LFU settings in force (lfu.go, SetLFU).
+	lfuLog, lfuDecay atomic.Int32
 	// evictMu is held by an eviction pass; SetEviction(NoEviction) takes it
 	// to wait for the pass in progress.
 	evictMu sync.Mutex
@@ -74,6 +76,8 @@ func New(cfg Config) (*Store, error) {
 	s.start = s.clock.NowNano()
 	s.maxMem.Store(cfg.MaxMemoryBytes)
 	s.policy.Store(uint32(cfg.Eviction))
+	s.lfuLog.Store(DefaultLFULogFactor)
+	s.lfuDecay.Store(DefaultLFUDecayMinutes)
 	s.resetWake()
 	s.pubsub = newBroker()
 	s.shardPubSub = newBroker()

@@ -769,7 +769,7 @@ func (g *Segment) applyTxWriteLocked(w *TxWrite, now int64) txApplied {
 	rec := newStringRecord(w.Key, w.Value, exp)
 	rec.SetVersion(1)
 	rec.SetMeta(newMetadata(w.ContentType, w.Labels))
-	rec.access = g.store.stamp(now)
+	rec.access = g.store.freshAccess(now)
 	if old != nil {
 		rec.SetVersion(old.Version() + 1)
 	}
