@@ -154,7 +154,12 @@ func cmdRename(c *conn, args [][]byte) {
 		c.out.Int(0)
 		return
 	}
+	// Only the read of the value counts as the source's access, as Redis
+	// looks the key up once.
+	peeking := c.mon.peeking
+	c.mon.peeking = true
 	typ := c.keyType(src)
+	c.mon.peeking = peeking
 	var fill []kv.Cmd // commands that rebuild a collection at dst
 	switch typ {
 	case "string":
@@ -200,6 +205,13 @@ func cmdRename(c *conn, args [][]byte) {
 			c.segment(dk).Expire(dk, info.TTL)
 		}
 	}
+	// The key keeps its idle time or counter, as Redis moves the object.
+	switch s := c.segment(sk).(type) {
+	case *store.Atomic:
+		s.CarryAccess(sk, view(dst))
+	case *store.Segment:
+		s.CarryAccess(sk, view(dst))
+	}
 	g.Delete(sk)
 	if nx {
 		c.out.Int(1)
@@ -222,6 +234,7 @@ func (c *conn) renameStream(src, dst []byte, nx bool) {
 			c.storeError(kv.StatusNotFound, "")
 			return
 		}
+		c.tx.CarryAccess(view(src), view(dst))
 		c.tx.Delete(view(src))
 		if nx {
 			c.out.Int(1)

@@ -521,10 +521,9 @@ characters); ` + "`INFO server`" + ` shows both.
     added: after a failover or a move the order may differ. OBJECT
     IDLETIME is the seconds since the last access and OBJECT FREQ the access
     counter (each under its kind of policy, else Redis's error; the commands
-    that count as an access are Redis's, compared with redis-server), except
-    that RENAME starts the new name afresh where Redis carries the old one's
-    recency or counter. OBJECT REFCOUNT 2147483647
-    for the small integers Redis shares, else 1. MEMORY USAGE is the bytes the
+    that count as an access are Redis's, compared with redis-server; RENAME
+    keeps both). OBJECT REFCOUNT 2147483647 for the small integers Redis
+    shares, else 1. MEMORY USAGE is the bytes the
     key is charged against the memory budget (SAMPLES parsed, not needed); the
     other MEMORY subcommands (DOCTOR, STATS, PURGE, MALLOC-STATS) are not supported yet and answer Redis's unknown-subcommand error.
   - WAIT numreplicas timeout answers how many replicas have applied every write

@@ -25,7 +25,9 @@ var lfuScript = [][]string{
 	{"SADD", "s", "m"}, {"SISMEMBER", "s", "m"}, {"SCARD", "s"}, {"SMEMBERS", "s"},
 	{"ZADD", "z", "1", "m"}, {"ZSCORE", "z", "m"}, {"ZRANGE", "z", "0", "-1"}, {"ZINCRBY", "z", "1", "m"},
 	{"SET", "{c}src", "vv"}, {"GET", "{c}src"}, {"COPY", "{c}src", "{c}dst"}, {"COPY", "{c}src", "{c}dst", "REPLACE"},
-	{"GET", "{c}src"},
+	{"GET", "{c}src"}, {"RENAME", "{c}src", "{c}moved"}, {"GET", "{c}moved"}, {"RENAMENX", "{c}moved", "{c}again"},
+	{"HSET", "{c}h", "f", "v"}, {"HGET", "{c}h", "f"}, {"RENAME", "{c}h", "{c}h2"}, {"RPUSH", "{c}l", "x"}, {"RENAME", "{c}l", "{c}l2"},
+	{"XADD", "{c}x", "1-1", "f", "v"}, {"XLEN", "{c}x"}, {"RENAME", "{c}x", "{c}x2"},
 	{"DEL", "a"}, {"SET", "a", "fresh"},
 }
 
@@ -48,7 +50,7 @@ func TestLFUCountersLikeRedis(t *testing.T) {
 		switch strings.ToUpper(c[0]) {
 		case "OBJECT", "MEMORY":
 			key = c[2]
-		case "COPY", "RENAME":
+		case "COPY", "RENAME", "RENAMENX":
 			key = c[2] // the destination
 		}
 		w, g := want.do(c...), got.do(c...)

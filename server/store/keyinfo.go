@@ -131,6 +131,31 @@ func (a *Atomic) Inspect(key string) (KeyInfo, kv.Status) {
 	return g.inspectLocked(key, a.now)
 }
 
+// CarryAccess gives the key to the access state of from — its recency, or
+// its counter under LFU — as Redis's RENAME moves the object with both.
+func (a *Atomic) CarryAccess(from, to string) {
+	gf, gt := a.segFor(from), a.segFor(to)
+	if gf == nil || gt == nil {
+		return
+	}
+	f, t := gf.liveLocked(from, a.now), gt.liveLocked(to, a.now)
+	if f == nil || t == nil {
+		return
+	}
+	atomic.StoreUint32(&t.access, atomic.LoadUint32(&f.access))
+}
+
+// CarryAccess is Atomic.CarryAccess for two keys of this segment.
+func (g *Segment) CarryAccess(from, to string) {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	f, t := g.liveLocked(from, now), g.liveLocked(to, now)
+	if f != nil && t != nil {
+		atomic.StoreUint32(&t.access, atomic.LoadUint32(&f.access))
+	}
+}
+
 // Copy copies the value at src, with its TTL, to dst (COPY): false when
 // src is missing, or dst exists and replace is off. The destination is a
 // new record logged whole (an OpPut carrying the value or the
