@@ -193,6 +193,27 @@ func (r *Recorder) OpShard(shard uint32, op Op, st kv.Status, d time.Duration) {
 	r.ops.record(shard, op, st, d)
 }
 
+// OpBucket is the latency bucket OpShard counts d in, for a caller that
+// gathers like operations and records them with OpShardN.
+func (r *Recorder) OpBucket(d time.Duration) int {
+	if r == nil {
+		return 0
+	}
+	return r.ops.bucketOf(d)
+}
+
+// OpShardN is OpShard for n operations of bucket b (OpBucket) whose
+// durations sum to sumNs: one add per counter for a run of them.
+func (r *Recorder) OpShardN(shard uint32, op Op, st kv.Status, b int, n uint64, sumNs int64) {
+	if r == nil || n == 0 {
+		return
+	}
+	if op >= numOps {
+		op = OpOther
+	}
+	r.ops.recordN(shard, op, st, b, n, sumNs)
+}
+
 // Conns returns the connection gauge of protocol p. Resolve it once per
 // listener; Inc and Dec then cost one atomic operation each.
 func (r *Recorder) Conns(p Protocol) *ConnGauge {

@@ -68,17 +68,27 @@ func newOpStats() *opStats {
 // record counts one operation in shard (any number; reduced modulo the
 // shard count). It does not allocate.
 func (s *opStats) record(shard uint32, op Op, st kv.Status, d time.Duration) {
-	sh := &s.shards[shard&(opShards-1)]
-	if int(st) < s.statuses {
-		sh.counts[op][st].Add(1)
-	}
+	s.recordN(shard, op, st, s.bucketOf(d), 1, max(int64(d), 0))
+}
+
+// bucketOf is the histogram bucket of d (numBuckets: +Inf).
+func (s *opStats) bucketOf(d time.Duration) int {
 	ns := max(int64(d), 0)
 	b := 0
 	for b < len(s.boundsNs) && ns > s.boundsNs[b] {
 		b++
 	}
-	sh.buckets[op][b].Add(1)
-	sh.sumNs[op].Add(ns)
+	return b
+}
+
+// recordN counts n operations of bucket b whose durations sum to sumNs.
+func (s *opStats) recordN(shard uint32, op Op, st kv.Status, b int, n uint64, sumNs int64) {
+	sh := &s.shards[shard&(opShards-1)]
+	if int(st) < s.statuses {
+		sh.counts[op][st].Add(n)
+	}
+	sh.buckets[op][b].Add(n)
+	sh.sumNs[op].Add(sumNs)
 }
 
 func (s *opStats) Describe(ch chan<- *prometheus.Desc) {

@@ -37,8 +37,6 @@ var aclExtra = map[string]acl.Cat{
 	"blmove": acl.CatBlocking, "blmpop": acl.CatBlocking, "blpop": acl.CatBlocking, "brpop": acl.CatBlocking,
 	"brpoplpush": acl.CatBlocking, "bzmpop": acl.CatBlocking, "bzpopmax": acl.CatBlocking, "bzpopmin": acl.CatBlocking,
 	"xread": acl.CatBlocking, "xreadgroup": acl.CatBlocking,
-	"client|getname": acl.CatSlow, "client|id": acl.CatSlow, "client|info": acl.CatSlow,
-	"client|reply": acl.CatSlow, "client|setname": acl.CatSlow,
 	"dbsize": acl.CatKeyspace, "flushall": acl.CatKeyspace | acl.CatDangerous, "flushdb": acl.CatKeyspace | acl.CatDangerous,
 	"info": acl.CatDangerous, "keys": acl.CatDangerous, "restore": acl.CatDangerous, "restore-asking": acl.CatDangerous, "migrate": acl.CatDangerous,
 	"sort":    acl.CatDangerous | acl.CatList | acl.CatSet | acl.CatSortedSet,
@@ -48,8 +46,6 @@ var aclExtra = map[string]acl.Cat{
 // aclDrop are categories the group or flags imply that Redis 7.0 does not
 // give the command.
 var aclDrop = map[string]acl.Cat{
-	"client|getname": acl.CatFast, "client|id": acl.CatFast, "client|info": acl.CatFast,
-	"client|reply": acl.CatFast, "client|setname": acl.CatFast,
 	"pubsub|help": acl.CatPubSub, "sort": acl.CatKeyspace, "sort_ro": acl.CatKeyspace, "wait": acl.CatKeyspace,
 }
 

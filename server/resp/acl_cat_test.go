@@ -14,6 +14,12 @@ import (
 // commandCats asks a server COMMAND INFO for every command (and
 // subcommand) and returns name → its ACL categories, sorted.
 func commandCats(t *testing.T, rdb *redis.Client) map[string]string {
+	return commandInfoSets(t, rdb, 6)
+}
+
+// commandInfoSets is name → the set at position at of each command's
+// COMMAND INFO entry (2: flags, 6: ACL categories), sorted and joined.
+func commandInfoSets(t *testing.T, rdb *redis.Client, at int) map[string]string {
 	t.Helper()
 	res, err := rdb.Do(context.Background(), "COMMAND", "INFO").Result()
 	if err != nil {
@@ -30,14 +36,14 @@ func commandCats(t *testing.T, rdb *redis.Client) map[string]string {
 				continue
 			}
 			name := fmt.Sprint(info[0])
-			var cats []string
-			if cs, ok := info[6].([]any); ok {
+			var set []string
+			if cs, ok := info[at].([]any); ok {
 				for _, c := range cs {
-					cats = append(cats, fmt.Sprint(c))
+					set = append(set, fmt.Sprint(c))
 				}
 			}
-			sort.Strings(cats)
-			out[name] = strings.Join(cats, " ")
+			sort.Strings(set)
+			out[name] = strings.Join(set, " ")
 			if len(info) >= 10 {
 				if subs, ok := info[9].([]any); ok {
 					walk(subs)
@@ -47,6 +53,27 @@ func commandCats(t *testing.T, rdb *redis.Client) map[string]string {
 	}
 	walk(res.([]any))
 	return out
+}
+
+// TestCommandFlagsMatchRedis: every command Zaris serves has the flags
+// redis-server 7.0 gives it in COMMAND INFO — clients and proxies route
+// and retry by them (readonly, write, blocking), and Zaris acts on some
+// itself (fast: the command's counters may wait for the end of its batch,
+// tally.go; allow_busy: served while a script runs).
+func TestCommandFlagsMatchRedis(t *testing.T) {
+	addr := startRedis(t, false)
+	oracle := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = oracle.Close() })
+	n := startNode(t)
+	ours, theirs := commandInfoSets(t, newClient(t, n), 2), commandInfoSets(t, oracle, 2)
+	var diffs []string
+	for name, flags := range ours {
+		if want, ok := theirs[name]; ok && flags != want {
+			diffs = append(diffs, fmt.Sprintf("%s: zaris %q redis %q", name, flags, want))
+		}
+	}
+	sort.Strings(diffs)
+	require.Empty(t, diffs, "COMMAND INFO flags differing from redis-server:\n%s", strings.Join(diffs, "\n"))
 }
 
 // TestACLCategoriesMatchRedis: every command Zaris serves has the ACL

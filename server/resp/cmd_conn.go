@@ -17,8 +17,8 @@ import (
 const RedisVersion = "7.0.0"
 
 const (
-	connFlags = flagNoScript | flagLoading | flagStale | flagFast | flagAllowBusy
-	authFlags = connFlags | flagNoAuth
+	connFlags = flagNoScript | flagLoading | flagStale
+	authFlags = connFlags | flagFast | flagAllowBusy | flagNoAuth
 )
 
 func init() {

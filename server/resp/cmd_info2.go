@@ -95,12 +95,22 @@ func (s *Server) initObservability() {
 func (t *cmdStatsTable) shard(conn int64) []cmdStat { return t.shards[conn&(cmdStatShards-1)] }
 
 func (t *cmdStatsTable) record(conn int64, cmd *command, d time.Duration, failed bool) {
-	st := &t.shard(conn)[cmd.idx]
 	us := uint64(max(d.Microseconds(), 0))
-	st.calls.Add(1)
-	st.usec.Add(us)
+	var nFailed uint64
 	if failed {
-		st.failed.Add(1)
+		nFailed = 1
+	}
+	t.recordRun(conn, cmd, 1, us, nFailed, histBucket(us))
+}
+
+// recordRun counts n calls of cmd whose durations, in whole µs each, sum
+// to us and all fall in latency bucket b; failed of them failed.
+func (t *cmdStatsTable) recordRun(conn int64, cmd *command, n, us, failed uint64, b int) {
+	st := &t.shard(conn)[cmd.idx]
+	st.calls.Add(n)
+	st.usec.Add(us)
+	if failed > 0 {
+		st.failed.Add(failed)
 	}
 	h := st.hist.Load()
 	if h == nil {
@@ -109,7 +119,7 @@ func (t *cmdStatsTable) record(conn int64, cmd *command, d time.Duration, failed
 			h = st.hist.Load()
 		}
 	}
-	h[histBucket(us)].Add(1)
+	h[b].Add(n)
 }
 
 func (t *cmdStatsTable) reject(conn int64, cmd *command) { t.shard(conn)[cmd.idx].rejected.Add(1) }
@@ -303,9 +313,8 @@ func (c *conn) countError(msg string) {
 // as slow: its wait is not work.
 // observe records a command that took d and ended el after its batch's
 // anchor (c.clock).
-func (c *conn) observe(cmd *command, args [][]byte, d, el time.Duration, failed bool) {
+func (c *conn) observe(cmd *command, args [][]byte, d, el time.Duration) {
 	s := c.srv
-	s.cmdStats.record(c.id, cmd, d, failed)
 	blocked := c.wasBlocked
 	c.wasBlocked = false
 	if !blocked {

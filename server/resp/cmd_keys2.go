@@ -36,7 +36,7 @@ func init() {
 			summary: "Returns the serialized value of a key in Redis's DUMP format (RDB version 10 with its CRC64).", run: cmdDump}),
 		g(&command{name: "restore", arity: -4, flags: writeFlags, first: 1, last: 1, step: 1, since: "2.6.0",
 			summary: "Creates a key from a DUMP payload of Zaris or Redis (RDB versions up to 12: strings, lists, sets, sorted sets, hashes, streams) ([REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]).", run: cmdRestore}),
-		g(&command{name: "restore-asking", arity: -4, flags: writeFlags, first: 1, last: 1, step: 1, since: "3.0.0",
+		g(&command{name: "restore-asking", arity: -4, flags: writeFlags | flagAsking, first: 1, last: 1, step: 1, since: "3.0.0",
 			summary: "RESTORE as a Redis Cluster node's MIGRATE sends it: MIGRATE from a Redis Cluster into Zaris.", run: cmdRestore}),
 		&command{name: "memory", arity: -2, group: "server", since: "4.0.0",
 			summary: "A container for memory diagnostics commands.", subs: []*command{

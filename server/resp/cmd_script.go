@@ -296,7 +296,7 @@ func scriptKeys(args [][]byte) []int {
 
 func init() {
 	sc := func(c *command) *command { c.group = "scripting"; c.metric = metrics.OpOther; return c }
-	evalFlags := flagNoScript | flagStale | flagNoMandatoryKeys | flagMovableKeys
+	evalFlags := flagNoScript | flagStale | flagSkipMonitor | flagNoMandatoryKeys | flagMovableKeys
 	register(
 		sc(&command{name: "eval", arity: -3, flags: evalFlags, keys: scriptKeys, since: "2.6.0",
 			summary: "Executes a server-side Lua script atomically under its keys' segments.", run: cmdEval(false, false)}),

@@ -91,10 +91,10 @@ func cmdGet(c *conn, args [][]byte) {
 	res := c.segment(key).Get(key)
 	switch res.Status {
 	case kv.StatusSuccess:
-		c.hits.Add(1)
+		c.tally.hits++
 		c.out.Bulk(res.Value)
 	case kv.StatusNotFound:
-		c.misses.Add(1)
+		c.tally.misses++
 		c.status = kv.StatusNotFound
 		c.out.Null()
 	default:
@@ -400,11 +400,11 @@ func cmdMGet(c *conn, args [][]byte) {
 		k := view(kb)
 		res := c.segment(k).Get(k)
 		if res.Status == kv.StatusSuccess {
-			c.hits.Add(1)
+			c.tally.hits++
 			c.out.Bulk(res.Value)
 			continue
 		}
-		c.misses.Add(1)
+		c.tally.misses++
 		c.out.Null()
 	}
 }
@@ -472,9 +472,9 @@ func cmdGetDel(c *conn, args [][]byte) {
 	r := c.exec(kv.CmdGetDel, args[1], nil, shapePlain)
 	if r.Status == kv.StatusSuccess {
 		if r.Type == kv.ReplyNil {
-			c.misses.Add(1)
+			c.tally.misses++
 		} else {
-			c.hits.Add(1)
+			c.tally.hits++
 		}
 	}
 }
@@ -489,9 +489,9 @@ func cmdGetEX(c *conn, args [][]byte) {
 	res := g.Get(k)
 	switch res.Status {
 	case kv.StatusSuccess:
-		c.hits.Add(1)
+		c.tally.hits++
 	case kv.StatusNotFound:
-		c.misses.Add(1)
+		c.tally.misses++
 		c.out.Null()
 		return
 	default:

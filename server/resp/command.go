@@ -30,14 +30,19 @@ const (
 	flagNoMandatoryKeys
 	flagMovableKeys
 	flagBlocking
+	flagPubSub
+	flagSkipMonitor
+	flagSkipSlowlog
+	flagAsking
 )
 
 var flagNames = []struct {
 	f    cmdFlags
 	name string
 }{
-	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagAdmin, "admin"},
-	{flagNoScript, "noscript"}, {flagBlocking, "blocking"}, {flagLoading, "loading"}, {flagStale, "stale"}, {flagFast, "fast"},
+	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagAdmin, "admin"}, {flagPubSub, "pubsub"},
+	{flagNoScript, "noscript"}, {flagBlocking, "blocking"}, {flagLoading, "loading"}, {flagStale, "stale"},
+	{flagSkipMonitor, "skip_monitor"}, {flagSkipSlowlog, "skip_slowlog"}, {flagAsking, "asking"}, {flagFast, "fast"},
 	{flagNoAuth, "no_auth"}, {flagAllowBusy, "allow_busy"}, {flagNoMandatoryKeys, "no_mandatory_keys"},
 	{flagMovableKeys, "movablekeys"},
 }
@@ -179,7 +184,10 @@ func (cmd *command) keyIndexes(args [][]byte) []int {
 		last += len(args)
 	}
 	last = min(last, len(args)-1)
-	var out []int
+	if last < cmd.first {
+		return nil
+	}
+	out := make([]int, 0, (last-cmd.first)/cmd.step+1)
 	for i := cmd.first; i <= last; i += cmd.step {
 		out = append(out, i)
 	}
@@ -279,7 +287,10 @@ func (c *conn) execute(args [][]byte) {
 		c.closing = true
 		return
 	}
-	c.lastCmd.Store(cmd)
+	c.tally.lastCmd = cmd
+	if cmd.flags&flagFast == 0 {
+		c.publishTally() // it may read the counters, or wait (tally.go)
+	}
 	c.status = kv.StatusSuccess
 	errsBefore := c.errReplies
 	// The command starts where the previous one of the batch ended, or
@@ -345,12 +356,8 @@ func (c *conn) execute(args [][]byte) {
 		d = time.Since(anchorAt) - began
 	}
 	c.since = el
-	c.cmds.Add(1)
-	c.lastActive.Store(c.clockUnix + int64(el))
-	if m := c.srv.cfg.Metrics; m != nil {
-		m.OpShard(uint32(c.id), cmd.metric, c.status, d)
-	}
-	c.observe(cmd, args, d, el, c.errReplies != errsBefore)
+	c.count(cmd, c.status, d, c.errReplies != errsBefore, c.clockUnix+int64(el))
+	c.observe(cmd, args, d, el)
 }
 
 // rejectCmd refuses a known command before it runs (rejected_calls).

@@ -105,7 +105,7 @@ type conn struct {
 
 	// read by CLIENT LIST / INFO from other goroutines
 	created    time.Time
-	lastActive atomic.Int64 // Unix ns of the last command
+	lastActive atomic.Int64 // Unix ns of the last command (published by the tally)
 	name       atomic.Pointer[string]
 	user       atomic.Pointer[string] // the authenticated user; nil = default
 	everAuthed atomic.Bool            // authenticated once: the AuthTimeout no longer applies
@@ -113,6 +113,7 @@ type conn struct {
 	libVer     atomic.Pointer[string]
 	lastCmd    atomic.Pointer[command]
 	proto      atomic.Int32
+	tally      tally // the conn's own: counters on their way to the atomics here (tally.go)
 	cmds       atomic.Uint64
 	netIn      atomic.Uint64
 	netOut     atomic.Uint64
@@ -280,6 +281,12 @@ func (c *conn) abort() {
 // handleBuffered executes every complete command in the read buffer. It
 // reports false when the connection must end without writing anything more.
 func (c *conn) handleBuffered() bool {
+	ok := c.runBuffered()
+	c.publishTally()
+	return ok
+}
+
+func (c *conn) runBuffered() bool {
 	for c.r < c.w {
 		args, n, err := c.parser.Next(c.buf[c.r:c.w], &c.lim)
 		if err != nil {
@@ -306,8 +313,11 @@ func (c *conn) handleBuffered() bool {
 		if c.closing {
 			return true
 		}
-		if len(c.out.B) >= flushThreshold && !c.flush() {
-			return false
+		if len(c.out.B) >= flushThreshold {
+			c.publishTally() // before the replies tell the client the commands ran
+			if !c.flush() {
+				return false
+			}
 		}
 	}
 	return true

@@ -36,17 +36,7 @@ const (
 // planKeys is the rule, pure: the keys' slots and segments, and which
 // segments this node serves now.
 func planKeys(slots, segs []uint16, served func(seg uint16) bool) keysPlan {
-	if len(slots) < 2 {
-		return planOneSlot
-	}
-	one := true
-	for _, s := range slots[1:] {
-		if s != slots[0] {
-			one = false
-			break
-		}
-	}
-	if one {
+	if oneSlot(slots) {
 		return planOneSlot
 	}
 	for _, g := range segs {
@@ -55,6 +45,16 @@ func planKeys(slots, segs []uint16, served func(seg uint16) bool) keysPlan {
 		}
 	}
 	return planLocal
+}
+
+// oneSlot reports whether the keys' slots are at most one.
+func oneSlot(slots []uint16) bool {
+	for _, s := range slots {
+		if s != slots[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // keysPlanOf applies planKeys to a command's arguments; with planLocal it
@@ -70,6 +70,9 @@ func (c *conn) keysPlanOf(cmd *command, args [][]byte) (keysPlan, []uint16) {
 	slots := slotBuf[:0]
 	for _, at := range idx {
 		slots = append(slots, placement.Slot(view(args[at])))
+	}
+	if oneSlot(slots) { // the common case, decided before the segments are listed
+		return planOneSlot, nil
 	}
 	segs := make([]uint16, len(slots))
 	for i, sl := range slots {

@@ -26,7 +26,7 @@ const subscriberBuffer = 4096
 
 func init() {
 	p := func(c *command) *command { c.group = "pubsub"; return c }
-	psFlags := flagNoScript | flagLoading | flagStale
+	psFlags := flagPubSub | flagNoScript | flagLoading | flagStale
 	register(
 		p(&command{name: "subscribe", arity: -2, flags: psFlags, since: "2.0.0",
 			summary: "Listens for messages published to channels.", run: cmdSubscribe(false)}),
@@ -36,12 +36,12 @@ func init() {
 			summary: "Stops listening to messages posted to channels (all of them without arguments).", run: cmdUnsubscribe(false)}),
 		p(&command{name: "punsubscribe", arity: -1, flags: psFlags, since: "2.0.0",
 			summary: "Stops listening to messages published to channels that match one or more patterns (all without arguments).", run: cmdUnsubscribe(true)}),
-		p(&command{name: "publish", arity: 3, flags: flagLoading | flagStale | flagFast, since: "2.0.0",
+		p(&command{name: "publish", arity: 3, flags: flagPubSub | flagLoading | flagStale | flagFast, since: "2.0.0",
 			summary: "Posts a message to a channel; returns the number of subscribers that received it.", run: cmdPublish}),
 		p(&command{name: "pubsub", arity: -2, since: "2.8.0", summary: "A container for Pub/Sub commands.", subs: []*command{
-			{name: "channels", arity: -2, flags: flagLoading | flagStale, summary: "Returns the active channels ([pattern]).", run: cmdPubSubChannels},
-			{name: "numsub", arity: -2, flags: flagLoading | flagStale, summary: "Returns a count of subscribers to channels.", run: cmdPubSubNumSub},
-			{name: "numpat", arity: 2, flags: flagLoading | flagStale, summary: "Returns a count of unique pattern subscriptions.", run: cmdPubSubNumPat},
+			{name: "channels", arity: -2, flags: flagPubSub | flagLoading | flagStale, summary: "Returns the active channels ([pattern]).", run: cmdPubSubChannels},
+			{name: "numsub", arity: -2, flags: flagPubSub | flagLoading | flagStale, summary: "Returns a count of subscribers to channels.", run: cmdPubSubNumSub},
+			{name: "numpat", arity: 2, flags: flagPubSub | flagLoading | flagStale, summary: "Returns a count of unique pattern subscriptions.", run: cmdPubSubNumPat},
 			{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the PUBSUB subcommands.", run: cmdPubSubHelp},
 		}}),
 	)

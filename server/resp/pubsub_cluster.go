@@ -38,19 +38,19 @@ const clusterQueryTimeout = 2 * time.Second
 
 func init() {
 	p := func(c *command) *command { c.group = "pubsub"; return c }
-	psFlags := flagNoScript | flagLoading | flagStale
+	psFlags := flagPubSub | flagNoScript | flagLoading | flagStale
 	register(
 		p(&command{name: "ssubscribe", arity: -2, flags: psFlags, first: 1, last: -1, step: 1, since: "7.0.0",
 			summary: "Listens for messages published to shard channels.", run: cmdSSubscribe}),
 		p(&command{name: "sunsubscribe", arity: -1, flags: psFlags, first: 1, last: -1, step: 1, since: "7.0.0",
 			summary: "Stops listening to messages posted to shard channels (all of them without arguments).", run: cmdSUnsubscribe}),
-		p(&command{name: "spublish", arity: 3, flags: flagLoading | flagStale | flagFast, first: 1, last: 1, step: 1, since: "7.0.0",
+		p(&command{name: "spublish", arity: 3, flags: flagPubSub | flagLoading | flagStale | flagFast, first: 1, last: 1, step: 1, since: "7.0.0",
 			summary: "Posts a message to a shard channel; returns the number of subscribers that received it.", run: cmdSPublish}),
 	)
 	ps := commandTable["pubsub"]
 	for _, sub := range []*command{
-		{name: "shardchannels", arity: -2, flags: flagLoading | flagStale, summary: "Returns the active shard channels ([pattern]).", run: cmdPubSubShardChannels},
-		{name: "shardnumsub", arity: -2, flags: flagLoading | flagStale, summary: "Returns the count of subscribers of shard channels.", run: cmdPubSubShardNumSub},
+		{name: "shardchannels", arity: -2, flags: flagPubSub | flagLoading | flagStale, summary: "Returns the active shard channels ([pattern]).", run: cmdPubSubShardChannels},
+		{name: "shardnumsub", arity: -2, flags: flagPubSub | flagLoading | flagStale, summary: "Returns the count of subscribers of shard channels.", run: cmdPubSubShardNumSub},
 	} {
 		sub.parent = ps
 		sub.name = "pubsub|" + sub.name

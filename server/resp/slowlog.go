@@ -98,9 +98,9 @@ func init() {
 	register(
 		&command{name: "slowlog", arity: -2, group: "server", since: "2.2.12",
 			summary: "A container for slow log commands.", subs: []*command{
-				{name: "get", arity: -2, flags: adminFlags, summary: "Returns the slow log's entries.", tips: []string{"request_policy:all_nodes", "nondeterministic_output"}, run: cmdSlowlogGet},
-				{name: "len", arity: 2, flags: adminFlags, summary: "Returns the number of entries in the slow log.", tips: []string{"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"}, run: cmdSlowlogLen},
-				{name: "reset", arity: 2, flags: adminFlags, summary: "Clears all entries from the slow log.", tips: []string{"request_policy:all_nodes", "response_policy:all_succeeded"}, run: cmdSlowlogReset},
+				{name: "get", arity: -2, flags: flagAdmin | flagLoading | flagStale, summary: "Returns the slow log's entries.", tips: []string{"request_policy:all_nodes", "nondeterministic_output"}, run: cmdSlowlogGet},
+				{name: "len", arity: 2, flags: flagAdmin | flagLoading | flagStale, summary: "Returns the number of entries in the slow log.", tips: []string{"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"}, run: cmdSlowlogLen},
+				{name: "reset", arity: 2, flags: flagAdmin | flagLoading | flagStale, summary: "Clears all entries from the slow log.", tips: []string{"request_policy:all_nodes", "response_policy:all_succeeded"}, run: cmdSlowlogReset},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Show helpful text about the different subcommands", run: cmdSlowlogHelp},
 			}},
 		&command{name: "latency", arity: -2, group: "server", since: "2.8.13",

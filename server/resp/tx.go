@@ -92,7 +92,7 @@ func init() {
 	register(
 		t(&command{name: "multi", arity: 1, flags: txFlags, since: "1.2.0",
 			summary: "Starts a transaction: the following commands are queued (+QUEUED) until EXEC or DISCARD. All their keys must be on this node.", run: cmdMulti}),
-		t(&command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale, since: "1.2.0", metric: metrics.OpBatch,
+		t(&command{name: "exec", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagSkipSlowlog, since: "1.2.0", metric: metrics.OpBatch,
 			summary: "Executes the queued commands atomically (the locks of their keys' segments); a null array when a watched key changed, EXECABORT after a queuing error.", run: cmdExec}),
 		t(&command{name: "discard", arity: 1, flags: txFlags, since: "2.0.0",
 			summary: "Discards the queued commands and forgets the watched keys.", run: cmdDiscard}),

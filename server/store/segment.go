@@ -71,6 +71,10 @@ type Segment struct {
 	// owned: the segment's bytes count against the owned-data cap (R-MEM-4);
 	// otherwise they are replica bytes.
 	owned bool
+	// ownedNow mirrors owned for Owned, which a multi-key command asks of
+	// each of its segments before it locks them: no lock, no shared write
+	// to the lock's cache line.
+	ownedNow atomic.Bool
 	// fenced: a live migration's write fence (R-MIG-2) — the segment is
 	// still served for reads, every write answers Migrating, and nothing
 	// of its own (expiry sweeps, eviction) changes it, so that its content
@@ -116,6 +120,7 @@ func newSegment(s *Store, id uint16) *Segment {
 		log:   newOpLog(s.cfg.OpLogMaxOps, s.cfg.OpLogMaxBytes),
 		owned: true,
 	}
+	g.ownedNow.Store(true)
 	g.feed = feedLog{maxBytes: s.cfg.FeedRetentionBytes, maxAge: feedRetention(s.cfg.FeedRetentionAge)}
 	if g.feed.enabled() {
 		g.log.spill = g.keepTrimmedLocked
@@ -522,6 +527,7 @@ func (g *Segment) SetOwned(owned bool) {
 	}
 	g.store.account(g.owned, -g.bytes, -int64(g.live))
 	g.owned = owned
+	g.ownedNow.Store(owned)
 	g.store.account(g.owned, g.bytes, int64(g.live))
 }
 
@@ -575,11 +581,7 @@ func (g *Segment) PendingTransactions() int {
 }
 
 // Owned reports whether the segment counts as owned data.
-func (g *Segment) Owned() bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.owned
-}
+func (g *Segment) Owned() bool { return g.ownedNow.Load() }
 
 // Snapshot is a revision-anchored copy of a segment's live records: every
 // mutation up to Revision is reflected, none after.
