@@ -172,7 +172,12 @@ func (cmd *command) arityOK(n int) bool {
 }
 
 // keyIndexes returns the positions of the keys in args.
-func (cmd *command) keyIndexes(args [][]byte) []int {
+func (cmd *command) keyIndexes(args [][]byte) []int { return cmd.appendKeyIndexes(nil, args) }
+
+// appendKeyIndexes is keyIndexes into dst's room when the command's keys
+// are a range (a caller's stack buffer: MSET's ten keys without an
+// allocation).
+func (cmd *command) appendKeyIndexes(dst []int, args [][]byte) []int {
 	if cmd.keys != nil {
 		return cmd.keys(args)
 	}
@@ -187,7 +192,10 @@ func (cmd *command) keyIndexes(args [][]byte) []int {
 	if last < cmd.first {
 		return nil
 	}
-	out := make([]int, 0, (last-cmd.first)/cmd.step+1)
+	out := dst[:0]
+	if n := (last-cmd.first)/cmd.step + 1; n > cap(dst) {
+		out = make([]int, 0, n)
+	}
 	for i := cmd.first; i <= last; i += cmd.step {
 		out = append(out, i)
 	}
@@ -678,7 +686,18 @@ func (c *conn) exec(op kv.CmdOp, key []byte, args [][]byte, sh shape) kv.Reply {
 // execRaw runs a store command without writing anything.
 func (c *conn) execRaw(op kv.CmdOp, key []byte, args ...[]byte) kv.Reply {
 	k := view(key)
-	return c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: args})
+	// The arguments are copied into the connection's room, so the caller's
+	// variadic slice stays on its stack: the command escapes to the store,
+	// and a slice of it was an allocation per call (ZPOPMIN's only one).
+	if len(args) > len(c.rawArgs) || c.rawArgsBusy {
+		return c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: append([][]byte(nil), args...)})
+	}
+	c.rawArgsBusy = true // a store callback that runs a command of this connection must not reuse the room
+	n := copy(c.rawArgs[:], args)
+	r := c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: c.rawArgs[:n:n]})
+	clear(c.rawArgs[:n]) // holds no argument buffer past the call
+	c.rawArgsBusy = false
+	return r
 }
 
 // --- argument parsing ---

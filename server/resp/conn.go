@@ -103,6 +103,16 @@ type conn struct {
 	barrierWrites []kv.SegmentWrite
 	barrierStatus []kv.Status
 
+	tally tally // counters on their way to the atomics below (tally.go)
+	// rawArgs holds execRaw's arguments; rawArgsBusy while the store has them.
+	rawArgs     [6][]byte
+	rawArgsBusy bool
+	// planSegs holds keysPlanOf's segments; view is a multi-key command's
+	// locked view (atomicallyMany), viewBusy while one runs in it.
+	planSegs [16]uint16
+	view     store.Atomic
+	viewBusy bool
+
 	// read by CLIENT LIST / INFO from other goroutines
 	created    time.Time
 	lastActive atomic.Int64 // Unix ns of the last command (published by the tally)
@@ -113,7 +123,6 @@ type conn struct {
 	libVer     atomic.Pointer[string]
 	lastCmd    atomic.Pointer[command]
 	proto      atomic.Int32
-	tally      tally // the conn's own: counters on their way to the atomics here (tally.go)
 	cmds       atomic.Uint64
 	netIn      atomic.Uint64
 	netOut     atomic.Uint64

@@ -60,7 +60,8 @@ func oneSlot(slots []uint16) bool {
 // keysPlanOf applies planKeys to a command's arguments; with planLocal it
 // returns the segments to lock, ascending and distinct.
 func (c *conn) keysPlanOf(cmd *command, args [][]byte) (keysPlan, []uint16) {
-	idx := cmd.keyIndexes(args)
+	var idxBuf [16]int
+	idx := cmd.appendKeyIndexes(idxBuf[:0], args)
 	if len(idx) < 2 {
 		return planOneSlot, nil
 	}
@@ -74,9 +75,14 @@ func (c *conn) keysPlanOf(cmd *command, args [][]byte) (keysPlan, []uint16) {
 	if oneSlot(slots) { // the common case, decided before the segments are listed
 		return planOneSlot, nil
 	}
-	segs := make([]uint16, len(slots))
-	for i, sl := range slots {
-		segs[i] = placement.SegmentOfSlot(sl, c.srv.segs)
+	// In the connection's room: runLocked has read them before the
+	// command runs, so a command it runs (a script's) may plan again.
+	segs := c.planSegs[:0]
+	if len(slots) > len(c.planSegs) {
+		segs = make([]uint16, 0, len(slots))
+	}
+	for _, sl := range slots {
+		segs = append(segs, placement.SegmentOfSlot(sl, c.srv.segs))
 	}
 	slices.Sort(segs)
 	segs = slices.Compact(segs)
@@ -85,6 +91,18 @@ func (c *conn) keysPlanOf(cmd *command, args [][]byte) (keysPlan, []uint16) {
 		return plan, nil
 	}
 	return plan, segs
+}
+
+// atomicallyMany is the store's AtomicallyMany with the view in the
+// connection's room unless a view of it is already running there.
+func (c *conn) atomicallyMany(segs []uint16, fn func(a *store.Atomic)) {
+	if c.viewBusy {
+		c.srv.store.AtomicallyMany(segs, fn)
+		return
+	}
+	c.viewBusy = true
+	defer func() { c.viewBusy = false }()
+	c.srv.store.AtomicallyManyIn(&c.view, segs, fn)
 }
 
 // served reports whether this node serves segment seg now.
@@ -108,7 +126,7 @@ func (c *conn) runLocked(cmd *command, args [][]byte, segs []uint16) {
 		cmd.run(c, args)
 		return
 	}
-	c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) {
+	c.atomicallyMany(segs, func(a *store.Atomic) {
 		if cmd.flags&flagWrite != 0 && a.Fenced() {
 			// A segment is moving (its cut-over's write fence): refuse the
 			// whole command rather than write the other segments' keys.
@@ -154,7 +172,7 @@ func (c *conn) atomically(write bool, keys [][]byte, fn func()) {
 	for i, k := range keys {
 		segs[i] = placement.SegmentOf(view(k), c.srv.segs)
 	}
-	c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) {
+	c.atomicallyMany(segs, func(a *store.Atomic) {
 		if write && a.Fenced() {
 			c.out.Error("TRYAGAIN a key's slot is moving to another node; retry")
 			return

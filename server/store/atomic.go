@@ -66,7 +66,15 @@ func (g *Segment) Atomically(fn func(a *Atomic)) {
 // segment is refused. The same rules as Atomically apply to fn. ids must
 // not be empty.
 func (s *Store) AtomicallyMany(ids []uint16, fn func(a *Atomic)) {
-	// One allocation for a command of a few segments (an MGET, an MSET):
+	s.AtomicallyManyIn(new(Atomic), ids, fn)
+}
+
+// AtomicallyManyIn is AtomicallyMany with the view in a's memory, which
+// the caller keeps for its next command (a connection: the view was the
+// one allocation of an MSET besides its records). a is overwritten, and
+// must not be in use by an AtomicallyManyIn still running.
+func (s *Store) AtomicallyManyIn(a *Atomic, ids []uint16, fn func(a *Atomic)) {
+	// No allocation for a command of a few segments (an MGET, an MSET):
 	// the ids sorted on the stack, the segments in the view's own room, and
 	// one deferred unlock of them all (a defer per lock in the loop was a
 	// heap-allocated defer record each).
@@ -77,7 +85,7 @@ func (s *Store) AtomicallyMany(ids []uint16, fn func(a *Atomic)) {
 		slices.Sort(sorted)
 		sorted = slices.Compact(sorted)
 	}
-	a := &Atomic{now: s.writeNow()}
+	*a = Atomic{now: s.writeNow()}
 	segs := a.room[:0]
 	if len(sorted) > len(a.room) {
 		segs = make([]*Segment, 0, len(sorted))
