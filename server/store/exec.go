@@ -132,7 +132,7 @@ func (x *execCtx) stringBytes(s string) []byte {
 func (x *execCtx) changed() { x.effect = x.cmd }
 
 // changedAs records a normalised effect (e.g. HINCRBY logged as HSET). An
-// effect of up to two arguments lives in the context's own room: the op-log
+// effect of up to four arguments lives in the context's own room: the op-log
 // entry copies it before the write returns (newLoggedEffect), so an HSET of
 // an existing field or a ZADD of one member allocates neither the command
 // nor its argument slice (issue #17).
@@ -158,7 +158,7 @@ func (x *execCtx) changedArgs(op kv.CmdOp, args [][]byte) {
 // number formatted into it (a ZADD's resulting score).
 type effectRoom struct {
 	cmd  kv.Cmd
-	args [2][]byte
+	args [4][]byte
 	num  [32]byte
 }
 
@@ -506,6 +506,16 @@ type loggedEffect2 struct {
 // effectInline is the argument bytes the small forms carry inline.
 const effectInline = 64
 
+type loggedEffect4 struct {
+	loggedEffect
+	args [4][]byte
+}
+
+type loggedEffect4Small struct {
+	loggedEffect4
+	data [effectInline]byte
+}
+
 type loggedEffect1Small struct {
 	loggedEffect1
 	data [effectInline]byte
@@ -531,6 +541,10 @@ func newLoggedEffect(rec *Record, effect *kv.Cmd) *loggedEffect {
 		l := &loggedEffect2Small{}
 		le, buf = &l.loggedEffect, l.data[:0:size]
 		le.cmd.Args = l.args[:2:2]
+	case n <= 4 && size <= effectInline: // an XADD of one field: ID, field, value
+		l := &loggedEffect4Small{}
+		le, buf = &l.loggedEffect, l.data[:0:size]
+		le.cmd.Args = l.args[:n:n]
 	case n == 1:
 		l1 := &loggedEffect1{}
 		le = &l1.loggedEffect
@@ -539,6 +553,10 @@ func newLoggedEffect(rec *Record, effect *kv.Cmd) *loggedEffect {
 		l2 := &loggedEffect2{}
 		le = &l2.loggedEffect
 		le.cmd.Args = l2.args[:2:2]
+	case n <= 4:
+		l4 := &loggedEffect4{}
+		le = &l4.loggedEffect
+		le.cmd.Args = l4.args[:n:n]
 	default:
 		le = &loggedEffect{}
 		le.cmd.Args = make([][]byte, n)

@@ -1017,7 +1017,10 @@ func xadd(x *execCtx) kv.Reply {
 		s.trimFront(n)
 	}
 	idb := id.bytes() // the effect is copied into the op-log: the reply may share it
-	effect := make([][]byte, 0, len(args))
+	effect := x.room.args[:0] // copied by the op-log before the write returns
+	if len(args) > len(x.room.args) {
+		effect = make([][]byte, 0, len(args))
+	}
 	effect = append(effect, args[:i]...)
 	effect = append(effect, idb)
 	x.changedArgs(kv.CmdXAdd, append(effect, fields...))
