@@ -49,7 +49,9 @@ func BenchmarkRedisBenchmarkRows(b *testing.B) {
 			}
 			return args
 		}},
-		{"XADD", func(int) [][]byte { return [][]byte{[]byte("XADD"), []byte("mystream"), []byte("*"), []byte("myfield"), val} }},
+		{"XADD", func(int) [][]byte {
+			return [][]byte{[]byte("XADD"), []byte("mystream"), []byte("*"), []byte("myfield"), val}
+		}},
 	}
 	n := startNode(b, func(c *server.Config) { c.MaxItemBytes, c.MemoryMaxBytes = 512<<20, 2<<30 }) // one list takes every LPUSH
 	conn, err := net.Dial("tcp", n.RESPAddr().String())
@@ -62,16 +64,7 @@ func BenchmarkRedisBenchmarkRows(b *testing.B) {
 	for _, row := range rows {
 		b.Run(row.name, func(b *testing.B) {
 			_ = conn.SetDeadline(time.Now().Add(10 * time.Minute))
-			batches := make([][]byte, 64) // 64 batches cycle, so keys vary as -r does
-			for j := range batches {
-				for i := range pipeline {
-					args := row.cmd((j*pipeline + i) * 97 % 100000)
-					batches[j] = fmt.Appendf(batches[j], "*%d\r\n", len(args))
-					for _, a := range args {
-						batches[j] = fmt.Appendf(batches[j], "$%d\r\n%s\r\n", len(a), a)
-					}
-				}
-			}
+			batches := pipelineBatches(pipeline, row.cmd)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for done, j := 0, 0; done < b.N; done, j = done+pipeline, j+1 {
@@ -100,6 +93,22 @@ func BenchmarkRedisBenchmarkRows(b *testing.B) {
 			}
 		})
 	}
+}
+
+// pipelineBatches is 64 batches of n commands each, cmd's for the indexes
+// i*97 mod 100 000: they cycle, so keys vary as redis-benchmark's -r does.
+func pipelineBatches(n int, cmd func(i int) [][]byte) [][]byte {
+	batches := make([][]byte, 64)
+	for j := range batches {
+		for i := range n {
+			args := cmd((j*n + i) * 97 % 100000)
+			batches[j] = fmt.Appendf(batches[j], "*%d\r\n", len(args))
+			for _, a := range args {
+				batches[j] = fmt.Appendf(batches[j], "$%d\r\n%s\r\n", len(a), a)
+			}
+		}
+	}
+	return batches
 }
 
 // replyEnd is the length of the complete RESP2 reply at the start of p, or

@@ -58,6 +58,22 @@ type configParam struct {
 	get func(s *Server) string
 }
 
+// lfuParam is CONFIG's view of one of the store's two LFU parameters
+// (which: 0 the log factor, 1 the decay time), read and set live there.
+func lfuParam(name string, which int) *configParam {
+	get := func(s *Server) [2]int {
+		f, d := s.store.LFU()
+		return [2]int{f, d}
+	}
+	return &configParam{name: name, kind: kindInt, min: 0, max: int32Max,
+		get: func(s *Server) string { return strconv.Itoa(get(s)[which]) },
+		apply: func(s *Server, v string) {
+			p := get(s)
+			p[which], _ = strconv.Atoi(v)
+			_ = s.store.SetLFU(p[0], p[1])
+		}}
+}
+
 // liveLimits are the front end's limits CONFIG SET may change while
 // connections read them: atomics, loaded where they apply.
 type liveLimits struct {
@@ -113,22 +129,8 @@ var configTable = []*configParam{
 	{name: "maxmemory-samples", kind: kindInt, min: 1, max: int32Max, deflt: "5"},
 	{name: "maxmemory-eviction-tenacity", kind: kindInt, min: 0, max: 100, deflt: "10"},
 	{name: "maxmemory-clients", kind: kindMem, min: 0, max: int64Max, deflt: "0"},
-	{name: "lfu-log-factor", kind: kindInt, min: 0, max: int32Max, get: func(s *Server) string {
-		f, _ := s.store.LFU()
-		return strconv.Itoa(f)
-	}, apply: func(s *Server, v string) {
-		n, _ := strconv.Atoi(v)
-		_, d := s.store.LFU()
-		_ = s.store.SetLFU(n, d)
-	}},
-	{name: "lfu-decay-time", kind: kindInt, min: 0, max: int32Max, get: func(s *Server) string {
-		_, d := s.store.LFU()
-		return strconv.Itoa(d)
-	}, apply: func(s *Server, v string) {
-		n, _ := strconv.Atoi(v)
-		f, _ := s.store.LFU()
-		_ = s.store.SetLFU(f, n)
-	}},
+	lfuParam("lfu-log-factor", 0),
+	lfuParam("lfu-decay-time", 1),
 	{name: "replica-ignore-maxmemory", aliases: []string{"slave-ignore-maxmemory"}, kind: kindBool, deflt: "yes"},
 
 	// Encodings: accepted and reported; Zaris has one encoding per type.

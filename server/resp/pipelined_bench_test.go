@@ -34,17 +34,7 @@ func BenchmarkPipelined(b *testing.B) {
 			defer conn.Close()
 			_ = conn.SetDeadline(time.Now().Add(10 * time.Minute))
 			const pipeline = 16
-			// 64 distinct batches cycle, so keys vary as -r does.
-			batches := make([][]byte, 64)
-			for j := range batches {
-				for k := range pipeline {
-					args := row.cmd((j*pipeline + k) * 97 % 100000)
-					batches[j] = fmt.Appendf(batches[j], "*%d\r\n", len(args))
-					for _, a := range args {
-						batches[j] = fmt.Appendf(batches[j], "$%d\r\n%s\r\n", len(a), a)
-					}
-				}
-			}
+			batches := pipelineBatches(pipeline, row.cmd)
 			buf := make([]byte, 64<<10)
 			b.ReportAllocs()
 			b.ResetTimer()

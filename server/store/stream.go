@@ -1016,7 +1016,7 @@ func xadd(x *execCtx) kv.Reply {
 	if n > 0 {
 		s.trimFront(n)
 	}
-	idb := id.bytes() // the effect is copied into the op-log: the reply may share it
+	idb := id.bytes()         // the effect is copied into the op-log: the reply may share it
 	effect := x.room.args[:0] // copied by the op-log before the write returns
 	if len(args) > len(x.room.args) {
 		effect = make([][]byte, 0, len(args))
