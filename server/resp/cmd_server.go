@@ -22,6 +22,7 @@ func init() {
 				{name: "docs", arity: -2, flags: flagLoading | flagStale, summary: "Returns documentary information about one, multiple or all commands.", run: cmdCommandDocs},
 				{name: "list", arity: -2, flags: flagLoading | flagStale, summary: "Returns a list of command names ([FILTERBY PATTERN p | ACLCAT c]).", run: cmdCommandList},
 				{name: "getkeys", arity: -4, flags: flagLoading | flagStale, summary: "Extracts the key names from an arbitrary command.", run: cmdCommandGetKeys},
+				{name: "getkeysandflags", arity: -4, flags: flagLoading | flagStale, since: "7.0.0", summary: "Extracts the key names and their access flags from an arbitrary command.", run: cmdCommandGetKeysAndFlags},
 				{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the COMMAND subcommands.", run: cmdCommandHelp},
 			}},
 		&command{name: "info", arity: -1, flags: flagLoading | flagStale, group: "server", since: "1.0.0",
@@ -121,57 +122,16 @@ func writeCommandInfo(c *conn, cmd *command) {
 	for _, cat := range cats {
 		c.out.Simple(cat)
 	}
-	c.out.Set(len(cmd.tips))
-	for _, t := range cmd.tips {
-		c.out.Simple(t)
+	tips := tipsOf(cmd)
+	c.out.Set(len(tips))
+	for _, t := range tips {
+		c.out.BulkString(t) // bulk, as Redis writes them (flags and categories are simple)
 	}
 	writeKeySpecs(c, cmd)
 	c.out.Array(len(cmd.subs))
 	for _, s := range cmd.subs {
 		writeCommandInfo(c, s)
 	}
-}
-
-// writeKeySpecs writes the command's key specification (Redis 7): a range
-// from first to last with step, or none.
-func writeKeySpecs(c *conn, cmd *command) {
-	if cmd.step <= 0 {
-		c.out.Array(0)
-		return
-	}
-	flag := "RO"
-	if cmd.flags&flagWrite != 0 {
-		flag = "RW"
-	}
-	c.out.Array(1)
-	c.out.Map(3)
-	c.out.BulkString("flags")
-	c.out.Set(1)
-	c.out.Simple(flag)
-	c.out.BulkString("begin_search")
-	c.out.Map(2)
-	c.out.BulkString("type")
-	c.out.BulkString("index")
-	c.out.BulkString("spec")
-	c.out.Map(1)
-	c.out.BulkString("index")
-	c.out.Int(int64(cmd.first))
-	c.out.BulkString("find_keys")
-	c.out.Map(2)
-	c.out.BulkString("type")
-	c.out.BulkString("range")
-	c.out.BulkString("spec")
-	c.out.Map(3)
-	c.out.BulkString("lastkey")
-	last := cmd.last
-	if last >= 0 {
-		last -= cmd.first
-	}
-	c.out.Int(int64(last))
-	c.out.BulkString("keystep")
-	c.out.Int(int64(cmd.step))
-	c.out.BulkString("limit")
-	c.out.Int(0)
 }
 
 // aclCategories lists the command's ACL categories as COMMAND INFO does
@@ -302,6 +262,7 @@ func cmdCommandHelp(c *conn, _ [][]byte) {
 		"INFO [<command-name> ...]", "    Return details about multiple commands.",
 		"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
 		"GETKEYS <full-command>", "    Return the keys from a full command.",
+		"GETKEYSANDFLAGS <full-command>", "    Return the keys and the access flags from a full command.",
 	})
 }
 

@@ -87,7 +87,6 @@ var leftOut = map[string]string{
 	"cluster|slaves":                whyPerPartition,
 	"cluster|links":                 whyNoBus,
 	"cluster|count-failure-reports": whyNoBus,
-	"command|getkeysandflags":       whyNotYet,
 	"debug":                         "not exposed: DEBUG exists to crash, stall and inspect a Redis process",
 	"failover":                      whyPerPartition,
 	"replicaof":                     whyPerPartition,
