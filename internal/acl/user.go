@@ -156,6 +156,16 @@ func (u *User) CanKey(key []byte, p Perm) bool {
 		return true
 	}
 	k := unsafe.String(unsafe.SliceData(key), len(key)) // read only, not retained
+	if p == 0 {
+		// A key the command neither reads nor writes (EXISTS, TYPE): any
+		// pattern that matches it will do, as in Redis.
+		for _, kp := range u.Keys {
+			if glob.Match(kp.Pattern, k) {
+				return true
+			}
+		}
+		return false
+	}
 	var have Perm
 	for _, kp := range u.Keys {
 		if kp.Perm&p&^have != 0 && glob.Match(kp.Pattern, k) {

@@ -168,7 +168,17 @@ func aclDenial(u *acl.User, cmd *command, args [][]byte) (reason, object string)
 	if !u.CanRun(cmd.aclID) {
 		return "command", cmd.name
 	}
-	if !u.AllKeys && (cmd.step > 0 || cmd.keys != nil) {
+	if _, known := redisCommandSpecs[cmd.name]; known && !u.AllKeys {
+		// Redis's rule: each key by the flags of the specification that
+		// names it (LPUSH inserts: write only; EXISTS: any pattern).
+		if hasKeyArgs(cmd) {
+			for _, k := range keysAndFlags(cmd, args) {
+				if !u.CanKey(args[k.pos], keyPermOf(k.flags)) {
+					return "key", string(args[k.pos])
+				}
+			}
+		}
+	} else if !u.AllKeys && (cmd.step > 0 || cmd.keys != nil) {
 		perm := keyPerm(cmd, args)
 		if cmd.keys != nil {
 			for _, i := range cmd.keys(args) {

@@ -1,6 +1,10 @@
 package resp
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/zaris-io/zaris/internal/acl"
+)
 
 // Key specifications (Redis 7): where a command's keys are and what it
 // does to each — the flags COMMAND INFO reports and COMMAND
@@ -235,6 +239,39 @@ func keysBySpecs(specs []keySpec, args [][]byte) ([]keyAt, bool) {
 	return out, true
 }
 
+// keysAndFlags is the keys of args (args[0] the command's name) with their
+// flags: through the specifications, or the command's own key finder where
+// they do not tell (Redis's getKeysFromCommandWithSpecs).
+func keysAndFlags(cmd *command, args [][]byte) []keyAt {
+	specs := keySpecsOf(cmd)
+	keys, ok := keysBySpecs(specs, args)
+	if ok {
+		return keys
+	}
+	keys = keys[:0]
+	for _, i := range cmd.keyIndexes(args) {
+		keys = append(keys, keyAt{pos: i, flags: fallbackKeyFlags(cmd, specs, args, i)})
+	}
+	return keys
+}
+
+// keyPermOf is the ACL permission a key with these flags needs, as Redis's
+// ACLSelectorCheckKey derives it: read to access the value, write to
+// insert, update or delete; neither (EXISTS, TYPE) needs only a pattern
+// that matches.
+func keyPermOf(flags []string) acl.Perm {
+	var p acl.Perm
+	for _, f := range flags {
+		switch f {
+		case "access":
+			p |= acl.PermRead
+		case "insert", "update", "delete":
+			p |= acl.PermWrite
+		}
+	}
+	return p
+}
+
 // hasKeyArgs is Redis's doesCommandHaveKeys: a specification that names
 // keys, not channels (SPUBLISH's), or a key finder of the command's own.
 func hasKeyArgs(cmd *command) bool {
@@ -318,14 +355,7 @@ func cmdCommandGetKeysAndFlags(c *conn, args [][]byte) {
 		c.err("ERR Invalid number of arguments specified for command")
 		return
 	}
-	specs := keySpecsOf(cmd)
-	keys, ok := keysBySpecs(specs, target)
-	if !ok {
-		keys = keys[:0]
-		for _, i := range cmd.keyIndexes(target) {
-			keys = append(keys, keyAt{pos: i, flags: fallbackKeyFlags(cmd, specs, target, i)})
-		}
-	}
+	keys := keysAndFlags(cmd, target)
 	if len(keys) == 0 {
 		if cmd.flags&flagNoMandatoryKeys != 0 {
 			c.out.Array(0)

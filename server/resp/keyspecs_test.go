@@ -76,3 +76,30 @@ func TestGetKeysAndFlagsLikeRedis(t *testing.T) {
 		require.Equal(t, want.do(args...), got.do(args...), "%q", c)
 	}
 }
+
+// TestACLKeyPermissionsLikeRedis: a user's key patterns are checked per
+// key with the flags of the key specification that names it, as Redis
+// 7.0 does — a write-only pattern lets LPUSH, APPEND, SADD or HSET insert
+// and DEL delete, but not GET read; EXISTS and TYPE need any pattern that
+// matches; a sharded channel is no key.
+func TestACLKeyPermissionsLikeRedis(t *testing.T) {
+	addr := startRedis(t, false)
+	n := startNode(t)
+	want, got := dialRaw(t, addr), dialRaw(t, n.RESPAddr().String())
+	for _, c := range []*rawConn{want, got} {
+		require.Equal(t, "+OK\r\n", c.do("FLUSHALL"))
+		require.Equal(t, "+OK\r\n", c.do("ACL", "SETUSER", "w", "on", "nopass", "%W~w*", "%R~r*", "~k*", "+@all", "-@dangerous"))
+		require.Equal(t, "+OK\r\n", c.do("AUTH", "w", "x"))
+	}
+	for _, c := range [][]string{
+		{"LPUSH", "w1", "x"}, {"EXISTS", "w1"}, {"TYPE", "w1"}, {"GET", "w1"}, {"SET", "w2", "v"}, {"SET", "w2", "v", "GET"},
+		{"DEL", "w2"}, {"APPEND", "w3", "x"}, {"SADD", "w4", "m"}, {"HSET", "w5", "f", "v"}, {"INCR", "w6"},
+		{"EXISTS", "r1"}, {"GET", "r1"}, {"SET", "r1", "v"}, {"RPOPLPUSH", "w1", "r9"}, {"COPY", "w1", "w7"},
+		{"TYPE", "zz"}, {"SPUBLISH", "wch", "m"}, {"SET", "k1", "v"}, {"GET", "k1"}, {"MSET", "w8", "1", "r8", "2"},
+		{"SORT", "k1", "STORE", "w9"}, {"EVAL", "return 1", "1", "w1"}, {"EVAL", "return 1", "1", "k1"},
+		{"XADD", "w10", "*", "f", "v"}, {"XREAD", "STREAMS", "w10", "0"}, {"ZADD", "w11", "1", "m"}, {"ZSCORE", "w11", "m"},
+		{"GETDEL", "w3"}, {"RENAME", "k1", "w12"}, {"PFADD", "w13", "a"}, {"PFCOUNT", "w13"}, {"UNLINK", "w13"},
+	} {
+		require.Equal(t, want.do(c...), got.do(c...), "%q", c)
+	}
+}
