@@ -163,6 +163,12 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 	if _, err := c.query(m, owner, p); err == nil {
 		c.log.Info("failover: the owner answers directly; not failing over", "partition", p.ID, "owner", owner)
 		st.suspected[owner] = now
+		// Held Unavailable while it did not answer: it serves again now,
+		// whatever the membership view still says.
+		cur := p.HealthState()
+		if next := failover.NextHealth(cur, failover.EventOwnerBack, 0, time.Time{}, now, c.t.HealthDebounce); next != cur {
+			c.changeHealth(p, next, p.Demoted, "the owner answers directly")
+		}
 		return
 	}
 	var cands []failover.Candidate
@@ -246,17 +252,7 @@ func (c *Cluster) failOver(st *failoverState, m *PartitionMap, p *Partition, own
 func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive func(NodeID) bool,
 	presence func(NodeID) failover.OwnerPresence, now time.Time) {
 	cur := p.HealthState()
-	change := func(next failover.Health, demoted []NodeID, why string) {
-		epoch, ok := failover.NextEpoch(p.Epoch, p.Epoch)
-		if !ok {
-			return
-		}
-		c.log.Info("partition health", "partition", p.ID, "from", cur.String(), "to", next.String(), "epoch", epoch, "reason", why)
-		if c.commitChange(OwnershipChange{Partition: p.ID, Identity: p.Identity, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration,
-			Epoch: epoch, Health: next, Demoted: demoted, Source: p.Source}) {
-			c.healthChanges.Add(1)
-		}
-	}
+	change := func(next failover.Health, demoted []NodeID, why string) { c.changeHealth(p, next, demoted, why) }
 	if c.restartRecovery(st, m, p, alive, now) {
 		return
 	}
@@ -268,7 +264,7 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 	switch cur {
 	case failover.Unavailable:
 		// The owner is back: it is the one copy there is.
-		change(failover.Degraded, p.Demoted, "the owner is back")
+		change(failover.NextHealth(cur, failover.EventOwnerBack, 0, time.Time{}, now, c.t.HealthDebounce), p.Demoted, "the owner is back")
 		return
 	case failover.Healthy:
 		if !allAlive {
@@ -333,6 +329,20 @@ func (c *Cluster) heal(st *failoverState, m *PartitionMap, p *Partition, alive f
 	if next := failover.NextHealth(cur, failover.EventAllSynced, 0, since, now, c.t.HealthDebounce); next != cur {
 		delete(st.synced, p.Identity)
 		change(next, nil, "every copy alive and caught up")
+	}
+}
+
+// changeHealth commits p's move from its health to next, under a new
+// epoch (R-REP-7), logged with why.
+func (c *Cluster) changeHealth(p *Partition, next failover.Health, demoted []NodeID, why string) {
+	epoch, ok := failover.NextEpoch(p.Epoch, p.Epoch)
+	if !ok {
+		return
+	}
+	c.log.Info("partition health", "partition", p.ID, "from", p.HealthState().String(), "to", next.String(), "epoch", epoch, "reason", why)
+	if c.commitChange(OwnershipChange{Partition: p.ID, Identity: p.Identity, Owner: p.ActiveOwner, Generation: p.OwnershipGeneration,
+		Epoch: epoch, Health: next, Demoted: demoted, Source: p.Source}) {
+		c.healthChanges.Add(1)
 	}
 }
 

@@ -136,6 +136,9 @@ func TestNextHealth(t *testing.T) {
 		{"synced for the debounce: healthy again", Degraded, EventAllSynced, 0, t0, d, Healthy},
 		{"never healthy straight from recovering", Recovering, EventAllSynced, 0, t0, time.Hour, Recovering},
 		{"no survivor: unavailable, loudly", Degraded, EventNoSurvivor, 0, time.Time{}, 0, Unavailable},
+		{"the held owner answers again: serve its copy, not an outage that outlasts the overload (RF 1 beside a CPU hog)", Unavailable, EventOwnerBack, 0, time.Time{}, 0, Degraded},
+		{"an owner answering changes nothing on a serving partition", Degraded, EventOwnerBack, 0, time.Time{}, 0, Degraded},
+		{"nor on a recovering one: it still syncs from the better copy first", Recovering, EventOwnerBack, 0, time.Time{}, 0, Recovering},
 	}
 	for _, c := range cases {
 		if got := NextHealth(c.cur, c.ev, c.promoted, c.since, t0.Add(c.after), d); got != c.want {

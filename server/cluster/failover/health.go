@@ -11,6 +11,11 @@ const (
 	EventCaughtUp                             // the recovering owner proved completeness
 	EventAllSynced                            // every assigned copy live and synced
 	EventNoSurvivor                           // no live copy at all
+	// EventOwnerBack: the owner of a partition held Unavailable is alive
+	// again, or answers its possession query directly while the membership
+	// view still has it away (a CPU-starved node's probes time out for
+	// minutes after it answers again).
+	EventOwnerBack
 )
 
 // DefaultHealthDebounce is how long a partition must stay fully synced
@@ -26,6 +31,10 @@ func NextHealth(cur Health, ev HealthEvent, promoted Health, syncedSince, now ti
 	switch ev {
 	case EventNoSurvivor:
 		return Unavailable
+	case EventOwnerBack:
+		if cur == Unavailable {
+			return Degraded // it holds the one copy: serve it
+		}
 	case EventReplicaLost:
 		if cur == Healthy {
 			return Degraded
