@@ -222,37 +222,9 @@ func cmdCommandList(c *conn, args [][]byte) {
 	}
 }
 
-func cmdCommandGetKeys(c *conn, args [][]byte) {
-	target := args[2:]
-	cmd := lookupCommand(target[0])
-	if cmd != nil && len(cmd.subs) > 0 && len(target) >= 2 {
-		cmd = cmd.lookupSub(target[1])
-	}
-	switch {
-	case cmd == nil:
-		c.err("ERR Invalid command specified")
-		return
-	case cmd.step <= 0 && cmd.keys == nil:
-		c.err("ERR The command has no key arguments")
-		return
-	case !cmd.arityOK(len(target)):
-		c.err("ERR Invalid number of arguments specified for command")
-		return
-	}
-	idx := cmd.keyIndexes(target)
-	if len(idx) == 0 {
-		if cmd.flags&flagNoMandatoryKeys != 0 { // EVAL … 0
-			c.out.Array(0)
-			return
-		}
-		c.err("ERR Invalid arguments specified for command")
-		return
-	}
-	c.out.Array(len(idx))
-	for _, i := range idx {
-		c.out.Bulk(target[i])
-	}
-}
+// cmdCommandGetKeys is COMMAND GETKEYS: the keys GETKEYSANDFLAGS names,
+// without their flags (keyspecs.go).
+func cmdCommandGetKeys(c *conn, args [][]byte) { commandGetKeys(c, args, false) }
 
 func cmdCommandHelp(c *conn, _ [][]byte) {
 	writeHelp(c, "COMMAND", []string{

@@ -336,9 +336,12 @@ func bitfieldReadOnly(args [][]byte) bool {
 
 // cmdCommandGetKeysAndFlags is COMMAND GETKEYSANDFLAGS: each key with the
 // flags of the key specification that names it. Where the specifications
-// do not fit the arguments, the command's own key finder names the keys,
-// with its first specification's flags.
-func cmdCommandGetKeysAndFlags(c *conn, args [][]byte) {
+// do not fit the arguments, the command's own key finder names the keys.
+func cmdCommandGetKeysAndFlags(c *conn, args [][]byte) { commandGetKeys(c, args, true) }
+
+// commandGetKeys answers GETKEYS and GETKEYSANDFLAGS as Redis's
+// getKeysSubCommandImpl: the command's checks in its order, then the keys.
+func commandGetKeys(c *conn, args [][]byte, withFlags bool) {
 	target := args[2:]
 	cmd := lookupCommand(target[0])
 	if cmd != nil && len(cmd.subs) > 0 && len(target) >= 2 {
@@ -366,6 +369,10 @@ func cmdCommandGetKeysAndFlags(c *conn, args [][]byte) {
 	}
 	c.out.Array(len(keys))
 	for _, k := range keys {
+		if !withFlags {
+			c.out.Bulk(target[k.pos])
+			continue
+		}
 		c.out.Array(2)
 		c.out.Bulk(target[k.pos])
 		c.out.Set(len(k.flags))

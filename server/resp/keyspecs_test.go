@@ -50,8 +50,8 @@ func TestCommandInfoMatchesRedis(t *testing.T) {
 	require.Empty(t, diffs, "COMMAND INFO differing from redis-server:\n%s", strings.Join(diffs, "\n"))
 }
 
-// TestGetKeysAndFlagsLikeRedis: COMMAND GETKEYSANDFLAGS names the keys and
-// their flags as redis-server does, through the key specifications, the
+// TestGetKeysAndFlagsLikeRedis: COMMAND GETKEYSANDFLAGS (and GETKEYS)
+// names the keys and their flags as redis-server does, through the key specifications, the
 // commands' own finders where the specifications do not tell (SORT's
 // STORE, SET's GET, BITFIELD's writes), and the errors.
 func TestGetKeysAndFlagsLikeRedis(t *testing.T) {
@@ -72,8 +72,10 @@ func TestGetKeysAndFlagsLikeRedis(t *testing.T) {
 		{"restore", "k", "0", "x"}, {"xadd", "s", "*", "f", "v"}, {"migrate", "h", "p", "k", "0", "5"},
 		{"spublish", "ch", "m"}, {"ping"}, {"nosuchcommand", "a"}, {"get"}, {"lmpop", "x", "a", "LEFT"},
 	} {
-		args := append([]string{"COMMAND", "GETKEYSANDFLAGS"}, c...)
-		require.Equal(t, want.do(args...), got.do(args...), "%q", c)
+		for _, sub := range []string{"GETKEYSANDFLAGS", "GETKEYS"} {
+			args := append([]string{"COMMAND", sub}, c...)
+			require.Equal(t, want.do(args...), got.do(args...), "%s %q", sub, c)
+		}
 	}
 }
 
