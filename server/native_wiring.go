@@ -7,6 +7,7 @@ import (
 	"github.com/zaris-io/zaris/internal/wire"
 	"github.com/zaris-io/zaris/server/metrics"
 	"github.com/zaris-io/zaris/server/native"
+	"github.com/zaris-io/zaris/server/resp"
 )
 
 // newNativeService builds the native-protocol front end of the node. TLS is
@@ -29,6 +30,7 @@ func (n *Node) newNativeService() (*native.Server, error) {
 		Version:           Version(),
 		Token:             n.cfg.Token,
 		ACL:               n.acl,
+		KeyPerm:           resp.KeyPermOf,
 		MinWorkers:        n.cfg.MinWorkers,
 		MaxWorkers:        n.cfg.MaxWorkers,
 		Routing:           n.routing,

@@ -37,6 +37,17 @@ func nativeCmd(op wire.Opcode) (string, acl.Perm) {
 	return "", 0
 }
 
+// keyPerm is the permission command name needs on its key: Redis's key
+// specification's where it tells (Config.KeyPerm), else fallback.
+func (c *conn) keyPerm(name string, fallback acl.Perm) acl.Perm {
+	if kp := c.srv.cfg.KeyPerm; kp != nil {
+		if p, ok := kp(name); ok {
+			return p
+		}
+	}
+	return fallback
+}
+
 // user is the connection's user when it must be checked (nil: may do
 // anything); ok=false when it was deleted since the handshake.
 func (c *conn) aclUser() (*acl.User, bool) {
@@ -88,6 +99,7 @@ func (c *conn) permit(f wire.Frame) bool {
 	switch f.Op {
 	case wire.OpGet, wire.OpTTL, wire.OpDelete, wire.OpPersist, wire.OpExpire:
 		name, p := nativeCmd(f.Op)
+		p = c.keyPerm(name, p)
 		key, err := keyOf(f)
 		if err != nil {
 			return true // a malformed body: the handler answers BadRequest
@@ -112,7 +124,8 @@ func (c *conn) permit(f wire.Frame) bool {
 		if !cmd.Op.NodeLevel() {
 			key = []byte(cmd.Key)
 		}
-		msg = c.denied(u, strings.ToLower(cmd.Op.String()), key, p)
+		name := strings.ToLower(cmd.Op.String())
+		msg = c.denied(u, name, key, c.keyPerm(name, p))
 	case wire.OpBatch:
 		var items []wire.BatchItem
 		items, err := wire.DecodeBatchRequest(f.Body, items)

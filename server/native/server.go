@@ -57,6 +57,11 @@ type Config struct {
 	// "" = default) with its password in Token, and every request is
 	// checked against its permissions. nil = the token alone, no users.
 	ACL *acl.Registry
+	// KeyPerm, when set, is the permission a Redis command (lower-case
+	// name) needs on its key by Redis's key specification, false when the
+	// specification does not say alone: the RESP front end's rule
+	// (resp.KeyPermOf), so that both protocols check a user alike.
+	KeyPerm func(command string) (acl.Perm, bool)
 	// TLS, when non-nil, wraps every accepted connection (zariss://).
 	TLS *tls.Config
 	// MaxFrameSize bounds a request frame. Default wire.DefaultMaxFrameSize.

@@ -272,6 +272,22 @@ func keyPermOf(flags []string) acl.Perm {
 	return p
 }
 
+// KeyPermOf is the ACL permission Redis command name (lower case) needs
+// on its key by Redis 7.0's key specification, for a front end that serves
+// it with one key (the native protocol); false when the specification
+// alone does not tell (variable flags, the key not first, no key).
+func KeyPermOf(name string) (acl.Perm, bool) {
+	r, ok := redisCommandSpecs[name]
+	if !ok || len(r.specs) == 0 {
+		return 0, false
+	}
+	s := r.specs[0]
+	if s.begin != beginIndex || s.index != 1 || slices.Contains(s.flags, "variable_flags") || slices.Contains(s.flags, "not_key") {
+		return 0, false
+	}
+	return keyPermOf(s.flags), true
+}
+
 // hasKeyArgs is Redis's doesCommandHaveKeys: a specification that names
 // keys, not channels (SPUBLISH's), or a key finder of the command's own.
 func hasKeyArgs(cmd *command) bool {

@@ -99,7 +99,7 @@ func TestACLKeyPermissionsLikeRedis(t *testing.T) {
 		{"EXISTS", "r1"}, {"GET", "r1"}, {"SET", "r1", "v"}, {"RPOPLPUSH", "w1", "r9"}, {"COPY", "w1", "w7"},
 		{"TYPE", "zz"}, {"SPUBLISH", "wch", "m"}, {"SET", "k1", "v"}, {"GET", "k1"}, {"MSET", "w8", "1", "r8", "2"},
 		{"SORT", "k1", "STORE", "w9"}, {"EVAL", "return 1", "1", "w1"}, {"EVAL", "return 1", "1", "k1"},
-		{"XADD", "w10", "*", "f", "v"}, {"XREAD", "STREAMS", "w10", "0"}, {"ZADD", "w11", "1", "m"}, {"ZSCORE", "w11", "m"},
+		{"XADD", "w10", "1-1", "f", "v"}, {"XREAD", "STREAMS", "w10", "0"}, {"ZADD", "w11", "1", "m"}, {"ZSCORE", "w11", "m"},
 		{"GETDEL", "w3"}, {"RENAME", "k1", "w12"}, {"PFADD", "w13", "a"}, {"PFCOUNT", "w13"}, {"UNLINK", "w13"},
 	} {
 		require.Equal(t, want.do(c...), got.do(c...), "%q", c)
