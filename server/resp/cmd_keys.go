@@ -17,19 +17,19 @@ func init() {
 	g := func(c *command) *command { c.group = "generic"; return c }
 	register(
 		g(&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, step: 1, since: "1.0.0",
-			summary: "Deletes one or more keys.", metric: metrics.OpDelete, run: cmdDel}),
+			summary: "Deletes one or more keys.", metric: metrics.OpDelete, run: cmdDel, slotLocked: true}),
 		g(&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, step: 1, since: "4.0.0",
-			summary: "Deletes one or more keys; the same as DEL.", metric: metrics.OpDelete, run: cmdDel}),
+			summary: "Deletes one or more keys; the same as DEL.", metric: metrics.OpDelete, run: cmdDel, slotLocked: true}),
 		g(&command{name: "exists", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "1.0.0",
-			summary: "Determines whether one or more keys exist; counts repeated keys again.", run: cmdExists}),
+			summary: "Determines whether one or more keys exist; counts repeated keys again.", run: cmdExists, slotLocked: true}),
 		g(&command{name: "type", arity: 2, flags: flagReadonly | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
 			summary: "Determines the type of value stored at a key.", run: cmdType}),
 		g(&command{name: "touch", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "3.2.1",
-			summary: "Updates the last access time of one or more keys; returns how many exist.", run: cmdTouch}),
+			summary: "Updates the last access time of one or more keys; returns how many exist.", run: cmdTouch, slotLocked: true}),
 		g(&command{name: "rename", arity: 3, flags: flagWrite, first: 1, last: 2, step: 1, since: "1.0.0",
-			summary: "Renames a key and overwrites the destination.", run: cmdRename}),
+			summary: "Renames a key and overwrites the destination.", run: cmdRename, slotLocked: true}),
 		g(&command{name: "renamenx", arity: 3, flags: flagWrite | flagFast, first: 1, last: 2, step: 1, since: "1.0.0",
-			summary: "Renames a key only when the target key name doesn't exist.", run: cmdRename}),
+			summary: "Renames a key only when the target key name doesn't exist.", run: cmdRename, slotLocked: true}),
 		g(&command{name: "expire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "1.0.0",
 			summary: "Sets the expiration time of a key in seconds ([NX|XX|GT|LT]).", metric: metrics.OpExpire, run: cmdExpire(kv.CmdExpire)}),
 		g(&command{name: "pexpire", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "2.6.0",
@@ -123,15 +123,14 @@ func cmdTouch(c *conn, args [][]byte) {
 	c.out.Int(int64(n))
 }
 
-// cmdRename moves a key within its slot (CROSSSLOT is checked before).
+// cmdRename moves a key to another name (CROSSSLOT is checked before).
 //
 // The store has no rename primitive, so the value is copied: a string with
 // Put (keeping the TTL), a collection element by element through the same
-// commands a client would use, then the source is deleted. The copy is made
-// from one consistent read of the source, and the destination is written
-// only after that read; but a writer of the source or the destination that
-// runs concurrently with the rename can interleave with it (the
-// transaction primitive, R-DS-4, will make it atomic).
+// commands a client would use, then the source is deleted. It runs under
+// the keys' segment locks (slotLocked, or the plan of several slots), so
+// no other command comes between the read and the writes; a stream is
+// copied whole by the store (renameStream).
 func cmdRename(c *conn, args [][]byte) {
 	nx := eq(args[0], "RENAMENX")
 	src, dst := args[1], args[2]
@@ -160,6 +159,7 @@ func cmdRename(c *conn, args [][]byte) {
 	c.mon.peeking = true
 	typ := c.keyType(src)
 	c.mon.peeking = peeking
+	g = c.segment(sk) // a locked view is shared: its no-touch mode set back for the read below
 	var fill []kv.Cmd // commands that rebuild a collection at dst
 	switch typ {
 	case "string":

@@ -23,7 +23,7 @@ func init() {
 	g := func(c *command) *command { c.group = "generic"; return c }
 	register(
 		g(&command{name: "copy", arity: -3, flags: writeFlags, first: 1, last: 2, step: 1, since: "6.2.0",
-			summary: "Copies the value of a key to a new key ([DB 0] [REPLACE]); keys of any slot on one node.", run: cmdCopy}),
+			summary: "Copies the value of a key to a new key ([DB 0] [REPLACE]); keys of any slot on one node.", run: cmdCopy, slotLocked: true}),
 		g(&command{name: "sort", arity: -2, flags: writeFlags | flagMovableKeys, first: 1, last: 1, step: 1, since: "1.0.0",
 			summary: "Sorts the elements in a list, a set, or a sorted set, optionally storing the result ([BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC] [ALPHA] [STORE destination]).",
 			keys:    sortKeys, run: cmdSort(false)}),

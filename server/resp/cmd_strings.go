@@ -50,11 +50,11 @@ func init() {
 		s(&command{name: "psetex", arity: 4, flags: writeFlags, first: 1, last: 1, step: 1, since: "2.6.0",
 			summary: "Sets the string value and expiration time (milliseconds) of a key.", metric: metrics.OpPut, run: cmdSetEX}),
 		s(&command{name: "mget", arity: -2, flags: flagReadonly | flagFast, first: 1, last: -1, step: 1, since: "1.0.0",
-			summary: "Atomically returns the string values of one or more keys.", metric: metrics.OpGet, run: cmdMGet}),
+			summary: "Atomically returns the string values of one or more keys.", metric: metrics.OpGet, run: cmdMGet, slotLocked: true}),
 		s(&command{name: "mset", arity: -3, flags: writeFlags, first: 1, last: -1, step: 2, since: "1.0.1",
-			summary: "Sets the string values of one or more keys.", metric: metrics.OpPut, run: cmdMSet}),
+			summary: "Sets the string values of one or more keys.", metric: metrics.OpPut, run: cmdMSet, slotLocked: true}),
 		s(&command{name: "msetnx", arity: -3, flags: writeFlags, first: 1, last: -1, step: 2, since: "1.0.1",
-			summary: "Sets the string values of one or more keys only when none of them exists.", metric: metrics.OpPut, run: cmdMSetNX}),
+			summary: "Sets the string values of one or more keys only when none of them exists.", metric: metrics.OpPut, run: cmdMSetNX, slotLocked: true}),
 		s(&command{name: "getdel", arity: 2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "6.2.0",
 			summary: "Returns the string value of a key after deleting the key.", metric: metrics.OpDelete, run: cmdGetDel}),
 		s(&command{name: "getex", arity: -2, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "6.2.0",
@@ -424,10 +424,10 @@ func cmdMSet(c *conn, args [][]byte) {
 	c.out.OK()
 }
 
-// cmdMSetNX writes the pairs only if none of the keys exists. The keys share
-// a slot, hence a segment, but the store has no multi-key write yet (the
-// transaction primitive, R-DS-4, will give one): each key is created with
-// IfAbsent, and if a concurrent writer creates one of them first the keys
+// cmdMSetNX writes the pairs only if none of the keys exists. With several
+// keys it runs under their segments' locks (slotLocked, or several slots'
+// plan), so no writer comes between the check and the writes; each key is
+// still created with IfAbsent, and should one exist after all the keys
 // this command already created are removed again, so the reply (0) stays
 // true of what the command leaves behind.
 func cmdMSetNX(c *conn, args [][]byte) {

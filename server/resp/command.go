@@ -83,6 +83,10 @@ type command struct {
 	idx    int  // position in indexedCmds: the per-server statistics slot
 	aclID  int  // the acl catalog id (acl.go)
 	onLoop bool // may run on an event loop (loop.go)
+	// slotLocked: with several keys of one slot the command runs under
+	// that segment's lock, as a command of several slots does (multikey.go):
+	// one lock, and no reader sees it half done (D117).
+	slotLocked bool
 }
 
 // commandTable is the table of every command the front end serves, by
@@ -305,7 +309,7 @@ func (c *conn) execute(args [][]byte) {
 	// where the read returned: began after the batch's anchor.
 	anchorAt, anchor, began := c.clock, c.clockGen, c.since
 	mark, flushes := len(c.out.B), c.flushes
-	c.multiSeg = lockSegs != nil
+	c.multiSeg, c.oneSegLocked = len(lockSegs) > 1, len(lockSegs) == 1
 	var windows []trackWindow
 	if c.trk.active {
 		windows = c.trackBefore(cmd, args)

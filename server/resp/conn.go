@@ -81,6 +81,10 @@ type conn struct {
 	clockUnix int64               // clock.UnixNano()
 	clockGen  uint64              // bumped by every setClock
 	since     time.Duration       // from clock to the end of the last command run
+
+	// oneSegLocked: the command being executed runs under one segment's
+	// lock, planned so (slotLocked).
+	oneSegLocked bool
 	// named is the command lastName (as sent) named last (lookup).
 	named       *command
 	lastName    [16]byte

@@ -190,6 +190,9 @@ XREAD/XREADGROUP, WATCH, and MULTI/EXEC
 transactions) follow one rule (issue #13; ` + "`server/resp/multikey.go`" + `):
 
 - keys of one slot: served as always (MOVED when the slot is another node's);
+  MSET, MSETNX, MGET, DEL, UNLINK, EXISTS, TOUCH, RENAME, RENAMENX and COPY
+  naming several keys of one slot run under that slot's segment lock, so they
+  are atomic as on a single Redis (D117);
 - keys of several slots whose segments this node all owns and serves now: the
   command runs under the write locks of those segments, taken in ascending
   segment order (the store's lock order, ` + "`store.AtomicallyMany`" + `), so it is
@@ -260,12 +263,9 @@ characters); ` + "`INFO server`" + ` shows both.
   element by element; a stream whole — entries, groups, consumers, pending
   entries, TTL — under both keys' locks) and delete the source. Over keys of several slots they,
   like every multi-key command, run under the locks of the keys' segments and
-  nothing interleaves; over keys of one slot a writer of either key running
-  at the same time can interleave with them (not inside MULTI/EXEC, which
-  holds the segment's lock). ` + "`MSETNX`" + ` over keys of one slot checks then
-  creates each key with IfAbsent and removes what it created if it loses a
-  race, so it never leaves a partial write behind but is not isolated from
-  concurrent readers (over several slots it runs under their locks).
+  nothing interleaves; over keys of one slot they run under that segment's
+  lock (D117), as ` + "`MSETNX`" + ` does: no writer comes between its check and its
+  writes, and no reader sees half of them.
 - ` + "`FLUSHDB`" + `/` + "`FLUSHALL`" + ` delete every key this node owns as logged deletes
   (ASYNC is accepted and runs synchronously); ` + "`DBSIZE`" + `, ` + "`KEYS`" + `, ` + "`SCAN`" + ` and
   ` + "`INFO keyspace`" + ` count and list the owned keys only — like Redis Cluster masters;

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zaris-io/zaris/internal/placement"
+	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/clustertest"
 )
 
@@ -137,6 +138,46 @@ func TestMultiKeyAtomicAcrossSlots(t *testing.T) {
 	}, a, b)
 	require.ErrorIs(t, err, redis.TxFailedErr)
 	require.Equal(t, "499", r.Get(ctx, a).Val())
+}
+
+// TestMultiKeyAtomicInOneSlot: keys sharing a hash tag — one slot, one
+// segment — are written by MSET and MSETNX and read by MGET under the
+// segment's lock, as a command over several slots is: a reader never sees
+// half of a writer's MSET (the store wrote them one lock at a time before
+// D117, and a reader on another connection could land in between). The
+// connections run on goroutines of their own (no event loop, which would
+// serve the two in turn), so the reader can meet the writer mid-command.
+func TestMultiKeyAtomicInOneSlot(t *testing.T) {
+	n := startNode(t, func(c *server.Config) { c.RESPEventLoops = -1 })
+	ctx := ctxT(t)
+	keys := []string{"{atomic}a", "{atomic}b", "{atomic}c"}
+	w, r := newClient(t, n), newClient(t, n)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 2000 {
+			if err := w.MSet(ctx, keys[0], i, keys[1], i, keys[2], i).Err(); err != nil {
+				t.Errorf("MSET: %v", err)
+				return
+			}
+		}
+	}()
+	for range 2000 {
+		vals, err := r.MGet(ctx, keys...).Result()
+		require.NoError(t, err)
+		require.True(t, vals[0] == vals[1] && vals[1] == vals[2], "MGET saw half of an MSET: %v", vals)
+	}
+	wg.Wait()
+	require.Equal(t, []any{"1999", "1999", "1999"}, r.MGet(ctx, keys...).Val())
+
+	// MSETNX under the same lock: one key present refuses the whole write.
+	require.NoError(t, r.Del(ctx, keys...).Err())
+	require.NoError(t, r.Set(ctx, keys[2], "there", 0).Err())
+	ok, err := w.MSetNX(ctx, keys[0], "x", keys[1], "x", keys[2], "x").Result()
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Equal(t, []any{nil, nil, "there"}, r.MGet(ctx, keys...).Val())
 }
 
 // TestMultiKeyOnThreeNodes: in a multi-node cluster a multi-key command
