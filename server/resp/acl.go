@@ -41,6 +41,8 @@ var aclExtra = map[string]acl.Cat{
 	"info": acl.CatDangerous, "keys": acl.CatDangerous, "restore": acl.CatDangerous, "restore-asking": acl.CatDangerous, "migrate": acl.CatDangerous,
 	"sort":    acl.CatDangerous | acl.CatList | acl.CatSet | acl.CatSortedSet,
 	"sort_ro": acl.CatDangerous | acl.CatList | acl.CatSet | acl.CatSortedSet,
+	"swapdb":  acl.CatKeyspace | acl.CatDangerous, "move": acl.CatKeyspace,
+	"role": acl.CatAdmin | acl.CatDangerous, "lastsave": acl.CatAdmin | acl.CatDangerous,
 }
 
 // aclDrop are categories the group or flags imply that Redis 7.0 does not

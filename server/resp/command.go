@@ -34,6 +34,8 @@ const (
 	flagSkipMonitor
 	flagSkipSlowlog
 	flagAsking
+	flagNoAsyncLoading
+	flagNoMulti
 )
 
 var flagNames = []struct {
@@ -43,8 +45,8 @@ var flagNames = []struct {
 	{flagWrite, "write"}, {flagReadonly, "readonly"}, {flagDenyOOM, "denyoom"}, {flagAdmin, "admin"}, {flagPubSub, "pubsub"},
 	{flagNoScript, "noscript"}, {flagBlocking, "blocking"}, {flagLoading, "loading"}, {flagStale, "stale"},
 	{flagSkipMonitor, "skip_monitor"}, {flagSkipSlowlog, "skip_slowlog"}, {flagAsking, "asking"}, {flagFast, "fast"},
-	{flagNoAuth, "no_auth"}, {flagAllowBusy, "allow_busy"}, {flagNoMandatoryKeys, "no_mandatory_keys"},
-	{flagMovableKeys, "movablekeys"},
+	{flagNoAuth, "no_auth"}, {flagNoMandatoryKeys, "no_mandatory_keys"}, {flagNoAsyncLoading, "no_async_loading"},
+	{flagNoMulti, "no_multi"}, {flagMovableKeys, "movablekeys"}, {flagAllowBusy, "allow_busy"},
 }
 
 func (f cmdFlags) names() []string {
@@ -87,6 +89,9 @@ type command struct {
 	// that segment's lock, as a command of several slots does (multikey.go):
 	// one lock, and no reader sees it half done (D117).
 	slotLocked bool
+	// refused: the command only answers why it is not served (SAVE on a
+	// node that keeps no files); docs_coverage.go counts it left out.
+	refused bool
 }
 
 // commandTable is the table of every command the front end serves, by

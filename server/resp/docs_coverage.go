@@ -40,7 +40,7 @@ func served(name string) bool {
 	parent, _, isSub := strings.Cut(name, "|")
 	c := commandTable[parent]
 	if c == nil || !isSub {
-		return c != nil
+		return c != nil && !c.refused
 	}
 	for _, s := range c.subs {
 		if s.name == name {
@@ -68,7 +68,6 @@ var leftOut = map[string]string{
 	"bgrewriteaof":                  whyNoPersistence,
 	"bgsave":                        whyNoPersistence,
 	"save":                          whyNoPersistence,
-	"lastsave":                      whyNoPersistence,
 	"cluster|addslots":              whyControlPlane,
 	"cluster|addslotsrange":         whyControlPlane,
 	"cluster|delslots":              whyControlPlane,
@@ -91,7 +90,6 @@ var leftOut = map[string]string{
 	"failover":                      whyPerPartition,
 	"replicaof":                     whyPerPartition,
 	"slaveof":                       whyPerPartition,
-	"role":                          whyPerPartition,
 	"psync":                         whyPerPartition,
 	"sync":                          whyPerPartition,
 	"replconf":                      whyPerPartition,
@@ -112,6 +110,14 @@ var leftOut = map[string]string{
 	"pfselftest":                    "inspects the internals of Redis's HyperLogLog implementation",
 	"script|debug":                  "no Lua debugger",
 	"shutdown":                      "a node stops on SIGTERM or `zarisctl drain`, not at a client's request",
+}
+
+// refusedNote ends the reason of a command the table answers with an error.
+func refusedNote(name string) string {
+	if c := commandTable[name]; c != nil && c.refused {
+		return " (answered with an error saying so)"
+	}
+	return ""
 }
 
 // dataTypeGroups are the groups the coverage table counts as Redis's data
@@ -174,7 +180,7 @@ func docsCoverage() string {
 	b.WriteString("\nWhy each one is left out:\n\n| Command | Reason |\n|---|---|\n")
 	for _, rc := range redisCommandSnapshot() {
 		if !served(rc.name) {
-			fmt.Fprintf(&b, "| `%s` | %s |\n", strings.ToUpper(strings.ReplaceAll(rc.name, "|", " ")), leftOut[rc.name])
+			fmt.Fprintf(&b, "| `%s` | %s%s |\n", strings.ToUpper(strings.ReplaceAll(rc.name, "|", " ")), leftOut[rc.name], refusedNote(rc.name))
 		}
 	}
 	return b.String()

@@ -250,56 +250,14 @@ func infoStats(s *Server, b *strings.Builder, _ time.Time) {
 // the revision, the failover epoch, the health, this node's role and, on
 // the owner, each replica's applied revision.
 func infoReplication(s *Server, b *strings.Builder, _ time.Time) {
-	var owned, copies []int
-	var offset uint64
-	for i := 0; i < s.segs; i++ {
-		g := s.store.Segment(uint16(i))
-		rev := g.Revision()
-		switch {
-		case g.Owned():
-			owned = append(owned, i)
-			offset += rev
-		case rev > 0:
-			copies = append(copies, i)
-		}
+	rv := s.replicationView()
+	field(b, "role", rv.role)
+	field(b, "connected_slaves", len(rv.replicas))
+	for i, r := range rv.replicas {
+		field(b, "slave"+strconv.Itoa(i), "ip="+r.node+",port=0,state="+r.state+",offset="+
+			strconv.FormatUint(r.offset, 10)+",lag=0")
 	}
-	var parts []PartitionInfo
-	if s.cfg.Partitions != nil {
-		parts = s.cfg.Partitions()
-	}
-	role := "master"
-	if len(owned) == 0 && len(copies) > 0 {
-		role = "slave"
-	}
-	type replica struct {
-		state  string
-		offset uint64
-	}
-	replicas := map[string]*replica{}
-	var order []string
-	for _, p := range parts {
-		if p.Owner != s.cfg.NodeID {
-			continue
-		}
-		for _, r := range p.ReplicaOffsets {
-			rp := replicas[r.Node]
-			if rp == nil {
-				rp = &replica{state: "online"}
-				replicas[r.Node] = rp
-				order = append(order, r.Node)
-			}
-			rp.offset += r.Offset
-			if r.State != "streaming" {
-				rp.state = "wait_bgsave" // Redis's state of a replica not streaming yet
-			}
-		}
-	}
-	field(b, "role", role)
-	field(b, "connected_slaves", len(order))
-	for i, id := range order {
-		field(b, "slave"+strconv.Itoa(i), "ip="+id+",port=0,state="+replicas[id].state+",offset="+
-			strconv.FormatUint(replicas[id].offset, 10)+",lag=0")
-	}
+	offset, owned, copies, parts := rv.offset, rv.owned, rv.copies, rv.parts
 	field(b, "master_failover_state", "no-failover")
 	field(b, "master_replid", s.runID)
 	field(b, "master_replid2", "0000000000000000000000000000000000000000")
@@ -353,4 +311,72 @@ func (s *Server) port() int {
 		return a.Port
 	}
 	return 0
+}
+
+// replicationView is what INFO replication and ROLE tell of the node's
+// part in replication.
+type replicationView struct {
+	role     string // "master" while the node owns any partition, "slave" when it holds only copies
+	offset   uint64 // the revisions of the partitions it owns (or copies, as a replica) summed
+	owned    []int
+	copies   []int
+	replicas []replicaView // one per node keeping a copy of a partition this node owns
+	parts    []PartitionInfo
+	master   string // as a replica: the owner of the first partition it copies
+}
+
+type replicaView struct {
+	node   string
+	state  string // "online", or Redis's "wait_bgsave" while a session is not streaming
+	offset uint64 // the revisions it applied of this node's partitions
+}
+
+func (s *Server) replicationView() replicationView {
+	var rv replicationView
+	var copied uint64
+	for i := 0; i < s.segs; i++ {
+		g := s.store.Segment(uint16(i))
+		rev := g.Revision()
+		switch {
+		case g.Owned():
+			rv.owned = append(rv.owned, i)
+			rv.offset += rev
+		case rev > 0:
+			rv.copies = append(rv.copies, i)
+			copied += rev
+		}
+	}
+	if s.cfg.Partitions != nil {
+		rv.parts = s.cfg.Partitions()
+	}
+	rv.role = "master"
+	if len(rv.owned) == 0 && len(rv.copies) > 0 {
+		rv.role = "slave"
+		rv.offset = copied
+		for _, p := range rv.parts {
+			if p.Owner != s.cfg.NodeID && slices.Contains(p.Replicas, s.cfg.NodeID) {
+				rv.master = p.Owner
+				break
+			}
+		}
+	}
+	at := map[string]int{}
+	for _, p := range rv.parts {
+		if p.Owner != s.cfg.NodeID {
+			continue
+		}
+		for _, r := range p.ReplicaOffsets {
+			i, ok := at[r.Node]
+			if !ok {
+				i = len(rv.replicas)
+				at[r.Node] = i
+				rv.replicas = append(rv.replicas, replicaView{node: r.Node, state: "online"})
+			}
+			rv.replicas[i].offset += r.Offset
+			if r.State != "streaming" {
+				rv.replicas[i].state = "wait_bgsave"
+			}
+		}
+	}
+	return rv
 }

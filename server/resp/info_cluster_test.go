@@ -65,6 +65,24 @@ func TestInfoAndClusterInfoAreTruthful(t *testing.T) {
 	require.Positive(t, roles["master"], info)
 	require.Positive(t, roles["replica"], info)
 
+	// ROLE tells what INFO replication tells: a master, its offset, and
+	// each node keeping copies of its partitions with that node's offset.
+	role, err := c1.Do(ctx, "ROLE").Slice()
+	require.NoError(t, err)
+	require.Len(t, role, 3)
+	require.Equal(t, "master", role[0])
+	require.Positive(t, role[1].(int64))
+	replicas := role[2].([]any)
+	require.NotEmpty(t, replicas)
+	for _, r := range replicas {
+		entry := r.([]any)
+		require.Regexp(t, `^n\d$`, entry[0])
+		require.NotEqual(t, nodes[0].Config().NodeID, entry[0])
+		require.Equal(t, "0", entry[1])
+		_, err := strconv.ParseUint(entry[2].(string), 10, 64)
+		require.NoError(t, err)
+	}
+
 	ci := c1.ClusterInfo(ctx).Val()
 	require.Equal(t, "ok", infoField(ci, "cluster_state"))
 	require.Equal(t, "0", infoField(ci, "cluster_slots_fail"))
