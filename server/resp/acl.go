@@ -315,7 +315,36 @@ func init() {
 			sub("setuser", -3, aclAdminFlags, "Creates and modifies an ACL user and its rules.", cmdACLSetUser),
 			sub("users", 2, aclAdminFlags, "Lists all ACL users.", cmdACLUsers),
 			sub("whoami", 2, aclFlags, "Returns the authenticated username of the current connection.", cmdACLWhoAmI),
+			sub("help", 2, flagLoading|flagStale, "Returns helpful text about the different subcommands.", cmdACLHelp),
 		}})
+}
+
+// cmdACLHelp is Redis 7.0's text for the subcommands served (LOAD and SAVE
+// are not: users live in the cluster's log, not in a file).
+func cmdACLHelp(c *conn, _ [][]byte) {
+	writeHelpText(c, "ACL",
+		"CAT [<category>]",
+		"    List all commands that belong to <category>, or all command categories",
+		"    when no category is specified.",
+		"DELUSER <username> [<username> ...]",
+		"    Delete a list of users.",
+		"DRYRUN <username> <command> [<arg> ...]",
+		"    Returns whether the user can execute the given command without executing the command.",
+		"GETUSER <username>",
+		"    Get the user's details.",
+		"GENPASS [<bits>]",
+		"    Generate a secure 256-bit user password. The optional `bits` argument can",
+		"    be used to specify a different size.",
+		"LIST",
+		"    Show users details in config file format.",
+		"LOG [<count> | RESET]",
+		"    Show the ACL log entries.",
+		"SETUSER <username> <attribute> [<attribute> ...]",
+		"    Create or modify a user with the specified attributes.",
+		"USERS",
+		"    List all the registered usernames.",
+		"WHOAMI",
+		"    Return the current connection username.")
 }
 
 // aclCommitTimeout bounds an ACL change's commit through the cluster log.

@@ -21,7 +21,7 @@ import (
 
 func init() {
 	register(&command{name: "cluster", arity: -2, group: "cluster", since: "3.0.0",
-		summary: "A container for Redis Cluster commands.", subs: []*command{
+		summary: "A container for Redis Cluster commands.", subs: append([]*command{
 			{name: "keyslot", arity: 3, flags: flagStale, summary: "Returns the hash slot for a key.", run: cmdClusterKeySlot},
 			{name: "slots", arity: 2, flags: flagStale, summary: "Returns the mapping of cluster slots to nodes.",
 				tips: []string{"nondeterministic_output"}, run: cmdClusterSlots},
@@ -36,7 +36,7 @@ func init() {
 			{name: "getkeysinslot", arity: 4, flags: flagStale, summary: "Returns the key names in a hash slot.",
 				tips: []string{"nondeterministic_output"}, run: cmdClusterGetKeys},
 			{name: "help", arity: 2, flags: flagLoading | flagStale, summary: "Returns helpful text about the CLUSTER subcommands.", run: cmdClusterHelp},
-		}},
+		}, clusterRefused()...)},
 		&command{name: "readonly", arity: 1, flags: flagFast | flagLoading | flagStale, group: "cluster", since: "3.0.0",
 			summary: "Enables read-only queries for a connection to a Redis Cluster replica node (every node serves reads).", run: cmdOK},
 		&command{name: "readwrite", arity: 1, flags: flagFast | flagLoading | flagStale, group: "cluster", since: "3.0.0",
@@ -44,6 +44,36 @@ func init() {
 		&command{name: "asking", arity: 1, flags: flagFast, group: "cluster", since: "3.0.0",
 			summary: "Signals that a cluster client is following an -ASK redirect.", run: cmdOK},
 	)
+}
+
+// clusterRefused are the CLUSTER subcommands that change a Redis Cluster's
+// layout or its replication by hand: a Zaris cluster's control plane owns
+// both, so each answers why it is not served (its reason in the coverage
+// table, docs_coverage.go, which still counts it left out).
+func clusterRefused() []*command {
+	const admin = flagAdmin | flagStale
+	var out []*command
+	for _, r := range []struct {
+		name, since string
+		arity       int
+		flags       cmdFlags
+	}{
+		{"addslots", "3.0.0", -3, admin | flagNoAsyncLoading}, {"addslotsrange", "7.0.0", -4, admin | flagNoAsyncLoading},
+		{"delslots", "3.0.0", -3, admin | flagNoAsyncLoading}, {"delslotsrange", "7.0.0", -4, admin | flagNoAsyncLoading},
+		{"flushslots", "3.0.0", 2, admin | flagNoAsyncLoading}, {"setslot", "3.0.0", -4, admin | flagNoAsyncLoading},
+		{"meet", "4.0.0", -4, admin | flagNoAsyncLoading}, {"forget", "3.0.0", 3, admin | flagNoAsyncLoading},
+		{"reset", "3.0.0", -2, admin | flagNoScript}, {"saveconfig", "3.0.0", 2, admin | flagNoAsyncLoading},
+		{"set-config-epoch", "3.0.0", 3, admin | flagNoAsyncLoading}, {"bumpepoch", "3.0.0", 2, admin | flagNoAsyncLoading},
+		{"failover", "3.0.0", -2, admin | flagNoAsyncLoading}, {"replicate", "3.0.0", 3, admin | flagNoAsyncLoading},
+		{"replicas", "5.0.0", 3, admin}, {"slaves", "3.0.0", 3, admin},
+		{"links", "7.0.0", 2, flagStale}, {"count-failure-reports", "3.0.0", 3, admin},
+	} {
+		reason := strings.ReplaceAll(leftOut["cluster|"+r.name], "`", "")
+		out = append(out, &command{name: r.name, arity: r.arity, flags: r.flags, since: r.since,
+			summary: "Refused: " + reason + ".", refused: true,
+			run: refuse("ERR CLUSTER " + strings.ToUpper(r.name) + " is not served: " + reason)})
+	}
+	return out
 }
 
 func cmdOK(c *conn, _ [][]byte) { c.out.OK() }

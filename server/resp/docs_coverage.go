@@ -34,20 +34,27 @@ func redisCommandSnapshot() []redisCommand {
 	return out
 }
 
-// served reports whether the command table answers name ("parent|sub" for a
-// subcommand).
-func served(name string) bool {
+// tableEntry is the command table's entry for name ("parent|sub" for a
+// subcommand), nil when there is none.
+func tableEntry(name string) *command {
 	parent, _, isSub := strings.Cut(name, "|")
 	c := commandTable[parent]
 	if c == nil || !isSub {
-		return c != nil && !c.refused
+		return c
 	}
 	for _, s := range c.subs {
 		if s.name == name {
-			return true
+			return s
 		}
 	}
-	return false
+	return nil
+}
+
+// served reports whether the command table serves name: it has an entry
+// that does more than answer why it is not served (refused).
+func served(name string) bool {
+	c := tableEntry(name)
+	return c != nil && !c.refused
 }
 
 const (
@@ -62,7 +69,6 @@ const (
 // leftOut gives the reason for every Redis 7.0 command the front end does
 // not serve.
 var leftOut = map[string]string{
-	"acl|help":                      "not yet",
 	"acl|load":                      "not yet (issue #15)",
 	"acl|save":                      "not yet (issue #15)",
 	"bgrewriteaof":                  whyNoPersistence,
@@ -114,7 +120,7 @@ var leftOut = map[string]string{
 
 // refusedNote ends the reason of a command the table answers with an error.
 func refusedNote(name string) string {
-	if c := commandTable[name]; c != nil && c.refused {
+	if c := tableEntry(name); c != nil && c.refused {
 		return " (answered with an error saying so)"
 	}
 	return ""
