@@ -196,7 +196,6 @@ var Allowlist = []*Accepted{
 			return false
 		},
 	},
-	approxAccepted,
 	{
 		Name: "node-wide commands inside MULTI",
 		Reason: "a transaction runs under its keys' segment locks; commands that walk or clear the whole node (KEYS, " +
@@ -206,26 +205,6 @@ var Allowlist = []*Accepted{
 			return r.Kind == '+' && r.Str == "QUEUED" && z.Str == "ERR Command not allowed inside a transaction" &&
 				nodeWide[strings.ToLower(cmd[0])]
 		},
-	},
-}
-
-// approxAccepted: Zaris trims '~' exactly (server/store/stream.go); an
-// XTRIM's larger count is matched here, an XADD's silent trim by the
-// session's XLEN probe (Session.probeTrims).
-var approxAccepted = &Accepted{
-	Name: "approximate trimming is exact",
-	Reason: "XADD/XTRIM … MAXLEN|MINID ~ trims exactly like '=' (there are no radix-tree nodes to round to); " +
-		"Redis 7.0 removes whole nodes only (up to 100 entries or 4 KiB each), so it may keep entries Zaris " +
-		"removes, never the reverse. Accepted: an XTRIM … ~ that removes more than Redis's, and an XADD … ~ " +
-		"after which the two XLENs differ.",
-	Diverges: true,
-	Match: func(cmd []string, r, z Value) bool {
-		if !strings.EqualFold(cmd[0], "xtrim") || !approxTrim(cmd) || r.Kind != ':' || z.Kind != ':' {
-			return false
-		}
-		rn, err1 := strconv.ParseInt(r.Str, 10, 64)
-		zn, err2 := strconv.ParseInt(z.Str, 10, 64)
-		return err1 == nil && err2 == nil && zn > rn
 	},
 }
 

@@ -224,7 +224,7 @@ func (s *Session) Step(cmd []string) (*Mismatch, error) {
 	if err := s.probeSortStore(cmd, rv); err != nil {
 		return nil, err
 	}
-	return nil, s.probeTrims(cmd, rv)
+	return s.probeTrims(cmd, rv)
 }
 
 // probeSortStore follows a SORT … BY … ALPHA … STORE (see the accepted
@@ -303,24 +303,22 @@ func (s *Session) probeStaleErrno(cmd []string, rv, zv Value) (bool, error) {
 	return same, nil
 }
 
-// probeTrims follows the approximate trims ('~', see the accepted
-// difference "approximate trimming is exact"): an XADD trims without a
-// word in its reply, so after one — or after the EXEC that ran it — both
-// servers are asked XLEN of its key; different lengths mean the key spaces
-// parted, which is counted as that accepted difference and ends the
-// episode.
-func (s *Session) probeTrims(cmd []string, rv Value) error {
+// probeTrims follows the approximate trims ('~', which remove the whole
+// nodes Redis would, D119): an XADD trims without a word in its reply, so
+// after one — or after the EXEC that ran it — both servers are asked XLEN
+// of its key, and different lengths are a mismatch.
+func (s *Session) probeTrims(cmd []string, rv Value) (*Mismatch, error) {
 	var keys []string
 	switch name := strings.ToLower(cmd[0]); {
 	case rv.Kind == '+' && rv.Str == "QUEUED":
 		if approxTrim(cmd) {
 			s.trimmed = append(s.trimmed, cmd[1])
 		}
-		return nil
+		return nil, nil
 	case name == "exec" || name == "discard":
 		keys, s.trimmed = s.trimmed, nil
 		if name == "discard" || rv.IsError() {
-			return nil
+			return nil, nil
 		}
 	case approxTrim(cmd) && !rv.IsError():
 		keys = []string{cmd[1]}
@@ -329,21 +327,22 @@ func (s *Session) probeTrims(cmd []string, rv Value) error {
 		var lens [2]Value
 		for i, sd := range []*side{s.redis, s.zaris} {
 			if err := sd.send(s.Timeout, []string{"XLEN", k}); err != nil {
-				return err
+				return nil, err
 			}
 			v, err := sd.recv(s.Timeout)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			lens[i] = v
 		}
-		if lens[0].Kind != lens[1].Kind || lens[0].Str != lens[1].Str {
-			s.Accepted = append(s.Accepted, approxAccepted)
-			s.Diverged = true
-			return nil
+		// Compared as any reply, so an accepted difference (an empty key)
+		// stays accepted.
+		if ok, why, _ := Compare([]string{"XLEN", k}, lens[0], lens[1]); !ok {
+			return &Mismatch{Proto: s.Proto, Seq: [][]string{cmd, {"XLEN", k}}, Redis: lens[0], Zaris: lens[1],
+				Why: "XLEN after a '~' trim: " + why}, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // ExpiryRace is the one difference let through by the servers' state

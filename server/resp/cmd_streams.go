@@ -30,7 +30,7 @@ func init() {
 		x(&command{name: "xdel", arity: -3, flags: flagWrite | flagFast, first: 1, last: 1, step: 1, since: "5.0.0",
 			summary: "Returns the number of messages after removing them from a stream.", run: execCmd(kv.CmdXDel, shapePlain)}),
 		x(&command{name: "xtrim", arity: -4, flags: flagWrite, first: 1, last: 1, step: 1, since: "5.0.0",
-			summary: "Deletes messages from the beginning of a stream (MAXLEN|MINID [=|~] threshold [LIMIT count]; ~ trims exactly).",
+			summary: "Deletes messages from the beginning of a stream (MAXLEN|MINID [=|~] threshold [LIMIT count]; ~ removes whole nodes, as Redis).",
 			tips:    []string{"nondeterministic_output"}, run: execCmd(kv.CmdXTrim, shapePlain)}),
 		x(&command{name: "xread", arity: -4, flags: flagReadonly | flagBlocking | flagMovableKeys, since: "5.0.0",
 			summary: "Returns messages from multiple streams with IDs greater than the ones requested ([COUNT count] [BLOCK ms] STREAMS key … id …).",

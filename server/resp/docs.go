@@ -289,7 +289,13 @@ characters); ` + "`INFO server`" + ` shows both.
   became another type keeps a list, sorted-set or XREAD wait going; a blocked
   XREADGROUP whose stream was deleted or replaced answers ` + "`UNBLOCKED the stream key no longer exists`" + `,
   one whose group was destroyed ` + "`NOGROUP the consumer group this client was blocked on no longer exists`" + `.
-- Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims exactly like ` + "`=`" + `;
+- Streams follow the store's stream engine (R-DS-2): ` + "`~`" + ` trims whole nodes as Redis 7.0 does —
+  Zaris models where redis-server's radix-tree nodes would close (100 entries, or 4096
+  bytes of listpack, its defaults; ` + "`stream-node-max-*`" + ` are accepted and change nothing),
+  so XADD and XTRIM ` + "`MAXLEN|MINID ~`" + ` leave the entries Redis leaves and XINFO STREAM's
+  radix-tree-keys is Redis's (D119; a replica or a copy rebuilt from a snapshot rebuilds
+  that model from the live entries, so after XDELs its next ` + "`~`" + ` trim may stop at another
+  node; replication logs the trim as the length it left, so copies never diverge);
   XCLAIM and XAUTOCLAIM create the consumer they name (XREADGROUP only when it
   serves something, as Redis); XGROUP CREATE/SETID take ENTRIESREAD.
   XREAD over several keys reads each key in turn; XREADGROUP over several
@@ -305,8 +311,8 @@ characters); ` + "`INFO server`" + ` shows both.
   RESP2 and RESP3, ids at 2^64-1 included): entries-added,
   max-deleted-entry-id, recorded-first-entry-id and each group's entries-read
   and lag follow Redis's rules and replicate with the stream. Two figures are
-  Zaris's own: ` + "`radix-tree-keys`" + `/` + "`radix-tree-nodes`" + ` count the 100-entry blocks
-  the entries would fill (there is no radix tree), and a consumer's
+  Zaris's own: ` + "`radix-tree-nodes`" + ` is the modelled nodes plus one (the radix tree's
+  inner nodes are not modelled; ` + "`radix-tree-keys`" + ` is Redis's, above), and a consumer's
   ` + "`seen-time`" + `/` + "`idle`" + ` is node-local (a replica counts from when it got the
   consumer).
 - Pub/Sub spans the cluster (R-DS-7, issue #14): a message published on any

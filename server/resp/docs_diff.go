@@ -58,10 +58,6 @@ The RESP front end is fuzzed against a real redis-server 7.0
     exactly while its segment holds up to 64 keys with a TTL; in a larger
     one it counts it until the sweeper removes it, as Redis does (a walk of
     every key with a TTL per DBSIZE cost 130 ms for a million of them).
-  - *approximate trimming is exact*: ` + "`MAXLEN ~`/`MINID ~`" + ` trims like ` + "`=`" + `
-    (see Streams above) where Redis removes whole radix-tree nodes only, so
-    it may keep entries Zaris removes: an XTRIM … ~ that removes more, and
-    an XADD … ~ after which the session's XLEN probe of the key differs.
   - *expiry capped at year 2262*: expiry times are int64 nanoseconds, so
     ` + "`PEXPIREAT k 9223372036854775807`" + ` keeps the key until 2262-04-11
     (TTL and EXPIRETIME say so) where Redis keeps int64 milliseconds.

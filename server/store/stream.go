@@ -22,9 +22,9 @@ import (
 // (a front end serving several keys wraps them as [[key, entries] …]).
 //
 // Differences from Redis, deliberate:
-//   - "~" (approximate trimming) trims exactly, like "=": the node-local
-//     representation has no macro nodes to round to. LIMIT is honoured with
-//     "~" as a cap on the entries one call removes (0: no cap).
+//   - "~" (approximate trimming) removes the whole nodes Redis would: the
+//     entries are not in Redis's radix tree of listpacks, so streamNodes
+//     models where its nodes would close (stream_nodes.go, D119).
 //   - XCLAIM and XAUTOCLAIM always create the named consumer (XREADGROUP
 //     only when it serves something, as Redis); a consumer's seen time
 //     is node-local (XINFO's seen-time/idle on a replica count from when
@@ -350,6 +350,8 @@ type streamColl struct {
 	// clockMs is the time of the command running on the stream (set by
 	// streamOf): a consumer created now is seen now.
 	clockMs int64
+	// nodes models Redis's radix-tree nodes, for "~" trimming and XINFO.
+	nodes streamNodes
 }
 
 type streamGroup struct {
@@ -417,6 +419,7 @@ func (s *streamColl) add(id streamID, fields [][]byte) {
 		s.firstID = id
 	}
 	s.entries.put(id, out)
+	s.nodes.append(id, fields)
 	s.last = id
 	s.account(streamEntrySize(fields))
 }
@@ -428,11 +431,13 @@ func (s *streamColl) removeEntry(id streamID) bool {
 	}
 	s.account(keySize{}.minus(streamEntrySize(s.entries.items[i].val)))
 	s.entries.killAt(i)
+	s.nodes.remove(id)
 	return true
 }
 
 // trimFront removes the n oldest entries.
 func (s *streamColl) trimFront(n int) {
+	s.nodes.trimFront(int64(n))
 	for i := 0; n > 0 && i < len(s.entries.items); i++ {
 		if !s.entries.items[i].dead {
 			s.account(keySize{}.minus(streamEntrySize(s.entries.items[i].val)))
@@ -803,6 +808,10 @@ type trimSpec struct {
 	// limitExact: LIMIT without '~', refused once the options are read
 	// (Redis checks it after its option loop: errLimitExact).
 	limitExact bool
+	// approx: "~", whole modelled nodes only (stream_nodes.go); limitGiven:
+	// a LIMIT was given (without one "~" works at most
+	// approxTrimDefaultLimit entries).
+	approx, limitGiven bool
 }
 
 var errLimitExact = kv.BadRequest("syntax error, LIMIT cannot be used without the special ~ option")
@@ -852,17 +861,37 @@ func parseTrim(args [][]byte, i int, t *trimSpec) (int, kv.Reply, bool) {
 		if n < 0 {
 			return 0, kv.BadRequest("The LIMIT argument must be >= 0."), false
 		}
-		t.limit, t.limitExact = n, !approx
+		t.limit, t.limitExact, t.limitGiven = n, !approx, true
 		i += 2
 	}
+	t.approx = approx
 	return i, kv.Reply{}, true
 }
 
 // trimPlan counts the oldest entries t removes — from the stream plus, when
-// extra is set, one more entry appended after it — and their size.
-func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraSize keySize) (n int, size keySize) {
+// extra is set, one more entry (of extraFields) appended after it — and
+// their size. A "~" trim removes the whole nodes Redis would
+// (streamNodes.approxTrim).
+func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraFields [][]byte, extraSize keySize) (n int, size keySize) {
 	if !t.set {
 		return 0, size
+	}
+	if t.approx {
+		n = int(s.nodes.approxTrim(t, int64(s.entries.live), extra, extraFields))
+		left := n
+		for _, it := range s.entries.items {
+			if left == 0 {
+				break
+			}
+			if !it.dead {
+				size = size.plus(streamEntrySize(it.val))
+				left--
+			}
+		}
+		if left > 0 { // the appended entry goes too
+			size = size.plus(extraSize)
+		}
+		return n, size
 	}
 	total := s.entries.live
 	if extra != nil {
@@ -1007,7 +1036,7 @@ func xadd(x *execCtx) kv.Reply {
 	}
 	fields := args[i+1:]
 	size := streamEntrySize(fields)
-	n, freed := s.trimPlan(&t, &id, size)
+	n, freed := s.trimPlan(&t, &id, fields, size)
 	if !x.streamFits(s, size.minus(freed)) {
 		return x.tooLarge()
 	}
@@ -1021,10 +1050,27 @@ func xadd(x *execCtx) kv.Reply {
 	if len(args) > len(x.room.args) {
 		effect = make([][]byte, 0, len(args))
 	}
-	effect = append(effect, args[:i]...)
+	if t.set {
+		// The trim as the length it left: a replica's node model may differ
+		// (streamNodes), its entries do not.
+		effect = appendExactTrim(effect, args[:i], s.entries.live)
+	} else {
+		effect = append(effect, args[:i]...)
+	}
 	effect = append(effect, idb)
 	x.changedArgs(kv.CmdXAdd, append(effect, fields...))
 	return kv.BulkReply(idb)
+}
+
+// appendExactTrim appends XADD's options with its trim replaced by MAXLEN =
+// the stream's length after it.
+func appendExactTrim(dst, opts [][]byte, length int) [][]byte {
+	for _, o := range opts {
+		if isWord(o, "NOMKSTREAM") {
+			dst = append(dst, o)
+		}
+	}
+	return append(dst, []byte("MAXLEN"), []byte("="), strconv.AppendInt(nil, int64(length), 10))
 }
 
 // xtrimArgs parses XTRIM's arguments (Redis parses them before it looks
@@ -1060,10 +1106,10 @@ func xtrim(x *execCtx) kv.Reply {
 	if s == nil {
 		return kv.IntReply(0)
 	}
-	n, _ := s.trimPlan(&t, nil, keySize{})
+	n, _ := s.trimPlan(&t, nil, nil, keySize{})
 	if n > 0 {
 		s.trimFront(n)
-		x.changed()
+		x.changedArgs(kv.CmdXTrim, appendExactTrim(nil, nil, s.entries.live))
 	}
 	return kv.IntReply(int64(n))
 }

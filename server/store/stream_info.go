@@ -112,12 +112,6 @@ func (s *streamColl) lag(g *streamGroup) (int64, bool) {
 	return 0, false
 }
 
-// streamNodeEntries is Redis's default stream-node-max-entries: Zaris keeps
-// no radix tree; XINFO's radix-tree-keys counts the blocks of this many
-// entries the stream would fill (nodes: one more), Redis's figures for a
-// stream built by XADD alone.
-const streamNodeEntries = 100
-
 func bulkStr(s string) kv.Reply { return kv.BulkReply([]byte(s)) }
 
 func (s *streamColl) entryReply(id streamID) kv.Reply {
@@ -135,7 +129,9 @@ func nullableInt(v int64, ok bool) kv.Reply {
 
 // streamHeader is XINFO STREAM's common first fields.
 func (s *streamColl) streamHeader() []kv.Reply {
-	keys := int64((s.entries.live + streamNodeEntries - 1) / streamNodeEntries)
+	// radix-tree-keys: the modelled nodes (stream_nodes.go); the radix
+	// tree's own inner nodes are not modelled: one more.
+	keys := int64(len(s.nodes.nodes))
 	return []kv.Reply{
 		bulkStr("length"), kv.IntReply(int64(s.entries.live)),
 		bulkStr("radix-tree-keys"), kv.IntReply(keys),

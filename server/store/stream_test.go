@@ -91,7 +91,8 @@ func TestStreamLogCommands(t *testing.T) {
 		{kv.CmdXRange, "s", []string{"-", "+"}, "[[" + T + "-0 [d 4]] [" + T + "-1 [e ]] [" + T + "-2 [f v]]]"},
 		{kv.CmdXTrim, "s", []string{"MAXLEN", "=", "2"}, "1"},
 		{kv.CmdXTrim, "s", []string{"MAXLEN", "5"}, "0"},
-		{kv.CmdXTrim, "s", []string{"MINID", "~", T + "-2"}, "1"},
+		{kv.CmdXTrim, "s", []string{"MINID", "~", T + "-2"}, "0"}, // "~" removes whole nodes only: this one ends at T-2
+		{kv.CmdXTrim, "s", []string{"MINID", T + "-2"}, "1"},
 		{kv.CmdXTrim, "s", []string{"MAXLEN", "=", "0", "LIMIT", "1"}, "!BadRequest: LIMIT cannot be used without the special ~"},
 		{kv.CmdXTrim, "s", []string{"MAXLEN", "-1"}, "!BadRequest: >= 0"},
 		{kv.CmdXTrim, "s", []string{"SIZE", "1"}, "!BadRequest: syntax"},
@@ -105,12 +106,12 @@ func TestStreamLogCommands(t *testing.T) {
 		{kv.CmdXAdd, "s", []string{T + "-2", "a", "1"}, "!BadRequest: equal or smaller"},
 		{kv.CmdXAdd, "s", []string{"MAXLEN", "0", "*", "g", "1"}, T + "-3"},
 		{kv.CmdXLen, "s", nil, "0"},
-		// "~" trims exactly; LIMIT caps one call.
+		// "~" removes whole nodes, within LIMIT (redis-server answers the same).
 		{kv.CmdXAdd, "l", []string{"1", "a", "1"}, "1-0"},
 		{kv.CmdXAdd, "l", []string{"2", "a", "1"}, "2-0"},
 		{kv.CmdXAdd, "l", []string{"3", "a", "1"}, "3-0"},
 		{kv.CmdXAdd, "l", []string{"MAXLEN", "~", "1", "LIMIT", "1", "4", "a", "1"}, "4-0"},
-		{kv.CmdXLen, "l", nil, "3"},
+		{kv.CmdXLen, "l", nil, "4"},
 		{kv.CmdXAdd, "l", []string{"MINID", "4", "5", "a", "1"}, "5-0"},
 		{kv.CmdXRange, "l", []string{"-", "+"}, "[[4-0 [a 1]] [5-0 [a 1]]]"},
 	})
@@ -478,6 +479,12 @@ func TestStreamEffectsReplicate(t *testing.T) {
 		},
 		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdXTrim, "x"+k, "MINID", someID()) },
 		func(k string, i int) kv.Cmd {
+			return kv.NewCmd(kv.CmdXTrim, "x"+k, "MAXLEN", "~", fmt.Sprint(rng.IntN(20)))
+		},
+		func(k string, i int) kv.Cmd {
+			return kv.NewCmd(kv.CmdXTrim, "x"+k, "MINID", "~", someID(), "LIMIT", "0")
+		},
+		func(k string, i int) kv.Cmd {
 			return kv.NewCmd(kv.CmdXGroup, "x"+k, "CREATE", groups[rng.IntN(2)], []string{"0", "$"}[rng.IntN(2)], "MKSTREAM")
 		},
 		func(k string, i int) kv.Cmd { return kv.NewCmd(kv.CmdXGroup, "x"+k, "SETID", groups[rng.IntN(2)], "$") },
@@ -526,18 +533,31 @@ func TestStreamEffectsReplicate(t *testing.T) {
 			return kv.NewCmd(kv.CmdXAutoClaim, "x"+k, groups[rng.IntN(2)], consumers[rng.IntN(3)], "0", someID(), "JUSTID")
 		},
 	}
-	catchUp := func() {
+	// late starts from a snapshot halfway: its model of Redis's stream
+	// nodes is rebuilt from the entries and differs from the source's after
+	// XDELs, so it converges only because "~" trims are logged as the
+	// length they left (D119).
+	late, _ := newTestStore(t, func(c *Config) { c.Segments = 2 })
+	lateApplied := []uint64{0, 0}
+	lateStarted := false
+	catchUpOne := func(to *Store, applied []uint64) {
 		for seg := range 2 {
 			log, err := src.Segment(uint16(seg)).OperationsAfter(applied[seg])
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, op := range log {
-				if _, err := dst.Segment(uint16(seg)).ApplyOp(op); err != nil {
+				if _, err := to.Segment(uint16(seg)).ApplyOp(op); err != nil {
 					t.Fatalf("apply %v %v: %v", op.Kind, op.Cmd, err)
 				}
 				applied[seg] = op.Revision()
 			}
+		}
+	}
+	catchUp := func() {
+		catchUpOne(dst, applied)
+		if lateStarted {
+			catchUpOne(late, lateApplied)
 		}
 	}
 	oks := 0
@@ -559,6 +579,14 @@ func TestStreamEffectsReplicate(t *testing.T) {
 		if i%50 == 0 {
 			catchUp()
 		}
+		if i == 3000 {
+			for seg := range 2 {
+				g := src.Segment(uint16(seg))
+				late.Segment(uint16(seg)).InstallSnapshot(g.Snapshot())
+				lateApplied[seg] = g.Revision()
+			}
+			lateStarted = true
+		}
 	}
 	if oks < 3000 {
 		t.Fatalf("only %d commands succeeded: the mix does not exercise much", oks)
@@ -568,6 +596,9 @@ func TestStreamEffectsReplicate(t *testing.T) {
 		a, b := src.Segment(uint16(seg)), dst.Segment(uint16(seg))
 		if a.Digest() != b.Digest() {
 			t.Fatalf("segment %d diverged: %+v vs %+v", seg, a.Digest(), b.Digest())
+		}
+		if l := late.Segment(uint16(seg)); a.Digest() != l.Digest() {
+			t.Fatalf("segment %d of the replica started from a snapshot diverged: %+v vs %+v", seg, a.Digest(), l.Digest())
 		}
 		fresh, _ := newTestStore(t, func(c *Config) { c.Segments = 2 })
 		fresh.Segment(uint16(seg)).InstallSnapshot(a.Snapshot())
@@ -885,5 +916,43 @@ func TestStreamChecksInRedisOrder(t *testing.T) {
 	})
 	if !GroupReadsHistory([]byte("0")) || GroupReadsHistory([]byte(">")) || GroupReadsHistory([]byte("18446744073709551615-18446744073709551615")) {
 		t.Fatal("GroupReadsHistory: only an id below the last possible one reads the history")
+	}
+}
+
+// A replica whose model of Redis's stream nodes differs from the owner's —
+// it was built from a snapshot after XDELs, which the owner's nodes still
+// count — reaches the owner's entries all the same: a "~" trim is logged as
+// the length it left (D119). With the trim logged as given, the replica's
+// model would keep the node the owner dropped.
+func TestStreamApproxTrimReplicatesAsLength(t *testing.T) {
+	src, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	for i := 1; i <= 250; i++ {
+		run(t, src, kv.CmdXAdd, "s", fmt.Sprintf("%d-0", i), "f", "v")
+	}
+	for i := 1; i <= 30; i++ {
+		run(t, src, kv.CmdXDel, "s", fmt.Sprintf("%d-0", 2*i))
+	}
+	g := src.Segment(0)
+	late, _ := newTestStore(t, func(c *Config) { c.Segments = 1 })
+	late.Segment(0).InstallSnapshot(g.Snapshot())
+	from := g.Revision()
+
+	// The owner's first node holds 70 live entries of its 100: dropping it
+	// leaves 150. The replica's first node (rebuilt) holds 100 live.
+	if r := run(t, src, kv.CmdXTrim, "s", "MAXLEN", "~", "150"); r.Int != 70 {
+		t.Fatalf("XTRIM MAXLEN ~ 150 removed %d, want the first node's 70", r.Int)
+	}
+	run(t, src, kv.CmdXAdd, "s", "MAXLEN", "~", "100", "251-0", "f", "v")
+	log, err := g.OperationsAfter(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range log {
+		if _, err := late.Segment(0).ApplyOp(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.Digest() != late.Segment(0).Digest() {
+		t.Fatalf("the replica diverged: XLEN %d vs %d", run(t, src, kv.CmdXLen, "s").Int, run(t, late, kv.CmdXLen, "s").Int)
 	}
 }
