@@ -1,8 +1,9 @@
 package store
 
 import (
-	"math"
 	"sort"
+
+	"github.com/zaris-io/zaris/internal/kv"
 )
 
 // Redis keeps a stream's entries in radix-tree nodes, each a listpack of at
@@ -85,7 +86,7 @@ func lpIntBytes(v int64) int64 {
 // an integer (string2ll: the canonical decimal form of an int64) is stored
 // as one.
 func lpStringBytes(b []byte) int64 {
-	if v, ok := canonicalInt(b); ok {
+	if v, ok := kv.ParseInt(b); ok { // string2ll, which listpack uses too
 		return lpIntBytes(v)
 	}
 	n := int64(len(b))
@@ -99,43 +100,6 @@ func lpStringBytes(b []byte) int64 {
 		enc = 5 + n
 	}
 	return enc + lpBacklen(enc)
-}
-
-// canonicalInt reads b as Redis's string2ll does: the canonical decimal
-// form of an int64 (no sign but a leading '-', no leading zero, no "-0"),
-// without allocating (an XADD sizes every value).
-func canonicalInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := b[0] == '-'
-	digits := b
-	if neg {
-		digits = b[1:]
-	}
-	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if u > (math.MaxUint64-9)/10 {
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-	}
-	switch {
-	case neg && u <= 1<<63:
-		return -int64(u-1) - 1, true
-	case !neg && u <= math.MaxInt64:
-		return int64(u), true
-	}
-	return 0, false
 }
 
 // sameFields reports whether an entry's fields are the master entry's.
