@@ -1053,7 +1053,7 @@ func xadd(x *execCtx) kv.Reply {
 	if t.set {
 		// The trim as the length it left: a replica's node model may differ
 		// (streamNodes), its entries do not.
-		effect = appendExactTrim(effect, args[:i], s.entries.live)
+		effect = appendExactTrim(effect, args[:i], s.entries.live, x.room.num[:0])
 	} else {
 		effect = append(effect, args[:i]...)
 	}
@@ -1063,15 +1063,18 @@ func xadd(x *execCtx) kv.Reply {
 }
 
 // appendExactTrim appends XADD's options with its trim replaced by MAXLEN =
-// the stream's length after it.
-func appendExactTrim(dst, opts [][]byte, length int) [][]byte {
+// the stream's length after it, the number formatted into num (the write
+// context's room: the op-log copies the effect before the write returns).
+func appendExactTrim(dst, opts [][]byte, length int, num []byte) [][]byte {
 	for _, o := range opts {
 		if isWord(o, "NOMKSTREAM") {
 			dst = append(dst, o)
 		}
 	}
-	return append(dst, []byte("MAXLEN"), []byte("="), strconv.AppendInt(nil, int64(length), 10))
+	return append(dst, wordMaxLen, wordExact, strconv.AppendInt(num, int64(length), 10))
 }
+
+var wordMaxLen, wordExact = []byte("MAXLEN"), []byte("=")
 
 // xtrimArgs parses XTRIM's arguments (Redis parses them before it looks
 // the key up).
@@ -1109,7 +1112,7 @@ func xtrim(x *execCtx) kv.Reply {
 	n, _ := s.trimPlan(&t, nil, nil, keySize{})
 	if n > 0 {
 		s.trimFront(n)
-		x.changedArgs(kv.CmdXTrim, appendExactTrim(nil, nil, s.entries.live))
+		x.changedArgs(kv.CmdXTrim, appendExactTrim(x.room.args[:0], nil, s.entries.live, x.room.num[:0]))
 	}
 	return kv.IntReply(int64(n))
 }
