@@ -740,9 +740,9 @@ func (c *conn) badBody(f wire.Frame, err error) {
 // both into the record.
 func (c *conn) put(kb, vb []byte, opts *kv.PutOptions) kv.Result {
 	st := c.srv.cfg.Store
-	if len(vb) > st.Config().MaxItemBytes {
+	if len(vb) > st.MaxItemBytes() {
 		return kv.Result{Status: kv.StatusItemTooLarge,
-			Detail: fmt.Sprintf("value of %d bytes exceeds --max-item-bytes %d", len(vb), st.Config().MaxItemBytes)}
+			Detail: fmt.Sprintf("value of %d bytes exceeds --max-item-bytes %d", len(vb), st.MaxItemBytes())}
 	}
 	key := view(kb) // the store copies key and value into the record
 	return c.segment(key).Put(key, vb, opts)

@@ -88,7 +88,7 @@ func cmdPFMerge(c *conn, args [][]byte) {
 				opts.TTL = ttl.TTL
 			}
 		}
-		if len(v) > c.srv.store.Config().MaxItemBytes {
+		if len(v) > c.srv.store.MaxItemBytes() {
 			c.storeError(kv.StatusItemTooLarge, "")
 			return
 		}

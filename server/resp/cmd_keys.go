@@ -168,9 +168,8 @@ func cmdRename(c *conn, args [][]byte) {
 			c.storeError(kv.StatusNotFound, "")
 			return
 		}
-		res := c.put(dst, cur.Value, &kv.PutOptions{TTL: cur.TTL})
-		if res.Status != kv.StatusSuccess {
-			c.storeError(res.Status, "")
+		if st := c.put(dst, cur.Value, &kv.PutOptions{TTL: cur.TTL}); st != kv.StatusSuccess {
+			c.storeError(st, "")
 			return
 		}
 	case "hash":

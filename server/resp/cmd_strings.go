@@ -104,12 +104,12 @@ func cmdGet(c *conn, args [][]byte) {
 
 // put writes key and value, views of the read buffer: the store copies
 // both into the record.
-func (c *conn) put(key, value []byte, opts *kv.PutOptions) kv.Result {
-	if len(value) > c.srv.store.Config().MaxItemBytes {
-		return kv.Result{Status: kv.StatusItemTooLarge}
+func (c *conn) put(key, value []byte, opts *kv.PutOptions) kv.Status {
+	if len(value) > c.srv.store.MaxItemBytes() {
+		return kv.StatusItemTooLarge
 	}
 	k := view(key) // the store copies key and value into the record
-	return c.segment(k).Put(k, value, opts)
+	return c.segment(k).PutStatus(k, value, opts)
 }
 
 // setOpts are the parsed options of SET and its relatives.
@@ -245,9 +245,8 @@ func expireUnit(a []byte) string {
 
 func cmdSet(c *conn, args [][]byte) {
 	if len(args) == 3 {
-		res := c.put(args[1], args[2], nil)
-		if res.Status != kv.StatusSuccess {
-			c.storeError(res.Status, "")
+		if st := c.put(args[1], args[2], nil); st != kv.StatusSuccess {
+			c.storeError(st, "")
 			return
 		}
 		c.out.OK()
@@ -339,19 +338,19 @@ func (c *conn) set(key, value []byte, o setOpts) {
 		case o.hasExpire:
 			opts.TTL = o.ttl
 		}
-		res := c.put(key, value, opts)
-		switch res.Status {
+		st := c.put(key, value, opts)
+		switch st {
 		case kv.StatusSuccess:
 			reply()
 			return
 		case kv.StatusConflict:
 			if !conditional {
-				c.storeError(res.Status, msgTxReserved)
+				c.storeError(st, msgTxReserved)
 				return
 			}
 			continue // the key changed under us: decide again
 		default:
-			c.storeError(res.Status, "")
+			c.storeError(st, "")
 			return
 		}
 	}
@@ -361,8 +360,8 @@ func (c *conn) set(key, value []byte, o setOpts) {
 const msgTxReserved = "key reserved by a transaction in progress"
 
 func cmdSetNX(c *conn, args [][]byte) {
-	res := c.put(args[1], args[2], &kv.PutOptions{IfAbsent: true})
-	switch res.Status {
+	st := c.put(args[1], args[2], &kv.PutOptions{IfAbsent: true})
+	switch st {
 	case kv.StatusSuccess:
 		c.out.Int(1)
 	case kv.StatusConflict:
@@ -372,7 +371,7 @@ func cmdSetNX(c *conn, args [][]byte) {
 		}
 		c.out.Int(0)
 	default:
-		c.storeError(res.Status, "")
+		c.storeError(st, "")
 	}
 }
 
@@ -385,9 +384,8 @@ func cmdSetEX(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	res := c.put(args[1], args[3], &kv.PutOptions{TTL: ttl})
-	if res.Status != kv.StatusSuccess {
-		c.storeError(res.Status, "")
+	if st := c.put(args[1], args[3], &kv.PutOptions{TTL: ttl}); st != kv.StatusSuccess {
+		c.storeError(st, "")
 		return
 	}
 	c.out.OK()
@@ -416,8 +414,8 @@ func cmdMSet(c *conn, args [][]byte) {
 	}
 	c.prefetch(args[1:], 2)
 	for j := 1; j < len(args); j += 2 {
-		if res := c.put(args[j], args[j+1], nil); res.Status != kv.StatusSuccess {
-			c.storeError(res.Status, "")
+		if st := c.put(args[j], args[j+1], nil); st != kv.StatusSuccess {
+			c.storeError(st, "")
 			return
 		}
 	}
@@ -450,19 +448,19 @@ func cmdMSetNX(c *conn, args [][]byte) {
 		if last[string(args[j])] != j {
 			continue
 		}
-		res := c.put(args[j], args[j+1], &kv.PutOptions{IfAbsent: true})
-		if res.Status == kv.StatusSuccess {
+		st := c.put(args[j], args[j+1], &kv.PutOptions{IfAbsent: true})
+		if st == kv.StatusSuccess {
 			continue
 		}
 		for i := 1; i < j; i += 2 {
 			k := view(args[i])
 			c.segment(k).Delete(k)
 		}
-		if res.Status == kv.StatusConflict {
+		if st == kv.StatusConflict {
 			c.out.Int(0)
 			return
 		}
-		c.storeError(res.Status, "")
+		c.storeError(st, "")
 		return
 	}
 	c.out.Int(1)

@@ -463,6 +463,7 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 type ops interface {
 	Get(key string) kv.Result
 	Put(key string, value []byte, opts *kv.PutOptions) kv.Result
+	PutStatus(key string, value []byte, opts *kv.PutOptions) kv.Status
 	Delete(key string) kv.Result
 	Expire(key string, ttl time.Duration) kv.Result
 	Persist(key string) kv.Result
@@ -557,7 +558,7 @@ func (c *conn) storeError(st kv.Status, message string) {
 		c.out.Error("ERR " + message)
 	case kv.StatusItemTooLarge:
 		if message == "" {
-			message = "value exceeds the maximum item size of " + strconv.Itoa(c.srv.store.Config().MaxItemBytes) + " bytes"
+			message = "value exceeds the maximum item size of " + strconv.Itoa(c.srv.store.MaxItemBytes()) + " bytes"
 		}
 		c.out.Error("OOM " + message)
 	case kv.StatusCapacityExceeded:

@@ -184,11 +184,27 @@ func (a *Atomic) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	if g == nil {
 		return crossSegment
 	}
-	rec, o, _, res := g.preparePut(key, value, opts)
+	o := putOptionsOrNone(opts)
+	rec, _, st, detail := g.preparePut(key, value, o)
 	if rec == nil {
-		return res
+		return refused(st, detail)
 	}
 	return g.putLocked(rec, o, a.now)
+}
+
+// PutStatus is Put reporting only the outcome (Segment.PutStatus).
+func (a *Atomic) PutStatus(key string, value []byte, opts *kv.PutOptions) kv.Status {
+	g := a.segFor(key)
+	if g == nil {
+		return crossSegment.Status
+	}
+	o := putOptionsOrNone(opts)
+	rec, _, st, _ := g.preparePut(key, value, o)
+	if rec == nil {
+		return st
+	}
+	_, st, _ = g.acceptPutLocked(rec, o, a.now)
+	return st
 }
 
 // Delete removes key.

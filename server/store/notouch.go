@@ -34,6 +34,11 @@ func (u Untouched) Put(key string, value []byte, opts *kv.PutOptions) kv.Result 
 	return u.g.Put(key, value, opts)
 }
 
+// PutStatus is Segment.PutStatus.
+func (u Untouched) PutStatus(key string, value []byte, opts *kv.PutOptions) kv.Status {
+	return u.g.PutStatus(key, value, opts)
+}
+
 // Delete is Segment.Delete.
 func (u Untouched) Delete(key string) kv.Result { return u.g.Delete(key) }
 

@@ -183,37 +183,62 @@ func (g *Segment) getLocked(key string, now int64, noTouch bool) kv.Result {
 // allocation, recalloc.go): the caller may reuse key's and value's memory
 // once Put returns.
 func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
-	rec, o, now, res := g.preparePut(key, value, opts)
+	o := putOptionsOrNone(opts)
+	rec, now, st, detail := g.preparePut(key, value, o)
 	if rec == nil {
-		return res
+		return refused(st, detail)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.putLocked(rec, o, now)
 }
 
-// preparePut validates a write and builds its record outside the lock; a nil
-// record comes with the refusal.
-func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Record, kv.PutOptions, int64, kv.Result) {
-	s := g.store
-	var o kv.PutOptions
-	if opts != nil {
-		o = *opts
+// PutStatus is Put for a caller that needs only the outcome (the RESP front
+// end's SET and MSET): it builds no kv.Result, whose 72 bytes copied from
+// frame to frame stalled every write (D120).
+func (g *Segment) PutStatus(key string, value []byte, opts *kv.PutOptions) kv.Status {
+	o := putOptionsOrNone(opts)
+	rec, now, st, _ := g.preparePut(key, value, o)
+	if rec == nil {
+		return st
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, st, _ = g.acceptPutLocked(rec, o, now)
+	return st
+}
+
+// noPutOptions stands for a nil *kv.PutOptions; never written.
+var noPutOptions kv.PutOptions
+
+// putOptionsOrNone lets the write path read its options through a pointer:
+// copying the 64-byte struct from frame to frame stalled on every SET
+// (store-forwarding, D120).
+func putOptionsOrNone(opts *kv.PutOptions) *kv.PutOptions {
+	if opts == nil {
+		return &noPutOptions
+	}
+	return opts
+}
+
+// preparePut validates a write and builds its record outside the lock; a nil
+// record comes with the refusal's status and reason.
+func (g *Segment) preparePut(key string, value []byte, o *kv.PutOptions) (*Record, int64, kv.Status, string) {
+	s := g.store
 	if d := s.keyProblem(key); d != "" {
-		return nil, o, 0, refused(kv.StatusBadRequest, d)
+		return nil, 0, kv.StatusBadRequest, d
 	}
 	switch {
 	case len(value) > s.cfg.MaxItemBytes:
-		return nil, o, 0, refused(kv.StatusItemTooLarge, fmt.Sprintf("value of %d bytes exceeds --max-item-bytes %d", len(value), s.cfg.MaxItemBytes))
+		return nil, 0, kv.StatusItemTooLarge, fmt.Sprintf("value of %d bytes exceeds --max-item-bytes %d", len(value), s.cfg.MaxItemBytes)
 	case o.TTL < 0:
-		return nil, o, 0, refused(kv.StatusBadRequest, fmt.Sprintf("negative TTL %v", o.TTL))
+		return nil, 0, kv.StatusBadRequest, fmt.Sprintf("negative TTL %v", o.TTL)
 	case o.IfAbsent && o.IfMatchVersion != 0:
-		return nil, o, 0, refused(kv.StatusBadRequest, "IfAbsent and IfMatchVersion exclude each other")
+		return nil, 0, kv.StatusBadRequest, "IfAbsent and IfMatchVersion exclude each other"
 	case o.KeepTTL && o.TTL > 0:
-		return nil, o, 0, refused(kv.StatusBadRequest, "KeepTTL and a TTL exclude each other")
+		return nil, 0, kv.StatusBadRequest, "KeepTTL and a TTL exclude each other"
 	case o.ExpireAt != 0 && (o.TTL != 0 || o.KeepTTL):
-		return nil, o, 0, refused(kv.StatusBadRequest, "ExpireAt excludes a TTL and KeepTTL")
+		return nil, 0, kv.StatusBadRequest, "ExpireAt excludes a TTL and KeepTTL"
 	}
 	now := s.nowFor(o.TTL > 0) // precise only to compute an expiry (writeNow)
 	var exp int64
@@ -230,18 +255,31 @@ func (g *Segment) preparePut(key string, value []byte, opts *kv.PutOptions) (*Re
 		rec.SetMeta(m) // a plain SET has none: its record stays joined, untouched
 	}
 	rec.access = s.freshAccess(now)
-	return rec, o, now, kv.Result{}
+	return rec, now, kv.StatusSuccess, ""
 }
 
 // putLocked installs a prepared record; the caller holds the write lock.
-func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
+func (g *Segment) putLocked(rec *Record, o *kv.PutOptions, now int64) kv.Result {
+	rec, st, detail := g.acceptPutLocked(rec, o, now)
+	if st != kv.StatusSuccess {
+		return refused(st, detail)
+	}
+	res := resultOf(rec, now)
+	res.Value = nil
+	return res
+}
+
+// acceptPutLocked checks a prepared record's preconditions and commits it (or
+// the copy of it that keeps the old expiry, KEEPTTL), which it returns; the
+// caller holds the write lock. A refusal comes with its reason.
+func (g *Segment) acceptPutLocked(rec *Record, o *kv.PutOptions, now int64) (*Record, kv.Status, string) {
 	s := g.store
 	key := rec.Key()
 	if st := g.writableLocked(); st != kv.StatusSuccess {
-		return status(st)
+		return nil, st, ""
 	}
 	if len(g.txLocks) > 0 && g.txLockedLocked(key, "", now) {
-		return status(kv.StatusConflict)
+		return nil, kv.StatusConflict, ""
 	}
 	s.faultLocked(key)
 	old := g.items.get(key)
@@ -250,11 +288,11 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 	}
 	switch {
 	case o.IfAbsent && old != nil:
-		return refused(kv.StatusConflict, fmt.Sprintf("key exists at version %d (IfAbsent)", old.Version()))
+		return nil, kv.StatusConflict, fmt.Sprintf("key exists at version %d (IfAbsent)", old.Version())
 	case o.IfMatchVersion != 0 && old == nil:
-		return refused(kv.StatusConflict, fmt.Sprintf("key is absent, IfMatchVersion %d", o.IfMatchVersion))
+		return nil, kv.StatusConflict, fmt.Sprintf("key is absent, IfMatchVersion %d", o.IfMatchVersion)
 	case o.IfMatchVersion != 0 && old.Version() != o.IfMatchVersion:
-		return refused(kv.StatusConflict, fmt.Sprintf("key is at version %d, IfMatchVersion %d", old.Version(), o.IfMatchVersion))
+		return nil, kv.StatusConflict, fmt.Sprintf("key is at version %d, IfMatchVersion %d", old.Version(), o.IfMatchVersion)
 	}
 	if old != nil {
 		if o.KeepTTL && old.ExpiresAt() != 0 {
@@ -270,16 +308,14 @@ func (g *Segment) putLocked(rec *Record, o kv.PutOptions, now int64) kv.Result {
 			delta -= prev.accountedBytes()
 		}
 		if used := s.owned.Load(); delta > 0 && used+delta > s.maxMemory() {
-			return refused(kv.StatusCapacityExceeded, fmt.Sprintf("%s more would pass --memory-max-bytes %s (%s in use) and eviction is off",
-				kv.FormatBytes(delta), kv.FormatBytes(s.maxMemory()), kv.FormatBytes(used)))
+			return nil, kv.StatusCapacityExceeded, fmt.Sprintf("%s more would pass --memory-max-bytes %s (%s in use) and eviction is off",
+				kv.FormatBytes(delta), kv.FormatBytes(s.maxMemory()), kv.FormatBytes(used))
 		}
 	}
 	g.revision++
 	rec.Revision = g.revision
 	g.commitLocked(OpPut, rec)
-	res := resultOf(rec, now)
-	res.Value = nil
-	return res
+	return rec, kv.StatusSuccess, ""
 }
 
 // Delete removes key, leaving a tombstone. NotFound if the key is absent.

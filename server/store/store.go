@@ -118,6 +118,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// MaxItemBytes is --max-item-bytes: a per-write check's read, where Config
+// would copy the whole configuration (D120).
+func (s *Store) MaxItemBytes() int { return s.cfg.MaxItemBytes }
+
 // Config returns the store's configuration, with the cap and eviction
 // policy in force now (they may have changed since New).
 func (s *Store) Config() Config {
@@ -180,14 +184,25 @@ func (s *Store) keyProblem(key string) string {
 // tolerate because they subtract).
 func (s *Store) stamp(now int64) uint32 { return uint32((now - s.start) / int64(time.Millisecond)) }
 
+// account adds a change to the store-wide totals. A zero is not added: an
+// overwrite of a value by one of its size (most SETs of a cache) changes
+// neither, and each locked add costs a write about 20 cycles (D120).
 func (s *Store) account(owned bool, bytes, items int64) {
 	if owned {
-		if n := s.owned.Add(bytes); bytes > 0 && n > s.wakeAt.Load() {
-			s.wakeEvictor()
+		if bytes != 0 {
+			if n := s.owned.Add(bytes); bytes > 0 && n > s.wakeAt.Load() {
+				s.wakeEvictor()
+			}
 		}
-		s.ownedItems.Add(items)
-	} else {
+		if items != 0 {
+			s.ownedItems.Add(items)
+		}
+		return
+	}
+	if bytes != 0 {
 		s.replica.Add(bytes)
+	}
+	if items != 0 {
 		s.replicaItems.Add(items)
 	}
 }
