@@ -126,9 +126,13 @@ func cmdHSet(replyOK bool) func(c *conn, args [][]byte) {
 			c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
 			return
 		}
+		if !replyOK {
+			c.exec(kv.CmdHSet, args[1], args[2:], shapePlain)
+			return
+		}
 		k := view(args[1])
 		r := c.segment(k).Exec(kv.Cmd{Op: kv.CmdHSet, Key: k, Args: args[2:]})
-		if replyOK && r.Status == kv.StatusSuccess {
+		if r.Status == kv.StatusSuccess {
 			c.out.OK()
 			return
 		}

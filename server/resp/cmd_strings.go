@@ -467,9 +467,9 @@ func cmdMSetNX(c *conn, args [][]byte) {
 }
 
 func cmdGetDel(c *conn, args [][]byte) {
-	r := c.exec(kv.CmdGetDel, args[1], nil, shapePlain)
-	if r.Status == kv.StatusSuccess {
-		if r.Type == kv.ReplyNil {
+	st, typ := c.exec(kv.CmdGetDel, args[1], nil, shapePlain)
+	if st == kv.StatusSuccess {
+		if typ == kv.ReplyNil {
 			c.tally.misses++
 		} else {
 			c.tally.hits++

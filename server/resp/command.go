@@ -617,7 +617,11 @@ const (
 )
 
 // writeReply writes a store reply.
-func (c *conn) writeReply(r kv.Reply, sh shape) {
+func (c *conn) writeReply(r kv.Reply, sh shape) { c.writeReplyAt(&r, sh) }
+
+// writeReplyAt is writeReply reading the reply where it is: an array's
+// elements, 96 bytes each, are not copied one by one (D121).
+func (c *conn) writeReplyAt(r *kv.Reply, sh shape) {
 	if r.Status != kv.StatusSuccess {
 		c.storeError(r.Status, r.Message)
 		return
@@ -650,8 +654,8 @@ func (c *conn) writeReply(r kv.Reply, sh shape) {
 				c.out.Array(len(r.Array) / 2)
 				for i := 0; i+1 < len(r.Array); i += 2 {
 					c.out.Array(2)
-					c.writeReply(r.Array[i], shapePlain)
-					c.writeReply(r.Array[i+1], shapeDouble)
+					c.writeReplyAt(&r.Array[i], shapePlain)
+					c.writeReplyAt(&r.Array[i+1], shapeDouble)
 				}
 				return
 			}
@@ -663,8 +667,8 @@ func (c *conn) writeReply(r kv.Reply, sh shape) {
 		if sh == shapeStream {
 			inner = shapeStream
 		}
-		for _, e := range r.Array {
-			c.writeReply(e, inner)
+		for i := range r.Array {
+			c.writeReplyAt(&r.Array[i], inner)
 		}
 	}
 }
@@ -682,15 +686,16 @@ func redisFloatText(b []byte) []byte {
 }
 
 // exec runs a data-structure command on the store and writes its reply.
-func (c *conn) exec(op kv.CmdOp, key []byte, args [][]byte, sh shape) kv.Reply {
+// It returns the reply's status and type.
+func (c *conn) exec(op kv.CmdOp, key []byte, args [][]byte, sh shape) (kv.Status, kv.ReplyType) {
 	k := view(key)
 	r := c.segment(k).Exec(kv.Cmd{Op: op, Key: k, Args: args, Out: &c.replyRoom})
-	c.writeReply(r, sh)
+	c.writeReplyAt(&r, sh)
 	// Written: an idle connection must not keep the values it returned
 	// reachable. A reply's array built in the room holds zero replies
-	// after this (exec's callers look at its status and scalars only).
+	// after this.
 	kv.ResetOut(&c.replyRoom)
-	return r
+	return r.Status, r.Type
 }
 
 // execRaw runs a store command without writing anything.

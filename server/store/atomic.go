@@ -254,7 +254,7 @@ func (a *Atomic) Exec(cmd kv.Cmd) kv.Reply {
 	}
 	h, bad := lookupHandler(g.store, &cmd)
 	if h == nil {
-		return bad
+		return kv.BadRequest(bad)
 	}
 	return g.execLocked(h, &cmd, a.now, a, a.noTouch)
 }

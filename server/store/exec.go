@@ -211,36 +211,45 @@ func (s *Store) Exec(cmd kv.Cmd) kv.Reply {
 
 // Exec runs cmd on this segment. The arguments are not retained: whatever a
 // handler keeps it copies.
-func (g *Segment) Exec(cmd kv.Cmd) kv.Reply { return g.exec(cmd, false) }
+func (g *Segment) Exec(cmd kv.Cmd) kv.Reply {
+	var r kv.Reply
+	g.exec(&cmd, false, &r)
+	return r
+}
 
-func (g *Segment) exec(cmd kv.Cmd, noTouch bool) kv.Reply {
-	h, bad := lookupHandler(g.store, &cmd)
+// exec runs cmd, its reply into *r: the store's layers pass the 96-byte
+// reply down by pointer rather than returning it up by value, each copy a
+// stall on the stores of the one before (D121). cmd is read, not kept.
+func (g *Segment) exec(cmd *kv.Cmd, noTouch bool, r *kv.Reply) {
+	h, bad := lookupHandler(g.store, cmd)
 	if h == nil {
-		return bad
+		*r = kv.BadRequest(bad)
+		return
 	}
 	now := g.store.nowFor(h.write && h.stamps)
 	if !h.write {
 		g.mu.RLock()
 		defer g.mu.RUnlock()
 		rc := readCtxs.Get().(*readCtx)
-		rc.cmd = cmd
+		rc.cmd = *cmd
 		rc.x = execCtx{seg: g, cmd: &rc.cmd, now: now, noTouch: noTouch}
-		r := g.runLocked(h, &rc.x)
+		g.runLocked(h, &rc.x, r)
 		*rc = readCtx{} // keeps neither the caller's buffers nor a record
 		readCtxs.Put(rc)
-		return r
+		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.writeCtxBusy {
-		c := cmd
-		return g.execLocked(h, &c, now, nil, noTouch)
+		c := *cmd
+		*r = g.execLocked(h, &c, now, nil, noTouch)
+		return
 	}
 	g.writeCtxBusy = true
 	defer g.releaseWriteCtxLocked()
-	g.writeCmd = cmd
+	g.writeCmd = *cmd
 	g.writeCtx = execCtx{seg: g, cmd: &g.writeCmd, now: now, noTouch: noTouch}
-	return g.runLocked(h, &g.writeCtx)
+	g.runLocked(h, &g.writeCtx, r)
 }
 
 // readCtx is a read command's context and its copy of the command, which
@@ -261,55 +270,63 @@ func (g *Segment) releaseWriteCtxLocked() {
 	g.writeCtx, g.writeCmd, g.writeCtxBusy = execCtx{}, kv.Cmd{}, false
 }
 
-func lookupHandler(s *Store, cmd *kv.Cmd) (*handler, kv.Reply) {
+// lookupHandler is cmd's handler, or nil and why the command is a bad
+// request.
+func lookupHandler(s *Store, cmd *kv.Cmd) (*handler, string) {
 	if st := s.checkKey(cmd.Key); st != kv.StatusSuccess {
-		return nil, kv.BadRequest("invalid key")
+		return nil, "invalid key"
 	}
 	if int(cmd.Op) >= len(handlers) || handlers[cmd.Op] == nil {
-		return nil, kv.BadRequest("unknown command " + cmd.Op.String())
+		return nil, "unknown command " + cmd.Op.String()
 	}
-	return handlers[cmd.Op], kv.Reply{}
+	return handlers[cmd.Op], ""
 }
 
 // execLocked runs a command under the caller's lock: the read lock for a
 // read handler, the write lock for a write handler.
 func (g *Segment) execLocked(h *handler, cmd *kv.Cmd, now int64, view *Atomic, noTouch bool) kv.Reply {
 	x := execCtx{seg: g, cmd: cmd, now: now, view: view, noTouch: noTouch}
-	return g.runLocked(h, &x)
+	var r kv.Reply
+	g.runLocked(h, &x, &r)
+	return r
 }
 
-// runLocked runs the handler on the context x under the caller's lock.
-func (g *Segment) runLocked(h *handler, x *execCtx) kv.Reply {
+// runLocked runs the handler on the context x under the caller's lock,
+// its reply into *r.
+func (g *Segment) runLocked(h *handler, x *execCtx, r *kv.Reply) {
 	if !g.owned {
-		return kv.StatusReply(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+		*r = kv.StatusReply(kv.StatusMoved) // a replica or foreign segment: the client's map is wrong
+		return
 	}
 	cmd, now := x.cmd, x.now
 	if h.check != nil {
-		if r := h.check(cmd.Args); r.Status != kv.StatusSuccess {
-			return r
+		if *r = h.check(cmd.Args); r.Status != kv.StatusSuccess {
+			return
 		}
 	}
 	if h.write {
 		if g.fenced {
-			return kv.StatusReply(kv.StatusMigrating) // a migration's write fence: retry shortly
+			*r = kv.StatusReply(kv.StatusMigrating) // a migration's write fence: retry shortly
+			return
 		}
-		return g.execWriteLocked(h, x)
+		g.execWriteLocked(h, x, r)
+		return
 	}
 	x.rec = g.liveLocked(cmd.Key, now)
 	if x.rec != nil {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
-			return kv.StatusReply(kv.StatusWrongType)
+			*r = kv.StatusReply(kv.StatusWrongType)
+			return
 		}
 		if !x.noTouch && !h.peek {
 			g.store.touch(x.rec, now)
 		}
 		x.coll = x.rec.coll()
 	}
-	r := h.run(x)
+	*r = h.run(x)
 	if x.rec != nil && r.Status == kv.StatusSuccess {
 		r.Version, r.Revision = x.rec.Version(), x.rec.Revision
 	}
-	return r
 }
 
 func (g *Segment) liveLocked(key string, now int64) *Record {
@@ -320,9 +337,10 @@ func (g *Segment) liveLocked(key string, now int64) *Record {
 	return r
 }
 
-func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
+func (g *Segment) execWriteLocked(h *handler, x *execCtx, r *kv.Reply) {
 	if len(g.txLocks) > 0 && g.txLockedLocked(x.cmd.Key, "", x.now) {
-		return kv.Reply{Status: kv.StatusConflict, Message: "key reserved by a transaction in progress"}
+		*r = kv.Reply{Status: kv.StatusConflict, Message: "key reserved by a transaction in progress"}
+		return
 	}
 	// One index lookup: the record, or nil when there is none live.
 	x.rec = g.items.get(x.cmd.Key)
@@ -337,7 +355,8 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	}
 	if x.rec != nil {
 		if h.kind != kindAny && x.rec.Kind != h.kind {
-			return kv.StatusReply(kv.StatusWrongType)
+			*r = kv.StatusReply(kv.StatusWrongType)
+			return
 		}
 		x.coll = x.rec.coll()
 	} else if h.create {
@@ -348,15 +367,16 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 		before = x.coll.size()
 	}
 	g.store.faultLocked(x.cmd.Key)
-	r := h.run(x)
+	*r = h.run(x)
 	if r.Status != kv.StatusSuccess {
-		return r
+		return
 	}
 	switch {
 	case x.setValue:
 		if x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value()))) ||
 			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+len(x.newValue)+recordOverhead)) {
-			return kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
+			*r = kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
+			return
 		}
 		r.Version, r.Revision = g.replaceValueLocked(x)
 	case x.delete:
@@ -369,7 +389,6 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx) kv.Reply {
 	case x.rec != nil:
 		r.Version, r.Revision = x.rec.Version(), x.rec.Revision
 	}
-	return r
 }
 
 // replaceValueLocked installs a string command's new value as a new record

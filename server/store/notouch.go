@@ -27,7 +27,11 @@ func (u Untouched) Get(key string) kv.Result {
 }
 
 // Exec runs cmd without stamping the key's access.
-func (u Untouched) Exec(cmd kv.Cmd) kv.Reply { return u.g.exec(cmd, true) }
+func (u Untouched) Exec(cmd kv.Cmd) kv.Reply {
+	var r kv.Reply
+	u.g.exec(&cmd, true, &r)
+	return r
+}
 
 // Put is Segment.Put: a new value is a new access.
 func (u Untouched) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
