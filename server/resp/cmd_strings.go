@@ -88,17 +88,17 @@ func execCmd(op kv.CmdOp, sh shape) func(c *conn, args [][]byte) {
 
 func cmdGet(c *conn, args [][]byte) {
 	key := view(args[1])
-	res := c.segment(key).Get(key)
-	switch res.Status {
+	v, st := c.segment(key).GetValue(key)
+	switch st {
 	case kv.StatusSuccess:
 		c.tally.hits++
-		c.out.Bulk(res.Value)
+		c.out.Bulk(v)
 	case kv.StatusNotFound:
 		c.tally.misses++
 		c.status = kv.StatusNotFound
 		c.out.Null()
 	default:
-		c.storeError(res.Status, "")
+		c.storeError(st, "")
 	}
 }
 
@@ -396,10 +396,9 @@ func cmdMGet(c *conn, args [][]byte) {
 	c.out.Array(len(args) - 1)
 	for _, kb := range args[1:] {
 		k := view(kb)
-		res := c.segment(k).Get(k)
-		if res.Status == kv.StatusSuccess {
+		if v, st := c.segment(k).GetValue(k); st == kv.StatusSuccess {
 			c.tally.hits++
-			c.out.Bulk(res.Value)
+			c.out.Bulk(v)
 			continue
 		}
 		c.tally.misses++

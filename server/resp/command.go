@@ -462,6 +462,7 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // queued commands run their ordinary handlers atomically.
 type ops interface {
 	Get(key string) kv.Result
+	GetValue(key string) ([]byte, kv.Status)
 	Put(key string, value []byte, opts *kv.PutOptions) kv.Result
 	PutStatus(key string, value []byte, opts *kv.PutOptions) kv.Status
 	Delete(key string) kv.Result

@@ -178,6 +178,15 @@ func (a *Atomic) Get(key string) kv.Result {
 	return g.getLocked(key, a.now, a.noTouch)
 }
 
+// GetValue is Get's value alone (Segment.GetValue).
+func (a *Atomic) GetValue(key string) ([]byte, kv.Status) {
+	g := a.segFor(key)
+	if g == nil {
+		return nil, crossSegment.Status
+	}
+	return g.getValueLocked(key, a.now, a.noTouch)
+}
+
 // Put writes key (copied, as Segment.Put).
 func (a *Atomic) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	g := a.segFor(key)

@@ -26,6 +26,15 @@ func (u Untouched) Get(key string) kv.Result {
 	return g.getLocked(key, now, true)
 }
 
+// GetValue is Get's value alone (Segment.GetValue), without stamping.
+func (u Untouched) GetValue(key string) ([]byte, kv.Status) {
+	g := u.g
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.getValueLocked(key, now, true)
+}
+
 // Exec runs cmd without stamping the key's access.
 func (u Untouched) Exec(cmd kv.Cmd) kv.Reply {
 	var r kv.Reply

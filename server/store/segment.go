@@ -163,20 +163,48 @@ func (g *Segment) Get(key string) kv.Result {
 // getLocked reads key; the caller holds the segment lock (read or write).
 // noTouch leaves the access stamp as it was (CLIENT NO-TOUCH).
 func (g *Segment) getLocked(key string, now int64, noTouch bool) kv.Result {
+	r, st := g.liveStringLocked(key, now, noTouch)
+	if r == nil {
+		return status(st)
+	}
+	return resultOf(r, now)
+}
+
+// GetValue is Get for a caller that needs only the value (RESP GET and
+// MGET): no kv.Result, with its version, revision and TTL, is built and
+// copied up to it (D122). The value is shared with the store.
+func (g *Segment) GetValue(key string) ([]byte, kv.Status) {
+	now := g.store.clock.NowNano()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.getValueLocked(key, now, false)
+}
+
+func (g *Segment) getValueLocked(key string, now int64, noTouch bool) ([]byte, kv.Status) {
+	r, st := g.liveStringLocked(key, now, noTouch)
+	if r == nil {
+		return nil, st
+	}
+	return r.Value(), kv.StatusSuccess
+}
+
+// liveStringLocked is key's live string record, stamped as read unless
+// noTouch, or nil and why not.
+func (g *Segment) liveStringLocked(key string, now int64, noTouch bool) (*Record, kv.Status) {
 	if !g.owned {
-		return status(kv.StatusMoved)
+		return nil, kv.StatusMoved
 	}
 	r := g.items.get(key)
 	if r == nil || !r.liveAt(now) {
-		return status(kv.StatusNotFound)
+		return nil, kv.StatusNotFound
 	}
 	if r.Kind != KindString {
-		return status(kv.StatusWrongType)
+		return nil, kv.StatusWrongType
 	}
 	if !noTouch {
 		g.store.touch(r, now)
 	}
-	return resultOf(r, now)
+	return r, kv.StatusSuccess
 }
 
 // Put writes value under key. The record keeps copies of both (in its own

@@ -111,3 +111,51 @@ func TestAtomicPutStatus(t *testing.T) {
 		t.Fatalf("the refused key was written: %+v", r)
 	}
 }
+
+// GetValue (RESP GET and MGET, D122) answers as Get does in every case a
+// GET meets, and its no-touch form leaves the access stamp as it was.
+func TestGetValueAgreesWithGet(t *testing.T) {
+	s, clk := newTestStore(t)
+	mustStatus(t, s.Put("live", []byte("v"), nil), kv.StatusSuccess)
+	mustStatus(t, s.Put("soon", []byte("gone"), &kv.PutOptions{TTL: time.Second}), kv.StatusSuccess)
+	if r := s.Exec(kv.NewCmd(kv.CmdLPush, "list", "a")); r.Status != kv.StatusSuccess {
+		t.Fatalf("LPUSH: %+v", r)
+	}
+	clk.Advance(2 * time.Second)
+	for _, key := range []string{"live", "soon", "list", "missing"} {
+		g := s.SegmentFor(key)
+		res := g.Get(key)
+		v, st := g.GetValue(key)
+		if st != res.Status || string(v) != string(res.Value) {
+			t.Fatalf("%s: Get %v %q, GetValue %v %q", key, res.Status, res.Value, st, v)
+		}
+	}
+	if v, st := s.SegmentFor("live").GetValue("live"); st != kv.StatusSuccess || string(v) != "v" {
+		t.Fatalf("live key: %v %q", st, v)
+	}
+	if _, st := s.SegmentFor("list").GetValue("list"); st != kv.StatusWrongType {
+		t.Fatalf("a list read as a string: %v, want WrongType", st)
+	}
+
+	g := s.SegmentFor("live")
+	rec := func() *Record { g.mu.RLock(); defer g.mu.RUnlock(); return g.items.get("live") }()
+	before := rec.access
+	clk.Advance(time.Hour)
+	if _, st := g.Untouched().GetValue("live"); st != kv.StatusSuccess || rec.access != before {
+		t.Fatalf("no-touch GetValue: %v, access %d → %d", st, before, rec.access)
+	}
+	if _, st := g.GetValue("live"); st != kv.StatusSuccess || rec.access == before {
+		t.Fatalf("GetValue did not stamp the access: %v, access %d", st, rec.access)
+	}
+
+	g.SetOwned(false)
+	if _, st := g.GetValue("live"); st != kv.StatusMoved {
+		t.Fatalf("a segment not owned: %v, want Moved", st)
+	}
+	g.SetOwned(true)
+	g.Atomically(func(a *Atomic) {
+		if v, st := a.GetValue("live"); st != kv.StatusSuccess || string(v) != "v" {
+			t.Errorf("in a locked view: %v %q", st, v)
+		}
+	})
+}
