@@ -73,6 +73,36 @@ func TestCommandErrorsKeepTheConnection(t *testing.T) {
 	require.Equal(t, "+PONG\r\n", r.do("PING"))
 }
 
+// MSET and MSETNX refuse a bad pair before writing any: a value over the
+// per-item cap or an invalid key in a later pair used to leave the earlier
+// pairs written behind the error (MSET is all or nothing).
+func TestMultiSetRefusesBadPairsBeforeWriting(t *testing.T) {
+	n := startNode(t)
+	r := dialRaw(t, n.RESPAddr().String())
+	big := strings.Repeat("x", 4<<20+1)
+	const tooLarge = "-OOM value exceeds the maximum item size of 4194304 bytes\r\n"
+	const badKey = "-ERR invalid key: empty or longer than the maximum key size\r\n"
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		reply string
+	}{
+		{"MSET, oversized last value", []string{"MSET", "a1", "1", "a2", big}, tooLarge},
+		{"MSET of one slot, oversized last value", []string{"MSET", "{t}a1", "1", "{t}a2", big}, tooLarge},
+		{"MSET, empty second key", []string{"MSET", "a1", "1", "", "2"}, badKey},
+		{"MSET, oversized key", []string{"MSET", "a1", "1", strings.Repeat("k", 1<<20), "2"}, badKey},
+		{"MSETNX, oversized last value", []string{"MSETNX", "a1", "1", "a2", big}, tooLarge},
+		{"MSETNX of one slot, empty second key", []string{"MSETNX", "{t}a1", "1", "", "2"}, badKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.reply, r.do(tc.args...))
+			require.Equal(t, ":0\r\n", r.do("EXISTS", tc.args[1]), "the first pair was written before the refusal")
+		})
+	}
+	require.Equal(t, "+OK\r\n", r.do("MSET", "a1", "1", "{t}a1", "2"))
+	require.Equal(t, ":2\r\n", r.do("EXISTS", "a1", "{t}a1"))
+}
+
 // A deep pipeline written at once is answered in order.
 func TestPipelining(t *testing.T) {
 	n := startNode(t)

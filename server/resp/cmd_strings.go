@@ -411,6 +411,9 @@ func cmdMSet(c *conn, args [][]byte) {
 		c.err("ERR wrong number of arguments for '" + lowerName(args[0]) + "' command")
 		return
 	}
+	if !c.pairsWritable(args) {
+		return
+	}
 	c.prefetch(args[1:], 2)
 	for j := 1; j < len(args); j += 2 {
 		if st := c.put(args[j], args[j+1], nil); st != kv.StatusSuccess {
@@ -419,6 +422,25 @@ func cmdMSet(c *conn, args [][]byte) {
 		}
 	}
 	c.out.OK()
+}
+
+// pairsWritable checks every key and value of an MSET or MSETNX before the
+// first is written, and answers the refusal: a key the store refuses or a
+// value over --max-item-bytes after the first pair left that pair written
+// (MSET is all or nothing in Redis).
+func (c *conn) pairsWritable(args [][]byte) bool {
+	maxItem := c.srv.store.MaxItemBytes()
+	for j := 1; j+1 < len(args); j += 2 {
+		switch {
+		case !c.srv.store.ValidKey(view(args[j])):
+			c.storeError(kv.StatusBadRequest, "")
+			return false
+		case len(args[j+1]) > maxItem:
+			c.storeError(kv.StatusItemTooLarge, "")
+			return false
+		}
+	}
+	return true
 }
 
 // cmdMSetNX writes the pairs only if none of the keys exists. With several
@@ -430,6 +452,9 @@ func cmdMSet(c *conn, args [][]byte) {
 func cmdMSetNX(c *conn, args [][]byte) {
 	if len(args)%2 != 1 {
 		c.err("ERR wrong number of arguments for 'msetnx' command")
+		return
+	}
+	if !c.pairsWritable(args) {
 		return
 	}
 	for j := 1; j < len(args); j += 2 {

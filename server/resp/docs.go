@@ -203,6 +203,13 @@ transactions) follow one rule (issue #13; ` + "`server/resp/multikey.go`" + `):
   hands: ` + "`-CROSSSLOT Keys in request don't hash to the same slot`" + `, as in Redis
   Cluster (use a hash tag, ` + "`{user1}:a`" + `, to keep keys together).
 
+MSET and MSETNX check every key and value before writing the first: an
+invalid key or a value over ` + "`--max-item-bytes`" + ` in any pair refuses the whole
+command with nothing written. One case is not all or nothing yet: under
+` + "`maxmemory-policy noeviction`" + `, an MSET that crosses the cap midway stops with
+` + "`-OOM`" + ` at the pair that would cross it, the pairs before it written (Redis
+checks the cap only before a command and writes them all).
+
 Blocking commands are not run under the locks (they would hold them while
 waiting): each try of BLPOP/BRPOP or XREAD reads its keys in turn; each try of
 BLMOVE/BRPOPLPUSH/BLMPOP takes the locks of its keys' segments for itself.

@@ -167,6 +167,11 @@ func (s *Store) checkKey(key string) kv.Status {
 	return kv.StatusSuccess
 }
 
+// ValidKey reports whether a write of key would pass the key checks (not
+// empty, within --max-key-bytes): a multi-key write checks all its keys
+// before it writes any.
+func (s *Store) ValidKey(key string) bool { return s.checkKey(key) == kv.StatusSuccess }
+
 // keyProblem says what is wrong with a key ("" when nothing is): the
 // Detail of the BadRequest checkKey answers.
 func (s *Store) keyProblem(key string) string {
