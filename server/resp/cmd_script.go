@@ -531,6 +531,9 @@ func (c *conn) runScript(run *scriptRun, keys [][]byte, body func(st *luaState) 
 			exec()
 		} else {
 			c.srv.store.AtomicallyMany(segs, func(a *store.Atomic) {
+				if !run.oomAtStart {
+					a.Admit() // under the cap when it began: its writes run, as in Redis
+				}
 				c.tx = a
 				defer func() { c.tx = nil }()
 				exec()

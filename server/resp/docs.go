@@ -205,10 +205,11 @@ transactions) follow one rule (issue #13; ` + "`server/resp/multikey.go`" + `):
 
 MSET and MSETNX check every key and value before writing the first: an
 invalid key or a value over ` + "`--max-item-bytes`" + ` in any pair refuses the whole
-command with nothing written. One case is not all or nothing yet: under
-` + "`maxmemory-policy noeviction`" + `, an MSET that crosses the cap midway stops with
-` + "`-OOM`" + ` at the pair that would cross it, the pairs before it written (Redis
-checks the cap only before a command and writes them all).
+command with nothing written. Under ` + "`maxmemory-policy noeviction`" + ` the memory cap
+is checked before a command runs, as Redis checks it: a multi-key write, an
+EXEC or a script that starts under the cap is applied whole even if it ends
+past it (the next write is then refused up front); a command of one key that
+would cross the cap is refused instead (D123).
 
 Blocking commands are not run under the locks (they would hold them while
 waiting): each try of BLPOP/BRPOP or XREAD reads its keys in turn; each try of

@@ -1,6 +1,7 @@
 package resp_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -155,4 +156,47 @@ func TestOutOfMemoryRefusesDenyOOMCommandsUpFront(t *testing.T) {
 	require.Equal(t, oom, c.do("SET", "y", "1"))
 	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "0"))
 	require.Equal(t, "+OK\r\n", c.do("SET", "y", "3"))
+}
+
+// A multi-key write or a transaction admitted under the no-eviction cap is
+// applied whole even when it crosses the cap midway, as Redis applies it:
+// before, the store refused the key that crossed, and an MSET answered
+// -OOM with the pairs before it written, a transaction with half its writes.
+func TestAdmittedMultiKeyWritesRunWholePastTheCap(t *testing.T) {
+	n := startNode(t)
+	addr := n.RESPAddr().String()
+	c, admin := dialRaw(t, addr), dialRaw(t, addr)
+	oom := "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory-policy", "noeviction"))
+	require.Equal(t, "+OK\r\n", admin.do("CONFIG", "SET", "maxmemory", "2mb"))
+	value := strings.Repeat("v", 100_000)
+	mset := func(prefix string) []string {
+		args := []string{"MSET"}
+		for i := range 40 { // 4 MB: twice the cap
+			args = append(args, fmt.Sprintf("%s%d", prefix, i), value)
+		}
+		return args
+	}
+	for _, tc := range []struct{ name, prefix string }{{"one slot", "{t}k"}, {"several slots", "k"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := mset(tc.prefix)
+			require.Equal(t, "+OK\r\n", c.do(args...))
+			require.Equal(t, ":40\r\n", c.do("DBSIZE"), "an MSET past the cap was cut short")
+			require.Equal(t, oom, c.do("MSET", "a", "1", "b", "2"), "over the cap now: refused before it runs")
+			del := append([]string{"DEL"}, args[1:]...)
+			for i := len(del) - 1; i > 1; i -= 2 { // the keys only
+				del = append(del[:i], del[i+1:]...)
+			}
+			require.Equal(t, ":40\r\n", c.do(del...))
+		})
+	}
+	t.Run("transaction", func(t *testing.T) {
+		require.Equal(t, "+OK\r\n", c.do("MULTI"))
+		for i := range 40 {
+			require.Equal(t, "+QUEUED\r\n", c.do("SET", fmt.Sprintf("{x}%d", i), value))
+		}
+		reply := c.do("EXEC")
+		require.Equal(t, 40, strings.Count(reply, "+OK\r\n"), "EXEC past the cap: %q", reply[:min(len(reply), 200)])
+		require.Equal(t, ":40\r\n", c.do("DBSIZE"))
+	})
 }

@@ -138,6 +138,9 @@ func (c *conn) runLocked(cmd *command, args [][]byte, segs []uint16) {
 			c.out.Error("TRYAGAIN a key's slot is moving to another node; retry")
 			return
 		}
+		if cmd.flags&flagWrite != 0 {
+			a.Admit() // past deniedOOM: written whole, as Redis writes it
+		}
 		c.tx = a
 		defer func() { c.tx = nil }()
 		cmd.run(c, args)

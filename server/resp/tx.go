@@ -288,6 +288,7 @@ func cmdExec(c *conn, _ [][]byte) {
 				return
 			}
 		}
+		a.Admit() // EXEC passed deniedOOM for its queue: the block runs whole, as in Redis
 		c.tx = a
 		defer func() { c.tx = nil }()
 		run()

@@ -23,11 +23,22 @@ type Atomic struct {
 	// noTouch: reads and in-place writes through the view leave the keys'
 	// access stamps as they were (SetNoTouch).
 	noTouch bool
+	// admitted: the view's writes belong to a command admitted under the
+	// memory cap before it ran (Admit).
+	admitted bool
 	// warmed keeps what Prefetch read, so that its loads are used.
 	warmed uint
 	// room holds many for up to atomicRoom segments.
 	room [atomicRoom]*Segment
 }
+
+// Admit marks the view's writes as those of a command the front end
+// admitted under the memory cap before it ran (Redis's denyoom rule, D108):
+// a store without eviction does not refuse them for crossing the cap
+// midway, so an MSET of several keys, or a transaction, is applied whole as
+// Redis applies it, not up to the key that crossed. It lasts as long as the
+// view.
+func (a *Atomic) Admit() { a.admitted = true }
 
 // Prefetch reads ahead what a multi-key command is about to look up one key
 // after another (MSET, MGET): WarmAhead's reads — each key's index slot on
@@ -198,7 +209,7 @@ func (a *Atomic) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	if rec == nil {
 		return refused(st, detail)
 	}
-	return g.putLocked(rec, o, a.now)
+	return g.putLocked(rec, o, a.now, a.admitted)
 }
 
 // PutStatus is Put reporting only the outcome (Segment.PutStatus).
@@ -212,7 +223,7 @@ func (a *Atomic) PutStatus(key string, value []byte, opts *kv.PutOptions) kv.Sta
 	if rec == nil {
 		return st
 	}
-	_, st, _ = g.acceptPutLocked(rec, o, a.now)
+	_, st, _ = g.acceptPutLocked(rec, o, a.now, a.admitted)
 	return st
 }
 

@@ -147,6 +147,10 @@ func (x *execCtx) changedAs(op kv.CmdOp, args ...[]byte) {
 	x.effect = &x.room.cmd
 }
 
+// admitted reports whether the command runs in a view of a command
+// admitted under the memory cap (Atomic.Admit).
+func (x *execCtx) admitted() bool { return x.view != nil && x.view.admitted }
+
 // changedArgs records an effect whose argument slice the handler built for
 // it (it is kept, not copied).
 func (x *execCtx) changedArgs(op kv.CmdOp, args [][]byte) {
@@ -373,8 +377,8 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx, r *kv.Reply) {
 	}
 	switch {
 	case x.setValue:
-		if x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value()))) ||
-			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+len(x.newValue)+recordOverhead)) {
+		if !x.admitted() && (x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value()))) ||
+			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+len(x.newValue)+recordOverhead))) {
 			*r = kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
 			return
 		}

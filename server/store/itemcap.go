@@ -98,7 +98,7 @@ func (x *execCtx) fitsFrom(cur, grow keySize) bool {
 	}
 	s := x.seg.store
 	x.capHit = keyFits(cur, grow, s.keyLimits())
-	if x.capHit == capNone && s.storeFull(x.seg, grow.acct) {
+	if x.capHit == capNone && !x.admitted() && s.storeFull(x.seg, grow.acct) {
 		x.capHit = capMemory
 	}
 	return x.capHit == capNone

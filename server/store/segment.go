@@ -218,7 +218,7 @@ func (g *Segment) Put(key string, value []byte, opts *kv.PutOptions) kv.Result {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.putLocked(rec, o, now)
+	return g.putLocked(rec, o, now, false)
 }
 
 // PutStatus is Put for a caller that needs only the outcome (the RESP front
@@ -232,7 +232,7 @@ func (g *Segment) PutStatus(key string, value []byte, opts *kv.PutOptions) kv.St
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	_, st, _ = g.acceptPutLocked(rec, o, now)
+	_, st, _ = g.acceptPutLocked(rec, o, now, false)
 	return st
 }
 
@@ -287,8 +287,8 @@ func (g *Segment) preparePut(key string, value []byte, o *kv.PutOptions) (*Recor
 }
 
 // putLocked installs a prepared record; the caller holds the write lock.
-func (g *Segment) putLocked(rec *Record, o *kv.PutOptions, now int64) kv.Result {
-	rec, st, detail := g.acceptPutLocked(rec, o, now)
+func (g *Segment) putLocked(rec *Record, o *kv.PutOptions, now int64, admitted bool) kv.Result {
+	rec, st, detail := g.acceptPutLocked(rec, o, now, admitted)
 	if st != kv.StatusSuccess {
 		return refused(st, detail)
 	}
@@ -299,8 +299,9 @@ func (g *Segment) putLocked(rec *Record, o *kv.PutOptions, now int64) kv.Result 
 
 // acceptPutLocked checks a prepared record's preconditions and commits it (or
 // the copy of it that keeps the old expiry, KEEPTTL), which it returns; the
-// caller holds the write lock. A refusal comes with its reason.
-func (g *Segment) acceptPutLocked(rec *Record, o *kv.PutOptions, now int64) (*Record, kv.Status, string) {
+// caller holds the write lock. A refusal comes with its reason. admitted:
+// the write's command passed the memory cap before it ran (Atomic.Admit).
+func (g *Segment) acceptPutLocked(rec *Record, o *kv.PutOptions, now int64, admitted bool) (*Record, kv.Status, string) {
 	s := g.store
 	key := rec.Key()
 	if st := g.writableLocked(); st != kv.StatusSuccess {
@@ -330,7 +331,7 @@ func (g *Segment) acceptPutLocked(rec *Record, o *kv.PutOptions, now int64) (*Re
 	} else {
 		rec.SetVersion(1)
 	}
-	if s.evictionPolicy() == NoEviction && g.owned {
+	if s.evictionPolicy() == NoEviction && g.owned && !admitted {
 		delta := rec.accountedBytes()
 		if prev := g.items.get(key); prev != nil {
 			delta -= prev.accountedBytes()
