@@ -27,13 +27,7 @@ func (u Untouched) Get(key string) kv.Result {
 }
 
 // GetValue is Get's value alone (Segment.GetValue), without stamping.
-func (u Untouched) GetValue(key string) ([]byte, kv.Status) {
-	g := u.g
-	now := g.store.clock.NowNano()
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	return g.getValueLocked(key, now, true)
-}
+func (u Untouched) GetValue(key string) ([]byte, kv.Status) { return u.g.getValue(key, true) }
 
 // Exec runs cmd without stamping the key's access.
 func (u Untouched) Exec(cmd kv.Cmd) kv.Reply {

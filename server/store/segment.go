@@ -173,11 +173,15 @@ func (g *Segment) getLocked(key string, now int64, noTouch bool) kv.Result {
 // GetValue is Get for a caller that needs only the value (RESP GET and
 // MGET): no kv.Result, with its version, revision and TTL, is built and
 // copied up to it (D122). The value is shared with the store.
-func (g *Segment) GetValue(key string) ([]byte, kv.Status) {
+func (g *Segment) GetValue(key string) ([]byte, kv.Status) { return g.getValue(key, false) }
+
+// getValue is GetValue under the read lock; noTouch leaves the access stamp
+// as it was (Untouched).
+func (g *Segment) getValue(key string, noTouch bool) ([]byte, kv.Status) {
 	now := g.store.clock.NowNano()
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.getValueLocked(key, now, false)
+	return g.getValueLocked(key, now, noTouch)
 }
 
 func (g *Segment) getValueLocked(key string, now int64, noTouch bool) ([]byte, kv.Status) {
