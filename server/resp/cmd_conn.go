@@ -512,6 +512,7 @@ func cmdClientKill(c *conn, args [][]byte) {
 // kill closes o on behalf of CLIENT KILL issued by by; a client killing
 // itself gets its reply first.
 func (o *conn) kill(by *conn) {
+	o.killed.Store(true)
 	if o == by {
 		o.closing = true
 		return

@@ -118,7 +118,10 @@ type conn struct {
 	viewBusy bool
 
 	// read by CLIENT LIST / INFO from other goroutines
-	created    time.Time
+	created time.Time
+	// killed: CLIENT KILL closed the connection; it is gone from the
+	// listings before its close completes, as Redis frees a client at once.
+	killed     atomic.Bool
 	lastActive atomic.Int64 // Unix ns of the last command (published by the tally)
 	name       atomic.Pointer[string]
 	user       atomic.Pointer[string] // the authenticated user; nil = default

@@ -121,7 +121,8 @@ func infoServer(s *Server, b *strings.Builder, now time.Time) {
 
 func infoClients(s *Server, b *strings.Builder, _ time.Time) {
 	var maxIn, maxOut, blocked, pubsub, looped int
-	for _, c := range s.snapshotClients() {
+	clients := s.snapshotClients()
+	for _, c := range clients {
 		if c.onLoop() {
 			looped++
 		}
@@ -136,7 +137,7 @@ func infoClients(s *Server, b *strings.Builder, _ time.Time) {
 			pubsub++
 		}
 	}
-	field(b, "connected_clients", s.Connections())
+	field(b, "connected_clients", len(clients))
 	field(b, "cluster_connections", 0)
 	field(b, "maxclients", s.live.maxClients.Load())
 	field(b, "client_recent_max_input_buffer", maxIn)

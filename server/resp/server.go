@@ -468,12 +468,15 @@ func (s *Server) Connections() int {
 	return len(s.clients)
 }
 
-// snapshotClients returns the open connections, ordered by id.
+// snapshotClients returns the open connections, ordered by id; one CLIENT
+// KILL has closed is left out while its close completes.
 func (s *Server) snapshotClients() []*conn {
 	s.mu.Lock()
 	out := make([]*conn, 0, len(s.clients))
 	for c := range s.clients {
-		out = append(out, c)
+		if !c.killed.Load() {
+			out = append(out, c)
+		}
 	}
 	s.mu.Unlock()
 	sortConns(out)

@@ -358,3 +358,32 @@ func TestClientTypeFilters(t *testing.T) {
 	sub.expectClosed(10 * time.Second)
 	require.Equal(t, int64(0), admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Val(), "none left")
 }
+
+// TestClientKillLeavesTheListsAtOnce: a client CLIENT KILL answered for is
+// gone from CLIENT LIST, INFO's connected_clients and a second KILL in the
+// very next command, as Redis frees it before replying — go-redis's "kill
+// myself" spec listed it once more while its close was still under way.
+func TestClientKillLeavesTheListsAtOnce(t *testing.T) {
+	n := startNode(t)
+	ctx := ctxT(t)
+	admin := newClient(t, n)
+	victim := dialRaw(t, n.RESPAddr().String())
+	require.Equal(t, "+OK\r\n", victim.do("CLIENT", "SETNAME", "victim"))
+	id := strings.Trim(victim.do("CLIENT", "ID")[1:], "\r\n")
+	require.Contains(t, admin.ClientList(ctx).Val(), "name=victim")
+
+	// One connection, so each command runs after the KILL's reply.
+	pipe := admin.Pipeline()
+	kill := pipe.ClientKillByFilter(ctx, "ID", id)
+	list := pipe.ClientList(ctx)
+	info := pipe.Info(ctx, "clients")
+	again := pipe.ClientKillByFilter(ctx, "ID", id)
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), kill.Val())
+	require.NotContains(t, list.Val(), "name=victim")
+	listed := strings.Count(list.Val(), "\n")
+	require.Equal(t, strconv.Itoa(listed), infoField(info.Val(), "connected_clients"), "connected_clients counts the clients CLIENT LIST shows")
+	require.Equal(t, int64(0), again.Val(), "a killed client is not killed twice")
+	victim.expectClosed(10 * time.Second)
+}
