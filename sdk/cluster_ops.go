@@ -21,16 +21,10 @@ import (
 
 // --- retries ---
 
-// noCancel is the cancel of a context that already had a deadline.
-func noCancel() {}
-
 // withDeadline bounds an operation (all its attempts) by the default call
 // timeout when ctx has no deadline.
-func (b *clusterBackend) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, noCancel
-	}
-	return context.WithTimeout(ctx, b.callTO)
+func (b *clusterBackend) withDeadline(ctx context.Context) (context.Context, *boundCtx) {
+	return boundBy(ctx, b.callTO)
 }
 
 // again acts on one attempt's retryDecision: false when the operation ends
@@ -129,8 +123,8 @@ func (b *clusterBackend) keyOp(ctx context.Context, op wire.Opcode, key string, 
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	ctx, cancel := b.withDeadline(ctx)
-	defer cancel()
+	ctx, bound := b.withDeadline(ctx)
+	defer bound.release()
 	idempotent := op == wire.OpGet || op == wire.OpTTL
 	var rs retryState
 	for {
@@ -246,8 +240,8 @@ func (b *clusterBackend) batch(ctx context.Context, items []BatchItem) ([]ItemRe
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := b.withDeadline(ctx)
-	defer cancel()
+	ctx, bound := b.withDeadline(ctx)
+	defer bound.release()
 	out := make([]ItemResult, len(items))
 	todo := make([]int, len(items))
 	for i := range todo {
@@ -366,8 +360,8 @@ func (b *clusterBackend) exec(ctx context.Context, cmd kv.Cmd) (kv.Reply, error)
 	if err := ctx.Err(); err != nil {
 		return kv.Reply{}, err
 	}
-	ctx, cancel := b.withDeadline(ctx)
-	defer cancel()
+	ctx, bound := b.withDeadline(ctx)
+	defer bound.release()
 	if cmd.Op.NodeLevel() {
 		return b.execNode(ctx, cmd)
 	}

@@ -191,8 +191,8 @@ func (b *clusterBackend) watch(ctx context.Context, req wire.WatchRequest) (*Wat
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := b.withDeadline(ctx)
-	defer cancel()
+	ctx, bound := b.withDeadline(ctx)
+	defer bound.release()
 	req.Marks = true
 	var rs retryState
 	for {
@@ -614,8 +614,8 @@ func (b *clusterBackend) subscribe(ctx context.Context, req wire.SubscribeReques
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ctx, cancel := b.withDeadline(ctx)
-	defer cancel()
+	ctx, bound := b.withDeadline(ctx)
+	defer bound.release()
 	t := b.table.Load()
 	if len(t.owners) == 0 {
 		return nil, errNoOwner
@@ -733,8 +733,8 @@ func (b *clusterBackend) publish(ctx context.Context, channel string, payload []
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	ctx, cancel := b.withDeadline(ctx)
-	defer cancel()
+	ctx, bound := b.withDeadline(ctx)
+	defer bound.release()
 	var rs retryState
 	for {
 		t := b.table.Load()

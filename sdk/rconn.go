@@ -28,10 +28,14 @@ type rconn struct {
 	wbuf  []byte
 	wkick chan struct{} // capacity 1: "wbuf has data"
 
-	mu     sync.Mutex // guards calls, nextID, err
+	mu     sync.Mutex // guards calls, nextID, err, expiry, expiryAt
 	calls  map[uint32]*pendingCall
 	nextID uint32
 	err    error // set once when the connection breaks
+	// expiry fails the calls whose SDK-set deadline passed (expire); it is
+	// armed for expiryAt, the earliest such deadline (zero: not armed).
+	expiry   *time.Timer
+	expiryAt time.Time
 
 	dead atomic.Bool
 	done chan struct{} // closed when the connection is finished
@@ -42,8 +46,17 @@ type response struct {
 	body  []byte
 }
 
+// Markers a waiting call receives instead of a response frame's flags.
+const (
+	flagsLost    wire.Flags = 0xff // the connection broke
+	flagsExpired wire.Flags = 0xfe // the call's deadline passed (expire)
+)
+
 type pendingCall struct {
 	ch chan response // capacity 1, or the stream buffer for a stream
+	// deadline is the SDK-set deadline the connection enforces (zero:
+	// the caller's context does).
+	deadline time.Time
 	// stream: the call is a response stream (watch, subscription): frames
 	// with FlagStream are items and keep it registered; the last frame ends it.
 	stream bool
@@ -161,6 +174,9 @@ func (c *rconn) shutdown(err error) {
 	c.dead.Store(true)
 	calls := c.calls
 	c.calls = map[uint32]*pendingCall{}
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
 	c.mu.Unlock()
 	_ = c.nc.Close()
 	close(c.done)
@@ -169,7 +185,7 @@ func (c *rconn) shutdown(err error) {
 			pc.end() // the consumer sees the end; Err says the connection was lost
 			continue
 		}
-		pc.ch <- response{flags: 0xff} // connection lost marker
+		pc.ch <- response{flags: flagsLost}
 	}
 }
 
@@ -230,6 +246,8 @@ func (c *rconn) send(id uint32, op wire.Opcode, flags wire.Flags, body func([]by
 
 func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte) []byte) (response, error) {
 	pc := callPool.Get().(*pendingCall)
+	done, deadline := waitOn(ctx)
+	pc.deadline = deadline
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -243,6 +261,9 @@ func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte)
 		c.nextID = 1 // id 0 is reserved for server pushes
 	}
 	c.calls[id] = pc
+	if !deadline.IsZero() {
+		c.armExpiryLocked(deadline)
+	}
 	c.mu.Unlock()
 
 	c.send(id, op, 0, body)
@@ -250,14 +271,17 @@ func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte)
 	select {
 	case resp := <-pc.ch:
 		callPool.Put(pc)
-		if resp.flags == 0xff {
+		switch resp.flags {
+		case flagsLost:
 			c.mu.Lock()
 			err := c.err
 			c.mu.Unlock()
 			return response{}, c.lostErr(err)
+		case flagsExpired:
+			return response{}, context.DeadlineExceeded
 		}
 		return resp, nil
-	case <-ctx.Done():
+	case <-done:
 		c.mu.Lock()
 		_, waiting := c.calls[id]
 		delete(c.calls, id)
@@ -268,6 +292,53 @@ func (c *rconn) roundTrip(ctx context.Context, op wire.Opcode, body func([]byte)
 		// else: a response or the loss marker is (being) sent on pc.ch; the
 		// call is dropped, not pooled, since its channel may still be written.
 		return response{}, ctx.Err()
+	}
+}
+
+// armExpiryLocked makes sure the expiry timer fires by deadline. A call's
+// deadline is usually later than the one armed (the same timeout, counted
+// from a later start): then nothing is done.
+func (c *rconn) armExpiryLocked(deadline time.Time) {
+	if !c.expiryAt.IsZero() && !deadline.Before(c.expiryAt) {
+		return
+	}
+	c.expiryAt = deadline
+	if c.expiry == nil {
+		c.expiry = time.AfterFunc(time.Until(deadline), c.expire)
+		return
+	}
+	c.expiry.Reset(time.Until(deadline))
+}
+
+// expire fails the calls whose deadline passed with flagsExpired — the
+// request may still be answered; its answer is then dropped, as after a
+// caller gives up — and arms the timer for the earliest deadline left.
+func (c *rconn) expire() {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return // shutdown failed every call
+	}
+	now := time.Now()
+	var expired []*pendingCall
+	var next time.Time
+	for id, pc := range c.calls {
+		switch {
+		case pc.stream || pc.deadline.IsZero():
+		case !now.Before(pc.deadline):
+			delete(c.calls, id)
+			expired = append(expired, pc)
+		case next.IsZero() || pc.deadline.Before(next):
+			next = pc.deadline
+		}
+	}
+	c.expiryAt = next
+	if !next.IsZero() {
+		c.expiry.Reset(next.Sub(now))
+	}
+	c.mu.Unlock()
+	for _, pc := range expired {
+		pc.ch <- response{flags: flagsExpired}
 	}
 }
 

@@ -268,11 +268,8 @@ func (b *remoteBackend) call(ctx context.Context, op wire.Opcode, body func([]by
 	if b.observed {
 		noteNode(ctx, c)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.callTO)
-		defer cancel()
-	}
+	ctx, bound := boundBy(ctx, b.callTO)
+	defer bound.release()
 	return c.roundTrip(ctx, op, body)
 }
 
