@@ -29,7 +29,7 @@ type rconn struct {
 	wbuf  []byte
 	wkick chan struct{} // capacity 1: "wbuf has data"
 
-	mu     sync.Mutex // guards calls, nextID, err, expiry, expiryAt
+	mu     sync.Mutex // guards calls, unary, nextID, err, expiry, expiryAt
 	calls  map[uint32]*pendingCall
 	unary  int // the calls in calls that are not streams
 	nextID uint32
@@ -48,7 +48,8 @@ type response struct {
 	body  []byte
 }
 
-// Markers a waiting call receives instead of a response frame's flags.
+// Markers a waiting call receives instead of a response frame's flags
+// (flagsExpired lacks FlagResponse, which every answer carries).
 const (
 	flagsLost    wire.Flags = 0xff // the connection broke
 	flagsExpired wire.Flags = 0xfe // the call's deadline passed (expire)
