@@ -18,7 +18,9 @@
 // Cluster (R-CLIENT-2..5). A remote Connect asks the first reachable seed for
 // the cluster's routing map; a plain single node has none and is served over
 // one connection. With a map the client holds one multiplexed connection per
-// node and an immutable routing table swapped atomically: routing a key is
+// node (goroutines calling at once share its writes: the requests of callers
+// waiting together leave in one) and an immutable routing table swapped
+// atomically: routing a key is
 // one placement call and one array index, and every operation — key
 // operations, commands, watches — goes straight to the key's owner. The
 // table stays honest three ways: the servers push each new map version, the
