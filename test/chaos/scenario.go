@@ -260,7 +260,12 @@ type ThroughputConfig struct {
 	Duration    time.Duration
 	ValueSize   int // default 64
 	Keys        int // key space; default 100000
-	Out         io.Writer
+	// Rounds is how many times every configuration runs, interleaved
+	// (one round runs each once, the order reversed every other round):
+	// the machine's noise moves a row by a third between runs, so a
+	// ratio of two rows run once each is not a measurement. Default 1.
+	Rounds int
+	Out    io.Writer
 }
 
 // ThroughputRow is one configuration's result.
@@ -282,11 +287,19 @@ type ThroughputRow struct {
 	// the throughput ratios follow their sum; unlike throughput it barely
 	// moves with the machine's noise.
 	ServerCPU, ClientCPU time.Duration
+	// Over several rounds: OpsPerSec, ServerCPU and ClientCPU are the
+	// medians of the rounds', Ops, Errors and Elapsed their sums,
+	// RatioToRF1 the median of the rounds' ratios (each to the RF 1 row of
+	// its own round), RatioMin and RatioMax their spread, Runs the rounds.
+	RatioMin, RatioMax float64
+	Runs               []ThroughputRow
 }
 
 // RunThroughput measures write throughput for RF 1, RF 2 async and RF 2
 // sync+all, each on a fresh cluster, then RF 1 on a single node: the
 // baseline of the cluster's aggregate (issue #17 asks 3 nodes >= 2.5x one).
+// With cfg.Rounds > 1 it does so Rounds times, interleaved, and returns
+// the medians (ThroughputRow).
 func RunThroughput(ctx context.Context, cfg ThroughputConfig) ([]ThroughputRow, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 64
@@ -312,24 +325,75 @@ func RunThroughput(ctx context.Context, cfg ThroughputConfig) ([]ThroughputRow, 
 	if cfg.Cluster.Nodes != 1 {
 		rows = append(rows, ThroughputRow{Name: "RF1 1 node", Nodes: 1, RF: 1, Mode: "async"})
 	}
-	for i := range rows {
-		o := cfg.Cluster
-		o.RF, o.Mode, o.Quorum = rows[i].RF, rows[i].Mode, rows[i].Quorum
-		if rows[i].Nodes > 0 {
-			o.Nodes = rows[i].Nodes
+	rounds := max(1, cfg.Rounds)
+	for r := range rounds {
+		run := slices.Clone(rows)
+		order := make([]int, len(run))
+		for i := range order {
+			order[i] = i
 		}
-		if o.Log == nil {
-			o.Log = out
+		if r%2 == 1 {
+			slices.Reverse(order) // a drift of the machine's load does not favour one end
 		}
-		if err := throughputRow(ctx, o, cfg, &rows[i]); err != nil {
-			return rows[:i], fmt.Errorf("%s: %w", rows[i].Name, err)
+		for _, i := range order {
+			o := cfg.Cluster
+			o.RF, o.Mode, o.Quorum = run[i].RF, run[i].Mode, run[i].Quorum
+			if run[i].Nodes > 0 {
+				o.Nodes = run[i].Nodes
+			}
+			if o.Log == nil {
+				o.Log = out
+			}
+			if rounds > 1 && o.Dir != "" {
+				o.Dir = fmt.Sprintf("%s/round%d", strings.TrimRight(o.Dir, "/"), r+1)
+			}
+			if err := throughputRow(ctx, o, cfg, &run[i]); err != nil {
+				return nil, fmt.Errorf("%s (round %d): %w", run[i].Name, r+1, err)
+			}
+			fmt.Fprintf(out, "throughput: round %d/%d: %s %.0f ops/s (%d errors)\n", r+1, rounds, run[i].Name, run[i].OpsPerSec, run[i].Errors)
 		}
-		fmt.Fprintf(out, "throughput: %s %.0f ops/s (%d errors)\n", rows[i].Name, rows[i].OpsPerSec, rows[i].Errors)
+		for i := range run {
+			if run[0].OpsPerSec > 0 {
+				run[i].RatioToRF1 = run[i].OpsPerSec / run[0].OpsPerSec
+			}
+			rows[i].Runs = append(rows[i].Runs, run[i])
+		}
 	}
 	for i := range rows {
-		rows[i].RatioToRF1 = rows[i].OpsPerSec / rows[0].OpsPerSec
+		rows[i] = summarizeRuns(rows[i])
 	}
 	return rows, nil
+}
+
+// summarizeRuns folds a configuration's rounds into one row (medians,
+// sums and the ratio's spread: ThroughputRow).
+func summarizeRuns(row ThroughputRow) ThroughputRow {
+	runs := row.Runs
+	if len(runs) == 0 {
+		return row
+	}
+	pick := func(f func(ThroughputRow) float64) []float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		return v
+	}
+	out := runs[0]
+	out.Ops, out.Errors, out.Elapsed = 0, 0, 0
+	for _, r := range runs {
+		out.Ops += r.Ops
+		out.Errors += r.Errors
+		out.Elapsed += r.Elapsed
+	}
+	out.OpsPerSec = median(pick(func(r ThroughputRow) float64 { return r.OpsPerSec }))
+	out.ServerCPU = time.Duration(median(pick(func(r ThroughputRow) float64 { return float64(r.ServerCPU) })))
+	out.ClientCPU = time.Duration(median(pick(func(r ThroughputRow) float64 { return float64(r.ClientCPU) })))
+	ratios := pick(func(r ThroughputRow) float64 { return r.RatioToRF1 })
+	out.RatioToRF1 = median(ratios)
+	out.RatioMin, out.RatioMax = slices.Min(ratios), slices.Max(ratios)
+	out.Runs = runs
+	return out
 }
 
 func throughputRow(ctx context.Context, o Options, cfg ThroughputConfig, row *ThroughputRow) error {
@@ -407,20 +471,55 @@ func throughputRow(ctx context.Context, o Options, cfg ThroughputConfig, row *Th
 	return nil
 }
 
-// PrintThroughput writes rows as one table.
+// PrintThroughput writes rows as one table; rows of several rounds also
+// get the spread of their ratio and each round's ops/s.
 func PrintThroughput(w io.Writer, rows []ThroughputRow, cfg ThroughputConfig) {
+	rounds := 0
+	if len(rows) > 0 {
+		rounds = len(rows[0].Runs)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "config\tpartitions\tops/s\tvs RF1\terrors\tserver CPU µs/op\tclient CPU µs/op\t\n")
+	if rounds > 1 {
+		fmt.Fprintf(tw, "config\tpartitions\tops/s (median)\tvs RF1 (median)\tvs RF1 range\terrors\tserver CPU µs/op\tclient CPU µs/op\trounds' ops/s\t\n")
+	} else {
+		fmt.Fprintf(tw, "config\tpartitions\tops/s\tvs RF1\terrors\tserver CPU µs/op\tclient CPU µs/op\t\n")
+	}
 	var single *ThroughputRow
 	for i, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%d\t%.1f\t%.1f\t\n", r.Name, r.Partitions, r.OpsPerSec, r.RatioToRF1, r.Errors,
-			float64(r.ServerCPU)/1e3, float64(r.ClientCPU)/1e3)
+		if rounds > 1 {
+			each := make([]string, len(r.Runs))
+			for k, run := range r.Runs {
+				each[k] = fmt.Sprintf("%.0f", run.OpsPerSec)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f–%.2f\t%d\t%.1f\t%.1f\t%s\t\n", r.Name, r.Partitions, r.OpsPerSec, r.RatioToRF1,
+				r.RatioMin, r.RatioMax, r.Errors, float64(r.ServerCPU)/1e3, float64(r.ClientCPU)/1e3, strings.Join(each, " "))
+		} else {
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%d\t%.1f\t%.1f\t\n", r.Name, r.Partitions, r.OpsPerSec, r.RatioToRF1, r.Errors,
+				float64(r.ServerCPU)/1e3, float64(r.ClientCPU)/1e3)
+		}
 		if r.Nodes == 1 && i > 0 {
 			single = &rows[i]
 		}
 	}
 	tw.Flush()
-	if single != nil && single.OpsPerSec > 0 && len(rows) > 0 {
+	if single == nil || len(rows) == 0 {
+		return
+	}
+	if rounds > 1 {
+		// Each round's 3-node RF 1 row over its own single node.
+		agg := make([]float64, 0, rounds)
+		for k := range min(len(rows[0].Runs), len(single.Runs)) {
+			if s := single.Runs[k].OpsPerSec; s > 0 {
+				agg = append(agg, rows[0].Runs[k].OpsPerSec/s)
+			}
+		}
+		if len(agg) > 0 {
+			lo, hi := slices.Min(agg), slices.Max(agg)
+			fmt.Fprintf(w, "cluster aggregate (RF1, %d nodes) / one node: %.2f (median of %d rounds; %.2f–%.2f)\n", rows[0].Nodes, median(agg), len(agg), lo, hi)
+		}
+		return
+	}
+	if single.OpsPerSec > 0 {
 		fmt.Fprintf(w, "cluster aggregate (RF1, %d nodes) / one node: %.2f\n", rows[0].Nodes, rows[0].OpsPerSec/single.OpsPerSec)
 	}
 }

@@ -3,7 +3,7 @@
 //
 //	chaos -scenario chaos -duration 60s -rf 3 -mode sync -quorum majority
 //	chaos -scenario failover-time -kills 20 [-fault pause] [-extra --suspect-escalation=3s]
-//	chaos -scenario throughput -duration 10s -concurrency 64
+//	chaos -scenario throughput -duration 10s -concurrency 64 [-rounds 3]
 //	chaos -scenario slow -duration 10m -rf 1 [-stall 1.5s -stall-every 8s]
 //	chaos -scenario elastic -rf 2 -mode sync -quorum all
 //	chaos -scenario soak -duration 1h [-fault-every 30s -rate 40]
@@ -60,6 +60,7 @@ func main() {
 		kills       = flag.Int("kills", 20, "failover-time: owner faults to measure")
 		fault       = flag.String("fault", "kill", "failover-time: kill (SIGKILL the owner) or pause (SIGSTOP it: a silent owner)")
 		concurrency = flag.Int("concurrency", 64, "throughput: concurrent writers over one client")
+		rounds      = flag.Int("rounds", 1, "throughput: run every configuration this many times, interleaved, and print the medians and the ratios' spread")
 		keys        = flag.Int("keys", 200, "chaos: keys the writers overwrite")
 		writers     = flag.Int("writers", 4, "chaos: writer goroutines (disjoint key subsets)")
 		defaults    = flag.Bool("default-timings", false, "chaos: run the servers with production timings (failover-time always does)")
@@ -150,11 +151,11 @@ func main() {
 			d = 10 * time.Second
 		}
 		opts.Dir = dir
-		cfg := chaos.ThroughputConfig{Cluster: opts, Concurrency: *concurrency, Duration: d}
+		cfg := chaos.ThroughputConfig{Cluster: opts, Concurrency: *concurrency, Duration: d, Rounds: *rounds}
 		if progress != nil {
 			cfg.Out = progress
 		}
-		fmt.Printf("throughput: %d nodes, %d writers over one client, 64-byte values, %v per configuration\n", *nodes, *concurrency, d)
+		fmt.Printf("throughput: %d nodes, %d writers over one client, 64-byte values, %v per configuration, %d round(s)\n", *nodes, *concurrency, d, max(1, *rounds))
 		rows, err := chaos.RunThroughput(ctx, cfg)
 		chaos.PrintThroughput(os.Stdout, rows, cfg)
 		if err != nil {
