@@ -7,20 +7,38 @@ import (
 	"github.com/zaris-io/zaris/internal/mpsafe"
 )
 
-// listColl is the materialized form of a list: a ring-buffer deque of
-// element references, so pushes and pops at both ends are O(1) and
-// indexing is O(1), over packed element bytes (listblock.go, D85): the
-// elements are copied into the list's own blocks, not allocated one by
-// one, so a list of n elements is a few dozen objects with no pointer per
-// element for the collector to follow.
+// listColl is the materialized form of a list: a deque of element
+// references, so pushes and pops at both ends are O(1) and indexing is
+// O(1), over packed element bytes (listblock.go, D85): the elements are
+// copied into the list's own blocks, not allocated one by one, so a list
+// of n elements is a few dozen objects with no pointer per element for the
+// collector to follow.
+//
+// The references of a list that fits one chunk (listChunk) are a ring
+// that doubles as it fills; a longer list's are fixed chunks in a ring of
+// chunks, so that growing never copies the whole index: a doubling ring
+// copied (and faulted in) megabytes under the segment's lock at each
+// power of two, and every request behind it waited (D128).
 type listColl struct {
-	refs  []listRef
-	head  int
-	n     int
-	arena listArena
-	bytes int64 // accounted
-	item  int64 // item size
+	refs []listRef // the ring, from head, while chunks is nil
+	head int
+	n    int
+	// chunks is the index of a long list, a ring (a power of two long) of
+	// nchunks chunks from chunkHead: element i is slot (off+i)%listChunk of
+	// chunk (off+i)/listChunk.
+	chunks    []*listChunkRefs
+	chunkHead int
+	nchunks   int
+	off       int
+	arena     listArena
+	bytes     int64 // accounted
+	item      int64 // item size
 }
+
+// listChunk is the references of one chunk: 4 KiB.
+const listChunk = 512
+
+type listChunkRefs [listChunk]listRef
 
 const listElemOverhead = 24
 
@@ -30,7 +48,27 @@ func (l *listColl) size() int64     { return l.bytes }
 func (l *listColl) itemSize() int64 { return l.item }
 func (l *listColl) count() int      { return l.n }
 
-func (l *listColl) ref(i int) *listRef { return &l.refs[(l.head+i)%len(l.refs)] }
+func (l *listColl) ref(i int) *listRef {
+	if l.chunks == nil {
+		return &l.refs[(l.head+i)%len(l.refs)]
+	}
+	g := uint(l.off + i)
+	return &l.chunks[(uint(l.chunkHead)+g/listChunk)&uint(len(l.chunks)-1)][g%listChunk]
+}
+
+// run is the references of elements i, i+1, … that lie together in the
+// index, at most up to element hi-1: a walk over a range reads them run
+// by run rather than computing each one's place.
+func (l *listColl) run(i, hi int) []listRef {
+	if l.chunks == nil {
+		at := (l.head + i) % len(l.refs)
+		return l.refs[at:min(len(l.refs), at+hi-i)]
+	}
+	g := uint(l.off + i)
+	c := l.chunks[(uint(l.chunkHead)+g/listChunk)&uint(len(l.chunks)-1)]
+	at := int(g % listChunk)
+	return c[at:min(listChunk, at+hi-i)]
+}
 
 // at is element i. Its bytes are never written again (the arena only
 // appends, and compacts into new blocks), so a reply may hold them past
@@ -39,8 +77,12 @@ func (l *listColl) at(i int) []byte { return l.arena.bytes(*l.ref(i)) }
 
 func (l *listColl) items(lo, hi int) [][]byte {
 	out := make([][]byte, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		out = append(out, l.at(i))
+	for i := lo; i < hi; {
+		run := l.run(i, hi)
+		for _, r := range run {
+			out = append(out, l.arena.bytes(r))
+		}
+		i += len(run)
 	}
 	return out
 }
@@ -56,18 +98,80 @@ func (l *listColl) decode(b []byte) error {
 	return nil
 }
 
-func (l *listColl) grow() {
-	nr := make([]listRef, max(2*len(l.refs), 8))
+// makeRoom makes sure the index has a free place at the front or the
+// back.
+func (l *listColl) makeRoom(front bool) {
+	if l.chunks == nil {
+		switch {
+		case l.n < len(l.refs):
+			return
+		case len(l.refs) < listChunk:
+			l.growRing()
+			return
+		}
+		l.toChunks()
+	}
+	switch {
+	case front && l.off == 0:
+		l.addChunk(true)
+		l.off = listChunk
+	case !front && l.off+l.n == l.nchunks*listChunk:
+		l.addChunk(false)
+	}
+}
+
+// growRing doubles the ring, up to one chunk.
+func (l *listColl) growRing() {
+	nr := make([]listRef, min(max(2*len(l.refs), 8), listChunk))
 	for i := 0; i < l.n; i++ {
 		nr[i] = *l.ref(i)
 	}
 	l.refs, l.head = nr, 0
 }
 
-func (l *listColl) pushBack(v []byte) {
-	if l.n == len(l.refs) {
-		l.grow()
+// toChunks turns a full ring of one chunk's size into the first chunk.
+func (l *listColl) toChunks() {
+	c := new(listChunkRefs)
+	for i := 0; i < l.n; i++ {
+		c[i] = *l.ref(i)
 	}
+	l.chunks = make([]*listChunkRefs, 4)
+	l.chunks[0], l.chunkHead, l.nchunks, l.off = c, 0, 1, 0
+	l.refs, l.head = nil, 0
+}
+
+func (l *listColl) addChunk(front bool) {
+	if l.nchunks == len(l.chunks) {
+		grown := make([]*listChunkRefs, 2*len(l.chunks))
+		for i := range l.nchunks {
+			grown[i] = l.chunks[(l.chunkHead+i)&(len(l.chunks)-1)]
+		}
+		l.chunks, l.chunkHead = grown, 0
+	}
+	mask := len(l.chunks) - 1
+	c := new(listChunkRefs)
+	if front {
+		l.chunkHead = (l.chunkHead - 1) & mask
+		l.chunks[l.chunkHead] = c
+	} else {
+		l.chunks[(l.chunkHead+l.nchunks)&mask] = c
+	}
+	l.nchunks++
+}
+
+func (l *listColl) dropChunk(front bool) {
+	mask := len(l.chunks) - 1
+	if front {
+		l.chunks[l.chunkHead] = nil
+		l.chunkHead = (l.chunkHead + 1) & mask
+	} else {
+		l.chunks[(l.chunkHead+l.nchunks-1)&mask] = nil
+	}
+	l.nchunks--
+}
+
+func (l *listColl) pushBack(v []byte) {
+	l.makeRoom(false)
 	*l.ref(l.n) = l.arena.store(v)
 	l.n++
 	l.account(listElemSize(v))
@@ -75,29 +179,43 @@ func (l *listColl) pushBack(v []byte) {
 }
 
 func (l *listColl) pushFront(v []byte) {
-	if l.n == len(l.refs) {
-		l.grow()
+	l.makeRoom(true)
+	if l.chunks == nil {
+		l.head = (l.head - 1 + len(l.refs)) % len(l.refs)
+	} else {
+		l.off--
 	}
-	l.head = (l.head - 1 + len(l.refs)) % len(l.refs)
-	l.refs[l.head] = l.arena.store(v)
+	*l.ref(0) = l.arena.store(v)
 	l.n++
 	l.account(listElemSize(v))
 	l.compactIfSparse()
 }
 
 func (l *listColl) popFront() []byte {
-	r := l.refs[l.head]
-	l.refs[l.head] = listRef{}
-	l.head = (l.head + 1) % len(l.refs)
+	p := l.ref(0)
+	r := *p
+	*p = listRef{}
+	if l.chunks == nil {
+		l.head = (l.head + 1) % len(l.refs)
+	} else if l.off++; l.off == listChunk {
+		l.dropChunk(true)
+		l.off = 0
+	}
 	l.n--
 	return l.dropped(r)
 }
 
 func (l *listColl) popBack() []byte {
-	i := (l.head + l.n - 1) % len(l.refs)
-	r := l.refs[i]
-	l.refs[i] = listRef{}
+	p := l.ref(l.n - 1)
+	r := *p
+	*p = listRef{}
 	l.n--
+	if l.chunks != nil && l.off+l.n == (l.nchunks-1)*listChunk {
+		l.dropChunk(false) // its last element went
+		if l.nchunks == 0 {
+			l.off = 0
+		}
+	}
 	return l.dropped(r)
 }
 
@@ -148,7 +266,7 @@ func (l *listColl) account(k keySize) {
 // rebuild replaces the content (LREM, LTRIM, compaction). items may be
 // the list's own elements: the old blocks stay intact for them.
 func (l *listColl) rebuild(items [][]byte) {
-	*l = listColl{refs: make([]listRef, max(len(items), 8))}
+	*l = listColl{refs: make([]listRef, min(max(len(items), 8), listChunk))}
 	for _, it := range items {
 		l.arena.expect += len(it)
 	}
@@ -258,8 +376,12 @@ func init() {
 		}
 		lo, hi := normalizeRange(start, stop, l.n)
 		out := x.replies(hi - lo)
-		for i := lo; i < hi; i++ {
-			out = append(out, kv.BulkReply(l.at(i)))
+		for i := lo; i < hi; {
+			run := l.run(i, hi)
+			for _, r := range run {
+				out = append(out, kv.BulkReply(l.arena.bytes(r)))
+			}
+			i += len(run)
 		}
 		return kv.ArrayReply(out)
 	}})

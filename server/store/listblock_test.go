@@ -110,6 +110,9 @@ func (m *listModel) check() {
 	if a.sparse() {
 		m.t.Fatalf("sparse after an operation: used %d, live %d", a.used, a.live)
 	}
+	if p := l.indexProblem(); p != "" {
+		m.t.Fatal(p)
+	}
 	for i, v := range m.seen {
 		if !bytes.Equal(v, m.given[i]) {
 			m.t.Fatalf("bytes handed out earlier changed: %q, were %q", v, m.given[i])
@@ -133,6 +136,116 @@ func TestListAgreesWithASlice(t *testing.T) {
 			}
 			m.do(op, r.Uint32())
 		}
+	}
+}
+
+// indexProblem says what is wrong with the list's index, "" when nothing.
+func (l *listColl) indexProblem() string {
+	if l.chunks == nil {
+		if len(l.refs) > listChunk || l.n > len(l.refs) {
+			return fmt.Sprintf("a ring of %d holding %d elements (a chunk holds %d)", len(l.refs), l.n, listChunk)
+		}
+		return ""
+	}
+	if len(l.chunks)&(len(l.chunks)-1) != 0 || l.off < 0 || l.off >= listChunk && l.n > 0 {
+		return fmt.Sprintf("chunk ring of %d, offset %d", len(l.chunks), l.off)
+	}
+	if want := (l.off + l.n + listChunk - 1) / listChunk; l.nchunks != want {
+		return fmt.Sprintf("%d chunks for %d elements from offset %d, want %d", l.nchunks, l.n, l.off, want)
+	}
+	for i := range len(l.chunks) {
+		inUse := (i-l.chunkHead)&(len(l.chunks)-1) < l.nchunks
+		if inUse != (l.chunks[i] != nil) {
+			return fmt.Sprintf("chunk slot %d: in use %v, holds a chunk %v", i, inUse, l.chunks[i] != nil)
+		}
+	}
+	return ""
+}
+
+// TestLongListIndexInChunks: a list that grows past one chunk of
+// references and shrinks back, at both ends, through empty, keeps every
+// element at its index — the chunked index of D128 against a slice.
+func TestLongListIndexInChunks(t *testing.T) {
+	for seed := range uint64(6) {
+		r := rand.New(rand.NewPCG(seed, 29))
+		l := newList()
+		var want []int
+		val := func(k int) []byte { return fmt.Appendf(nil, "%d", k) }
+		grow := true
+		for step := range 40_000 {
+			switch {
+			case len(want) > 4*listChunk+int(seed)*37:
+				grow = false
+			case len(want) == 0:
+				grow = true
+			}
+			front := r.IntN(2) == 0
+			if push := r.IntN(10) < 7 == grow; push {
+				if front {
+					l.pushFront(val(step))
+					want = append([]int{step}, want...)
+				} else {
+					l.pushBack(val(step))
+					want = append(want, step)
+				}
+			} else if len(want) > 0 {
+				var got []byte
+				var w int
+				if front {
+					got, w, want = l.popFront(), want[0], want[1:]
+				} else {
+					got, w, want = l.popBack(), want[len(want)-1], want[:len(want)-1]
+				}
+				if string(got) != string(val(w)) {
+					t.Fatalf("seed %d step %d: popped %q, want %d", seed, step, got, w)
+				}
+			}
+			if l.n != len(want) {
+				t.Fatalf("seed %d step %d: %d elements, want %d", seed, step, l.n, len(want))
+			}
+			if p := l.indexProblem(); p != "" {
+				t.Fatalf("seed %d step %d: %s", seed, step, p)
+			}
+			if len(want) > 0 {
+				i := r.IntN(len(want))
+				if string(l.at(i)) != string(val(want[i])) {
+					t.Fatalf("seed %d step %d: element %d is %q, want %d", seed, step, i, l.at(i), want[i])
+				}
+			}
+			if step%1000 == 0 {
+				for i, w := range want {
+					if string(l.at(i)) != string(val(w)) {
+						t.Fatalf("seed %d step %d: element %d is %q, want %d", seed, step, i, l.at(i), w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestLongListGrowsWithoutCopyingItsIndex: past one chunk, pushes at either
+// end add chunks and never move the references already written — a
+// doubling index copied the whole of it under the segment's lock at every
+// power of two, the tail of a pipelined LPUSH (D128).
+func TestLongListGrowsWithoutCopyingItsIndex(t *testing.T) {
+	l := newList()
+	for range listChunk + 1 {
+		l.pushBack([]byte("x"))
+	}
+	first := l.ref(0)
+	last := l.ref(listChunk)
+	for i := range 200 * listChunk {
+		if i%2 == 0 {
+			l.pushFront([]byte("f"))
+		} else {
+			l.pushBack([]byte("b"))
+		}
+	}
+	if l.ref(100*listChunk) != first || l.ref(100*listChunk+listChunk) != last {
+		t.Fatal("the references written before the list grew moved")
+	}
+	if p := l.indexProblem(); p != "" {
+		t.Fatal(p)
 	}
 }
 
@@ -253,5 +366,19 @@ func heapPerItem(b *testing.B, n int, unit string, build func(n int) any) {
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-bytes/"+unit)
 		runtime.KeepAlive(c)
+	}
+}
+
+// BenchmarkListIndex reads a window of 100 elements by index (LRANGE) of a
+// 10 000-element list: the index in chunks (D128).
+func BenchmarkListIndex(b *testing.B) {
+	l := newList()
+	for range 10_000 {
+		l.pushBack([]byte("0123456789abcdef0123456789abcdef"))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		lo := (i * 7919) % (l.n - 100)
+		_ = l.items(lo, lo+100)
 	}
 }
