@@ -22,13 +22,39 @@ import (
 //
 // Deletion shifts the probe's later entries back (no tombstones); the
 // table grows at 3/4 full and shrinks below 1/8.
+//
+// A resize is incremental (D129): the new array takes every insert while
+// each write moves the next drainStep slots of the old one over, so no
+// single write rehashes the whole table — at 786 k fields one HSET did,
+// for 45–94 ms under the segment's lock. Until the old array is drained a
+// lookup that misses the new one probes the old one, whose moved and
+// deleted slots are tombstones (a probe goes on past them; nothing is
+// ever added to it).
 type fieldTable struct {
 	arr *fieldArray // nil when the table never held a field
-	n   int
+	n   int         // entries, in arr and old together
+	// old is the array a resize drains into arr, nil when none: its slots
+	// below moved are drained, oldN entries are left in it.
+	old   *fieldArray
+	moved int
+	oldN  int
 	// nodes: the entries are a sorted set's skiplist nodes (*slNode, keyed
 	// by their member) instead of byte entries.
 	nodes bool
 }
+
+// drainStep is the old slots a write moves (D129) — an insert, an
+// overwrite or a delete: a resize that doubles is drained before an eighth
+// of the old size in writes, long before the new array can fill (3/4),
+// and a shrink before a quarter. Reads do not move anything (they run
+// under the segment's read lock); until the drain ends a lookup may probe
+// both arrays.
+const drainStep = 8
+
+// tombstone marks a slot of a draining array whose entry moved or went.
+var tombstone = unsafe.Pointer(new(byte))
+
+func live(e unsafe.Pointer) bool { return e != nil && e != tombstone }
 
 // fieldArray is the table's slots. Growth replaces it whole, so the
 // read-ahead, which reads it without the segment's lock, always sees a
@@ -92,28 +118,50 @@ func (t *fieldTable) keyOf(e unsafe.Pointer) string {
 	return entryField(e)
 }
 
-// fieldPos is where a lookup found a field (slot ≥ 0) or where its probe
-// starts (slot < 0): putAt inserts there without hashing again.
+// fieldPos is where a lookup found a field (slot ≥ 0, in the draining
+// array when old) or where its probe starts (slot < 0): putAt inserts
+// there without hashing again.
 type fieldPos struct {
 	slot int
 	hash uint64
+	old  bool
 }
 
 // find looks the field with hash h up.
-func (t *fieldTable) find(f string, h uint64) int {
+func (t *fieldTable) find(f string, h uint64) fieldPos {
 	if t.n == 0 {
-		return -1
+		return fieldPos{slot: -1, hash: h}
 	}
 	a := t.arr
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
 		s := &a.slots[i]
 		if s.e == nil {
-			return -1
+			break
 		}
 		if s.hash == h && t.keyOf(s.e) == f {
-			return int(i)
+			return fieldPos{slot: int(i), hash: h}
 		}
 	}
+	if a = t.old; a != nil && t.oldN > 0 {
+		for i := h & a.mask; ; i = (i + 1) & a.mask {
+			s := &a.slots[i]
+			if s.e == nil {
+				break
+			}
+			if s.hash == h && s.e != tombstone && t.keyOf(s.e) == f {
+				return fieldPos{slot: int(i), hash: h, old: true}
+			}
+		}
+	}
+	return fieldPos{slot: -1, hash: h}
+}
+
+// entryAt is the entry at a position find returned for a field it found.
+func (t *fieldTable) entryAt(pos fieldPos) unsafe.Pointer {
+	if pos.old {
+		return t.old.slots[pos.slot].e
+	}
+	return t.arr.slots[pos.slot].e
 }
 
 // get is the value of field f.
@@ -121,20 +169,19 @@ func (t *fieldTable) get(f string) ([]byte, bool) {
 	if t.n == 0 {
 		return nil, false
 	}
-	if i := t.find(f, fieldHashString(f)); i >= 0 {
-		return entryValue(t.arr.slots[i].e), true
+	if pos := t.find(f, fieldHashString(f)); pos.slot >= 0 {
+		return entryValue(t.entryAt(pos)), true
 	}
 	return nil, false
 }
 
 // lookup finds f: its current value, and the position putAt takes.
 func (t *fieldTable) lookup(f []byte) (pos fieldPos, old []byte, exists bool) {
-	h := fieldHash(f)
-	i := t.find(unsafe.String(unsafe.SliceData(f), len(f)), h)
-	if i < 0 {
-		return fieldPos{slot: -1, hash: h}, nil, false
+	pos = t.find(unsafe.String(unsafe.SliceData(f), len(f)), fieldHash(f))
+	if pos.slot < 0 {
+		return pos, nil, false
 	}
-	return fieldPos{slot: i, hash: h}, entryValue(t.arr.slots[i].e), true
+	return pos, entryValue(t.entryAt(pos)), true
 }
 
 // putAt sets f to v at the position lookup returned, with no change to the
@@ -148,26 +195,32 @@ func (t *fieldTable) putAt(pos fieldPos, f, v []byte) unsafe.Pointer {
 // setAt stores entry e at the position lookup returned (replacing the
 // entry found there, or inserting).
 func (t *fieldTable) setAt(pos fieldPos, e unsafe.Pointer) {
-	if pos.slot >= 0 {
+	switch {
+	case pos.slot >= 0 && pos.old:
+		t.old.slots[pos.slot].e = e
+		t.drain(drainStep) // after: the step may move this very slot
+		return
+	case pos.slot >= 0:
 		t.arr.slots[pos.slot].e = e
+		t.drain(drainStep) // a table only overwritten must drain too
 		return
 	}
-	if t.arr == nil || uint64(t.n+1) > (t.arr.mask+1)/4*3 {
+	if t.arr == nil || uint64(t.n-t.oldN+1) > (t.arr.mask+1)/4*3 {
 		t.resize(max(minFieldSlots, 2*t.slotCount()))
 	}
 	t.insert(fieldSlot{e: e, hash: pos.hash})
 	t.n++
+	t.drain(drainStep)
 }
 
 // lookupEntry finds f: its entry (nil when absent) and the position setAt
 // takes.
 func (t *fieldTable) lookupEntry(f []byte) (fieldPos, unsafe.Pointer) {
-	h := fieldHash(f)
-	i := t.find(unsafe.String(unsafe.SliceData(f), len(f)), h)
-	if i < 0 {
-		return fieldPos{slot: -1, hash: h}, nil
+	pos := t.find(unsafe.String(unsafe.SliceData(f), len(f)), fieldHash(f))
+	if pos.slot < 0 {
+		return pos, nil
 	}
-	return fieldPos{slot: i, hash: h}, t.arr.slots[i].e
+	return pos, t.entryAt(pos)
 }
 
 // put sets f to v and reports whether f is new.
@@ -184,7 +237,7 @@ func (t *fieldTable) slotCount() int {
 	return len(t.arr.slots)
 }
 
-// insert places s in its probe's first empty slot (the table has room).
+// insert places s in arr, at its probe's first empty slot (arr has room).
 func (t *fieldTable) insert(s fieldSlot) {
 	a := t.arr
 	i := s.hash & a.mask
@@ -194,17 +247,38 @@ func (t *fieldTable) insert(s fieldSlot) {
 	a.slots[i] = s
 }
 
-// resize rehashes into n slots (a power of two with room for every field).
+// resize starts moving the table into n slots (a power of two with room
+// for every field); the writes that follow drain the old slots. A resize
+// still draining is finished first (not expected: see drainStep).
 func (t *fieldTable) resize(n int) {
+	t.drain(-1)
 	old := t.arr
 	t.arr = &fieldArray{slots: make([]fieldSlot, n), mask: uint64(n - 1)}
-	if old == nil {
+	if old != nil && t.n > 0 {
+		t.old, t.moved, t.oldN = old, 0, t.n
+	}
+}
+
+// drain moves up to k slots of the old array (all of them when k < 0),
+// and drops it once nothing is left in it.
+func (t *fieldTable) drain(k int) {
+	o := t.old
+	if o == nil {
 		return
 	}
-	for _, s := range old.slots {
-		if s.e != nil {
-			t.insert(s)
+	for ; k != 0 && t.moved < len(o.slots) && t.oldN > 0; k-- {
+		if s := &o.slots[t.moved]; live(s.e) {
+			t.insert(*s)
+			t.oldN--
+			// A tombstone, not an empty slot: a probe of a later entry
+			// may pass here. The slots empty before stay empty (a
+			// quarter at least), so every probe of the old array ends.
+			s.e = tombstone
 		}
+		t.moved++
+	}
+	if t.oldN == 0 {
+		t.old, t.moved = nil, 0
 	}
 }
 
@@ -219,10 +293,19 @@ func (t *fieldTable) del(f string) ([]byte, bool) {
 
 // delEntry removes f and returns its entry (nil when absent).
 func (t *fieldTable) delEntry(f string) unsafe.Pointer {
-	i := t.find(f, fieldHashString(f))
-	if i < 0 {
+	pos := t.find(f, fieldHashString(f))
+	if pos.slot < 0 {
 		return nil
 	}
+	if pos.old {
+		old := t.old.slots[pos.slot].e
+		t.old.slots[pos.slot].e = tombstone
+		t.oldN--
+		t.n--
+		t.afterDelete()
+		return old
+	}
+	i := pos.slot
 	a := t.arr
 	old := a.slots[i].e
 	// Backward shift: every later entry of the run whose home is not
@@ -238,13 +321,21 @@ func (t *fieldTable) delEntry(f string) unsafe.Pointer {
 	}
 	a.slots[hole] = fieldSlot{}
 	t.n--
+	t.afterDelete()
+	return old
+}
+
+// afterDelete drops the slots of an emptied table, starts a shrink below
+// 1/8 full, or drains a step of a resize under way.
+func (t *fieldTable) afterDelete() {
 	switch {
 	case t.n == 0:
-		t.arr = nil // an emptied hash keeps no slots
-	case len(a.slots) > minFieldSlots && t.n < len(a.slots)/8:
-		t.resize(len(a.slots) / 2)
+		t.arr, t.old, t.moved, t.oldN = nil, nil, 0, 0 // an emptied hash keeps no slots
+	case len(t.arr.slots) > minFieldSlots && t.n < len(t.arr.slots)/8:
+		t.resize(len(t.arr.slots) / 2)
+	default:
+		t.drain(drainStep)
 	}
-	return old
 }
 
 // entryOf is field f's entry, nil when f is not in the table.
@@ -252,8 +343,8 @@ func (t *fieldTable) entryOf(f string) unsafe.Pointer {
 	if t.n == 0 {
 		return nil
 	}
-	if i := t.find(f, fieldHashString(f)); i >= 0 {
-		return t.arr.slots[i].e
+	if pos := t.find(f, fieldHashString(f)); pos.slot >= 0 {
+		return t.entryAt(pos)
 	}
 	return nil
 }
@@ -269,16 +360,20 @@ func (t *fieldTable) entries(yield func(e unsafe.Pointer) bool) {
 			return
 		}
 	}
+	if t.old != nil {
+		for _, s := range t.old.slots[t.moved:] {
+			if live(s.e) && !yield(s.e) {
+				return
+			}
+		}
+	}
 }
 
 // all yields every field and value (a byte table), in slot order. The table must not
 // change during the walk.
 func (t *fieldTable) all(yield func(f string, v []byte) bool) {
-	if t.n == 0 {
-		return
-	}
-	for _, s := range t.arr.slots {
-		if s.e != nil && !yield(entryField(s.e), entryValue(s.e)) {
+	for e := range t.entries {
+		if !yield(entryField(e), entryValue(e)) {
 			return
 		}
 	}
@@ -290,25 +385,41 @@ const randomProbes = 64
 // randomEntry is an entry of the non-empty table, each equally likely: a
 // random slot until one is taken. A table is kept at least 1/8 full, so
 // randomProbes draws all miss with probability at most (7/8)^64 ≈ 2·10⁻⁴;
-// only then does it take the first entry after the last slot drawn (which
-// favours an entry after a long empty run). O(1) expected: a draw reads one
-// slot, and only the entry found is read — a walk collecting the fields
-// around a random slot read each of their entries, a cache miss apiece on
-// a large table, and was uniform only to within 0.4–1.9× (issue #17).
+// only then does it count its way to a random entry. O(1) expected: a draw
+// reads one slot, and only the entry found is read — a walk collecting the
+// fields around a random slot read each of their entries, a cache miss
+// apiece on a large table, and was uniform only to within 0.4–1.9× (issue
+// #17).
+//
+// While a resize drains (D129), the array drawn from is picked in
+// proportion to the entries each holds, and the old one is drawn from
+// above its drained slots; either may be sparser than 1/8 then (a shrink
+// starts below it), which the counted fallback keeps uniform.
 func (t *fieldTable) randomEntry() unsafe.Pointer {
-	a := t.arr
-	i := rand.Uint64() & a.mask
+	if t.old != nil && rand.IntN(t.n) < t.oldN {
+		return drawEntry(t.old.slots[t.moved:], t.oldN)
+	}
+	return drawEntry(t.arr.slots, t.n-t.oldN)
+}
+
+// drawEntry is one of the count entries of slots, each equally likely.
+func drawEntry(slots []fieldSlot, count int) unsafe.Pointer {
 	for range randomProbes {
-		if e := a.slots[i].e; e != nil {
-			return e
-		}
-		i = rand.Uint64() & a.mask
-	}
-	for ; ; i = (i + 1) & a.mask {
-		if e := a.slots[i].e; e != nil {
+		if e := slots[rand.IntN(len(slots))].e; live(e) {
 			return e
 		}
 	}
+	k := rand.IntN(count)
+	var last unsafe.Pointer
+	for _, s := range slots {
+		if live(s.e) {
+			if k == 0 {
+				return s.e
+			}
+			k, last = k-1, s.e
+		}
+	}
+	return last // not reached while count is right
 }
 
 // randomDistinct is n distinct entries of the table (n at most a third of

@@ -122,7 +122,7 @@ func (h *hashColl) fieldGrowth(field, value []byte) (grow keySize, pos fieldPos,
 func (h *hashColl) store(pos fieldPos, field, value, old []byte, exists bool) bool {
 	var was unsafe.Pointer // the entry replaced
 	if exists {
-		was = h.t.arr.slots[pos.slot].e
+		was = h.t.entryAt(pos)
 	}
 	e := h.t.putAt(pos, field, value)
 	if !h.big {
