@@ -15,10 +15,14 @@ import (
 // O(1) pick relies on).
 func checkSetIndex(t *testing.T, s *setColl) {
 	t.Helper()
-	if len(s.members) != s.t.len() {
-		t.Fatalf("members has %d entries, the table %d", len(s.members), s.t.len())
+	if s.members.len() != s.t.len() {
+		t.Fatalf("members has %d entries, the table %d", s.members.len(), s.t.len())
 	}
-	for i, m := range s.members {
+	if p := s.members.problem(); p != "" {
+		t.Fatal(p)
+	}
+	for i := range s.members.len() {
+		m := s.members.at(i)
 		e := s.t.entryOf(m)
 		if e == nil {
 			t.Fatalf("member %q at %d is not in the table", m, i)
@@ -44,8 +48,54 @@ func TestSetMembersIndexSurvivesAddRemove(t *testing.T) {
 	s.rem("m999")
 	s.rem("absent")
 	checkSetIndex(t, s)
-	for len(s.members) > 0 { // down to empty, shrinking the list on the way
-		s.rem(s.members[len(s.members)/2])
+	for s.members.len() > 0 { // down to empty, shrinking the list on the way
+		s.rem(s.members.at(s.members.len() / 2))
+		if s.members.len()%97 == 0 {
+			checkSetIndex(t, s)
+		}
+	}
+	checkSetIndex(t, s)
+}
+
+// problem says what is wrong with the list's layout, "" when nothing.
+func (l *memberList) problem() string {
+	if l.chunks == nil {
+		if l.n != 0 || len(l.flat) > memberChunk {
+			return fmt.Sprintf("a slice of %d members (a chunk holds %d), count %d", len(l.flat), memberChunk, l.n)
+		}
+		return ""
+	}
+	if l.flat != nil || l.n <= memberChunk/4 || len(l.chunks) != (l.n+memberChunk-1)/memberChunk {
+		return fmt.Sprintf("%d members in %d chunks (flat %d)", l.n, len(l.chunks), len(l.flat))
+	}
+	for i, c := range l.chunks {
+		if len(c) != memberChunk {
+			return fmt.Sprintf("chunk %d holds %d slots", i, len(c))
+		}
+	}
+	for i := l.n; i < len(l.chunks)*memberChunk; i++ {
+		if l.at(i) != "" {
+			return fmt.Sprintf("slot %d past the %d members still holds %q", i, l.n, l.at(i))
+		}
+	}
+	return ""
+}
+
+// TestSetMembersGrowWithoutCopying: past one chunk, adding members never
+// moves those already listed — a slice reallocated and copied all of
+// them in the SADD that filled it, tens of milliseconds at 700 k members
+// under the segment's lock (D130).
+func TestSetMembersGrowWithoutCopying(t *testing.T) {
+	s := newSet()
+	for i := range memberChunk + 1 {
+		s.add(fmt.Sprint("m", i))
+	}
+	first := &s.members.chunks[0][0]
+	for i := memberChunk + 1; i < 100*memberChunk; i++ {
+		s.add(fmt.Sprint("m", i))
+	}
+	if &s.members.chunks[0][0] != first {
+		t.Fatal("the members listed before the set grew moved")
 	}
 	checkSetIndex(t, s)
 }

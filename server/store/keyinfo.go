@@ -70,7 +70,7 @@ func encodingOf(r *Record) (enc string, sharedInt bool) {
 		if s.count() > intsetMaxEntries {
 			return "hashtable", false
 		}
-		for _, m := range s.members {
+		for m := range s.members.all {
 			if _, ok := redisInt([]byte(m)); !ok {
 				return "hashtable", false
 			}

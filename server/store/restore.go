@@ -36,9 +36,9 @@ func (a *Atomic) Dump(key string) (rdb.Value, bool, kv.Result) {
 	case *listColl:
 		return rdb.Value{Kind: rdb.List, Elems: c.items(0, c.n)}, true, kv.Result{}
 	case *setColl:
-		elems := make([][]byte, len(c.members))
-		for i, m := range c.members {
-			elems[i] = []byte(m)
+		elems := make([][]byte, 0, c.count())
+		for m := range c.members.all {
+			elems = append(elems, []byte(m))
 		}
 		return rdb.Value{Kind: rdb.Set, Elems: elems}, true, kv.Result{}
 	case *zsetColl:

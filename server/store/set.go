@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"slices"
 	"sort"
 	"unsafe"
 
@@ -18,7 +17,7 @@ import (
 // when the member moves; members' strings are the entries' bytes.
 type setColl struct {
 	t       fieldTable
-	members []string
+	members memberList
 	bytes   int64 // accounted
 	item    int64 // item size
 	scan    scanIndex
@@ -32,13 +31,13 @@ func newSet() *setColl             { return &setColl{} }
 func (s *setColl) kind() ValueKind { return KindSet }
 func (s *setColl) size() int64     { return s.bytes }
 func (s *setColl) itemSize() int64 { return s.item }
-func (s *setColl) count() int      { return len(s.members) }
+func (s *setColl) count() int      { return s.members.len() }
 
 // encode: the members, sorted.
 func (s *setColl) encode() []byte { return mustMarshal(s.sorted()) }
 
 func (s *setColl) sorted() []string {
-	out := slices.Clone(s.members)
+	out := s.members.clone()
 	sort.Strings(out)
 	return out
 }
@@ -75,9 +74,9 @@ func (s *setColl) addBytes(m []byte) bool {
 		return false
 	}
 	var at [4]byte
-	binary.LittleEndian.PutUint32(at[:], uint32(len(s.members)))
+	binary.LittleEndian.PutUint32(at[:], uint32(s.members.len()))
 	e := s.t.putAt(pos, m, at[:])
-	s.members = append(s.members, entryField(e))
+	s.members.push(entryField(e))
 	s.scan.membershipChanged()
 	k := setMemberSize(len(m))
 	s.bytes += k.acct
@@ -92,17 +91,13 @@ func (s *setColl) rem(m string) bool {
 	}
 	i := int(binary.LittleEndian.Uint32(old))
 	s.scan.membershipChanged()
-	last := len(s.members) - 1
+	last := s.members.len() - 1
 	if i != last {
-		moved := s.members[last]
-		s.members[i] = moved
+		moved := s.members.at(last)
+		s.members.set(i, moved)
 		binary.LittleEndian.PutUint32(entryValue(s.t.entryOf(moved)), uint32(i))
 	}
-	s.members[last] = "" // let the member's bytes go
-	s.members = s.members[:last]
-	if cap(s.members) > 64 && len(s.members) < cap(s.members)/4 {
-		s.members = append([]string(nil), s.members...)
-	}
+	s.members.pop()
 	k := setMemberSize(len(m))
 	s.bytes -= k.acct
 	s.item -= k.item
@@ -194,7 +189,7 @@ func init() {
 		// Redis's order for what it keeps as an intset (ascending numbers),
 		// else the set's own order, as a Redis hashtable answers: a sort
 		// of every member on every call was most of the command's cost.
-		return x.setReply(s.members)
+		return x.setReply(s.members.view())
 	}})
 	register(kv.CmdSIsMember, handler{kind: KindSet, run: func(x *execCtx) kv.Reply {
 		if !arity(x, 1, 1) {
@@ -224,7 +219,7 @@ func init() {
 		}
 		var out []string
 	members:
-		for _, m := range first.members {
+		for m := range first.members.all {
 			for _, o := range others {
 				if o == nil {
 					return kv.ArrayReply([]kv.Reply{})
@@ -245,7 +240,7 @@ func init() {
 		all := map[string]struct{}{}
 		for _, s := range append(others, setOf(x)) {
 			if s != nil {
-				for _, m := range s.members {
+				for m := range s.members.all {
 					all[m] = struct{}{}
 				}
 			}

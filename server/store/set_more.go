@@ -33,7 +33,7 @@ func interLimit(sets []*setColl, limit int) *setColl {
 	order := slices.Clone(sets)
 	sort.Slice(order, func(i, j int) bool { return order[i].count() < order[j].count() })
 members:
-	for _, m := range order[0].members {
+	for m := range order[0].members.all {
 		for _, o := range order[1:] {
 			if !o.hasString(m) {
 				continue members
@@ -51,7 +51,7 @@ func unionOf(sets []*setColl) *setColl {
 	out := newSet()
 	for _, s := range sets {
 		if s != nil {
-			for _, m := range s.members {
+			for m := range s.members.all {
 				out.add(m)
 			}
 		}
@@ -65,7 +65,7 @@ func diffOf(sets []*setColl) *setColl {
 		return out
 	}
 members:
-	for _, m := range sets[0].members {
+	for m := range sets[0].members.all {
 		for _, o := range sets[1:] {
 			if o != nil {
 				if o.hasString(m) {
@@ -120,9 +120,9 @@ func setStore(op setAlgebra) func(x *execCtx) kv.Reply {
 // O(n) when n is small against the set: distinct positions drawn at random;
 // a partial shuffle of a copy when the answer is most of the set anyway.
 func randomMembers(s *setColl, n int) []string {
-	size := len(s.members)
+	size := s.members.len()
 	if n*3 > size {
-		all := slices.Clone(s.members)
+		all := s.members.clone()
 		for i := 0; i < n; i++ {
 			j := i + rand.IntN(size-i)
 			all[i], all[j] = all[j], all[i]
@@ -131,7 +131,7 @@ func randomMembers(s *setColl, n int) []string {
 	}
 	out := make([]string, n)
 	for j, i := range distinctPositions(n, size) {
-		out[j] = s.members[i]
+		out[j] = s.members.at(i)
 	}
 	return out
 }
@@ -288,7 +288,7 @@ func init() {
 		}
 		out := x.replies(int(-n))[:-n]
 		for i := range out {
-			out[i] = kv.BulkReply(x.stringBytes(s.members[rand.IntN(len(s.members))]))
+			out[i] = kv.BulkReply(x.stringBytes(s.members.at(rand.IntN(s.members.len()))))
 		}
 		return kv.ArrayReply(out)
 	}})
@@ -297,7 +297,7 @@ func init() {
 		if !ok {
 			return r
 		}
-		return x.setReply(diffOf(append([]*setColl{setOf(x)}, sets...)).members)
+		return x.setReply(diffOf(append([]*setColl{setOf(x)}, sets...)).members.view())
 	}})
 	register(kv.CmdSDiffStore, handler{kind: kindAny, write: true, run: setStore(diffOf)})
 	register(kv.CmdSInterStore, handler{kind: kindAny, write: true, run: setStore(interOf)})
@@ -355,7 +355,12 @@ func init() {
 // intsetOrder returns the members of s in ascending numeric order when
 // Redis 7.0 would encode it as an intset: at most 512 members (the default
 // set-max-intset-entries), each an integer in canonical form.
-func intsetOrder(s *setColl) ([]string, bool) { return intsetOrdered(s.members) }
+func intsetOrder(s *setColl) ([]string, bool) {
+	if s.count() > 512 {
+		return nil, false // not an intset; the view of a long list would be a copy
+	}
+	return intsetOrdered(s.members.view())
+}
 
 // intsetOrdered is members in ascending numeric order when they would make
 // an intset (intsetOrder).
