@@ -26,7 +26,7 @@ import (
 // A resize is incremental (D129): the new array takes every insert while
 // each write moves the next drainStep slots of the old one over, so no
 // single write rehashes the whole table — at 786 k fields one HSET did,
-// for 45–94 ms under the segment's lock. Until the old array is drained a
+// for 52–128 ms under the segment's lock. Until the old array is drained a
 // lookup that misses the new one probes the old one, whose moved and
 // deleted slots are tombstones (a probe goes on past them; nothing is
 // ever added to it).
