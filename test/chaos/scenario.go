@@ -335,6 +335,7 @@ func RunThroughput(ctx context.Context, cfg ThroughputConfig) ([]ThroughputRow, 
 		if r%2 == 1 {
 			slices.Reverse(order) // a drift of the machine's load does not favour one end
 		}
+		ran := make([]bool, len(run))
 		for _, i := range order {
 			o := cfg.Cluster
 			o.RF, o.Mode, o.Quorum = run[i].RF, run[i].Mode, run[i].Quorum
@@ -348,21 +349,45 @@ func RunThroughput(ctx context.Context, cfg ThroughputConfig) ([]ThroughputRow, 
 				o.Dir = fmt.Sprintf("%s/round%d", strings.TrimRight(o.Dir, "/"), r+1)
 			}
 			if err := throughputRow(ctx, o, cfg, &run[i]); err != nil {
-				return nil, fmt.Errorf("%s (round %d): %w", run[i].Name, r+1, err)
+				// What was measured is still reported, this round's rows too.
+				return finishRounds(rows, run, ran), fmt.Errorf("%s (round %d): %w", run[i].Name, r+1, err)
 			}
+			ran[i] = true
 			fmt.Fprintf(out, "throughput: round %d/%d: %s %.0f ops/s (%d errors)\n", r+1, rounds, run[i].Name, run[i].OpsPerSec, run[i].Errors)
 		}
-		for i := range run {
-			if run[0].OpsPerSec > 0 {
-				run[i].RatioToRF1 = run[i].OpsPerSec / run[0].OpsPerSec
-			}
-			rows[i].Runs = append(rows[i].Runs, run[i])
+		addRound(rows, run, ran)
+	}
+	return finishRounds(rows, nil, nil), nil
+}
+
+// addRound adds the configurations a round ran to their rows' runs, each
+// with its ratio to the round's RF 1 row (when that ran).
+func addRound(rows, run []ThroughputRow, ran []bool) {
+	for i := range run {
+		if !ran[i] {
+			continue
+		}
+		if ran[0] && run[0].OpsPerSec > 0 {
+			run[i].RatioToRF1 = run[i].OpsPerSec / run[0].OpsPerSec
+		}
+		rows[i].Runs = append(rows[i].Runs, run[i])
+	}
+}
+
+// finishRounds adds a round cut short (run, ran: nil when none) and folds
+// every configuration's runs into its row; configurations that never ran
+// are left out.
+func finishRounds(rows, run []ThroughputRow, ran []bool) []ThroughputRow {
+	if run != nil {
+		addRound(rows, run, ran)
+	}
+	out := make([]ThroughputRow, 0, len(rows))
+	for _, row := range rows {
+		if len(row.Runs) > 0 {
+			out = append(out, summarizeRuns(row))
 		}
 	}
-	for i := range rows {
-		rows[i] = summarizeRuns(rows[i])
-	}
-	return rows, nil
+	return out
 }
 
 // summarizeRuns folds a configuration's rounds into one row (medians,

@@ -52,3 +52,23 @@ func TestPrintThroughputShowsEveryRound(t *testing.T) {
 		}
 	}
 }
+
+// A run that fails part-way still reports what it measured: the rounds
+// before, and the rows the failing round had finished (the harness printed
+// nothing once rounds came in until this kept them).
+func TestFinishRoundsKeepsWhatARoundCutShortMeasured(t *testing.T) {
+	rows := []ThroughputRow{{Name: "RF1"}, {Name: "RF2 async"}, {Name: "RF2 sync+all"}}
+	addRound(rows, []ThroughputRow{{Name: "RF1", OpsPerSec: 100}, {Name: "RF2 async", OpsPerSec: 60}, {Name: "RF2 sync+all", OpsPerSec: 30}},
+		[]bool{true, true, true})
+	got := finishRounds(rows, []ThroughputRow{{Name: "RF1", OpsPerSec: 200}, {Name: "RF2 async", OpsPerSec: 100}, {}},
+		[]bool{true, true, false})
+	if len(got) != 3 || len(got[0].Runs) != 2 || len(got[1].Runs) != 2 || len(got[2].Runs) != 1 {
+		t.Fatalf("rows %d, runs %d %d %d", len(got), len(got[0].Runs), len(got[1].Runs), len(got[2].Runs))
+	}
+	if got[1].RatioMin != 0.5 || got[1].RatioMax != 0.6 || got[2].RatioToRF1 != 0.3 {
+		t.Fatalf("RF2 async ratios %v–%v, sync %v; want 0.5–0.6 and 0.3", got[1].RatioMin, got[1].RatioMax, got[2].RatioToRF1)
+	}
+	if none := finishRounds([]ThroughputRow{{Name: "RF1"}}, []ThroughputRow{{}}, []bool{false}); len(none) != 0 {
+		t.Fatalf("a configuration that never ran is reported: %+v", none)
+	}
+}
