@@ -83,6 +83,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzPeerAuthDial -fuzztime $(FUZZTIME) ./server/cluster/
 	$(GO) test -run '^$$' -fuzz FuzzNativeMatchesRESP -fuzztime $(FUZZTIME) ./server/resp/
 	$(GO) test -run '^$$' -fuzz FuzzRecordTable -fuzztime $(FUZZTIME) ./server/store/
+	$(GO) test -run '^$$' -fuzz FuzzFieldTable -fuzztime $(FUZZTIME) ./server/store/
+	$(GO) test -run '^$$' -fuzz FuzzListOps -fuzztime $(FUZZTIME) ./server/store/
+	$(GO) test -run '^$$' -fuzz FuzzIDSeq -fuzztime $(FUZZTIME) ./server/store/
 
 ## fuzz-resp: the differential fuzzer (internal/respdiff) against a real redis-server for FUZZTIME (make fuzz-resp FUZZTIME=10m), seeded by the clock (FUZZSEED=n replays a seed; FUZZONLY=xadd,xgroup,set draws only those commands); prints the seed, commands/s and the mismatches with their reproducers
 FUZZSEED ?=

@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// largeCollectionsScript grows a list, a hash, a set and a sorted set past
-// the sizes where their indexes change form — a list's references past one
-// 512-entry chunk (D128), a field table through several incremental
-// resizes and shrinks (D129), a set's member list past its 512-member chunk
-// and back (D130) — and reads them across those boundaries, then shrinks
-// them again. The random picks come last: after them the two servers'
-// collections differ.
+// largeCollectionsScript grows a list, a hash, a set, a sorted set and a
+// stream past the sizes where their indexes change form — a list's
+// references past one 512-entry chunk (D128), a field table through
+// several incremental resizes and shrinks (D129), a set's member list past
+// its 512-member chunk and back (D130), a stream's entries and pending list
+// past their 256-item chunks (D131) — and reads them across those
+// boundaries, then shrinks them again. The random picks come last: after
+// them the two servers' collections differ.
 func largeCollectionsScript() []oracleRow {
 	var out []oracleRow
 	add := func(mode cmpMode, args ...string) { out = append(out, oracleRow{mode, args}) }
@@ -94,6 +95,50 @@ func largeCollectionsScript() []oracleRow {
 	batch("ZREM", "Z", 0, 1950, one("z"))
 	add(cmpExact, "ZRANGE", "Z", "0", "-1", "WITHSCORES")
 	add(cmpExact, "ZSCORE", "Z", "z1999")
+
+	// A stream's entries and a group's pending list past several 256-item
+	// chunks (D131): reads across chunk edges both ways, deletes that
+	// drop leading chunks and compact, an out-of-order pending insert
+	// (XCLAIM FORCE of an acknowledged entry).
+	for i := 1; i <= 1400; i++ {
+		add(cmpExact, "XADD", "X", strconv.Itoa(i)+"-1", "f", "v"+strconv.Itoa(i))
+	}
+	add(cmpExact, "XLEN", "X")
+	for _, w := range [][2]string{{"-", "+"}, {"250-1", "260-1"}, {"255", "258"}, {"1300", "+"}, {"1399", "99999"}, {"0", "1"}} {
+		add(cmpExact, "XRANGE", "X", w[0], w[1], "COUNT", "40")
+		add(cmpExact, "XREVRANGE", "X", w[1], w[0], "COUNT", "40")
+	}
+	add(cmpExact, "XDEL", "X", "256-1", "257-1", "512-1", "1-1", "1400-1")
+	add(cmpExact, "XRANGE", "X", "250", "260")
+	add(cmpExact, "XREVRANGE", "X", "520", "500")
+	add(cmpExact, "XREVRANGE", "X", "+", "-", "COUNT", "3")
+	add(cmpExact, "XGROUP", "CREATE", "X", "g", "0")
+	add(cmpExact, "XREADGROUP", "GROUP", "g", "c1", "COUNT", "600", "STREAMS", "X", ">")
+	add(cmpExact, "XREADGROUP", "GROUP", "g", "c2", "COUNT", "300", "STREAMS", "X", ">")
+	add(cmpExact, "XPENDING", "X", "g")
+	ack := []string{"XACK", "X", "g"}
+	for i := 2; i <= 100; i++ {
+		ack = append(ack, strconv.Itoa(i)+"-1")
+	}
+	add(cmpExact, ack...)
+	add(cmpExact, "XCLAIM", "X", "g", "c3", "0", "300-1", "301-1", "900-1", "JUSTID")
+	add(cmpExact, "XCLAIM", "X", "g", "c5", "0", "50-1", "FORCE", "JUSTID")
+	add(cmpExact, "XPENDING", "X", "g")
+	add(cmpExact, "XAUTOCLAIM", "X", "g", "c4", "0", "0", "COUNT", "50", "JUSTID")
+	add(cmpExact, "XTRIM", "X", "MAXLEN", "700")
+	add(cmpExact, "XRANGE", "X", "-", "+", "COUNT", "5")
+	add(cmpExact, "XAUTOCLAIM", "X", "g", "c4", "0", "0", "COUNT", "400", "JUSTID")
+	add(cmpExact, "XPENDING", "X", "g")
+	add(cmpExact, "XTRIM", "X", "MINID", "1000")
+	del := []string{"XDEL", "X"}
+	for i := 1000; i <= 1300; i++ {
+		del = append(del, strconv.Itoa(i)+"-1")
+	}
+	add(cmpExact, del...)
+	add(cmpExact, "XRANGE", "X", "-", "+")
+	add(cmpExact, "XREVRANGE", "X", "+", "-")
+	add(cmpExact, "XLEN", "X")
+	add(cmpExact, "XPENDING", "X", "g")
 
 	// Random picks: their sizes and types only; the collections differ after.
 	add(cmpShape, "SRANDMEMBER", "S2", "20")

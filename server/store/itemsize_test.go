@@ -167,10 +167,10 @@ type itemSizeStep func(r *rand.Rand) (kv.CmdOp, []string)
 func randomStep(t *testing.T, s *Store, r *rand.Rand, steps []itemSizeStep) (kv.CmdOp, []string) {
 	op, args := steps[r.IntN(len(steps))](r)
 	c, _ := collOf(t, s, "k").(*streamColl)
-	if c == nil || len(c.entries.items) == 0 {
+	if c == nil || c.entries.len() == 0 {
 		return op, args
 	}
-	anyID := func() string { return c.entries.items[r.IntN(len(c.entries.items))].id.String() }
+	anyID := func() string { return c.entries.at(r.IntN(c.entries.len())).id.String() }
 	switch op {
 	case kv.CmdXDel:
 		args = []string{anyID()}

@@ -14,7 +14,7 @@ func dumpStream(s *streamColl) *rdb.StreamValue {
 	id := func(x streamID) rdb.StreamID { return rdb.StreamID{Ms: x.ms, Seq: x.seq} }
 	v := &rdb.StreamValue{LastID: id(s.last), FirstID: id(s.firstID), MaxDeletedID: id(s.maxDeleted),
 		EntriesAdded: s.entriesAdded, Entries: make([]rdb.StreamEntry, 0, s.entries.live)}
-	for _, it := range s.entries.items {
+	for it := range s.entries.all() {
 		if !it.dead {
 			v.Entries = append(v.Entries, rdb.StreamEntry{ID: id(it.id), Fields: it.val})
 		}
@@ -43,7 +43,7 @@ func dumpStream(s *streamColl) *rdb.StreamValue {
 			seen := g.consumers[c].seenMs
 			gv.Consumers = append(gv.Consumers, rdb.StreamConsumer{Name: []byte(c), SeenMs: seen, ActiveMs: seen})
 		}
-		for _, it := range g.pel.items {
+		for it := range g.pel.all() {
 			if !it.dead {
 				gv.Pending = append(gv.Pending, rdb.StreamPending{ID: id(it.id), DeliveryMs: it.val.deliveredMs,
 					DeliveryCount: it.val.deliveries, Consumer: []byte(it.val.consumer.name)})

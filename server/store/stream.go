@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -235,95 +234,6 @@ func isWord(b []byte, w string) bool {
 	return true
 }
 
-// idSeq is a sequence of values ordered by id: stream entries and pending
-// lists. Ids mostly arrive in increasing order, so adding is an append;
-// removal leaves a dead slot that keeps its id (binary search still works),
-// and tidy drops leading dead slots and compacts once the dead outnumber the
-// live, so iteration stays proportional to the live items and the cost is
-// amortised O(1) per removal. Indexes are invalidated only by put and tidy.
-type idSeq[V any] struct {
-	items []idItem[V]
-	live  int
-}
-
-type idItem[V any] struct {
-	id   streamID
-	val  V
-	dead bool
-}
-
-// search returns the first index whose id is >= id.
-func (q *idSeq[V]) search(id streamID) int {
-	return sort.Search(len(q.items), func(i int) bool { return !q.items[i].id.less(id) })
-}
-
-// get returns the live value under id (valid until the next put or tidy).
-func (q *idSeq[V]) get(id streamID) *V {
-	if i := q.search(id); i < len(q.items) && q.items[i].id == id && !q.items[i].dead {
-		return &q.items[i].val
-	}
-	return nil
-}
-
-// put stores v under id, replacing a live value.
-func (q *idSeq[V]) put(id streamID, v V) {
-	n := len(q.items)
-	if n == 0 || q.items[n-1].id.less(id) {
-		q.items = append(q.items, idItem[V]{id: id, val: v})
-		q.live++
-		return
-	}
-	i := q.search(id)
-	if q.items[i].id == id {
-		if q.items[i].dead {
-			q.items[i].dead = false
-			q.live++
-		}
-		q.items[i].val = v
-		return
-	}
-	q.items = slices.Insert(q.items, i, idItem[V]{id: id, val: v})
-	q.live++
-}
-
-// killAt marks the live slot i dead.
-func (q *idSeq[V]) killAt(i int) {
-	var zero V
-	q.items[i].val, q.items[i].dead = zero, true
-	q.live--
-}
-
-// nextLive returns the first live index >= i (len(items) if none).
-func (q *idSeq[V]) nextLive(i int) int {
-	for i < len(q.items) && q.items[i].dead {
-		i++
-	}
-	return i
-}
-
-func (q *idSeq[V]) tidy() {
-	k := 0
-	for k < len(q.items) && q.items[k].dead {
-		k++
-	}
-	if k > 0 {
-		clear(q.items[:k])
-		q.items = q.items[k:]
-	}
-	if dead := len(q.items) - q.live; dead > 16 && dead > q.live {
-		kept := make([]idItem[V], 0, q.live+q.live/4)
-		for _, it := range q.items {
-			if !it.dead {
-				kept = append(kept, it)
-			}
-		}
-		q.items = kept
-	}
-	if q.live == 0 {
-		q.items = nil
-	}
-}
-
 // Accounted sizes (bytes) beyond the payload: headers, ids, index slots.
 const (
 	streamEntryOverhead    = 64
@@ -426,10 +336,10 @@ func (s *streamColl) add(id streamID, fields [][]byte) {
 
 func (s *streamColl) removeEntry(id streamID) bool {
 	i := s.entries.search(id)
-	if i == len(s.entries.items) || s.entries.items[i].id != id || s.entries.items[i].dead {
+	if i == s.entries.len() || s.entries.at(i).id != id || s.entries.at(i).dead {
 		return false
 	}
-	s.account(keySize{}.minus(streamEntrySize(s.entries.items[i].val)))
+	s.account(keySize{}.minus(streamEntrySize(s.entries.at(i).val)))
 	s.entries.killAt(i)
 	s.nodes.remove(id)
 	return true
@@ -438,9 +348,9 @@ func (s *streamColl) removeEntry(id streamID) bool {
 // trimFront removes the n oldest entries.
 func (s *streamColl) trimFront(n int) {
 	s.nodes.trimFront(int64(n))
-	for i := 0; n > 0 && i < len(s.entries.items); i++ {
-		if !s.entries.items[i].dead {
-			s.account(keySize{}.minus(streamEntrySize(s.entries.items[i].val)))
+	for i := 0; n > 0 && i < s.entries.len(); i++ {
+		if it := s.entries.at(i); !it.dead {
+			s.account(keySize{}.minus(streamEntrySize(it.val)))
 			s.entries.killAt(i)
 			n--
 		}
@@ -479,8 +389,8 @@ func (s *streamColl) addConsumer(g *streamGroup, name string) *streamConsumer {
 func (s *streamColl) delConsumer(g *streamGroup, c *streamConsumer) int {
 	n := c.pending
 	gone := consumerWithPending(c)
-	for i := range g.pel.items {
-		if it := &g.pel.items[i]; !it.dead && it.val.consumer == c {
+	for i := range g.pel.len() {
+		if it := g.pel.at(i); !it.dead && it.val.consumer == c {
 			g.pel.killAt(i)
 		}
 	}
@@ -521,10 +431,10 @@ func pendingTransfer(from, to *streamConsumer) keySize {
 
 func (s *streamColl) ack(g *streamGroup, id streamID) bool {
 	i := g.pel.search(id)
-	if i == len(g.pel.items) || g.pel.items[i].id != id || g.pel.items[i].dead {
+	if i == g.pel.len() || g.pel.at(i).id != id || g.pel.at(i).dead {
 		return false
 	}
-	c := g.pel.items[i].val.consumer
+	c := g.pel.at(i).val.consumer
 	c.pending--
 	g.pel.killAt(i)
 	s.account(keySize{}.minus(streamPendingSize(len(c.name))))
@@ -576,7 +486,7 @@ func (s *streamColl) encode() []byte {
 	w := streamWire{Last: wireID(s.last), Entries: make([]streamEntryWire, 0, s.entries.live),
 		Groups: make([]streamGroupWire, 0, len(s.groups)), EntriesAdded: s.entriesAdded,
 		MaxDeleted: wireID(s.maxDeleted), FirstID: wireID(s.firstID)}
-	for _, it := range s.entries.items {
+	for it := range s.entries.all() {
 		if !it.dead {
 			w.Entries = append(w.Entries, streamEntryWire{ID: wireID(it.id), Fields: it.val})
 		}
@@ -595,7 +505,7 @@ func (s *streamColl) encode() []byte {
 		}
 		sort.Strings(gw.Consumers)
 		gw.EntriesRead1 = g.entriesRead + 1
-		for _, it := range g.pel.items {
+		for it := range g.pel.all() {
 			if !it.dead {
 				gw.Pending = append(gw.Pending, streamPendingWire{ID: wireID(it.id), Consumer: it.val.consumer.name,
 					DeliveredMs: it.val.deliveredMs, Deliveries: it.val.deliveries})
@@ -879,7 +789,7 @@ func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraFields [][]byte
 	if t.approx {
 		n = int(s.nodes.approxTrim(t, int64(s.entries.live), extra, extraFields))
 		left := n
-		for _, it := range s.entries.items {
+		for it := range s.entries.all() {
 			if left == 0 {
 				break
 			}
@@ -909,7 +819,7 @@ func (s *streamColl) trimPlan(t *trimSpec, extra *streamID, extraFields [][]byte
 		}
 		return int64(total-n) > t.maxLen
 	}
-	for _, it := range s.entries.items {
+	for it := range s.entries.all() {
 		if it.dead {
 			continue
 		}
@@ -1178,18 +1088,29 @@ func xrange(rev bool) func(x *execCtx) kv.Reply {
 			limit = math.MaxInt
 		}
 		out := newReplies(min(limit, s.entries.live))
-		items := s.entries.items
+		q := &s.entries
 		if !rev {
-			for i := s.entries.search(start); i < len(items) && out.len() < limit && !end.less(items[i].id); i++ {
-				if !items[i].dead {
-					out.entry(items[i].id, items[i].val)
+			for i := q.search(start); i < q.len() && out.len() < limit; i++ {
+				it := q.at(i)
+				if end.less(it.id) {
+					break
+				}
+				if !it.dead {
+					out.entry(it.id, it.val)
 				}
 			}
 		} else {
-			i := sort.Search(len(items), func(i int) bool { return end.less(items[i].id) }) - 1
-			for ; i >= 0 && out.len() < limit && !items[i].id.less(start); i-- {
-				if !items[i].dead {
-					out.entry(items[i].id, items[i].val)
+			i := q.len() - 1 // the last id <= end
+			if top, more := end.incr(); more {
+				i = q.search(top) - 1
+			}
+			for ; i >= 0 && out.len() < limit; i-- {
+				it := q.at(i)
+				if it.id.less(start) {
+					break
+				}
+				if !it.dead {
+					out.entry(it.id, it.val)
 				}
 			}
 		}
@@ -1245,10 +1166,9 @@ func xread(x *execCtx) kv.Reply {
 		limit = int(min(count, int64(limit)))
 	}
 	out := newReplies(limit)
-	items := s.entries.items
-	for i := s.entries.search(start); i < len(items) && out.len() < limit; i++ {
-		if !items[i].dead {
-			out.entry(items[i].id, items[i].val)
+	for i := s.entries.search(start); i < s.entries.len() && out.len() < limit; i++ {
+		if it := s.entries.at(i); !it.dead {
+			out.entry(it.id, it.val)
 		}
 	}
 	return out.reply()
@@ -1552,24 +1472,22 @@ func xreadgroup(x *execCtx) kv.Reply {
 		}
 		out := newReplies(min(limit, c.pending))
 		start, more := after.incr()
-		items := g.pel.items
-		for i := g.pel.search(start); more && i < len(items) && out.len() < limit; i++ {
-			if !items[i].dead && items[i].val.consumer == c {
-				out.entryOrNil(s, items[i].id)
+		for i := g.pel.search(start); more && i < g.pel.len() && out.len() < limit; i++ {
+			if it := g.pel.at(i); !it.dead && it.val.consumer == c {
+				out.entryOrNil(s, it.id)
 			}
 		}
 		return out.reply()
 	}
 	var ids []streamID
 	if start, more := g.last.incr(); more {
-		items := s.entries.items
-		for i := s.entries.search(start); i < len(items) && len(ids) < limit; i++ {
-			if !items[i].dead {
-				ids = append(ids, items[i].id)
+		for i := s.entries.search(start); i < s.entries.len() && len(ids) < limit; i++ {
+			if it := s.entries.at(i); !it.dead {
+				ids = append(ids, it.id)
 				if noAck {
 					continue
 				}
-				if pe := g.pel.get(items[i].id); pe == nil {
+				if pe := g.pel.get(it.id); pe == nil {
 					grow = grow.plus(streamPendingSize(len(consumer)))
 				} else {
 					grow = grow.plus(pendingTransfer(pe.consumer, reader))
@@ -1712,16 +1630,13 @@ func xpending(x *execCtx) kv.Reply {
 	if !ok {
 		return r
 	}
-	items := g.pel.items
+	pel := &g.pel
 	if !p.extended {
 		if g.pel.live == 0 {
 			return kv.ArrayReply([]kv.Reply{kv.IntReply(0), kv.NilReply(), kv.NilReply(), kv.NilReply()})
 		}
 		lo := g.pel.nextLive(0)
-		hi := len(items) - 1
-		for items[hi].dead {
-			hi--
-		}
+		hi := g.pel.lastLive()
 		names := make([]string, 0, len(g.consumers))
 		for n, c := range g.consumers {
 			if c.pending > 0 {
@@ -1734,13 +1649,13 @@ func xpending(x *execCtx) kv.Reply {
 			per[i] = kv.ArrayReply([]kv.Reply{kv.BulkReply([]byte(n)),
 				kv.BulkReply(strconv.AppendInt(nil, int64(g.consumers[n].pending), 10))})
 		}
-		return kv.ArrayReply([]kv.Reply{kv.IntReply(int64(g.pel.live)), kv.BulkReply(items[lo].id.bytes()),
-			kv.BulkReply(items[hi].id.bytes()), kv.ArrayReply(per)})
+		return kv.ArrayReply([]kv.Reply{kv.IntReply(int64(g.pel.live)), kv.BulkReply(pel.at(lo).id.bytes()),
+			kv.BulkReply(pel.at(hi).id.bytes()), kv.ArrayReply(per)})
 	}
 	out := newReplies(int(min(max(count, 0), int64(g.pel.live))))
 	now := nowMs(x)
-	for i := g.pel.search(start); i < len(items) && int64(out.len()) < count && !end.less(items[i].id); i++ {
-		it := &items[i]
+	for i := g.pel.search(start); i < pel.len() && int64(out.len()) < count && !end.less(pel.at(i).id); i++ {
+		it := pel.at(i)
 		if it.dead || consumer != nil && it.val.consumer.name != string(consumer) {
 			continue
 		}
@@ -2028,11 +1943,11 @@ func xautoclaim(x *execCtx) kv.Reply {
 	}
 	now := nowMs(x)
 	var claimIDs, deleted []streamID
-	items := g.pel.items
+	pel := &g.pel
 	attempts := count * 10
 	i := g.pel.search(start)
-	for ; i < len(items) && attempts > 0 && count > 0; i++ {
-		it := &items[i]
+	for ; i < pel.len() && attempts > 0 && count > 0; i++ {
+		it := pel.at(i)
 		if it.dead {
 			continue
 		}
@@ -2054,8 +1969,8 @@ func xautoclaim(x *execCtx) kv.Reply {
 		return x.tooLarge()
 	}
 	cursor := streamID{}
-	if j := g.pel.nextLive(i); j < len(items) {
-		cursor = items[j].id
+	if j := g.pel.nextLive(i); j < pel.len() {
+		cursor = pel.at(j).id
 	}
 	changed := c == nil
 	if c == nil {

@@ -21,7 +21,7 @@ import (
 
 // firstLive is the first live entry's id, or empty when there is none.
 func (s *streamColl) firstLive(empty streamID) streamID {
-	for _, it := range s.entries.items {
+	for it := range s.entries.all() {
 		if !it.dead {
 			return it.id
 		}
@@ -30,10 +30,8 @@ func (s *streamColl) firstLive(empty streamID) streamID {
 }
 
 func (s *streamColl) lastLive() (streamID, bool) {
-	for i := len(s.entries.items) - 1; i >= 0; i-- {
-		if !s.entries.items[i].dead {
-			return s.entries.items[i].id, true
-		}
+	if i := s.entries.lastLive(); i >= 0 {
+		return s.entries.at(i).id, true
 	}
 	return streamID{}, false
 }
@@ -80,12 +78,11 @@ func (s *streamColl) estimateDistance(id streamID) int64 {
 // read counter for each entry passed as Redis does on delivery.
 func (s *streamColl) advanceGroup(g *streamGroup, to streamID) {
 	if start, more := g.last.incr(); more {
-		items := s.entries.items
-		for i := s.entries.search(start); i < len(items) && !to.less(items[i].id); i++ {
-			if items[i].dead {
+		for i := s.entries.search(start); i < s.entries.len() && !to.less(s.entries.at(i).id); i++ {
+			if s.entries.at(i).dead {
 				continue
 			}
-			id := items[i].id
+			id := s.entries.at(i).id
 			if g.entriesRead != invalidEntriesRead && !s.rangeHasTombstones(id) {
 				g.entriesRead++
 			} else if s.entriesAdded > 0 {
@@ -276,7 +273,7 @@ func xinfo(x *execCtx) kv.Reply {
 func (s *streamColl) infoFull(x *execCtx, count int64) kv.Reply {
 	out := s.streamHeader()
 	var entries []kv.Reply
-	for _, it := range s.entries.items {
+	for it := range s.entries.all() {
 		if int64(len(entries)) >= count {
 			break
 		}
@@ -290,7 +287,7 @@ func (s *streamColl) infoFull(x *execCtx, count int64) kv.Reply {
 		lag, ok := s.lag(g)
 		var pel []kv.Reply
 		byConsumer := map[*streamConsumer][]kv.Reply{}
-		for _, it := range g.pel.items {
+		for it := range g.pel.all() {
 			if it.dead {
 				continue
 			}
