@@ -494,6 +494,7 @@ func (g *Segment) installCollectionLocked(rec *Record, effect *kv.Cmd) {
 // logEffectLocked appends a collection mutation to the op-log: the record's
 // header (its collection keeps changing after this entry) and the effect.
 func (g *Segment) logEffectLocked(rec *Record, effect *kv.Cmd) {
+	g.noteDrainingLocked(rec.Key(), rec.coll())
 	logged := g.log.appendEffect(rec, effect)
 	g.ops.puts.Add(1)
 	g.notifyLocked(OpCommand, rec, logged)

@@ -260,12 +260,14 @@ func (t *fieldTable) resize(n int) {
 }
 
 // drain moves up to k slots of the old array (all of them when k < 0),
-// and drops it once nothing is left in it.
-func (t *fieldTable) drain(k int) {
+// and drops it once nothing is left in it. It returns the slots it went
+// through.
+func (t *fieldTable) drain(k int) int {
 	o := t.old
 	if o == nil {
-		return
+		return 0
 	}
+	from := t.moved
 	for ; k != 0 && t.moved < len(o.slots) && t.oldN > 0; k-- {
 		if s := &o.slots[t.moved]; live(s.e) {
 			t.insert(*s)
@@ -277,10 +279,16 @@ func (t *fieldTable) drain(k int) {
 		}
 		t.moved++
 	}
+	went := t.moved - from
 	if t.oldN == 0 {
 		t.old, t.moved = nil, 0
 	}
+	return went
 }
+
+// settle finishes a drain: a table built in one operation (a decode, a
+// RESTORE) leaves it settled rather than to later writes or the sweeper.
+func (t *fieldTable) settle() { t.drain(-1) }
 
 // del removes field f and returns its value.
 func (t *fieldTable) del(f string) ([]byte, bool) {

@@ -94,6 +94,7 @@ func (h *hashColl) decode(b []byte) error {
 	for i := 0; i+1 < len(flat); i += 2 {
 		h.set(flat[i], flat[i+1])
 	}
+	h.t.settle()
 	return nil
 }
 

@@ -140,6 +140,7 @@ func restoredCollection(v rdb.Value) (collection, ValueKind, error) {
 		for i := 0; i+1 < len(v.Pairs); i += 2 {
 			h.set(v.Pairs[i], v.Pairs[i+1])
 		}
+		h.t.settle()
 		return h, KindHash, nil
 	case rdb.List:
 		l := newList()
@@ -150,12 +151,14 @@ func restoredCollection(v rdb.Value) (collection, ValueKind, error) {
 		for _, m := range v.Elems {
 			s.addBytes(m)
 		}
+		s.t.settle()
 		return s, KindSet, nil
 	case rdb.ZSet:
 		z := newZSet()
 		for _, m := range v.Members {
 			z.set(string(m.Member), m.Score)
 		}
+		z.nodes.settle()
 		return z, KindZSet, nil
 	case rdb.Stream:
 		if v.Stream == nil {

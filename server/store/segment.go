@@ -47,6 +47,11 @@ type Segment struct {
 	scratch [24]byte
 	// items holds live records, expired-but-unswept records and tombstones.
 	items recordTable
+	// draining is the field tables of this segment's collections in the
+	// middle of an incremental resize, by the key they were seen under:
+	// the sweeper finishes what writes left (drainIdleTables, D132).
+	draining  map[*fieldTable]string
+	drainingN atomic.Int32 // len(draining), read by the sweeper without the lock
 	// ttlKeys is items.expiring, the keys with a TTL, readable without
 	// the lock (DBSize). The records with a TTL are marked in the table's
 	// hash array (expiresBit), where the sweeper finds them: an index of
@@ -495,6 +500,7 @@ func (g *Segment) commitLocked(kind OpKind, rec *Record) {
 	g.store.account(g.owned, delta, int64(rec.liveDelta(old)))
 	logged := rec
 	if c := rec.coll(); c != nil {
+		g.noteDrainingLocked(rec.Key(), c)
 		// The collection keeps changing in place after this entry: log a
 		// frozen copy (the full encoding for a put, the header otherwise).
 		logged = rec.header()
@@ -806,6 +812,7 @@ func (g *Segment) InstallSnapshot(snap Snapshot) {
 	defer g.mu.Unlock()
 	g.store.account(g.owned, -g.bytes, -int64(g.live))
 	g.items = newRecordTable(len(snap.Records))
+	g.forgetDrainingLocked()
 	g.growable = nil // its spare capacity left g.bytes with the rest
 	g.tombstones = nil
 	g.bytes, g.live = 0, 0

@@ -50,6 +50,7 @@ func (s *setColl) decode(b []byte) error {
 	for _, m := range members {
 		s.add(m)
 	}
+	s.t.settle()
 	return nil
 }
 

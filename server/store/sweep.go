@@ -53,6 +53,7 @@ func (s *Store) SweepOnce() (expired, pruned int) {
 	for _, g := range s.segments {
 		expired += g.sweepExpired()
 		pruned += g.pruneTombstones()
+		g.drainIdleTables(sweepDrainSlots)
 	}
 	// Prepared transactions whose coordinator vanished release their keys
 	// and staged values here too, not only on the next transaction call.

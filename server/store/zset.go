@@ -77,6 +77,7 @@ func (z *zsetColl) decode(b []byte) error {
 	for _, e := range entries {
 		z.set(e.Member, e.Score)
 	}
+	z.nodes.settle()
 	return nil
 }
 
