@@ -125,6 +125,11 @@ func largeCollectionsScript() []oracleRow {
 	add(cmpExact, "XCLAIM", "X", "g", "c5", "0", "50-1", "FORCE", "JUSTID")
 	add(cmpExact, "XPENDING", "X", "g")
 	add(cmpExact, "XAUTOCLAIM", "X", "g", "c4", "0", "0", "COUNT", "50", "JUSTID")
+	// A claim that claims nothing makes no consumer (Redis 7.0).
+	add(cmpExact, "XAUTOCLAIM", "X", "g", "lazy1", "999999999", "0", "COUNT", "5", "JUSTID")
+	add(cmpExact, "XGROUP", "CREATECONSUMER", "X", "g", "lazy1")
+	add(cmpExact, "XCLAIM", "X", "g", "lazy2", "0", "1-1", "JUSTID")
+	add(cmpExact, "XGROUP", "CREATECONSUMER", "X", "g", "lazy2")
 	add(cmpExact, "XTRIM", "X", "MAXLEN", "700")
 	add(cmpExact, "XRANGE", "X", "-", "+", "COUNT", "5")
 	add(cmpExact, "XAUTOCLAIM", "X", "g", "c4", "0", "0", "COUNT", "400", "JUSTID")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -1366,7 +1367,9 @@ func xgroup(x *execCtx) kv.Reply {
 	return kv.IntReply(1)
 }
 
-// claimEffect logs the XCLAIM that reproduces a delivery or a claim.
+// claimEffect logs the XCLAIM that reproduces a delivery or a claim. An
+// effect without ids creates the consumer when replayed (XREADGROUP served
+// it); one with ids creates it only if one is claimed, as the command.
 func claimEffect(x *execCtx, group, consumer []byte, ids []streamID, tail ...[]byte) {
 	args := make([][]byte, 0, 3+len(ids)+len(tail))
 	args = append(args, group, consumer, []byte("0"))
@@ -1766,14 +1769,14 @@ func xclaim(x *execCtx) kv.Reply {
 		clean
 	)
 	steps := make([]int, len(ids))
+	// As Redis 7.0, the consumer is looked up (its seen-time refreshed) or
+	// created only when an id is claimed or created in the PEL. A replayed
+	// effect without ids is XREADGROUP's: it served the consumer, which
+	// exists from then on (claimEffect).
 	c := g.consumers[string(consumer)]
-	if c != nil {
-		c.seenMs = nowMs(x)
-	}
 	var grow keySize
 	claimer := c
 	if c == nil {
-		grow = streamConsumerSize(len(consumer))
 		claimer = &streamConsumer{name: string(consumer)} // its size, for the plan
 	}
 	// An id named again meets the state its first claim left: pending
@@ -1811,12 +1814,20 @@ func xclaim(x *execCtx) kv.Reply {
 		}
 		again[id] = steps[k]
 	}
+	claims := slices.ContainsFunc(steps, func(st int) bool { return st == claim || st == create }) ||
+		x.apply && len(ids) == 0
+	if c == nil && claims {
+		grow = grow.plus(streamConsumerSize(len(consumer)))
+	}
 	if !x.streamFits(s, grow) {
 		return x.tooLarge()
 	}
-	changed := c == nil
-	if c == nil {
-		c = s.addConsumer(g, string(consumer))
+	changed := false
+	switch {
+	case claims && c == nil:
+		c, changed = s.addConsumer(g, string(consumer)), true
+	case claims:
+		c.seenMs = now
 	}
 	out := newReplies(len(ids))
 	var done []streamID
@@ -1850,6 +1861,19 @@ func xclaim(x *execCtx) kv.Reply {
 			s.advanceGroup(g, id)
 			changed = true
 		}
+	}
+	if c == nil && len(done) == 0 {
+		// Only LASTID moved, and the consumer does not exist: an effect
+		// without ids would create it on a replica; log the move as Redis
+		// propagates it.
+		if changed {
+			effect := [][]byte{[]byte("SETID"), group, g.last.bytes()}
+			if g.entriesRead != invalidEntriesRead {
+				effect = append(effect, []byte("ENTRIESREAD"), strconv.AppendInt(nil, g.entriesRead, 10))
+			}
+			x.changedArgs(kv.CmdXGroup, effect)
+		}
+		return out.reply()
 	}
 	if changed || len(done) > 0 {
 		tail := [][]byte{[]byte("TIME"), msArg(delivery)}
@@ -1931,14 +1955,13 @@ func xautoclaim(x *execCtx) kv.Reply {
 	if !ok {
 		return r
 	}
+	// As Redis 7.0, the consumer is looked up (its seen-time refreshed)
+	// or created only when an entry is claimed: a scan that claims
+	// nothing, or only clears deleted entries, leaves consumers alone.
 	c := g.consumers[string(consumer)]
-	if c != nil {
-		c.seenMs = nowMs(x)
-	}
 	var grow keySize
 	claimer := c
 	if c == nil {
-		grow = streamConsumerSize(len(consumer))
 		claimer = &streamConsumer{name: string(consumer)} // its size, for the plan
 	}
 	now := nowMs(x)
@@ -1965,6 +1988,10 @@ func xautoclaim(x *execCtx) kv.Reply {
 		grow = grow.plus(pendingTransfer(it.val.consumer, claimer))
 		count--
 	}
+	claims := len(claimIDs) > 0
+	if c == nil && claims {
+		grow = grow.plus(streamConsumerSize(len(consumer)))
+	}
 	if !x.streamFits(s, grow) {
 		return x.tooLarge()
 	}
@@ -1972,9 +1999,11 @@ func xautoclaim(x *execCtx) kv.Reply {
 	if j := g.pel.nextLive(i); j < pel.len() {
 		cursor = pel.at(j).id
 	}
-	changed := c == nil
-	if c == nil {
+	switch {
+	case claims && c == nil:
 		c = s.addConsumer(g, string(consumer))
+	case claims:
+		c.seenMs = now
 	}
 	claimed := newReplies(len(claimIDs))
 	for _, id := range claimIDs {
@@ -1993,7 +2022,7 @@ func xautoclaim(x *execCtx) kv.Reply {
 		gone[k] = kv.BulkReply(id.bytes())
 	}
 	g.pel.tidy()
-	if changed || len(claimIDs)+len(deleted) > 0 {
+	if len(claimIDs)+len(deleted) > 0 {
 		tail := [][]byte{[]byte("TIME"), msArg(now)}
 		if justID {
 			tail = append(tail, []byte("JUSTID"))
