@@ -2,7 +2,6 @@ package clustertest_test
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -45,50 +44,13 @@ func keyWhereabouts(c *clustertest.Cluster, key string) string {
 	return b.String()
 }
 
-// mirroredExplained is mirrored, with where the first missing key lives on
-// the follower when it fails.
-func (p *followPair) mirroredExplained(what string, want map[string]string) {
-	p.t.Helper()
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var missing []string
-	ok := poll(60*time.Second, func() bool {
-		missing = missing[:0]
-		for _, k := range keys {
-			r, err := p.fc.Get(p.ctx, k)
-			if err != nil {
-				missing = append(missing, fmt.Sprintf("%s: %v", k, err))
-				continue
-			}
-			got := ""
-			if r.OK() {
-				got = string(r.Value)
-			}
-			if got != want[k] {
-				missing = append(missing, fmt.Sprintf("%s = %q, want %q", k, got, want[k]))
-			}
-		}
-		return len(missing) == 0
-	})
-	if !ok {
-		first, _, _ := strings.Cut(missing[0], " ")
-		first = strings.TrimSuffix(first, ":")
-		p.t.Fatalf("%s: the follower does not mirror the primary: %d of %d keys wrong, first %s; where %s lives:%s\napplier: %+v",
-			what, len(missing), len(keys), strings.Join(missing[:min(len(missing), 5)], "; "), first,
-			keyWhereabouts(p.follower, first), p.applier())
-	}
-}
-
 // TestFollowerKeepsMirroredKeysAcrossRestarts: a follower (3 nodes, RF 2,
 // sync) restarts, one at a time, the node running its applier and the
 // owner of mirrored keys — back before its dead verdict (restart
 // recovery), then after its partitions failed over — writes arriving on
 // the primary meanwhile: a node restart loses none of the follower's data
 // (issue #14 item 5). A failure names where the first wrong key lives on
-// every node (keyWhereabouts).
+// every node (keyWhereabouts, in mirrored).
 func TestFollowerKeepsMirroredKeysAcrossRestarts(t *testing.T) {
 	// A member grace far above a round: the failover and restart recovery
 	// keep the victim's place in the map (a map change and the rebalance
@@ -104,7 +66,7 @@ func TestFollowerKeepsMirroredKeysAcrossRestarts(t *testing.T) {
 		p.put(k, "f"+k, 0)
 		want[k] = "f" + k
 	}
-	p.mirroredExplained("feed", want)
+	p.mirrored("feed", want)
 	for round := range 4 {
 		var victim *server.Node
 		if round%2 == 0 {
@@ -133,6 +95,6 @@ func TestFollowerKeepsMirroredKeysAcrossRestarts(t *testing.T) {
 				})
 			}
 		})
-		p.mirroredExplained(fmt.Sprintf("round %d: after %s restarted", round, victim.Config().NodeID), want)
+		p.mirrored(fmt.Sprintf("round %d: after %s restarted", round, victim.Config().NodeID), want)
 	}
 }

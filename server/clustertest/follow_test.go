@@ -160,41 +160,103 @@ func (p *followPair) put(key, value string, ttl time.Duration) {
 	}
 }
 
-// mirrored waits until the follower holds want (key → value; "" = absent).
+// mirrored waits until the follower holds want (key → value; "" = absent)
+// and fails when it still does not a minute (scaled) after it started.
+//
+// The verdict comes from reads made after the deadline. A pass over every
+// key, one read after another, took 105 s under the CPU hog (D133): the
+// keys it read first were read before the applier had caught up, and a
+// check of "this pass, then the deadline" reported them missing although
+// they were applied seconds later and read back at once. So each pass
+// reads in one batch (one request per owner, in parallel), the passes
+// after the first re-read only the keys still wrong, a clean partial pass
+// is confirmed by a whole one, and a key is reported only when a read
+// begun after the deadline still finds it wrong — with when it was read,
+// the status, and where it lives on every node, to tell a slow applier
+// from a lost change.
 func (p *followPair) mirrored(what string, want map[string]string) {
 	p.t.Helper()
-	var wrong []string
-	ok := poll(60*time.Second, func() bool {
-		wrong = wrong[:0]
-		for _, k := range slices.Sorted(maps.Keys(want)) {
-			v := want[k]
-			r, err := p.fc.Get(p.ctx, k)
-			if err != nil {
-				wrong = append(wrong, fmt.Sprintf("%s: %v", k, err))
-				continue
+	keys := slices.Sorted(maps.Keys(want))
+	deadline := time.Now().Add(testscale.D(60 * time.Second))
+	pending := keys
+	var wrong map[string]mirrorRead
+	for {
+		began := time.Now()
+		wrong = p.readMirror(pending, want)
+		if len(wrong) == 0 {
+			if len(pending) == len(keys) {
+				return // every key read as wanted in one pass
 			}
-			got := ""
-			if r.OK() {
-				got = string(r.Value)
-			}
-			if got != v {
-				wrong = append(wrong, fmt.Sprintf("%s = %q, want %q", k, got, v))
-			}
+			pending = keys // confirm with a whole pass: a key may have changed since
+			continue
 		}
-		return len(wrong) == 0
-	})
-	if !ok {
-		// Where the follow stands, to tell a slow applier from a lost change.
-		var state []string
-		for _, nd := range p.follower.Running() {
-			if st := clusterDoc(p.t, nd); st.Follow != nil {
-				doc, _ := json.Marshal(st.Follow)
-				state = append(state, nd.Config().NodeID+": "+string(doc))
-			}
+		if began.After(deadline) {
+			break
 		}
-		p.t.Fatalf("%s: the follower does not mirror the primary: %d of %d keys differ (%s); follow status: %s",
-			what, len(wrong), len(want), strings.Join(wrong[:min(len(wrong), 10)], "; "), strings.Join(state, "; "))
+		pending = slices.Sorted(maps.Keys(wrong))
+		time.Sleep(20 * time.Millisecond) // poll interval
 	}
+	missing := slices.Sorted(maps.Keys(wrong))
+	var lines []string
+	for _, k := range missing[:min(len(missing), 10)] {
+		lines = append(lines, wrong[k].describe(k, want[k]))
+	}
+	// Where the follow stands, to tell a slow applier from a lost change.
+	var state []string
+	for _, nd := range p.follower.Running() {
+		if st := clusterDoc(p.t, nd); st.Follow != nil {
+			doc, _ := json.Marshal(st.Follow)
+			state = append(state, nd.Config().NodeID+": "+string(doc))
+		}
+	}
+	p.t.Fatalf("%s: the follower does not mirror the primary: %d of %d keys differ (%s); where %s lives:%s\nfollow status: %s",
+		what, len(missing), len(want), strings.Join(lines, "; "), missing[0], keyWhereabouts(p.follower, missing[0]),
+		strings.Join(state, "; "))
+}
+
+// mirrorRead is a read of a mirrored key that did not give the wanted value.
+type mirrorRead struct {
+	got    string // the value read ("" = absent)
+	status sdk.Status
+	err    error
+	at     time.Time
+}
+
+func (r mirrorRead) describe(key, want string) string {
+	if r.err != nil {
+		return fmt.Sprintf("%s: %v (read at %s)", key, r.err, r.at.Format("15:04:05.000"))
+	}
+	return fmt.Sprintf("%s = %q, want %q (%v, read at %s)", key, r.got, want, r.status, r.at.Format("15:04:05.000"))
+}
+
+// readMirror reads keys from the follower in one batch and returns those
+// that do not read as want says.
+func (p *followPair) readMirror(keys []string, want map[string]string) map[string]mirrorRead {
+	at := time.Now()
+	wrong := map[string]mirrorRead{}
+	res, err := p.fc.GetMany(p.ctx, keys)
+	if err != nil {
+		for _, k := range keys {
+			wrong[k] = mirrorRead{err: err, at: at}
+		}
+		return wrong
+	}
+	for i, r := range res {
+		k := keys[i]
+		got := ""
+		switch r.Status {
+		case sdk.StatusSuccess:
+			got = string(r.Value)
+		case sdk.StatusNotFound:
+		default: // no answer (the owner is moving or away): not mirrored yet
+			wrong[k] = mirrorRead{status: r.Status, err: r.Err(), at: at}
+			continue
+		}
+		if got != want[k] {
+			wrong[k] = mirrorRead{got: got, status: r.Status, at: at}
+		}
+	}
+	return wrong
 }
 
 // applier is the applier's live view on the follower's leader.
