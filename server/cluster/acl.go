@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,7 +82,35 @@ func (c *Cluster) CommitACL(ctx context.Context, op acl.Op) error {
 
 // commitOrForward commits a control-plane entry on the leader, or forwards
 // it there (fwd names it) and waits until this node's fold applied it.
+// While there is no leader, or the node asked is no longer the leader, it
+// asks again until ctx ends (commitRetryable): an ACL change or a follow
+// cursor sent during an election failed at once before.
 func (c *Cluster) commitOrForward(ctx context.Context, data []byte, fwd MigrateRequest, what string) error {
+	for {
+		err := c.commitOrForwardOnce(ctx, data, fwd, what)
+		if !commitRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(c.t.RaftHeartbeat / 2): // an election's pace
+		}
+	}
+}
+
+// commitRetryable reports whether a control-plane commit that failed with
+// err may be sent again: only when it was refused before it reached the
+// log — no leader known, or a node that was no longer the leader checked
+// before appending (ErrNotLeader, also as a forwarded refusal's message).
+// Anything else may have been appended (raft's ErrLeadershipLost: the
+// entry can still commit) or is the change's own refusal: sending it
+// again could apply it twice or never succeed.
+func commitRetryable(err error) bool {
+	return err != nil && errors.Is(err, ErrNotLeader)
+}
+
+func (c *Cluster) commitOrForwardOnce(ctx context.Context, data []byte, fwd MigrateRequest, what string) error {
 	if !c.IsLeader() {
 		leader := c.Leader()
 		info, ok := c.leaderInfo(leader)
@@ -92,6 +122,10 @@ func (c *Cluster) commitOrForward(ctx context.Context, data []byte, fwd MigrateR
 			return err
 		}
 		if !rep.OK {
+			if strings.Contains(rep.Message, ErrNotLeader.Error()) {
+				// Checked on the node before its log took the entry.
+				return fmt.Errorf("%w: %s asked %s, which is no longer the leader: %s", ErrNotLeader, what, leader, rep.Message)
+			}
 			return fmt.Errorf("cluster: %s change refused by the leader %s: %s", what, leader, rep.Message)
 		}
 		return c.waitFolded(ctx, rep.Index)
