@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/sdk"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/follow"
@@ -41,6 +42,9 @@ type followRuntime struct {
 	wg      sync.WaitGroup
 
 	msg atomic.Pointer[refusal] // readOnlyMessage's cache
+
+	// fence orders the applier's writes on this node by claim.
+	fence follow.Fence
 }
 
 // followState is the folded follow state (nil before the cluster runs).
@@ -69,15 +73,26 @@ type refusal struct {
 	msg string
 }
 
-// nativeReadOnly is the native front end's gate: the applier's
-// connections (their client name carries the follow's key) may write.
-func (n *Node) nativeReadOnly(clientName string) string {
-	st := n.followState()
-	if !st.Following() || clientName == follow.ClientName(st.Key) {
-		return ""
+// nativeWriteGate is the native front end's write gate: while the
+// cluster follows, only the applier's connections (their client name
+// carries the follow's key) may write, fenced by the applier's claim
+// (follow.Fence: a deposed applier's writes are refused, and never land
+// after the new applier's).
+type nativeWriteGate struct{ n *Node }
+
+func (g nativeWriteGate) Enter(clientName string) (bool, kv.Status, string) {
+	st := g.n.followState()
+	if !st.Following() {
+		return false, kv.StatusSuccess, ""
 	}
-	return n.readOnlyMessage(st)
+	held, status, msg := g.n.follow.fence.Enter(st, clientName)
+	if status == kv.StatusReadOnly && msg == "" {
+		msg = g.n.readOnlyMessage(st)
+	}
+	return held, status, msg
 }
+
+func (g nativeWriteGate) Exit() { g.n.follow.fence.Exit() }
 
 // readOnly is the RESP and HTTP gate: every write is refused while following.
 func (n *Node) readOnly() string {

@@ -20,7 +20,7 @@ func (n *Node) newNativeService() (*native.Server, error) {
 	return native.New(native.Config{
 		WriteBarrier: barrier,
 		FreezeCheck:  n.freezeCheck,
-		ReadOnly:     n.nativeReadOnly,
+		WriteGate:    nativeWriteGate{n},
 		Store:        n.store,
 		StoreName:    n.cfg.Store,
 		NodeID:       n.cfg.NodeID,

@@ -38,6 +38,12 @@ const (
 	FollowCursor
 	// FollowStop stops following (zarisctl promote): writes open.
 	FollowStop
+	// FollowClaim makes the proposing leader's applier the follow's only
+	// writer: the claim's log index becomes the follow's Claim, every node
+	// then refuses the writes of an applier of an older claim, and the fold
+	// refuses its cursor commits (a deposed applier, still running until
+	// its node notices, cannot write or move the cursor back).
+	FollowClaim
 )
 
 // FollowOp is one change of the follow state.
@@ -48,8 +54,13 @@ type FollowOp struct {
 	// Key is the applier's credential (FollowStart): the native connection
 	// whose client name carries it may write while the cluster follows.
 	Key string `msgpack:"key,omitempty"`
-	// Generation names the follow a FollowCursor belongs to.
+	// Generation names the follow a FollowCursor or FollowClaim belongs to.
 	Generation uint64 `msgpack:"g,omitempty"`
+	// Claim is the applier claim a FollowCursor was made under (0: an
+	// entry written before claims existed, accepted while none is folded).
+	Claim uint64 `msgpack:"cl,omitempty"`
+	// Node is the node that claims the follow (FollowClaim).
+	Node NodeID `msgpack:"nd,omitempty"`
 	// Cursor is the feed cursor (sdk.Cursor.String) the applied changes reach.
 	Cursor string `msgpack:"c,omitempty"`
 	// Applied is the number of changes applied by this follow so far.
@@ -74,6 +85,11 @@ type FollowState struct {
 	CursorAt   int64  `msgpack:"ca,omitempty"`
 	Applied    uint64 `msgpack:"n,omitempty"`
 	Local      string `msgpack:"l,omitempty"`
+	// Claim is the log index of the follow's last FollowClaim (0: none
+	// yet): only the applier that made it may write or commit a cursor.
+	Claim     uint64 `msgpack:"cl,omitempty"`
+	ClaimedBy NodeID `msgpack:"cb,omitempty"`
+	ClaimedAt int64  `msgpack:"cat,omitempty"`
 	// PromotedFrom and PromotedAt record the last promotion: the source
 	// the cluster stopped following and when.
 	PromotedFrom string `msgpack:"pf,omitempty"`
@@ -88,6 +104,10 @@ var ErrFollowConflict = errors.New("cluster: this cluster already follows anothe
 
 // ErrFollowStale refuses a FollowCursor of a follow that is no longer the current one.
 var ErrFollowStale = errors.New("cluster: the follow this cursor belongs to was stopped or replaced")
+
+// ErrFollowClaimed refuses a FollowCursor made under an applier claim that
+// a later one replaced: another applier now runs the follow.
+var ErrFollowClaimed = errors.New("cluster: another applier claimed this follow")
 
 // EncodeFollow encodes an EntryFollow entry.
 func EncodeFollow(op FollowOp) ([]byte, error) {
@@ -112,7 +132,7 @@ func DecodeFollow(data []byte) (FollowOp, error) {
 		if op.Source == "" || op.Key == "" {
 			return op, fmt.Errorf("%w: follow start without a source or a key", ErrBadEntry)
 		}
-	case FollowCursor, FollowStop:
+	case FollowCursor, FollowStop, FollowClaim:
 	default:
 		return op, fmt.Errorf("%w: follow change of kind %d", ErrBadEntry, op.Kind)
 	}
@@ -136,7 +156,16 @@ func FoldFollow(cur FollowState, op FollowOp, index uint64) (FollowState, error)
 		if cur.Source == "" || op.Generation != cur.Generation {
 			return cur, ErrFollowStale
 		}
+		if op.Claim != cur.Claim {
+			return cur, fmt.Errorf("%w (the cursor's claim %d, the follow's %d)", ErrFollowClaimed, op.Claim, cur.Claim)
+		}
 		cur.Cursor, cur.CursorAt, cur.Applied, cur.Local = op.Cursor, op.At, op.Applied, op.Local
+		return cur, nil
+	case FollowClaim:
+		if cur.Source == "" || op.Generation != cur.Generation {
+			return cur, ErrFollowStale
+		}
+		cur.Claim, cur.ClaimedBy, cur.ClaimedAt = index, op.Node, op.At
 		return cur, nil
 	case FollowStop:
 		if cur.Source == "" {
@@ -189,6 +218,18 @@ func (c *Cluster) CommitFollow(ctx context.Context, op FollowOp) error {
 		return err
 	}
 	return c.commitOrForward(ctx, data, MigrateRequest{Op: MigrateFollow, Follow: data}, "follow")
+}
+
+// ClaimFollow makes this node's applier the only writer of the follow of
+// generation gen and returns the claim (the entry's log index). Only the
+// leader claims, and never by forwarding: an applier runs on the leader,
+// and a node that lost leadership must not depose the new leader's.
+func (c *Cluster) ClaimFollow(ctx context.Context, gen uint64) (uint64, error) {
+	data, err := EncodeFollow(FollowOp{Kind: FollowClaim, Generation: gen, Node: c.cfg.Self.ID, At: time.Now().UnixNano()})
+	if err != nil {
+		return 0, err
+	}
+	return c.applyIndexed(ctx, data)
 }
 
 // answerFollow serves a forwarded follow change on the leader.

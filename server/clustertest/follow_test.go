@@ -22,6 +22,7 @@ import (
 	"github.com/zaris-io/zaris/server"
 	"github.com/zaris-io/zaris/server/cluster"
 	"github.com/zaris-io/zaris/server/clustertest"
+	"github.com/zaris-io/zaris/server/follow"
 )
 
 // The WAN follower (R-OPS-4, issue 14 item 5): two real clusters in one
@@ -526,4 +527,111 @@ func TestFollowerRidesPrimaryFailover(t *testing.T) {
 	if a.FullCopies != 1 {
 		t.Fatalf("the follower copied the primary in full %d times, want once (at the start): %+v", a.FullCopies, a)
 	}
+}
+
+// TestFollowerFencesADeposedApplier (D135): a connection of the running
+// applier (its client name carries the follow's key and the applier's
+// claim) stands for an applier whose node has just lost leadership and
+// still writes. Once the leader claims the follow again, every node
+// refuses that connection's writes — single and batched — and the fold
+// refuses a cursor commit under the old claim, so neither a late write nor
+// a late cursor can move the follower behind the primary; the leader's
+// applier, deposed too, is restarted under a new claim and mirrors on.
+func TestFollowerFencesADeposedApplier(t *testing.T) {
+	p := newFollowPair(t, 1, 3, nil)
+	want := map[string]string{}
+	keys := make([]string, 30) // spread over every node's partitions
+	for i := range keys {
+		keys[i] = fmt.Sprintf("fence:%02d", i)
+		p.put(keys[i], "v"+keys[i], 0)
+		want[keys[i]] = "v" + keys[i]
+	}
+	p.follow()
+	p.mirrored("full copy", want)
+
+	// The claim the running applier writes under.
+	var st cluster.FollowState
+	if !poll(30*time.Second, func() bool {
+		st = *p.follower.WaitLeader().Cluster().Follow()
+		return st.Claim != 0
+	}) {
+		t.Fatalf("the running applier never claimed the follow: %+v", st)
+	}
+	deposed, err := sdk.Connect(p.ctx, p.follower.ConnString(), sdk.WithClientName(follow.ClientName(st.Key, st.Claim)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deposed.Close()
+	// Writes equal to the primary's values: admitted under the current
+	// claim, and nothing diverges (the claim may already have moved if
+	// the leader changed: then it is refused like the writes below).
+	if _, err := deposed.Put(p.ctx, keys[0], []byte("v"+keys[0]), nil); err != nil && !errors.Is(err, sdk.ErrReadOnly) {
+		t.Fatalf("a write under the running applier's claim: %v", err)
+	}
+
+	// The leader claims the follow (as a new leader's applier does).
+	var claim uint64
+	if !poll(60*time.Second, func() bool {
+		claim, err = p.follower.WaitLeader().Cluster().ClaimFollow(p.ctx, st.Generation)
+		return err == nil
+	}) {
+		t.Fatalf("claiming the follow on the leader: %v", err)
+	}
+	if claim <= st.Claim {
+		t.Fatalf("the new claim %d is not after the running applier's %d", claim, st.Claim)
+	}
+
+	// Every node refuses the deposed claim's writes as it folds the new
+	// claim (within a heartbeat or so): one key after another until each
+	// is refused, then all of them again, single and batched.
+	for _, k := range keys {
+		var perr error
+		if !poll(30*time.Second, func() bool {
+			_, perr = deposed.Put(p.ctx, k, []byte("v"+k), nil)
+			return errors.Is(perr, sdk.ErrReadOnly)
+		}) {
+			t.Fatalf("the deposed applier still writes %s after the new claim: %v", k, perr)
+		}
+	}
+	for _, k := range keys {
+		if _, err := deposed.Put(p.ctx, k, []byte("stale"), nil); !errors.Is(err, sdk.ErrReadOnly) {
+			t.Fatalf("a deposed write of %s was admitted again: %v", k, err)
+		}
+	}
+	batch := make([]sdk.KV, len(keys))
+	for i, k := range keys {
+		batch[i] = sdk.KV{Key: k, Value: []byte("stale")}
+	}
+	res, err := deposed.PutMany(p.ctx, batch)
+	if err != nil {
+		t.Fatalf("a deposed batch: %v", err)
+	}
+	for _, r := range res {
+		if r.Status != sdk.StatusReadOnly {
+			t.Fatalf("a deposed batch's write of %s answered %v, want ReadOnly", r.Key, r.Status)
+		}
+	}
+
+	// A cursor commit under the deposed claim is refused by the fold.
+	var cerr error
+	poll(60*time.Second, func() bool {
+		cerr = p.follower.WaitLeader().Cluster().CommitFollow(p.ctx, cluster.FollowOp{Kind: cluster.FollowCursor,
+			Generation: st.Generation, Claim: st.Claim, Cursor: "behind"})
+		return !errors.Is(cerr, cluster.ErrNotLeader)
+	})
+	if !errors.Is(cerr, cluster.ErrFollowClaimed) {
+		t.Fatalf("a cursor commit under the deposed claim: %v, want ErrFollowClaimed", cerr)
+	}
+
+	// The leader's applier was deposed by that claim too: it restarts
+	// under a newer one and the follower keeps mirroring.
+	if !poll(60*time.Second, func() bool { return p.follower.WaitLeader().Cluster().Follow().Claim > claim }) {
+		t.Fatalf("no applier claimed the follow after claim %d", claim)
+	}
+	for i := range 20 {
+		k := fmt.Sprintf("after:%02d", i)
+		p.put(k, "a"+k, 0)
+		want[k] = "a" + k
+	}
+	p.mirrored("after the claim", want)
 }

@@ -10,7 +10,8 @@
 // While the cluster follows, every node refuses client writes (the
 // follow state is folded from raft on every node); the applier's
 // connections carry the follow's key in their client name, which lets
-// them through. Promotion (zarisctl promote) is a raft entry too.
+// them through, and the applier's claim, which fences a deposed applier
+// out (fence.go). Promotion (zarisctl promote) is a raft entry too.
 package follow
 
 import (
@@ -28,16 +29,17 @@ import (
 )
 
 // ClientNamePrefix starts the client name of the applier's connections to
-// its own cluster; the follow's key follows it.
+// its own cluster; the follow's key and the applier's claim follow it
+// (ClientName).
 const ClientNamePrefix = "zaris-follower/"
-
-// ClientName is the client name of an applier of the follow keyed key.
-func ClientName(key string) string { return ClientNamePrefix + key }
 
 // Plane is the follower cluster's control plane as the applier uses it.
 type Plane interface {
 	Follow() *cluster.FollowState
 	CommitFollow(ctx context.Context, op cluster.FollowOp) error
+	// ClaimFollow makes this applier the follow's only writer and
+	// returns the claim (cluster.FollowClaim).
+	ClaimFollow(ctx context.Context, generation uint64) (uint64, error)
 }
 
 // Options configure Run.
@@ -102,14 +104,25 @@ func (o *Options) defaults() {
 	}
 }
 
-// ErrStale ends Run: the follow it ran was stopped (promoted) or replaced.
-var ErrStale = errors.New("follow: this follow was stopped or replaced")
+// ErrStale ends Run: the follow it ran was stopped (promoted) or replaced,
+// or another applier claimed it.
+var ErrStale = errors.New("follow: this follow was stopped or replaced, or another applier claimed it")
 
-// Run applies the primary's feed until ctx ends (nil) or the follow is no
-// longer current (ErrStale). Connection failures are retried with backoff.
+// Run claims the follow, then applies the primary's feed until ctx ends
+// (nil), the follow is no longer current or another applier claimed it
+// (ErrStale), or the claim fails (this node is not the leader). Connection
+// failures are retried with backoff.
 func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	a := &applier{o: o, st: o.Stats, log: o.Logger.With("component", "follow", "source", Redact(o.State.Source))}
+	claim, err := o.Plane.ClaimFollow(ctx, o.State.Generation)
+	switch {
+	case errors.Is(err, cluster.ErrFollowStale):
+		return fmt.Errorf("%w: %v", ErrStale, err)
+	case err != nil:
+		return fmt.Errorf("claiming the follow: %w", err)
+	}
+	a.claim = claim
 	if o.State.Cursor != "" {
 		c, err := sdk.ParseCursor(o.State.Cursor)
 		if err != nil {
@@ -151,6 +164,7 @@ type applier struct {
 	log *slog.Logger
 
 	primary, local *sdk.Client
+	claim          uint64 // this applier's claim: its writes and commits are fenced by it
 
 	// mu guards the fields below while a session's lanes run (they
 	// acknowledge batches in parallel); outside a session one goroutine
@@ -178,7 +192,7 @@ func (a *applier) session(ctx context.Context) (err error) {
 		return fmt.Errorf("connecting to the primary: %w", err)
 	}
 	defer a.primary.Close()
-	if a.local, err = a.o.DialLocal(ctx, ClientName(a.o.State.Key)); err != nil {
+	if a.local, err = a.o.DialLocal(ctx, ClientName(a.o.State.Key, a.claim)); err != nil {
 		return fmt.Errorf("connecting to this cluster: %w", err)
 	}
 	defer a.local.Close()
@@ -242,9 +256,10 @@ func (a *applier) fullCopy(ctx context.Context) (*sdk.ChangeFeed, error) {
 }
 
 // current is ErrStale once the follow this applier runs is stopped or
-// replaced (a lock-free read of the folded state).
+// replaced, or another applier claimed it (a lock-free read of the folded
+// state).
 func (a *applier) current() error {
-	if st := a.o.Plane.Follow(); !st.Following() || st.Generation != a.o.State.Generation {
+	if st := a.o.Plane.Follow(); !st.Following() || st.Generation != a.o.State.Generation || st.Claim > a.claim {
 		return ErrStale
 	}
 	return nil
@@ -275,8 +290,8 @@ func (a *applier) commit(ctx context.Context) error {
 	}
 	local := a.localHead // the last one known when this cluster could not be asked
 	err := a.o.Plane.CommitFollow(ctx, cluster.FollowOp{Kind: cluster.FollowCursor, Generation: a.o.State.Generation,
-		Cursor: cur, Applied: applied, At: time.Now().UnixNano(), Local: local})
-	if errors.Is(err, cluster.ErrFollowStale) {
+		Claim: a.claim, Cursor: cur, Applied: applied, At: time.Now().UnixNano(), Local: local})
+	if errors.Is(err, cluster.ErrFollowStale) || errors.Is(err, cluster.ErrFollowClaimed) {
 		return fmt.Errorf("%w: %v", ErrStale, err)
 	}
 	if err != nil {

@@ -42,6 +42,18 @@ func (p *plane) CommitFollow(_ context.Context, op cluster.FollowOp) error {
 	return nil
 }
 
+func (p *plane) ClaimFollow(_ context.Context, gen uint64) (uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.index++
+	next, err := cluster.FoldFollow(p.st, cluster.FollowOp{Kind: cluster.FollowClaim, Generation: gen, Node: "test"}, p.index)
+	if err != nil {
+		return 0, err
+	}
+	p.st = next
+	return p.index, nil
+}
+
 // embedded connects to a fresh in-process store (kept open by the test).
 func embedded(t *testing.T, name string) (string, *sdk.Client) {
 	t.Helper()
@@ -185,7 +197,7 @@ func TestApplierCopiesResumesAndReplays(t *testing.T) {
 	// Replay from the older cursor: the b keys again, nothing changes.
 	applied := r.stats.Counters().Applied
 	if err := r.plane.CommitFollow(r.ctx, cluster.FollowOp{Kind: cluster.FollowCursor, Generation: older.Generation,
-		Cursor: older.Cursor, Applied: older.Applied}); err != nil {
+		Claim: r.plane.Follow().Claim, Cursor: older.Cursor, Applied: older.Applied}); err != nil {
 		t.Fatal(err)
 	}
 	stop = r.run()
@@ -234,6 +246,47 @@ func TestApplierCopiesResumesAndReplays(t *testing.T) {
 	r.put("late", "x")
 	if res, err := r.local.Get(r.ctx, "late"); err != nil || res.OK() {
 		t.Fatalf("a change after the promotion was applied: %+v %v", res, err)
+	}
+}
+
+// TestDeposedApplierStopsAndKeepsOffTheCursor (D135): another applier
+// claims the follow (the leader moved); the running one stops with ErrStale
+// and its last cursor commit, refused, leaves the cursor where the new
+// applier found it.
+func TestDeposedApplierStopsAndKeepsOffTheCursor(t *testing.T) {
+	r := newRig(t)
+	r.put("a", "1")
+	stop := r.run()
+	r.same("full copy")
+	first := r.plane.Follow().Claim
+	if first == 0 {
+		t.Fatalf("the applier runs without a claim: %+v", r.plane.Follow())
+	}
+	second, err := r.plane.ClaimFollow(r.ctx, r.plane.Follow().Generation)
+	if err != nil || second <= first {
+		t.Fatalf("a second claim: %d, %v (first %d)", second, err, first)
+	}
+	cursor := r.plane.Follow().Cursor
+	for i := range 20 {
+		r.put(fmt.Sprintf("b%02d", i), "2") // changes the deposed applier may still be reading
+	}
+	testscale.Eventually(t, 10*time.Second, 10*time.Millisecond, "the deposed applier stops", func() bool {
+		return !r.stats.Counters().Running
+	})
+	if err := stop(); !errors.Is(err, follow.ErrStale) {
+		t.Fatalf("a deposed applier returned %v, want ErrStale", err)
+	}
+	if st := r.plane.Follow(); st.Cursor != cursor || st.Claim != second {
+		t.Fatalf("the deposed applier moved the follow: cursor %q → %q, claim %d → %d", cursor, st.Cursor, second, st.Claim)
+	}
+	// The next applier claims again and carries on from that cursor.
+	stop = r.run()
+	r.same("after the next applier took over")
+	if st := r.plane.Follow(); st.Claim <= second {
+		t.Fatalf("the next applier runs under claim %d, not a new one after %d", st.Claim, second)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

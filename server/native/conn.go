@@ -581,7 +581,7 @@ func (c *conn) lap() time.Duration {
 func (c *conn) dispatch(f wire.Frame) {
 	obs := c.srv.cfg.Observer
 	c.counts.requests.Add(1)
-	if !c.permit(f) || c.readOnly(f) {
+	if !c.permit(f) {
 		return
 	}
 	if !opOnLoop(f.Op) {
@@ -603,10 +603,17 @@ func (c *conn) dispatch(f wire.Frame) {
 		switch f.Op {
 		case wire.OpGet:
 			res = g.Get(key)
-		case wire.OpDelete:
-			res, wkey = g.Delete(key), kb
-		case wire.OpPersist:
-			res, wkey = g.Persist(key), kb
+		case wire.OpDelete, wire.OpPersist:
+			held, ok := c.admit(f)
+			if !ok {
+				return
+			}
+			if f.Op == wire.OpDelete {
+				res, wkey = g.Delete(key), kb
+			} else {
+				res, wkey = g.Persist(key), kb
+			}
+			c.exitWrite(held)
 		default:
 			res = g.TimeToLive(key)
 		}
@@ -616,15 +623,25 @@ func (c *conn) dispatch(f wire.Frame) {
 			c.badBody(f, err)
 			return
 		}
+		held, ok := c.admit(f)
+		if !ok {
+			return
+		}
 		res, wkey = c.put(req.Key, req.Value, &req.Options), req.Key
+		c.exitWrite(held)
 	case wire.OpExpire:
 		kb, ttl, err := wire.DecodeExpireRequest(f.Body)
 		if err != nil {
 			c.badBody(f, err)
 			return
 		}
+		held, ok := c.admit(f)
+		if !ok {
+			return
+		}
 		key := view(kb)
 		res, wkey = c.segment(key).Expire(key, ttl), kb
+		c.exitWrite(held)
 	case wire.OpBatch:
 		c.batch(f)
 		return
@@ -635,13 +652,22 @@ func (c *conn) dispatch(f wire.Frame) {
 			return
 		}
 		c.curCmd = cmd.Op
+		writes := store.CommandWrites(cmd.Op)
+		held := false
+		if writes {
+			var ok bool
+			if held, ok = c.admit(f); !ok {
+				return
+			}
+		}
 		if cmd.Op.NodeLevel() {
 			c.leaveLoop() // a scan, a transaction phase or a flush may wait
 		} else {
 			cmd.Out = &c.replyRoom // one segment's command, encoded below
 		}
 		reply := c.srv.cfg.Store.Exec(cmd)
-		if c.srv.cfg.WriteBarrier != nil && reply.Status == kv.StatusSuccess && store.CommandWrites(cmd.Op) {
+		c.exitWrite(held)
+		if c.srv.cfg.WriteBarrier != nil && reply.Status == kv.StatusSuccess && writes {
 			if st := c.commandBarrier(cmd); st != kv.StatusSuccess {
 				reply = kv.Reply{Status: st, Message: "not acknowledged by the replicas in time; the write is applied on the owner"}
 			}
@@ -815,9 +841,15 @@ func (c *conn) batchItem(it *wire.BatchItem) kv.Result {
 	case wire.BatchGet:
 		key := view(it.Key)
 		return c.segment(key).Get(key)
-	case wire.BatchPut:
-		return c.put(it.Key, it.Value, &it.Options)
-	case wire.BatchDelete:
+	case wire.BatchPut, wire.BatchDelete:
+		held, refused := c.admitItem()
+		if refused.Status != kv.StatusSuccess {
+			return refused
+		}
+		defer c.exitWrite(held)
+		if it.Op == wire.BatchPut {
+			return c.put(it.Key, it.Value, &it.Options)
+		}
 		key := view(it.Key)
 		return c.segment(key).Delete(key)
 	}

@@ -3,50 +3,45 @@ package native
 import (
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/wire"
-	"github.com/zaris-io/zaris/server/store"
 )
 
 // Writes on a follower cluster (R-OPS-4): while the cluster follows another
-// cluster's change feed, Config.ReadOnly refuses every write but the
-// applier's with StatusReadOnly; reads are served.
+// cluster's change feed, Config.WriteGate refuses every write but its
+// applier's (StatusReadOnly), and orders the applier's writes by its claim
+// (server/follow's fence: a deposed applier's write never lands after one
+// of the applier that replaced it). Reads are served.
 
-// readOnly refuses frame f when it writes and the gate says so; true =
-// refused (answered).
-func (c *conn) readOnly(f wire.Frame) bool {
-	gate := c.srv.cfg.ReadOnly
+// admit asks the write gate before frame f's write; ok false means the
+// write was refused (answered). held: exitWrite must follow the write.
+func (c *conn) admit(f wire.Frame) (held, ok bool) {
+	gate := c.srv.cfg.WriteGate
 	if gate == nil {
-		return false
+		return false, true
 	}
-	msg := gate(c.clientName)
-	if msg == "" || !frameWrites(f) {
-		return false
+	held, st, msg := gate.Enter(c.clientName)
+	if st != kv.StatusSuccess {
+		c.refuse(f.ID, f.Op, st, msg)
+		return false, false
 	}
-	c.refuse(f.ID, f.Op, kv.StatusReadOnly, msg)
-	return true
+	return held, true
 }
 
-// frameWrites reports whether f changes data. A malformed body reports
-// false: its handler answers BadRequest.
-func frameWrites(f wire.Frame) bool {
-	switch f.Op {
-	case wire.OpPut, wire.OpDelete, wire.OpPersist, wire.OpExpire:
-		return true
-	case wire.OpCommand:
-		var cmd kv.Cmd
-		if wire.DecodeCommandRequest(f.Body, &cmd) != nil {
-			return false
-		}
-		return store.CommandWrites(cmd.Op)
-	case wire.OpBatch:
-		items, err := wire.DecodeBatchRequest(f.Body, nil)
-		if err != nil {
-			return false
-		}
-		for i := range items {
-			if items[i].Op != wire.BatchGet {
-				return true
-			}
-		}
+// admitItem is admit for one write of a batch: a refusal is its result.
+func (c *conn) admitItem() (held bool, refused kv.Result) {
+	gate := c.srv.cfg.WriteGate
+	if gate == nil {
+		return false, kv.Result{}
 	}
-	return false
+	held, st, msg := gate.Enter(c.clientName)
+	if st != kv.StatusSuccess {
+		return false, kv.Result{Status: st, Detail: msg}
+	}
+	return held, kv.Result{}
+}
+
+// exitWrite ends a write admitted under the gate.
+func (c *conn) exitWrite(held bool) {
+	if held {
+		c.srv.cfg.WriteGate.Exit()
+	}
 }

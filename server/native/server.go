@@ -94,12 +94,20 @@ type Config struct {
 	// freeze fence (it may unown every segment, which then answers Moved).
 	// nil = nothing is checked and no clock is read for it.
 	FreezeCheck func(now time.Time)
-	// ReadOnly, when set, is asked before every request of a connection
-	// (with its handshake's client name) and refuses the request with
-	// StatusReadOnly and its message when the message is not empty and the
-	// request writes (a follower cluster, R-OPS-4). It must be cheap: a
-	// lock-free load when nothing is refused.
-	ReadOnly func(clientName string) string
+	// WriteGate, when set, is asked before every write (a follower
+	// cluster, R-OPS-4). It must be cheap: a lock-free load when nothing
+	// is refused.
+	WriteGate WriteGate
+}
+
+// WriteGate admits or refuses a connection's writes one by one: Enter is
+// asked with the connection's handshake client name before each write
+// (each write item of a batch); a status other than Success answers the
+// write with the message; held means the write runs under the gate and
+// Exit must be called once it is applied (before any replica wait).
+type WriteGate interface {
+	Enter(clientName string) (held bool, st kv.Status, msg string)
+	Exit()
 }
 
 // WriteBarrier decides when a write applied locally may be acknowledged.
