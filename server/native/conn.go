@@ -84,8 +84,10 @@ type conn struct {
 	shard  uint32
 	counts *counterShard
 
-	// clientName is the handshake's ClientName (Config.ReadOnly's argument).
+	// clientName is the handshake's ClientName (Config.WriteGate's argument).
 	clientName string
+	// gateHeld: the reader's current write holds the write gate (admit).
+	gateHeld bool
 
 	// member is the connection's event-loop registration (loop.go); nil
 	// while it has its own goroutine. raw, rd and wr are the loop's
@@ -604,8 +606,7 @@ func (c *conn) dispatch(f wire.Frame) {
 		case wire.OpGet:
 			res = g.Get(key)
 		case wire.OpDelete, wire.OpPersist:
-			held, ok := c.admit(f)
-			if !ok {
+			if !c.admit(f) {
 				return
 			}
 			if f.Op == wire.OpDelete {
@@ -613,7 +614,7 @@ func (c *conn) dispatch(f wire.Frame) {
 			} else {
 				res, wkey = g.Persist(key), kb
 			}
-			c.exitWrite(held)
+			c.exitWrite()
 		default:
 			res = g.TimeToLive(key)
 		}
@@ -623,25 +624,23 @@ func (c *conn) dispatch(f wire.Frame) {
 			c.badBody(f, err)
 			return
 		}
-		held, ok := c.admit(f)
-		if !ok {
+		if !c.admit(f) {
 			return
 		}
 		res, wkey = c.put(req.Key, req.Value, &req.Options), req.Key
-		c.exitWrite(held)
+		c.exitWrite()
 	case wire.OpExpire:
 		kb, ttl, err := wire.DecodeExpireRequest(f.Body)
 		if err != nil {
 			c.badBody(f, err)
 			return
 		}
-		held, ok := c.admit(f)
-		if !ok {
+		if !c.admit(f) {
 			return
 		}
 		key := view(kb)
 		res, wkey = c.segment(key).Expire(key, ttl), kb
-		c.exitWrite(held)
+		c.exitWrite()
 	case wire.OpBatch:
 		c.batch(f)
 		return
@@ -653,12 +652,8 @@ func (c *conn) dispatch(f wire.Frame) {
 		}
 		c.curCmd = cmd.Op
 		writes := store.CommandWrites(cmd.Op)
-		held := false
-		if writes {
-			var ok bool
-			if held, ok = c.admit(f); !ok {
-				return
-			}
+		if writes && !c.admit(f) {
+			return
 		}
 		if cmd.Op.NodeLevel() {
 			c.leaveLoop() // a scan, a transaction phase or a flush may wait
@@ -666,7 +661,7 @@ func (c *conn) dispatch(f wire.Frame) {
 			cmd.Out = &c.replyRoom // one segment's command, encoded below
 		}
 		reply := c.srv.cfg.Store.Exec(cmd)
-		c.exitWrite(held)
+		c.exitWrite()
 		if c.srv.cfg.WriteBarrier != nil && reply.Status == kv.StatusSuccess && writes {
 			if st := c.commandBarrier(cmd); st != kv.StatusSuccess {
 				reply = kv.Reply{Status: st, Message: "not acknowledged by the replicas in time; the write is applied on the owner"}
@@ -846,7 +841,7 @@ func (c *conn) batchItem(it *wire.BatchItem) kv.Result {
 		if refused.Status != kv.StatusSuccess {
 			return refused
 		}
-		defer c.exitWrite(held)
+		defer c.exitItem(held)
 		if it.Op == wire.BatchPut {
 			return c.put(it.Key, it.Value, &it.Options)
 		}

@@ -24,6 +24,7 @@ func (c *conn) dispatchContained(f wire.Frame) (ok bool) {
 	c.curCmd = 0
 	defer func() {
 		if v := recover(); v != nil {
+			c.exitWrite() // the write gate, if the panic came between admit and exitWrite
 			c.out = c.out[:min(mark, len(c.out))]
 			c.acks = c.acks[:min(acks, len(c.acks))]
 			c.out = appendError(c.out, f.ID, f.Op, kv.StatusInternal, "internal error")

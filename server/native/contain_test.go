@@ -7,6 +7,8 @@ import (
 
 	"github.com/zaris-io/zaris/internal/kv"
 	"github.com/zaris-io/zaris/internal/wire"
+	"github.com/zaris-io/zaris/server/cluster"
+	"github.com/zaris-io/zaris/server/follow"
 	"github.com/zaris-io/zaris/server/native"
 )
 
@@ -104,5 +106,84 @@ func TestPanicIsContainedToItsConnection(t *testing.T) {
 	}
 	if strings.Contains(all, "secret-value") {
 		t.Fatalf("a logged panic leaked a value:\n%s", all)
+	}
+}
+
+// fenceGate is the node's write gate over a fixed follow state: a follower
+// cluster whose applier holds claim st.Claim (server/follow_wiring.go).
+type fenceGate struct {
+	fence *follow.Fence
+	st    *cluster.FollowState
+}
+
+func (g fenceGate) Enter(name string) (bool, kv.Status, string) { return g.fence.Enter(g.st, name) }
+func (g fenceGate) Exit()                                       { g.fence.Exit() }
+
+// TestPanicReleasesTheWriteGate: a contained panic of an applier's write
+// (inline, a command, a batch on the worker pool) leaves the follower's
+// write fence free. Held, the next applier's first write on this node —
+// which waits for the writes in flight — would wait for good (D135).
+func TestPanicReleasesTheWriteGate(t *testing.T) {
+	fence := &follow.Fence{}
+	st := &cluster.FollowState{Source: "zaris://primary:7000/s", Key: "k", Generation: 1, Claim: 5}
+	h := newHarness(t, func(c *native.Config) {
+		c.PoolBatchThreshold = 2
+		c.WriteGate = fenceGate{fence: fence, st: st}
+	})
+	h.store.InjectFault(func(key string) {
+		if key == "boom" {
+			panic("injected bug")
+		}
+	})
+	applier := func() *rawClient {
+		c := h.dial()
+		if resp := c.handshake(wire.HandshakeRequest{ProtocolVersion: wire.ProtocolVersion, Store: storeName,
+			ClientName: follow.ClientName("k", 5)}); resp.Status != kv.StatusSuccess {
+			t.Fatalf("handshake: %+v", resp)
+		}
+		return c
+	}
+	c := applier()
+	if r := c.put("fine", []byte("1")); r.Status != kv.StatusSuccess {
+		t.Fatalf("the applier's put: %v", r.Status)
+	}
+	c.write(frame(2, wire.OpPut, wire.AppendPutRequest(nil, "boom", []byte("v"), nil)))
+	c.read()
+	c.expectClosed(5 * time.Second)
+
+	c = applier()
+	cmd := kv.Cmd{Op: kv.CmdLPush, Key: "boom", Args: [][]byte{[]byte("v")}}
+	c.write(frame(3, wire.OpCommand, wire.AppendCommandRequest(nil, &cmd)))
+	c.read()
+	c.expectClosed(5 * time.Second)
+
+	c = applier()
+	b := wire.AppendBatchRequestHeader(nil, 3)
+	b = wire.AppendBatchItem(b, wire.BatchPut, "{boom}x", []byte("1"), nil)
+	b = wire.AppendBatchItem(b, wire.BatchPut, "boom", []byte("v"), nil)
+	b = wire.AppendBatchItem(b, wire.BatchPut, "{boom}y", []byte("1"), nil)
+	c.write(frame(4, wire.OpBatch, b))
+	c.read()
+	c.expectClosed(5 * time.Second)
+
+	// The next claim's first write takes the fence exclusively: it must
+	// not find it held.
+	next := *st
+	next.Claim = 6
+	done := make(chan kv.Status, 1)
+	go func() {
+		held, s, _ := fence.Enter(&next, follow.ClientName("k", 6))
+		if held {
+			fence.Exit()
+		}
+		done <- s
+	}()
+	select {
+	case s := <-done:
+		if s != kv.StatusSuccess {
+			t.Fatalf("the next claim's write: %v", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a contained panic left the write fence held: the next applier's writes wait for good")
 	}
 }
