@@ -397,11 +397,17 @@ func TestFollowerMirrorsPrimary(t *testing.T) {
 	}) {
 		t.Fatalf("the applier's lag never settled at 0: %+v", p.applier())
 	}
-	total := 0.0
+	total, fullCopies := 0.0, 0.0
 	for _, nd := range p.follower.Running() {
 		total += appliedChanges(t, nd)
+		fullCopies += followMetric(t, nd, "zaris_follower_full_copies_total")
 	}
-	if total < 100 {
+	// The feed's 100 writes were applied as changes — unless leadership
+	// churn made an applier copy the primary in full again after them
+	// (D133 saw three copies in 7 s under the CPU hog): then they arrived
+	// in the copy, which the applied count does not include, and the
+	// mirror check above is the proof.
+	if total < 100 && fullCopies <= 1 {
 		t.Fatalf("zaris_follower_applied_changes_total over the follower's nodes = %v, want at least the 100 feed writes", total)
 	}
 
