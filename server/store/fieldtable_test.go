@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // checkFieldTable compares t with the model m: every field found with its
@@ -119,6 +120,102 @@ func TestFieldTableResizesIncrementally(t *testing.T) {
 		t.Fatalf("%d writes drained %d old slots", writes, slots)
 	}
 	checkFieldTable(t, &ft, m)
+}
+
+// TestLargeFieldTableGrowsIntoItsSpare: a table of spareMinSlots slots
+// asks for its next array at 5/8 full, on another goroutine, and the
+// growth at 3/4 takes that array instead of allocating (and zeroing) it
+// under the segment's lock; every field stays found.
+func TestLargeFieldTableGrowsIntoItsSpare(t *testing.T) {
+	var ft fieldTable
+	i := 0
+	put := func() {
+		ft.put(fmt.Appendf(nil, "f%d", i), []byte("v"))
+		i++
+	}
+	for ft.slotCount() < spareMinSlots || ft.old != nil {
+		put()
+		if ft.slotCount() < spareMinSlots && ft.spare.Load() != nil {
+			t.Fatalf("a table of %d slots asked for a spare", ft.slotCount())
+		}
+	}
+	for uint64(ft.n) <= uint64(spareMinSlots)/16*9 {
+		if ft.spare.Load() != nil {
+			t.Fatalf("a spare asked for at %d of %d slots", ft.n, spareMinSlots)
+		}
+		put()
+	}
+	if ft.spare.Load() == nil {
+		t.Fatalf("no spare asked for at %d of %d slots", ft.n, spareMinSlots)
+	}
+	var spare *fieldArray
+	deadline := time.Now().Add(30 * time.Second)
+	for spare = ft.spare.Load(); spare == spareRequested; spare = ft.spare.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the spare was never allocated")
+		}
+		time.Sleep(time.Millisecond) // poll interval
+	}
+	if len(spare.slots) != 2*spareMinSlots {
+		t.Fatalf("the spare has %d slots, want %d", len(spare.slots), 2*spareMinSlots)
+	}
+	for ft.slotCount() == spareMinSlots {
+		put()
+	}
+	if ft.arr != spare || ft.spare.Load() != nil {
+		t.Fatalf("the growth allocated its array (spare used: %v, left: %v)", ft.arr == spare, ft.spare.Load())
+	}
+	ft.settle()
+	for j := range i {
+		if _, ok := ft.get(fmt.Sprintf("f%d", j)); !ok {
+			t.Fatalf("f%d lost in the growth", j)
+		}
+	}
+}
+
+// TestFieldTableSpareNotReadyInTime: a growth that comes before the spare
+// allocates as before and takes the request back, so the spare allocated
+// late is dropped rather than kept beside the table; a spare of another
+// size is not used; a table waits for a spare under way up to 13/16 full.
+func TestFieldTableSpareNotReadyInTime(t *testing.T) {
+	var ft fieldTable
+	ft.spare.Store(spareRequested)
+	if got := ft.takeSpare(1 << 20); got != nil || ft.spare.Load() != nil {
+		t.Fatalf("a spare still being allocated was taken: %v, left %v", got, ft.spare.Load())
+	}
+	late := &fieldArray{slots: make([]fieldSlot, 8), mask: 7}
+	if ft.spare.CompareAndSwap(spareRequested, late) || ft.spare.Load() != nil {
+		t.Fatal("a spare allocated after the growth was kept")
+	}
+	ft.spare.Store(late)
+	if got := ft.takeSpare(16); got != nil || ft.spare.Load() != nil {
+		t.Fatalf("a spare of 8 slots was taken for 16: %v", got)
+	}
+
+	// While a spare is being allocated, a table past 3/4 waits for it up
+	// to 13/16 full, then grows without it (and takes the request back).
+	var wait fieldTable
+	i := 0
+	for wait.slotCount() < 256 || wait.old != nil {
+		wait.put(fmt.Appendf(nil, "f%d", i), nil)
+		i++
+	}
+	for wait.n < 256/4*3 {
+		wait.put(fmt.Appendf(nil, "f%d", i), nil)
+		i++
+	}
+	wait.spare.Store(spareRequested)
+	for wait.n < 256/16*13 {
+		wait.put(fmt.Appendf(nil, "f%d", i), nil)
+		i++
+		if wait.slotCount() != 256 {
+			t.Fatalf("grew at %d of 256 slots while its spare was being allocated", wait.n)
+		}
+	}
+	wait.put(fmt.Appendf(nil, "f%d", i), nil)
+	if wait.slotCount() != 512 || wait.spare.Load() != nil {
+		t.Fatalf("past 13/16 without its spare: %d slots, spare %v", wait.slotCount(), wait.spare.Load())
+	}
 }
 
 // TestFieldTableAgreesWithAMap runs random sets and deletes on a small key

@@ -561,7 +561,8 @@ func zstore(x *execCtx) kv.Reply {
 	if !x.fits(sizeOf(next).minus(sizeOf(z))) {
 		return x.tooLarge()
 	}
-	z.nodes, z.sl, z.bytes, z.item = next.nodes, next.sl, next.bytes, next.item
+	z.nodes.takeOver(&next.nodes)
+	z.sl, z.bytes, z.item = next.sl, next.bytes, next.item
 	z.scan.membershipChanged() // an order of the old members must not be reused
 	x.changed()
 	return kv.IntReply(int64(z.count()))
