@@ -26,9 +26,9 @@ const (
 	// CmdZScan: cursor [MATCH pattern] [COUNT count] (Redis's ZSCAN
 	// arguments, read as SSCAN/HSCAN's) → Array [cursor, Array].
 	CmdZScan CmdOp = 166
-	// CmdZStore: score, member, … → Int: the key's content replaced by
-	// exactly these pairs (none: the key deleted). The effect of every
-	// *STORE command.
+	// CmdZStore: score, member, … → Int: the key replaced, whatever it
+	// held, by a sorted set of exactly these pairs with no TTL (none: the
+	// key deleted). The effect of every *STORE command.
 	CmdZStore CmdOp = 167
 	// CmdZScoreRanges: min, max, … (each min inclusive, max exclusive) →
 	// Array member, score, … of the members in any of the ranges (a geo

@@ -305,16 +305,10 @@ type zpair struct {
 	score  float64
 }
 
-// storeZSet replaces dst with pairs (deleting it when there are none, or
-// when it holds another type) and replies the number stored.
+// storeZSet replaces dst with pairs — whatever it held, its TTL dropped;
+// deleted when there are none (ZSTORE, in one step under the key's lock)
+// — and replies the number stored.
 func (c *conn) storeZSet(dst []byte, pairs []zpair) {
-	dk := view(dst)
-	if t := c.keyType(dst); t != "none" && t != "zset" {
-		if res := c.segment(dk).Delete(dk); res.Status != kv.StatusSuccess && res.Status != kv.StatusNotFound {
-			c.storeError(res.Status, "")
-			return
-		}
-	}
 	args := make([][]byte, 0, 2*len(pairs))
 	for _, p := range pairs {
 		args = append(args, kv.FormatFloat(p.score), []byte(p.member))

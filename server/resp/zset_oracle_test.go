@@ -64,6 +64,15 @@ var zsetScript = [][]string{
 	{"ZRANGE", "dst", "0", "-1"}, {"ZRANGESTORE", "dst", "z", "0", "1", "WITHSCORES"}, {"ZRANGESTORE", "dst", "z", "5", "9"}, {"EXISTS", "dst"},
 	{"SET", "str", "v"}, {"ZRANGESTORE", "str", "z", "0", "0"}, {"TYPE", "str"}, {"ZRANGESTORE", "dst", "str", "0", "0"}, {"ZRANGESTORE", "str", "nokey", "0", "-1"},
 	{"EXISTS", "str"}, {"ZRANGESTORE", "dst", "z", "x", "1"},
+	// A *STORE replaces its destination: a new key, without the TTL it had,
+	// also when it is one of the sources (the differential fuzzer found
+	// Zaris keeping the TTL).
+	{"ZADD", "ttl1", "1", "a", "2", "b"}, {"EXPIRE", "ttl1", "1000"}, {"ZUNIONSTORE", "ttl1", "1", "ttl1"}, {"TTL", "ttl1"},
+	{"EXPIRE", "ttl1", "1000"}, {"ZRANGESTORE", "ttl1", "ttl1", "0", "0"}, {"TTL", "ttl1"}, {"ZRANGE", "ttl1", "0", "-1", "WITHSCORES"},
+	{"ZADD", "ttl2", "5", "x"}, {"EXPIRE", "ttl2", "1000"}, {"ZDIFFSTORE", "ttl2", "1", "ttl1"}, {"TTL", "ttl2"}, {"ZRANGE", "ttl2", "0", "-1"},
+	{"EXPIRE", "ttl1", "1000"}, {"ZINTERSTORE", "ttl1", "2", "ttl1", "ttl2"}, {"EXISTS", "ttl1"},
+	{"SET", "ttl3", "v", "EX", "1000"}, {"ZUNIONSTORE", "ttl3", "1", "ttl2"}, {"TYPE", "ttl3"}, {"TTL", "ttl3"},
+	{"GEOADD", "ttl4", "13.36", "38.11", "p"}, {"EXPIRE", "ttl4", "1000"}, {"GEOSEARCHSTORE", "ttl4", "ttl4", "FROMLONLAT", "13", "38", "BYRADIUS", "200", "km"}, {"TTL", "ttl4"},
 	// Range removal.
 	{"ZADD", "rm", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"}, {"ZREMRANGEBYRANK", "rm", "0", "0"}, {"ZREMRANGEBYRANK", "rm", "-1", "-1"},
 	{"ZREMRANGEBYRANK", "rm", "10", "20"}, {"ZREMRANGEBYRANK", "rm", "x", "1"}, {"ZREMRANGEBYSCORE", "rm", "(2", "3"}, {"ZREMRANGEBYSCORE", "rm", "x", "3"},

@@ -541,9 +541,12 @@ func (z *zsetColl) small() bool {
 	return true
 }
 
-// zstore replaces the set's content with the given pairs: the effect of
-// ZUNIONSTORE and the other *STORE commands, computed by the front end.
-// Refused whole when the new content passes the per-key cap.
+// zstore makes the key hold a sorted set of the given pairs: the effect of
+// ZUNIONSTORE and the other *STORE commands, computed by the front end. As
+// Redis's setKey, the key is replaced whatever it held — a new record, with
+// no TTL (an existing one, even a source of the command, kept its TTL
+// before: found by the differential fuzzer) — and deleted when there are
+// no pairs. Refused whole when the new content passes the per-key cap.
 func zstore(x *execCtx) kv.Reply {
 	a := x.cmd.Args
 	if len(a)%2 != 0 {
@@ -557,15 +560,20 @@ func zstore(x *execCtx) kv.Reply {
 		}
 		next.set(string(a[i+1]), s)
 	}
-	z := zsetOf(x)
-	if !x.fits(sizeOf(next).minus(sizeOf(z))) {
-		return x.tooLarge()
+	dst, r, ok := x.openWrite([]byte(x.cmd.Key), kindAny, false)
+	if !ok {
+		return r
 	}
-	z.nodes.takeOver(&next.nodes)
-	z.sl, z.bytes, z.item = next.sl, next.bytes, next.item
-	z.scan.membershipChanged() // an order of the old members must not be reused
-	x.changed()
-	return kv.IntReply(int64(z.count()))
+	if next.count() > 0 && !dst.fitsNew(next) {
+		return dst.tooLarge()
+	}
+	pairs := make([][]byte, 0, 2*next.count())
+	for n := range next.members {
+		pairs = append(pairs, kv.FormatFloat(n.score), []byte(n.member))
+	}
+	dst.replace(next, &kv.Cmd{Op: kv.CmdZAdd, Args: pairs})
+	x.rec = nil // replaced: execWriteLocked must not report the old record
+	return kv.IntReply(int64(next.count()))
 }
 
 // zscoreRanges returns the members whose score is in any of the half-open
@@ -599,6 +607,6 @@ func init() {
 	register(kv.CmdZMScore, handler{kind: KindZSet, run: zmscore})
 	register(kv.CmdZRandMember, handler{kind: KindZSet, run: zrandMember})
 	register(kv.CmdZScan, handler{kind: kindAny, run: zscan})
-	register(kv.CmdZStore, handler{kind: KindZSet, write: true, create: true, run: zstore})
+	register(kv.CmdZStore, handler{kind: kindAny, write: true, run: zstore})
 	register(kv.CmdZScoreRanges, handler{kind: KindZSet, run: zscoreRanges})
 }
