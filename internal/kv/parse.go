@@ -2,6 +2,7 @@ package kv
 
 import (
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -56,12 +57,16 @@ func ParseInt(b []byte) (int64, bool) {
 // skipped, an optional sign, decimal or hexadecimal digits (0x10, 0x1p3),
 // "inf"/"infinity"/"nan" in any case. ok is false when characters remain;
 // overflow is true when the magnitude does not fit (the value is then
-// ±Inf, as strtod's HUGE_VAL). Like strtod over a C string it stops at
+// ±Inf, as strtod's HUGE_VAL); underflow is true where glibc's strtod sets
+// ERANGE for a small number: a nonzero value below the normal range that
+// no double equals (the value is then 0 or subnormal — "5e-324", "1e-400";
+// not "0x1p-1074", exact). A decimal equal to a subnormal exactly (it
+// takes hundreds of digits) is reported too: not worth exact arithmetic. Like strtod over a C string it stops at
 // the first NUL byte. The empty string reads as 0 (strtod consumes
 // nothing and stops at the end).
-func Strtod(b []byte) (f float64, ok, overflow bool) {
+func Strtod(b []byte) (f float64, ok, overflow, underflow bool) {
 	if f, ok := plainDecimal(b); ok {
-		return f, true, false
+		return f, true, false, false // 64 bytes at most: never below 1e-64
 	}
 	return strtodGeneral(b)
 }
@@ -112,50 +117,80 @@ func plainDecimal(b []byte) (float64, bool) {
 }
 
 // strtodGeneral is Strtod for every shape plainDecimal does not read.
-func strtodGeneral(b []byte) (f float64, ok, overflow bool) {
+func strtodGeneral(b []byte) (f float64, ok, overflow, underflow bool) {
 	s := string(b)
 	if i := strings.IndexByte(s, 0); i >= 0 {
 		s = s[:i] // strtod reads a C string: it ends at the first NUL
 	}
 	s = strings.TrimLeft(s, " \t\n\v\f\r")
 	if s == "" {
-		return 0, true, false
+		return 0, true, false, false
 	}
 	body := strings.TrimLeft(s, "+-")
 	if len(s)-len(body) > 1 {
-		return 0, false, false
+		return 0, false, false, false
 	}
 	neg := s[0] == '-'
 	switch strings.ToLower(body) {
 	case "inf", "infinity":
 		if neg {
-			return math.Inf(-1), true, false
+			return math.Inf(-1), true, false, false
 		}
-		return math.Inf(1), true, false
+		return math.Inf(1), true, false, false
 	case "nan":
-		return math.NaN(), true, false
+		return math.NaN(), true, false, false
 	}
 	if len(body) == 0 || strings.ContainsAny(body, "_") || strings.ContainsAny(body[:1], "+-") {
-		return 0, false, false
+		return 0, false, false, false
 	}
-	if len(body) > 1 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
+	hex := len(body) > 1 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X')
+	if hex {
 		if len(body) == 2 {
-			return 0, false, false // "0x": strtod reads the "0" and stops at the x
+			return 0, false, false, false // "0x": strtod reads the "0" and stops at the x
 		}
 		if !strings.ContainsAny(body, "pP") {
 			s += "p0" // Go wants the binary exponent strtod makes optional
 		}
 	} else if strings.ContainsAny(body, "pPxX") {
-		return 0, false, false
+		return 0, false, false, false
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		if ne, isNum := err.(*strconv.NumError); isNum && ne.Err == strconv.ErrRange {
-			return f, true, math.IsInf(f, 0)
+			return f, true, math.IsInf(f, 0), false
 		}
-		return 0, false, false
+		return 0, false, false, false
 	}
-	return f, true, false
+	return f, true, false, math.Abs(f) < 0x1p-1022 && inexactTiny(body, hex)
+}
+
+// inexactTiny reports whether the number (body, without its sign; hex for
+// 0x…) that reads as f, 0 or subnormal, is a nonzero value f does not
+// equal exactly. A decimal with a nonzero digit is never exact here (see
+// Strtod); a hex one is exact when its lowest set bit is at 2^-1074 or
+// above — no allocation, whatever the argument's length.
+func inexactTiny(body string, hex bool) bool {
+	if !hex {
+		mant, _, _ := strings.Cut(strings.ToLower(body), "e")
+		return strings.ContainsAny(mant, "123456789")
+	}
+	mant, exp, _ := strings.Cut(strings.ToLower(body[2:]), "p")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits := intPart + frac
+	last := strings.LastIndexFunc(digits, func(r rune) bool { return r != '0' })
+	if last < 0 {
+		return false // zero
+	}
+	d, _ := strconv.ParseUint(digits[last:last+1], 16, 8)
+	// The lowest set bit's exponent: the digit's place, its trailing
+	// zero bits, the binary exponent (clamped: beyond ±2^31 it only says
+	// "far out of range").
+	e, err := strconv.ParseInt(exp, 10, 32)
+	if err != nil && exp != "" {
+		return !strings.HasPrefix(exp, "+") && !(len(exp) > 0 && exp[0] >= '0' && exp[0] <= '9')
+	}
+	low := int64(4*(len(intPart)-1-last)) + int64(bits.TrailingZeros64(d)) + e
+	return low < -1074
 }
 
 // ParseDouble parses a float argument like Redis's getDoubleFromObject:
@@ -168,9 +203,9 @@ func ParseDouble(b []byte) (float64, bool) {
 	if len(b) == 0 || strings.ContainsAny(string(b[:1]), " \t\n\v\f\r") || strings.IndexByte(string(b), 0) >= 0 {
 		return 0, false // the whole argument must be the number
 	}
-	f, ok, overflow := Strtod(b)
-	if !ok || overflow || math.IsNaN(f) {
-		return 0, false
+	f, ok, overflow, underflow := Strtod(b)
+	if !ok || overflow || underflow && f == 0 || math.IsNaN(f) {
+		return 0, false // an underflow to zero is refused, a subnormal kept (Redis's getDoubleFromObject)
 	}
 	return f, true
 }
@@ -184,7 +219,7 @@ func ParseScoreBound(b []byte) (v float64, exclusive, ok bool) {
 	if len(b) > 0 && b[0] == '(' {
 		b, exclusive = b[1:], true
 	}
-	v, ok, _ = Strtod(b)
+	v, ok, _, _ = Strtod(b)
 	return v, exclusive, ok && !math.IsNaN(v)
 }
 

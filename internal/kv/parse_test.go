@@ -1,7 +1,11 @@
 package kv
 
 import (
+	"fmt"
 	"math"
+	"math/big"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -35,7 +39,7 @@ func TestStrtodAndParseDouble(t *testing.T) {
 		{"1.5e", 0, false, false}, {"x", 0, false, false}, {".5", 0.5, true, true}, {"5.", 5, true, true},
 		{"\x00\xff", 0, true, false}, {"2\x00x", 2, true, false}, {"1_0", 0, false, false}, {"0x", 0, false, false},
 	} {
-		f, ok, _ := Strtod([]byte(c.in))
+		f, ok, _, _ := Strtod([]byte(c.in))
 		if ok != c.strtodOK || ok && f != c.want {
 			t.Errorf("Strtod(%q) = %v, %v; want %v, %v", c.in, f, ok, c.want, c.strtodOK)
 		}
@@ -44,7 +48,7 @@ func TestStrtodAndParseDouble(t *testing.T) {
 			t.Errorf("ParseDouble(%q) = %v, %v; want %v, %v", c.in, d, ok, c.want, c.double)
 		}
 	}
-	if f, ok, _ := Strtod([]byte("nan")); !ok || !math.IsNaN(f) {
+	if f, ok, _, _ := Strtod([]byte("nan")); !ok || !math.IsNaN(f) {
 		t.Errorf("Strtod(nan) = %v %v", f, ok)
 	}
 	if _, ok := ParseDouble([]byte("nan")); ok {
@@ -108,14 +112,14 @@ func FuzzStrtodPlainDecimal(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		want, wantOK, wantOver := strtodGeneral(b)
+		want, wantOK, wantOver, wantUnder := strtodGeneral(b)
 		got, ok := plainDecimal(b)
-		if ok && (!wantOK || wantOver || math.Float64bits(got) != math.Float64bits(want)) {
+		if ok && (!wantOK || wantOver || wantUnder || math.Float64bits(got) != math.Float64bits(want)) {
 			t.Fatalf("plainDecimal(%q) = %v (bits %x); the general path: %v (bits %x), ok %v, overflow %v",
 				b, got, math.Float64bits(got), want, math.Float64bits(want), wantOK, wantOver)
 		}
-		f, fok, fover := Strtod(b)
-		if fok != wantOK || fover != wantOver || fok && math.Float64bits(f) != math.Float64bits(want) && !(math.IsNaN(f) && math.IsNaN(want)) {
+		f, fok, fover, funder := Strtod(b)
+		if fok != wantOK || fover != wantOver || funder != wantUnder || fok && math.Float64bits(f) != math.Float64bits(want) && !(math.IsNaN(f) && math.IsNaN(want)) {
 			t.Fatalf("Strtod(%q) = %v %v %v, the general path %v %v %v", b, f, fok, fover, want, wantOK, wantOver)
 		}
 	})
@@ -133,5 +137,80 @@ func BenchmarkParseDouble(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestStrtodUnderflowAsGlibc: the ERANGE of a small number, as redis-server
+// (glibc's strtod) showed it on 2026-12-07 — SORT refuses any ERANGE, a
+// score (getDoubleFromObject) only an underflow to zero.
+func TestStrtodUnderflowAsGlibc(t *testing.T) {
+	for _, c := range []struct {
+		in          string
+		underflow   bool
+		parseDouble bool // ParseDouble accepts it
+	}{
+		{"5e-324", true, true}, // the smallest subnormal, inexact: SORT refuses, ZADD keeps it
+		{"-5e-324", true, true},
+		{"4.9406564584124654e-324", true, true},
+		{"1e-310", true, true},
+		{"2.2250738585072011e-308", true, true},  // just below the normal range
+		{"2.2250738585072014e-308", false, true}, // the smallest normal
+		{"1e-400", true, false},                  // to zero: both refuse
+		{"-1e-400", true, false},
+		{"0x1p-1080", true, false},
+		{"0x1p-1074", false, true}, // exact subnormals
+		{"0x1.8p-1070", false, true},
+		{"0x1p-1022", false, true},
+		{"0x1.00000000000001p-1070", true, true}, // more bits than a subnormal holds
+		{"0e-400", false, true},                  // exact zeros
+		{"0.0", false, true},
+		{"-0", false, true},
+		{"0x0p-2000", false, true},
+		{"1e308", false, true},
+		{"1e309", false, false}, // overflow, not underflow
+		{"inf", false, true},
+	} {
+		_, ok, _, under := Strtod([]byte(c.in))
+		if !ok || under != c.underflow {
+			t.Errorf("Strtod(%q): ok %v, underflow %v; want underflow %v", c.in, ok, under, c.underflow)
+		}
+		if _, pd := ParseDouble([]byte(c.in)); pd != c.parseDouble {
+			t.Errorf("ParseDouble(%q) accepted %v, want %v", c.in, pd, c.parseDouble)
+		}
+	}
+}
+
+// TestHexUnderflowExactness checks inexactTiny's bit arithmetic against
+// exact big.Float arithmetic on random hex numbers around the subnormal
+// range.
+func TestHexUnderflowExactness(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const hexDigits = "0123456789abcdef"
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString("0x")
+		for range 1 + r.IntN(3) {
+			b.WriteByte(hexDigits[r.IntN(16)])
+		}
+		if r.IntN(2) == 0 {
+			b.WriteByte('.')
+			for range r.IntN(18) {
+				b.WriteByte(hexDigits[r.IntN(16)])
+			}
+		}
+		fmt.Fprintf(&b, "p%d", -1000-r.IntN(150))
+		s := b.String()
+		f, ok, _, under := Strtod([]byte(s))
+		if !ok {
+			t.Fatalf("Strtod(%q) not ok", s)
+		}
+		exact, _, err := big.ParseFloat(s, 0, 2048, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := math.Abs(f) < 0x1p-1022 && exact.Cmp(new(big.Float).SetFloat64(f)) != 0
+		if under != want {
+			t.Fatalf("Strtod(%q) = %v: underflow %v, want %v", s, f, under, want)
+		}
 	}
 }

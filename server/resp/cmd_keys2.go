@@ -504,8 +504,8 @@ func (c *conn) sortLookup(pattern, elem []byte, needs *sortNeeds) []byte {
 // 0, text after a NUL byte ignored, as C reads the string); NaN and
 // out-of-range values refused.
 func strtod(b []byte) (float64, bool) {
-	f, ok, overflow := kv.Strtod(b)
-	if !ok || overflow || math.IsNaN(f) {
+	f, ok, overflow, underflow := kv.Strtod(b)
+	if !ok || overflow || underflow || math.IsNaN(f) { // any ERANGE, as sort.c checks errno
 		return 0, false
 	}
 	return f, true

@@ -64,6 +64,11 @@ var zsetScript = [][]string{
 	{"ZRANGE", "dst", "0", "-1"}, {"ZRANGESTORE", "dst", "z", "0", "1", "WITHSCORES"}, {"ZRANGESTORE", "dst", "z", "5", "9"}, {"EXISTS", "dst"},
 	{"SET", "str", "v"}, {"ZRANGESTORE", "str", "z", "0", "0"}, {"TYPE", "str"}, {"ZRANGESTORE", "dst", "str", "0", "0"}, {"ZRANGESTORE", "str", "nokey", "0", "-1"},
 	{"EXISTS", "str"}, {"ZRANGESTORE", "dst", "z", "x", "1"},
+	// Scores read as getDoubleFromObject: an underflow to zero refused, a
+	// subnormal kept.
+	{"ZADD", "uf", "1e-400", "a"}, {"ZADD", "uf", "0x1p-1080", "a"}, {"ZADD", "uf", "5e-324", "a", "0x1p-1074", "b", "1e-310", "c"},
+	{"ZINCRBY", "uf", "-1e-400", "a"}, {"ZSCORE", "uf", "c"}, {"ZRANGEBYSCORE", "uf", "1e-400", "1", "WITHSCORES"}, {"ZCOUNT", "uf", "(1e-400", "+inf"},
+	{"GEOADD", "ufg", "1e-400", "0", "m"}, {"GEOADD", "ufg", "5e-324", "0", "m"},
 	// A *STORE replaces its destination: a new key, without the TTL it had,
 	// also when it is one of the sources (the differential fuzzer found
 	// Zaris keeping the TTL).
