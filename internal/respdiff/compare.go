@@ -119,7 +119,8 @@ var Allowlist = []*Accepted{
 		Reason: "without STORE, SORT … ALPHA compares with strcoll, which stops at the first NUL byte: \"\\x00\\xff\" " +
 			"and \"\" tie, and a set's tied elements come in its hash table's order, which no other server " +
 			"reproduces (Zaris keeps a list's order among ties, as Redis's stable sort does). Accepted: the same " +
-			"elements, each reply in C-string order.",
+			"elements (with LIMIT, the same C strings: a page may cut through a group of ties), each reply in " +
+			"C-string order.",
 		Match: sortAlphaTies,
 	},
 	{
@@ -507,11 +508,29 @@ func sortOptions(cmd []string) (ok, alpha, by, limit, get, desc bool, store stri
 // sortAlphaTies reports replies of a SORT … ALPHA (no BY, GET or STORE)
 // that hold the same elements, each in C-string order.
 func sortAlphaTies(cmd []string, r, z Value) bool {
-	ok, alpha, by, _, get, desc, store := sortOptions(cmd)
+	ok, alpha, by, limit, get, desc, store := sortOptions(cmd)
 	if !ok || !alpha || by || get || store != "" || r.Kind != '*' || z.Kind != '*' || len(r.Elems) != len(z.Elems) {
 		return false
 	}
+	if limit {
+		// A page may cut through a group of ties: which of them it holds
+		// is the sort's choice; the C strings it holds are not.
+		return sameElements(cStrings(r), cStrings(z)) && cOrdered(r, desc) && cOrdered(z, desc)
+	}
 	return sameElements(r, z) && cOrdered(r, desc) && cOrdered(z, desc)
+}
+
+// cStrings is v's elements cut at their first NUL byte.
+func cStrings(v Value) Value {
+	out := Value{Kind: v.Kind, Elems: make([]Value, len(v.Elems))}
+	for i, e := range v.Elems {
+		s := e.Str
+		if j := strings.IndexByte(s, 0); j >= 0 {
+			s = s[:j]
+		}
+		out.Elems[i] = Value{Kind: e.Kind, Str: s}
+	}
+	return out
 }
 
 // sameElements reports two arrays holding the same strings, in any order.

@@ -209,6 +209,10 @@ func TestSortAlphaTiesAreOnlyThat(t *testing.T) {
 		{"numeric sort", []string{"SORT", "k"}, arr("\x00a", ""), arr("", "\x00a"), false},
 		{"with GET", []string{"SORT", "k", "ALPHA", "GET", "#"}, arr("\x00a", ""), arr("", "\x00a"), false},
 		{"with STORE", []string{"SORT", "k", "ALPHA", "STORE", "d"}, arr("\x00a", ""), arr("", "\x00a"), false},
+		{"a page through a group of ties (2026-12-07)", []string{"SORT", "k3", "LIMIT", "-2", "3", "DESC", "ALPHA"},
+			arr("k3", "k1", "\x00\xff"), arr("k3", "k1", ""), true},
+		{"a page holding another C string", []string{"SORT", "k", "LIMIT", "0", "2", "ALPHA"}, arr("", "a"), arr("", "b"), false},
+		{"a page out of order", []string{"SORT", "k", "LIMIT", "0", "2", "ALPHA"}, arr("", "a"), arr("a", ""), false},
 	}
 	for _, c := range cases {
 		if got := sortAlphaTies(c.cmd, c.r, c.z); got != c.want {

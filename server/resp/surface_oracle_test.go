@@ -227,6 +227,11 @@ var keysScript = [][]string{
 	// WAIT, DUMP/RESTORE arity
 	{"WAIT", "0", "0"}, {"WAIT", "x", "0"}, {"WAIT", "1", "-1"}, {"WAIT", "1", "x"}, {"WAIT", "0"}, {"DUMP"}, {"RESTORE", "k", "0"},
 	{"MULTI"}, {"SET", "tx", "1"}, {"WAIT", "0", "0"}, {"WAIT", "1", "0"}, {"EXEC"},
+	// SORT inside a transaction, its patterns naming keys of other slots
+	// (the differential fuzzer's reproducer: the transaction held only the
+	// source's slot).
+	{"ZINCRBY", "txs", "3", "c"}, {"ZADD", "txs", "1", "d"}, {"SET", "wc", "1"}, {"SET", "wd", "2"}, {"SET", "oc", "x"},
+	{"MULTI"}, {"SORT", "txs", "BY", "w*", "DESC"}, {"SORT", "txs", "BY", "nosort", "GET", "o*", "GET", "#"}, {"SORT_RO", "txs", "BY", "w*", "GET", "w*"}, {"EXEC"},
 }
 
 // largeSets: the encoding thresholds by count.

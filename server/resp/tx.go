@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -117,6 +118,16 @@ func (c *conn) txQueue(cmd *command, args [][]byte) {
 			return
 		}
 	}
+	if (cmd.name == "sort" || cmd.name == "sort_ro") && sortPatternsNameKeys(args) && c.servesAll() {
+		// Its BY or GET pattern names keys of any slot, found only from
+		// the elements: on a node that serves every slot the transaction
+		// holds them all (rare, and the whole store stands still for it).
+		for seg := range c.srv.segs {
+			if s := uint16(seg); c.served(s) && !slices.Contains(c.txn.segs, s) {
+				c.txn.segs = append(c.txn.segs, s)
+			}
+		}
+	}
 	n := 0
 	for _, a := range args {
 		n += len(a)
@@ -135,6 +146,20 @@ func (c *conn) txQueue(cmd *command, args [][]byte) {
 		c.txn.denyOOM = true
 	}
 	c.out.Simple("QUEUED")
+}
+
+// sortPatternsNameKeys reports whether a SORT's arguments have a BY
+// pattern with a '*' or a GET pattern other than "#": keys its elements
+// name.
+func sortPatternsNameKeys(args [][]byte) bool {
+	for j := 2; j+1 < len(args); j++ {
+		switch {
+		case eq(args[j], "BY") && bytes.IndexByte(args[j+1], '*') >= 0,
+			eq(args[j], "GET") && string(args[j+1]) != "#":
+			return true
+		}
+	}
+	return false
 }
 
 // txAllowed reports whether cmd may be queued.
