@@ -197,6 +197,12 @@ var diffRegressions = []struct {
 	{proto: 3, seq: [][]string{{"HSET", "k2", "f", "v"}, {"EXPIRE", "k2", "100", "GT"}, {"PEXPIRE", "k2", "100000", "XX", "LT"}, {"EXPIREAT", "k2", "4102444800", "LT"}, {"PEXPIREAT", "k2", "1", "GT"}, {"PEXPIREAT", "k2", "1", "LT"}, {"EXISTS", "k2"}}},                                    // no expiry is infinite; a past time deletes after the conditions
 	{proto: 2, seq: [][]string{{"SET", "k3", "v"}, {"MULTI"}, {"EXPIREAT", "k3", "4102444800"}, {"PEXPIREAT", "k3", "4102444800000", "LT"}, {"PEXPIREAT", "k3", "4102444800000", "GT"}, {"EXEC"}}},                                                                                             // the same inside EXEC
 	{proto: 3, seq: [][]string{{"EXPIRE", "k4", "x", "NX", "XX"}, {"PEXPIRE", "k4", "x", "GT", "LT"}, {"EXPIREAT", "k4", "-9223372036854776", "GT"}}},                                                                                                                                          // redis: the options' errors first | zaris: ERR not an integer
+	// 2026-12-07: a sorted-set *STORE kept its destination's TTL; SORT took numbers strtod flags ERANGE
+	// (an inexact subnormal, an underflow to zero) and ZADD an underflow to zero; a SORT queued in MULTI could
+	// not read keys its patterns named on other slots.
+	{proto: 2, seq: [][]string{{"ZADD", "k1", "1", "a", "2", "b"}, {"EXPIRE", "k1", "1000"}, {"ZDIFFSTORE", "k1", "2", "k4", "k1"}, {"TTL", "k1"}}}, // redis: -1 | zaris: 1000
+	{proto: 2, seq: [][]string{{"LPUSH", "k1", "5e-324", "1"}, {"SORT_RO", "k1"}, {"ZADD", "k2", "1.5", "a"}, {"ZADD", "k2", "1e-400", "b"}}},       // redis: ERR … | zaris: the elements; 1
+	{proto: 2, seq: [][]string{{"ZINCRBY", "k0", "3", "c"}, {"MULTI"}, {"SORT", "k0", "BY", "a*", "DESC"}, {"EXEC"}}},                               // redis: [c] | zaris: ERR SORT inside MULTI/EXEC …
 }
 
 // TestDiffRegressions replays every row on redis-server and on Zaris.
