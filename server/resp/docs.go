@@ -517,8 +517,12 @@ characters); ` + "`INFO server`" + ` shows both.
     takes the locks of the segments they reach (and starts again if the
     elements name more); in a multi-node cluster a BY pattern with ` + "`*`" + ` or any
     GET is refused as Redis Cluster refuses it
-    (` + "`-ERR BY option of SORT denied in Cluster mode.`" + `). Inside MULTI/EXEC a
-    pattern naming a key of a slot the transaction does not hold is an error.
+    (` + "`-ERR BY option of SORT denied in Cluster mode.`" + `). Inside MULTI/EXEC on a
+    node that serves every slot, a queued SORT whose BY pattern has a ` + "`*`" + ` or
+    which has a GET pattern other than ` + "`#`" + ` makes the transaction hold every
+    segment's lock (the whole store waits for that EXEC); a pattern naming a
+    key of a slot the transaction does not hold (the map changed between
+    MULTI and EXEC) is an error.
   - COPY copies the record (value or collection, TTL) inside the store; only
     ` + "`DB 0`" + ` is accepted (Redis Cluster's error otherwise).
   - OBJECT ENCODING answers the encoding Redis 7.0 would use for the content
