@@ -95,13 +95,6 @@ func (t *fieldTable) spareAhead() {
 	}()
 }
 
-// takeOver makes t the table o is (o is dropped after); a spare asked for
-// o is not carried over.
-func (t *fieldTable) takeOver(o *fieldTable) {
-	t.arr, t.n, t.old, t.moved, t.oldN, t.nodes = o.arr, o.n, o.old, o.moved, o.oldN, o.nodes
-	t.spare.Store(nil)
-}
-
 // takeSpare is the array allocated ahead when it has n slots, else nil;
 // either way the request is over.
 func (t *fieldTable) takeSpare(n int) *fieldArray {

@@ -567,11 +567,9 @@ func zstore(x *execCtx) kv.Reply {
 	if next.count() > 0 && !dst.fitsNew(next) {
 		return dst.tooLarge()
 	}
-	pairs := make([][]byte, 0, 2*next.count())
-	for n := range next.members {
-		pairs = append(pairs, kv.FormatFloat(n.score), []byte(n.member))
-	}
-	dst.replace(next, &kv.Cmd{Op: kv.CmdZAdd, Args: pairs})
+	// The pairs as given are a ZADD of the new set (a member named twice:
+	// its last score, both ways); the op-log copies them.
+	dst.replace(next, &kv.Cmd{Op: kv.CmdZAdd, Args: a})
 	x.rec = nil // replaced: execWriteLocked must not report the old record
 	return kv.IntReply(int64(next.count()))
 }
