@@ -86,6 +86,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFieldTable -fuzztime $(FUZZTIME) ./server/store/
 	$(GO) test -run '^$$' -fuzz FuzzListOps -fuzztime $(FUZZTIME) ./server/store/
 	$(GO) test -run '^$$' -fuzz FuzzIDSeq -fuzztime $(FUZZTIME) ./server/store/
+	$(GO) test -run '^$$' -fuzz FuzzPagedLikeFlat -fuzztime $(FUZZTIME) ./server/store/
 
 ## fuzz-resp: the differential fuzzer (internal/respdiff) against a real redis-server for FUZZTIME (make fuzz-resp FUZZTIME=10m), seeded by the clock (FUZZSEED=n replays a seed; FUZZONLY=xadd,xgroup,set draws only those commands); prints the seed, commands/s and the mismatches with their reproducers
 FUZZSEED ?=

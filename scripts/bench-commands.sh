@@ -137,6 +137,9 @@ hlen myhash
 hscan myhash 0 count 10
 getrange bigstr 0 10
 setrange bigstr 100 abc
+bitfield bigstr INCRBY u8 #50000 1
+getbit bigstr 4000000
+bitcount bigstr 1000 2000
 append bigstr xxxxxxxxxxxxxxxx
 strlen bigstr
 randomkey

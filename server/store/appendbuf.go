@@ -66,7 +66,7 @@ func (g *Segment) settleGrowableLocked(key string, now *Record) {
 	// Only a prefix at least as long as the newest advances the buffer: a
 	// shorter one is an older record back, and bytes past it may be a newer
 	// record's, still read (the op-log, a reply being written).
-	if now != nil && !now.Deleted() && now.coll() == nil && len(now.Value()) >= e.used && len(now.Value()) > 0 && &now.Value()[0] == &e.buf[0] {
+	if now != nil && !now.Deleted() && now.coll() == nil && now.paged() == nil && len(now.Value()) >= e.used && len(now.Value()) > 0 && &now.Value()[0] == &e.buf[0] {
 		before := e.spare()
 		e.used = len(now.Value())
 		g.settleLocked(e.spare() - before)

@@ -99,15 +99,42 @@ func stringKind(x *execCtx) (kv.Reply, bool) {
 // grownCopy returns a copy of cur zero-padded to at least n bytes, or the
 // refusal when n passes the string limit or the item cap.
 func (x *execCtx) grownCopy(cur []byte, n uint64) ([]byte, kv.Reply, bool) {
-	if n > MaxStringBytes+8 {
-		return nil, errStringTooLong, false
-	}
-	if limit := x.seg.store.cfg.MaxItemBytes; n > uint64(limit) && !x.apply {
-		return nil, kv.Reply{Status: kv.StatusItemTooLarge, Message: itemTooLargeMessage(int64(limit))}, false
+	if bad, ok := x.stringGrowth(n); !ok {
+		return nil, bad, false
 	}
 	v := make([]byte, max(uint64(len(cur)), n))
 	copy(v, cur)
 	return v, kv.Reply{}, true
+}
+
+// stringGrowth checks a string grown to n bytes: within Redis's 512 MB and
+// the item cap.
+func (x *execCtx) stringGrowth(n uint64) (kv.Reply, bool) {
+	if n > MaxStringBytes+8 {
+		return errStringTooLong, false
+	}
+	if limit := x.seg.store.cfg.MaxItemBytes; n > uint64(limit) && !x.apply {
+		return kv.Reply{Status: kv.StatusItemTooLarge, Message: itemTooLargeMessage(int64(limit))}, false
+	}
+	return kv.Reply{}, true
+}
+
+// countBitsOf counts the set bits lo..hi (inclusive) of the held string,
+// page by page when it is paged.
+func (x *execCtx) countBitsOf(lo, hi uint64) int64 {
+	pv := x.rec.paged()
+	if pv == nil {
+		return countBits(x.rec.Value(), lo, hi)
+	}
+	var n int64
+	for lo <= hi {
+		pg := lo >> (pageShift + 3)
+		end := min(hi, (pg+1)<<(pageShift+3)-1)
+		base := pg << (pageShift + 3)
+		n += countBits(pv.page(int(pg))[:], lo-base, end-base)
+		lo = end + 1
+	}
+	return n
 }
 
 func getBit(v []byte, off uint64) int64 {
@@ -196,22 +223,24 @@ func init() {
 		if r, ok := stringKind(x); !ok {
 			return r
 		}
-		cur := valueOf(x)
-		old := getBit(cur, off)
-		if x.rec != nil && off>>3 < uint64(len(cur)) && old == on {
+		b, held := x.stringByte(off >> 3)
+		mask := byte(1) << (7 - off&7)
+		old := int64(0)
+		if b&mask != 0 {
+			old = 1
+		}
+		if held && old == on {
 			return kv.IntReply(old) // nothing changes
 		}
-		v, bad, ok := x.grownCopy(cur, off>>3+1)
-		if !ok {
+		if bad, ok := x.stringGrowth(off>>3 + 1); !ok {
 			return bad
 		}
-		mask := byte(1) << (7 - off&7)
 		if on == 1 {
-			v[off>>3] |= mask
+			b |= mask
 		} else {
-			v[off>>3] &^= mask
+			b &^= mask
 		}
-		x.setStringValue(v)
+		x.stringEdit(int(off>>3), []byte{b})
 		return kv.IntReply(old)
 	}})
 	register(kv.CmdGetBit, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
@@ -225,7 +254,8 @@ func init() {
 		if r, ok := stringKind(x); !ok {
 			return r
 		}
-		return kv.IntReply(getBit(valueOf(x), off))
+		b, _ := x.stringByte(off >> 3)
+		return kv.IntReply(int64(b>>(7-off&7)) & 1)
 	}})
 	register(kv.CmdBitCount, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
 		// Redis looks the key up before it parses the range: a missing
@@ -236,13 +266,13 @@ func init() {
 		if r, ok := stringKind(x); !ok {
 			return r
 		}
-		v, args := x.rec.Value(), x.cmd.Args
+		n, args := x.rec.ValueLen(), x.cmd.Args
 		switch len(args) {
 		case 0:
-			if len(v) == 0 {
+			if n == 0 {
 				return kv.IntReply(0)
 			}
-			return kv.IntReply(countBits(v, 0, uint64(len(v))*8-1))
+			return kv.IntReply(x.countBitsOf(0, uint64(n)*8-1))
 		case 2, 3:
 		default:
 			return errSyntax
@@ -270,11 +300,11 @@ func init() {
 				return errSyntax
 			}
 		}
-		lo, hi, ok := bitRange(start, end, len(v), isBit)
+		lo, hi, ok := bitRange(start, end, n, isBit)
 		if !ok {
 			return kv.IntReply(0)
 		}
-		return kv.IntReply(countBits(v, lo, hi))
+		return kv.IntReply(x.countBitsOf(lo, hi))
 	}})
 	register(kv.CmdBitPos, handler{kind: kindAny, run: func(x *execCtx) kv.Reply {
 		args := x.cmd.Args
@@ -298,7 +328,7 @@ func init() {
 		if r, ok := stringKind(x); !ok {
 			return r
 		}
-		v := x.rec.Value()
+		n := x.rec.ValueLen()
 		var (
 			lo, hi   uint64
 			nonEmpty bool
@@ -306,7 +336,7 @@ func init() {
 		)
 		switch len(args) {
 		case 1:
-			lo, hi, nonEmpty = 0, uint64(len(v))*8-1, len(v) > 0
+			lo, hi, nonEmpty = 0, uint64(n)*8-1, n > 0
 		case 2, 3, 4:
 			start, ok := redisInt(args[1])
 			if !ok {
@@ -322,9 +352,9 @@ func init() {
 					return errSyntax
 				}
 			}
-			end := int64(len(v)) - 1
+			end := int64(n) - 1
 			if isBit {
-				end = int64(len(v))*8 - 1
+				end = int64(n)*8 - 1
 			}
 			if len(args) >= 3 {
 				if end, ok = redisInt(args[2]); !ok {
@@ -332,14 +362,19 @@ func init() {
 				}
 				endGiven = true
 			}
-			lo, hi, nonEmpty = bitRange(start, end, len(v), isBit)
+			lo, hi, nonEmpty = bitRange(start, end, n, isBit)
 		default:
 			return errSyntax
 		}
 		if !nonEmpty {
 			return kv.IntReply(-1)
 		}
-		if p := findBit(v, bit, lo, hi); p >= 0 || bit == 1 || endGiven {
+		v, base := x.stringWindow(int(lo>>3), int(hi>>3)+1)
+		p := findBit(v, bit, lo-uint64(base)*8, hi-uint64(base)*8)
+		if p >= 0 {
+			p += int64(base) * 8
+		}
+		if p >= 0 || bit == 1 || endGiven {
 			return kv.IntReply(p)
 		}
 		// Looking for a clear bit without an explicit end: the string
@@ -520,18 +555,46 @@ func runBitField(x *execCtx, readOnly bool) kv.Reply {
 	if writes && readOnly {
 		return kv.BadRequest("BITFIELD_RO only supports the GET subcommand")
 	}
-	cur := valueOf(x)
-	v := cur
-	dirty := false
-	if writes {
-		var ok bool
-		if v, bad, ok = x.grownCopy(cur, need); !ok {
-			return bad
+	var (
+		v     []byte
+		base  uint64 // v[0] is byte base of the string
+		dirty bool
+	)
+	pv := x.rec.paged()
+	if pv != nil && len(ops) > 0 {
+		// A paged string: the ops' bytes only, copied out and back.
+		if writes {
+			if bad, ok := x.stringGrowth(need); !ok {
+				return bad
+			}
+			dirty = uint64(pv.n) < need
 		}
-		dirty = x.rec == nil || uint64(len(cur)) < need
+		// Bytes past the new end read as zeros (a GET far out allocates
+		// nothing); the writes end within it (need).
+		lo, hi := ^uint64(0), uint64(0)
+		for _, o := range ops {
+			lo, hi = min(lo, o.offset>>3), max(hi, (o.offset+uint64(o.width)-1)>>3+1)
+		}
+		if hi = min(hi, max(uint64(pv.n), need)); lo < hi {
+			v, base = make([]byte, hi-lo), lo
+			if lo < uint64(pv.n) {
+				pv.copyRange(v[:min(hi, uint64(pv.n))-lo], int(lo))
+			}
+		}
+	} else {
+		cur := valueOf(x)
+		v = cur
+		if writes {
+			var ok bool
+			if v, bad, ok = x.grownCopy(cur, need); !ok {
+				return bad
+			}
+			dirty = x.rec == nil || uint64(len(cur)) < need
+		}
 	}
 	out := make([]kv.Reply, len(ops))
 	for i, o := range ops {
+		o.offset -= base * 8
 		if o.op == 'g' {
 			n := getBits(v, o.offset, o.width)
 			if o.signed {
@@ -579,7 +642,12 @@ func runBitField(x *execCtx, readOnly bool) kv.Reply {
 		}
 		setBits(v, o.offset, o.width, newBits)
 	}
-	if dirty {
+	switch {
+	case !dirty:
+	case pv != nil:
+		// Up to the new end: bytes past it only a GET read.
+		x.stringEdit(int(base), v[:min(base+uint64(len(v)), max(uint64(pv.n), need))-base])
+	default:
 		x.setStringValue(v)
 	}
 	return kv.ArrayReply(out)

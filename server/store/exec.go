@@ -73,8 +73,9 @@ type execCtx struct {
 	base int64 // a key opened by a multi-key handler: its size when opened
 
 	// Outputs of write handlers.
-	effect   *kv.Cmd // the mutation to log; nil = nothing changed
-	newValue []byte  // string commands: the record's new value (may alias Segment.scratch)
+	effect   *kv.Cmd     // the mutation to log; nil = nothing changed
+	newValue []byte      // string commands: the record's new value (may alias Segment.scratch)
+	newPaged *pagedValue // string edits of a large value: the new value in pages (newValue nil)
 	setValue bool
 	delete   bool     // string commands: remove the key (GETDEL)
 	grown    *growBuf // APPEND: the new append buffer newValue is a prefix of
@@ -377,8 +378,8 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx, r *kv.Reply) {
 	}
 	switch {
 	case x.setValue:
-		if !x.admitted() && (x.rec != nil && g.store.storeFull(g, int64(len(x.newValue)-len(x.rec.Value()))) ||
-			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+len(x.newValue)+recordOverhead))) {
+		if !x.admitted() && (x.rec != nil && g.store.storeFull(g, int64(x.newLen()-x.rec.ValueLen())) ||
+			x.rec == nil && g.store.storeFull(g, int64(len(x.cmd.Key)+x.newLen()+recordOverhead))) {
 			*r = kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
 			return
 		}
@@ -395,6 +396,14 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx, r *kv.Reply) {
 	}
 }
 
+// newLen is the length of a string command's new value.
+func (x *execCtx) newLen() int {
+	if x.newPaged != nil {
+		return x.newPaged.n
+	}
+	return len(x.newValue)
+}
+
 // replaceValueLocked installs a string command's new value as a new record
 // (a value write: OpPut), keeping the key's TTL and creation time.
 func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
@@ -409,7 +418,9 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 		exp = x.rec.ExpiresAt()
 	}
 	var rec *Record
-	if len(x.cmd.Key)+len(v) <= maxInlineTail || len(v) > 0 && &v[0] == &g.scratch[0] {
+	if x.newPaged != nil {
+		rec = pagedRecordOf(strings.Clone(x.cmd.Key), x.newPaged, exp)
+	} else if len(x.cmd.Key)+len(v) <= maxInlineTail || len(v) > 0 && &v[0] == &g.scratch[0] {
 		rec = newStringRecord(x.cmd.Key, v, exp)
 	} else {
 		rec = recordOf(strings.Clone(x.cmd.Key), v, Record{}.WithExpiry(exp))

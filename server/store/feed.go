@@ -45,7 +45,7 @@ func (f *feedLog) len() int { return len(f.entries) - f.head }
 func (f *feedLog) at(i int) *feedEntry { return &f.entries[f.head+i] }
 
 func entryBytes(e *logEntry) int {
-	n := feedEntryOverhead + len(e.rec.Key()) + len(e.rec.Value())
+	n := feedEntryOverhead + len(e.rec.Key()) + e.rec.ValueLen()
 	if e.cmd != nil {
 		n += len(e.cmd.Key) + cmdBytes(e.cmd)
 	}

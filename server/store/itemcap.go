@@ -76,7 +76,7 @@ func (s *Store) recordFits(r *Record) bool {
 	if c := r.coll(); c != nil {
 		return keyFits(keySize{}, sizeOf(c), s.keyLimits()) == capNone
 	}
-	return len(r.Value()) <= s.cfg.MaxItemBytes
+	return r.ValueLen() <= s.cfg.MaxItemBytes
 }
 
 // fits reports whether the command's collection may grow by grow (negative

@@ -49,12 +49,12 @@ const (
 func encodingOf(r *Record) (enc string, sharedInt bool) {
 	switch r.Kind {
 	case KindString:
-		if len(r.Value()) <= 20 {
+		if r.ValueLen() <= 20 {
 			if n, ok := redisInt(r.Value()); ok {
 				return "int", n >= 0 && n < 10000
 			}
 		}
-		if len(r.Value()) <= embstrMaxLen {
+		if r.ValueLen() <= embstrMaxLen {
 			return "embstr", false
 		}
 		return "raw", false

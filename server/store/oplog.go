@@ -194,7 +194,7 @@ func (l *opLog) appendMarker(kind OpKind, rev uint64, cmd *kv.Cmd) {
 
 // append adds an operation. Its revision must exceed every logged revision.
 func (l *opLog) append(kind OpKind, rec *Record) {
-	l.push(logEntry{kind: kind, rec: rec, rev: rec.Revision, bytes: entryWeight(len(rec.Value()))})
+	l.push(logEntry{kind: kind, rec: rec, rev: rec.Revision, bytes: entryWeight(rec.ValueLen())})
 }
 
 func (l *opLog) push(e logEntry) {

@@ -99,6 +99,9 @@ type recordExt struct {
 	c collection
 	// meta is the optional metadata (content type, labels).
 	meta *Metadata
+	// pv is a large edited string's value in pages (pagedstr.go); val is
+	// nil then, and Value copies the pages.
+	pv *pagedValue
 	// exp is the expiry when the record has formExpiry.
 	exp   int64
 	klen  uint32
@@ -140,6 +143,9 @@ func (r *Record) Value() []byte {
 	case r.vlen == 0:
 		return unsafe.Slice(&emptyValue, 0)
 	case r.form&formExt != 0:
+		if e := (*recordExt)(r.p); e.pv != nil {
+			return e.pv.flat()
+		}
 		return unsafe.Slice((*recordExt)(r.p).val, r.vlen)
 	}
 	return unsafe.Slice((*byte)(unsafe.Add(r.p, r.klen)), r.vlen)
@@ -424,11 +430,22 @@ func (r *Record) Meta() *Metadata {
 
 // SetMeta sets the record's metadata (nil: none), keeping its key, value
 // and collection. Only on a record not yet published.
-func (r *Record) SetMeta(m *Metadata) { r.setParts(r.Key(), r.Value(), r.joined(), r.coll(), m) }
+func (r *Record) SetMeta(m *Metadata) {
+	if r.paged() != nil {
+		r.ownExt().meta = m // a paged value stays paged
+		return
+	}
+	r.setParts(r.Key(), r.Value(), r.joined(), r.coll(), m)
+}
 
 // setColl makes the record hold c as its materialized collection, keeping
 // its key, value and metadata. Only on a record not yet published.
-func (r *Record) setColl(c collection) { r.setParts(r.Key(), r.Value(), r.joined(), c, r.Meta()) }
+func (r *Record) setColl(c collection) {
+	if c == nil && r.paged() != nil {
+		return // a string: no collection to drop, and its pages stay
+	}
+	r.setParts(r.Key(), r.Value(), r.joined(), c, r.Meta())
+}
 
 // Metadata is the optional part of a record's metadata (R-KV). Absent
 // (nil) when empty.
@@ -458,7 +475,7 @@ const recordOverhead = 64
 
 // accountedBytes is the memory this record is charged against the budget.
 func (r *Record) accountedBytes() int64 {
-	n := int64(len(r.Key()) + len(r.Value()) + recordOverhead)
+	n := int64(len(r.Key()) + r.ValueLen() + recordOverhead)
 	if c := r.coll(); c != nil {
 		n += c.size()
 	}

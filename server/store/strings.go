@@ -119,19 +119,23 @@ func init() {
 		if !arity(x, 1, 1) {
 			return arityError(x)
 		}
-		cur := valueOf(x)
-		if int64(len(cur))+int64(len(x.cmd.Args[0])) > MaxStringBytes {
+		n := x.rec.lenOrZero()
+		if int64(n)+int64(len(x.cmd.Args[0])) > MaxStringBytes {
 			return errStringTooLong
 		}
-		if len(cur)+len(x.cmd.Args[0]) > x.seg.store.cfg.MaxItemBytes {
+		if n+len(x.cmd.Args[0]) > x.seg.store.cfg.MaxItemBytes {
 			return kv.StatusReply(kv.StatusItemTooLarge)
 		}
-		v := x.appendValue(cur, x.cmd.Args[0])
+		if x.rec.paged() != nil {
+			x.stringEdit(n, x.cmd.Args[0])
+			return kv.IntReply(int64(x.newLen()))
+		}
+		v := x.appendValue(valueOf(x), x.cmd.Args[0])
 		x.setStringValue(v)
 		return kv.IntReply(int64(len(v)))
 	}})
 	register(kv.CmdStrLen, handler{kind: KindString, run: func(x *execCtx) kv.Reply {
-		return kv.IntReply(int64(len(valueOf(x))))
+		return kv.IntReply(int64(x.rec.lenOrZero()))
 	}})
 	register(kv.CmdGetRange, handler{kind: KindString, check: intArgs(0, 1), run: func(x *execCtx) kv.Reply {
 		if !arity(x, 2, 2) {
@@ -141,6 +145,12 @@ func init() {
 		end, ok2 := argInt(x.cmd.Args[1])
 		if !ok1 || !ok2 {
 			return errNotInteger
+		}
+		if pv := x.rec.paged(); pv != nil {
+			lo, hi := stringRange(start, end, pv.n)
+			out := make([]byte, hi-lo)
+			pv.copyRange(out, lo)
+			return kv.BulkReply(out)
 		}
 		v := valueOf(x)
 		lo, hi := stringRange(start, end, len(v))
@@ -163,9 +173,9 @@ func init() {
 		if off < 0 {
 			return kv.BadRequest("offset is out of range")
 		}
-		cur, patch := valueOf(x), x.cmd.Args[1]
+		n, patch := x.rec.lenOrZero(), x.cmd.Args[1]
 		if len(patch) == 0 {
-			return kv.IntReply(int64(len(cur)))
+			return kv.IntReply(int64(n))
 		}
 		// Compared without computing off+len: off may be near MaxInt64.
 		if off > MaxStringBytes-int64(len(patch)) {
@@ -174,11 +184,8 @@ func init() {
 		if off > int64(x.seg.store.cfg.MaxItemBytes)-int64(len(patch)) {
 			return kv.StatusReply(kv.StatusItemTooLarge)
 		}
-		v := make([]byte, max(len(cur), int(off)+len(patch)))
-		copy(v, cur)
-		copy(v[off:], patch)
-		x.setStringValue(v)
-		return kv.IntReply(int64(len(v)))
+		x.stringEdit(int(off), patch)
+		return kv.IntReply(int64(x.newLen()))
 	}})
 	register(kv.CmdGetDel, handler{kind: KindString, write: true, run: func(x *execCtx) kv.Reply {
 		if x.rec == nil {
