@@ -303,10 +303,10 @@ func (e *encoder) snapEnd(seg uint16, rev uint64, prepared []store.Op) []byte {
 func encodeRecord(enc *msgpack.Encoder, r *store.Record) {
 	_ = enc.EncodeArrayLen(9)
 	_ = enc.EncodeString(r.Key())
-	if r.Value() == nil {
+	if v := r.Value(); v == nil { // once: a paged string's Value is a copy
 		_ = enc.EncodeNil()
 	} else {
-		_ = enc.EncodeBytes(r.Value())
+		_ = enc.EncodeBytes(v)
 	}
 	_ = enc.EncodeUint(r.Version())
 	_ = enc.EncodeUint(r.Revision)

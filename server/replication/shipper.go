@@ -616,7 +616,7 @@ func (s *shipper) ship(st *stream, i int) error {
 	for recs := sn.Records; len(recs) > 0; {
 		k, size := 0, 0
 		for k < len(recs) && k < chunkOps && size < chunkBytes {
-			size += len(recs[k].Key()) + len(recs[k].Value())
+			size += len(recs[k].Key()) + recs[k].ValueLen()
 			k++
 		}
 		if err := writeFrame(w, fSnapChunk, enc.snapChunk(seg, recs[:k])); err != nil {
@@ -640,7 +640,7 @@ func (s *shipper) sendOps(w *bufio.Writer, enc *encoder, seg uint16, ops []store
 	for len(ops) > 0 {
 		k, size := 0, 0
 		for k < len(ops) && k < chunkOps && size < chunkBytes {
-			size += len(ops[k].Record.Key()) + len(ops[k].Record.Value())
+			size += len(ops[k].Record.Key()) + ops[k].Record.ValueLen()
 			k++
 		}
 		if err := writeFrame(w, fOps, enc.ops(seg, ops[:k])); err != nil {
