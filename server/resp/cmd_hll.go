@@ -79,22 +79,23 @@ func cmdPFMerge(c *conn, args [][]byte) {
 			c.err(msgInvalidHLL)
 			return
 		}
-		// The destination is modified in place in Redis: its TTL stays.
-		dk := view(args[1])
-		g := c.segment(dk)
-		var opts kv.PutOptions
-		if vals[0] != nil {
-			if ttl := g.TimeToLive(dk); ttl.Status == kv.StatusSuccess {
-				opts.TTL = ttl.TTL
-			}
-		}
+		// The destination is modified in place in Redis: its expiry stays,
+		// and the keyspace event is "pfadd", not "set" and "expire".
+		g := c.segment(view(args[1]))
+		opts := kv.PutOptions{KeepTTL: vals[0] != nil}
 		if len(v) > c.srv.store.MaxItemBytes() {
 			c.storeError(kv.StatusItemTooLarge, "")
 			return
 		}
-		if res := g.Put(string(args[1]), v, &opts); res.Status != kv.StatusSuccess {
+		var st kv.Status
+		if a, ok := g.(*store.Atomic); ok {
+			st = a.PutNamed(string(args[1]), v, &opts, kv.CmdPFAdd)
+		} else {
+			st = g.PutStatus(string(args[1]), v, &opts)
+		}
+		if st != kv.StatusSuccess {
 			c.setCurKey(args[1])
-			c.storeError(res.Status, "")
+			c.storeError(st, "")
 			return
 		}
 		c.out.OK()

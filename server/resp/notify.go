@@ -169,7 +169,17 @@ func eventNames(ev store.Event) []notifyEvent {
 		if ev.Origin == kv.CmdRestore {
 			return []notifyEvent{{"restore", 'g'}}
 		}
-		return []notifyEvent{{"set", '$'}}
+		e, named := putEvents[ev.Origin]
+		if !named {
+			e = notifyEvent{"set", '$'}
+		}
+		switch {
+		case e.name == "":
+			return nil // PFCOUNT's refreshed cache: Redis does not notify it
+		case ev.SetExpiry:
+			return []notifyEvent{e, {"expire", 'g'}}
+		}
+		return []notifyEvent{e}
 	case store.EventDelete:
 		if ev.Replaced {
 			return nil // the first half of a S*STORE: its own event follows
@@ -206,6 +216,21 @@ func eventName(ev store.Event) (string, byte) {
 		return es[0].name, es[0].class
 	}
 	return "", 0
+}
+
+// putEvents name the events of the string commands whose write is a new
+// value (a put) but which Redis notifies under their own name; every other
+// put is "set". INCR, DECR and DECRBY are INCRBY in the store, as in
+// Redis's event; BITFIELD notifies "setbit" and PFMERGE "pfadd" there too.
+var putEvents = map[kv.CmdOp]notifyEvent{
+	kv.CmdIncrBy:      {"incrby", '$'},
+	kv.CmdIncrByFloat: {"incrbyfloat", '$'},
+	kv.CmdAppend:      {"append", '$'},
+	kv.CmdSetRange:    {"setrange", '$'},
+	kv.CmdSetBit:      {"setbit", '$'},
+	kv.CmdBitField:    {"setbit", '$'},
+	kv.CmdPFAdd:       {"pfadd", '$'},
+	kv.CmdPFCount:     {},
 }
 
 // originEvents name the events of commands whose logged effect is another

@@ -373,8 +373,11 @@ func placementSegment(key string, m *cluster.PartitionMap) int {
 
 // The keyspace events of a script of commands equal redis-server's, in
 // order — SPOP and SINTERSTORE / SUNIONSTORE / SDIFFSTORE included (issue
-// #14 item 2: they used to be "srem" and "sadd"), and a collection
-// emptied by its command notifies the command, then "del".
+// #14 item 2: they used to be "srem" and "sadd"), a collection emptied by
+// its command notifies the command, then "del", and the string writes
+// Redis names after themselves (INCRBY, APPEND, SETRANGE, SETBIT, PFADD,
+// PFMERGE as "pfadd"; they used to be "set") or follows with "expire" (SET
+// … EX, SETEX).
 func TestKeyspaceEventNamesAsRedis(t *testing.T) {
 	redisAddr := startRedis(t, false)
 	n := startNode(t)
@@ -384,6 +387,15 @@ func TestKeyspaceEventNamesAsRedis(t *testing.T) {
 		{"SDIFFSTORE", "{s}d", "{s}b", "{s}b"}, {"SADD", "{s}d", "q"}, {"SREM", "{s}d", "q"},
 		{"HSET", "{s}h", "f", "v"}, {"HDEL", "{s}h", "f"}, {"RPUSH", "{s}l", "a"}, {"LPOP", "{s}l"},
 		{"ZADD", "{s}z", "1", "m"}, {"ZREM", "{s}z", "m"}, {"SET", "{s}k", "v"}, {"DEL", "{s}k"},
+		// String writes Redis names after the command, and SET's expiry
+		// as a second event (not with KEEPTTL).
+		{"SET", "{s}t", "v", "EX", "100"}, {"SETEX", "{s}t", "100", "v"}, {"PSETEX", "{s}t", "100000", "v"},
+		{"SET", "{s}t", "v", "PXAT", "99999999999999"}, {"SET", "{s}t", "w", "KEEPTTL"}, {"GETSET", "{s}t", "x"},
+		{"INCR", "{s}n"}, {"DECR", "{s}n"}, {"INCRBY", "{s}n", "5"}, {"DECRBY", "{s}n", "2"}, {"INCRBYFLOAT", "{s}n", "1.5"},
+		{"APPEND", "{s}k", "ab"}, {"SETRANGE", "{s}k", "5", "cd"}, {"SETBIT", "{s}k", "3", "1"},
+		{"BITFIELD", "{s}k", "SET", "u8", "0", "9"}, {"BITFIELD", "{s}k", "GET", "u8", "0"},
+		{"PFADD", "{s}p", "a", "b"}, {"PFADD", "{s}p2", "c"}, {"PFCOUNT", "{s}p"}, {"EXPIRE", "{s}p2", "1000"},
+		{"PFMERGE", "{s}p2", "{s}p"}, {"PFMERGE", "{s}p3", "{s}p"}, {"BITOP", "OR", "{s}bo", "{s}k", "{s}t"},
 		{"SET", "{s}end", "1"},
 	}
 	events := func(addr string) []string {

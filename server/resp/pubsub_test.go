@@ -112,10 +112,13 @@ func TestKeyspaceNotifications(t *testing.T) {
 	require.NoError(t, rdb.Del(ctx, "h").Err())
 	expect("__keyspace@0__:h", "del")
 	expect("__keyevent@0__:del", "h")
-	// Expiry by the store's sweeper is published too.
+	// Expiry by the store's sweeper is published too; a SET with a TTL
+	// notifies "expire" after "set", as Redis does.
 	require.NoError(t, rdb.Set(ctx, "short", "v", 100*time.Millisecond).Err())
 	expect("__keyspace@0__:short", "set")
 	expect("__keyevent@0__:set", "short")
+	expect("__keyspace@0__:short", "expire")
+	expect("__keyevent@0__:expire", "short")
 	expect("__keyspace@0__:short", "expired")
 	expect("__keyevent@0__:expired", "short")
 

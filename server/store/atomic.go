@@ -227,6 +227,20 @@ func (a *Atomic) PutStatus(key string, value []byte, opts *kv.PutOptions) kv.Sta
 	return st
 }
 
+// PutNamed is PutStatus for a command Redis's keyspace notification names
+// after itself (PFMERGE's destination: "pfadd"): the put's event carries
+// origin.
+func (a *Atomic) PutNamed(key string, value []byte, opts *kv.PutOptions, origin kv.CmdOp) kv.Status {
+	g := a.segFor(key)
+	if g == nil {
+		return crossSegment.Status
+	}
+	prev := g.origin
+	g.origin = origin
+	defer func() { g.origin = prev }()
+	return a.PutStatus(key, value, opts)
+}
+
 // Delete removes key.
 func (a *Atomic) Delete(key string) kv.Result {
 	g := a.segFor(key)

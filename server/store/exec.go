@@ -383,7 +383,12 @@ func (g *Segment) execWriteLocked(h *handler, x *execCtx, r *kv.Reply) {
 			*r = kv.StatusReply(kv.StatusCapacityExceeded) // no-eviction, full: nothing replaced yet
 			return
 		}
+		prev := g.origin
+		if prev == 0 {
+			g.origin = x.cmd.Op // INCRBY, APPEND, SETBIT…: Redis names the event after the command
+		}
 		r.Version, r.Revision = g.replaceValueLocked(x)
+		g.origin = prev
 	case x.delete:
 		if x.rec != nil {
 			res := g.tombstoneLocked(x.rec, OpDelete, x.now)

@@ -33,6 +33,9 @@ type Segment struct {
 	// Event.Replaced, for Redis's keyspace-notification names.
 	origin    kv.CmdOp
 	replacing bool
+	// expiring is set while a put that gives its key a new expiry (a TTL
+	// or an instant, not KEEPTTL) commits: Event.SetExpiry.
+	expiring bool
 	// writeCtx and writeCmd are the context and command of the write that
 	// holds mu (Exec), reused from write to write: allocated per call they
 	// were two of an LPUSH's allocations (a handler is called through a
@@ -352,7 +355,9 @@ func (g *Segment) acceptPutLocked(rec *Record, o *kv.PutOptions, now int64, admi
 	}
 	g.revision++
 	rec.Revision = g.revision
+	g.expiring = o.TTL > 0 || o.ExpireAt != 0
 	g.commitLocked(OpPut, rec)
+	g.expiring = false
 	return rec, kv.StatusSuccess, ""
 }
 

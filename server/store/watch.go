@@ -72,6 +72,9 @@ type Event struct {
 	// Replaced marks the delete of a key that the same command replaces at
 	// once with a new value (SINTERSTORE over an existing key).
 	Replaced bool
+	// SetExpiry marks a put that gave its key a new expiry (SET … EX,
+	// SETEX; not KEEPTTL): Redis notifies "expire" after "set".
+	SetExpiry bool
 }
 
 // WatchOptions select what a watch sees. Exactly one of Key or Prefix
@@ -447,7 +450,7 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		if g.origin != ev.Command {
 			ev.Origin = g.origin
 		}
-		ev.Replaced = g.replacing
+		ev.Replaced, ev.SetExpiry = g.replacing, g.expiring
 		if w.opts.IncludeValues && kind == OpPut && rec.coll() == nil {
 			ev.Value = rec.Value()
 		}
