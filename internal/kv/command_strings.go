@@ -27,6 +27,9 @@ const (
 	// keyspace notification "restore"); RESTORE runs through the locked
 	// view (store.Atomic.Restore), not as a command of its own.
 	CmdRestore CmdOp = 114
+	// CmdCopy names COPY as the origin of the put it makes at its
+	// destination (a keyspace notification "copy_to").
+	CmdCopy CmdOp = 115
 )
 
 func init() {
@@ -34,6 +37,6 @@ func init() {
 		CmdSetBit: "SETBIT", CmdGetBit: "GETBIT", CmdBitCount: "BITCOUNT", CmdBitPos: "BITPOS",
 		CmdBitField: "BITFIELD", CmdBitFieldRO: "BITFIELD_RO", CmdPFAdd: "PFADD", CmdPFCount: "PFCOUNT",
 		CmdExpire: "EXPIRE", CmdPExpire: "PEXPIRE", CmdExpireAt: "EXPIREAT", CmdPExpireAt: "PEXPIREAT",
-		CmdPTTL: "PTTL", CmdPExpireTime: "PEXPIRETIME", CmdRestore: "RESTORE",
+		CmdPTTL: "PTTL", CmdPExpireTime: "PEXPIRETIME", CmdRestore: "RESTORE", CmdCopy: "COPY",
 	})
 }

@@ -366,13 +366,21 @@ characters); ` + "`INFO server`" + ` shows both.
   published on ` + "`__keyspace@0__:<key>`" + ` and ` + "`__keyevent@0__:<event>`" + ` by the node that
   owns the key (a replica's applies are not published), through the cluster
   bus: a subscriber on any node gets every owner's events once. Event names
-  follow what the store applies: a value write is ` + "`set`" + ` (INCR and APPEND
-  included), a collection change is named after its logged effect (HINCRBY
-  notifies ` + "`hset`" + `), except that SPOP, SINTERSTORE, SUNIONSTORE and SDIFFSTORE
-  notify their own names and a collection emptied by SREM/HDEL/LPOP/ZREM/…
-  notifies the command then ` + "`del`" + `, as Redis does (compared with redis-server:
-  ` + "`TestKeyspaceEventNamesAsRedis`" + `). Not published: the 'n' (new key) and 'm'
-  (key miss) classes, XGROUP/XREADGROUP/XCLAIM bookkeeping. Around a
+  are Redis's for the string writes (` + "`incrby`" + ` for INCR/DECR/INCRBY/DECRBY,
+  ` + "`incrbyfloat`" + `, ` + "`append`" + `, ` + "`setrange`" + `, ` + "`setbit`" + ` for SETBIT and BITFIELD, ` + "`pfadd`" + `
+  for PFADD and PFMERGE, nothing for PFCOUNT; SET/SETEX/PSETEX with an expiry
+  add ` + "`expire`" + ` after ` + "`set`" + `), COPY (` + "`copy_to`" + `), SPOP, SINTERSTORE, SUNIONSTORE,
+  SDIFFSTORE, HINCRBY, HINCRBYFLOAT, ZINCRBY, LINSERT and XSETID, and a
+  collection emptied by SREM/HDEL/LPOP/ZREM/… notifies the command then
+  ` + "`del`" + `, as Redis does (compared with redis-server in order:
+  ` + "`TestKeyspaceEventNamesAsRedis`" + `). Not yet Redis's: RENAME/RENAMENX publish
+  ` + "`set`" + ` (and ` + "`expire`" + `) then ` + "`del`" + ` instead of ` + "`rename_from`" + `/` + "`rename_to`" + `, SORT … STORE
+  the rebuilding ` + "`rpush`" + ` instead of ` + "`sortstore`" + `, ZADD INCR ` + "`zadd`" + ` instead of
+  ` + "`zincr`" + `, ZPOPMIN/ZPOPMAX/ZMPOP/ZREMRANGEBY* ` + "`zrem`" + `, ZUNIONSTORE/ZINTERSTORE/
+  ZDIFFSTORE/ZRANGESTORE/GEOSEARCHSTORE ` + "`zadd`" + ` instead of their own names, LMPOP
+  that empties its list only ` + "`del`" + `, SMOVE ` + "`sadd`" + ` before ` + "`srem`" + `. Not published:
+  the 'n' (new key) and 'm' (key miss) classes, XGROUP/XREADGROUP/XCLAIM
+  bookkeeping. Around a
   partition's cut-over an event may be lost or published twice (the old and
   the new owner decide by their ownership when their publisher reads it).
 - Client-side caching as Redis 6+ (issue #14): ` + "`CLIENT TRACKING ON|OFF`" + ` with

@@ -166,8 +166,11 @@ type notifyEvent struct {
 func eventNames(ev store.Event) []notifyEvent {
 	switch ev.Kind {
 	case store.EventPut:
-		if ev.Origin == kv.CmdRestore {
+		switch ev.Origin {
+		case kv.CmdRestore:
 			return []notifyEvent{{"restore", 'g'}}
+		case kv.CmdCopy:
+			return []notifyEvent{{"copy_to", 'g'}}
 		}
 		e, named := putEvents[ev.Origin]
 		if !named {
@@ -202,6 +205,11 @@ func eventNames(ev store.Event) []notifyEvent {
 	case store.EventCommand:
 		if e, ok := originEvents[ev.Origin]; ok {
 			return []notifyEvent{e}
+		}
+		// A command logged as another (HINCRBY as HSET, ZINCRBY as ZADD)
+		// is notified under its own name.
+		if e, ok := commandEvents[ev.Origin]; ok {
+			return []notifyEvent{{e.name, e.class}}
 		}
 		if e, ok := commandEvents[ev.Command]; ok {
 			return []notifyEvent{{e.name, e.class}}
@@ -256,10 +264,10 @@ var commandEvents = func() map[kv.CmdOp]struct {
 	}{}
 	for class, ops := range map[byte][]kv.CmdOp{
 		'h': {kv.CmdHSet, kv.CmdHSetNX, kv.CmdHIncrBy, kv.CmdHIncrByFloat, kv.CmdHDel},
-		'l': {kv.CmdLPush, kv.CmdRPush, kv.CmdLPop, kv.CmdRPop, kv.CmdLRem, kv.CmdLTrim, kv.CmdLSet},
+		'l': {kv.CmdLPush, kv.CmdRPush, kv.CmdLPop, kv.CmdRPop, kv.CmdLRem, kv.CmdLTrim, kv.CmdLSet, kv.CmdLInsert},
 		's': {kv.CmdSAdd, kv.CmdSRem},
 		'z': {kv.CmdZAdd, kv.CmdZIncrBy, kv.CmdZRem},
-		't': {kv.CmdXAdd, kv.CmdXDel, kv.CmdXTrim},
+		't': {kv.CmdXAdd, kv.CmdXDel, kv.CmdXTrim, kv.CmdXSetID},
 	} {
 		for _, op := range ops {
 			name := strings.ToLower(op.String())

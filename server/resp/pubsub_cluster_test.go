@@ -374,10 +374,11 @@ func placementSegment(key string, m *cluster.PartitionMap) int {
 // The keyspace events of a script of commands equal redis-server's, in
 // order — SPOP and SINTERSTORE / SUNIONSTORE / SDIFFSTORE included (issue
 // #14 item 2: they used to be "srem" and "sadd"), a collection emptied by
-// its command notifies the command, then "del", and the string writes
-// Redis names after themselves (INCRBY, APPEND, SETRANGE, SETBIT, PFADD,
-// PFMERGE as "pfadd"; they used to be "set") or follows with "expire" (SET
-// … EX, SETEX).
+// its command notifies the command, then "del", the string writes Redis
+// names after themselves (INCRBY, APPEND, SETRANGE, SETBIT, PFADD, PFMERGE
+// as "pfadd"; they used to be "set") or follows with "expire" (SET … EX,
+// SETEX), COPY's "copy_to", and the collection commands logged as another
+// (HINCRBY as HSET, ZINCRBY as ZADD; LINSERT and XSETID published nothing).
 func TestKeyspaceEventNamesAsRedis(t *testing.T) {
 	redisAddr := startRedis(t, false)
 	n := startNode(t)
@@ -396,6 +397,17 @@ func TestKeyspaceEventNamesAsRedis(t *testing.T) {
 		{"BITFIELD", "{s}k", "SET", "u8", "0", "9"}, {"BITFIELD", "{s}k", "GET", "u8", "0"},
 		{"PFADD", "{s}p", "a", "b"}, {"PFADD", "{s}p2", "c"}, {"PFCOUNT", "{s}p"}, {"EXPIRE", "{s}p2", "1000"},
 		{"PFMERGE", "{s}p2", "{s}p"}, {"PFMERGE", "{s}p3", "{s}p"}, {"BITOP", "OR", "{s}bo", "{s}k", "{s}t"},
+		{"MSET", "{s}m1", "1", "{s}m2", "2"}, {"MSETNX", "{s}m3", "1"}, {"SETNX", "{s}m4", "1"}, {"SET", "{s}m4", "2", "GET"},
+		{"GETEX", "{s}m4", "EX", "100"}, {"GETEX", "{s}m4", "PERSIST"}, {"GETDEL", "{s}m4"}, {"COPY", "{s}m3", "{s}m7"},
+		{"EXPIRE", "{s}m7", "100"}, {"PEXPIRE", "{s}m7", "100000"}, {"EXPIREAT", "{s}m7", "99999999999"}, {"PERSIST", "{s}m7"},
+		{"UNLINK", "{s}m7", "{s}m1"},
+		{"RPUSH", "{s}L", "3", "1", "2"}, {"LMOVE", "{s}L", "{s}L3", "LEFT", "RIGHT"}, {"RPOPLPUSH", "{s}L", "{s}L3"},
+		{"LINSERT", "{s}L3", "BEFORE", "3", "x"}, {"LSET", "{s}L3", "0", "y"}, {"LTRIM", "{s}L3", "0", "1"}, {"LREM", "{s}L3", "0", "y"},
+		{"LPUSHX", "{s}L3", "z"}, {"RPOP", "{s}L3", "5"},
+		{"HSET", "{s}H", "a", "1"}, {"HINCRBY", "{s}H", "a", "2"}, {"HINCRBYFLOAT", "{s}H", "b", "1.5"}, {"HSETNX", "{s}H", "c", "1"},
+		{"HDEL", "{s}H", "a", "b", "c"}, {"ZADD", "{s}Z", "1", "a", "2", "b"}, {"ZINCRBY", "{s}Z", "1", "a"}, {"ZREM", "{s}Z", "a", "b"},
+		{"XADD", "{s}X", "1-1", "f", "v"}, {"XADD", "{s}X", "2-1", "f", "v"}, {"XTRIM", "{s}X", "MAXLEN", "1"}, {"XDEL", "{s}X", "2-1"},
+		{"XSETID", "{s}X", "5-0"}, {"GEOADD", "{s}G", "13.36", "38.11", "p"}, {"DEL", "{s}G", "{s}X"},
 		{"SET", "{s}end", "1"},
 	}
 	events := func(addr string) []string {

@@ -204,7 +204,7 @@ func (a *Atomic) Copy(src, dst string, replace bool) (bool, kv.Result) {
 	if old != nil {
 		rec.SetVersion(old.Version() + 1)
 	}
-	res := gd.installWholeLocked(rec, 0)
+	res := gd.installWholeLocked(rec, kv.CmdCopy)
 	return res.Status == kv.StatusSuccess, res
 }
 
