@@ -370,16 +370,16 @@ characters); ` + "`INFO server`" + ` shows both.
   ` + "`incrbyfloat`" + `, ` + "`append`" + `, ` + "`setrange`" + `, ` + "`setbit`" + ` for SETBIT and BITFIELD, ` + "`pfadd`" + `
   for PFADD and PFMERGE, nothing for PFCOUNT; SET/SETEX/PSETEX with an expiry
   add ` + "`expire`" + ` after ` + "`set`" + `), COPY (` + "`copy_to`" + `), SPOP, SINTERSTORE, SUNIONSTORE,
-  SDIFFSTORE, HINCRBY, HINCRBYFLOAT, ZINCRBY, LINSERT and XSETID, and a
-  collection emptied by SREM/HDEL/LPOP/ZREM/… notifies the command then
-  ` + "`del`" + `, as Redis does (compared with redis-server in order:
-  ` + "`TestKeyspaceEventNamesAsRedis`" + `). Not yet Redis's: RENAME/RENAMENX publish
-  ` + "`set`" + ` (and ` + "`expire`" + `) then ` + "`del`" + ` instead of ` + "`rename_from`" + `/` + "`rename_to`" + `, SORT … STORE
-  the rebuilding ` + "`rpush`" + ` instead of ` + "`sortstore`" + `, ZADD INCR ` + "`zadd`" + ` instead of
-  ` + "`zincr`" + `, ZPOPMIN/ZPOPMAX/ZMPOP/ZREMRANGEBY* ` + "`zrem`" + `, ZUNIONSTORE/ZINTERSTORE/
-  ZDIFFSTORE/ZRANGESTORE/GEOSEARCHSTORE ` + "`zadd`" + ` instead of their own names, LMPOP
-  that empties its list only ` + "`del`" + `, SMOVE ` + "`sadd`" + ` before ` + "`srem`" + `. Not published:
-  the 'n' (new key) and 'm' (key miss) classes, XGROUP/XREADGROUP/XCLAIM
+  SDIFFSTORE, HINCRBY, HINCRBYFLOAT, ZINCRBY and ZADD INCR (` + "`zincr`" + `), LINSERT,
+  XSETID, ZPOPMIN/ZPOPMAX/ZMPOP, ZREMRANGEBYRANK/SCORE/LEX, LMPOP (` + "`lpop`" + `/` + "`rpop`" + `)
+  and the XGROUP subcommands (` + "`xgroup-create`" + `, …), and a collection emptied by
+  its command notifies the command then ` + "`del`" + `, as Redis does (compared with
+  redis-server in order: ` + "`TestKeyspaceEventNamesAsRedis`" + `). Not yet Redis's:
+  RENAME/RENAMENX publish ` + "`set`" + ` (and ` + "`expire`" + `) then ` + "`del`" + ` instead of
+  ` + "`rename_from`" + `/` + "`rename_to`" + `, SORT … STORE the rebuilding ` + "`rpush`" + ` instead of
+  ` + "`sortstore`" + `, ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE/ZRANGESTORE/GEOSEARCHSTORE
+  ` + "`zadd`" + ` instead of their own names, SMOVE ` + "`sadd`" + ` before ` + "`srem`" + `. Not
+  published: the 'n' (new key) and 'm' (key miss) classes, XREADGROUP/XCLAIM
   bookkeeping. Around a
   partition's cut-over an event may be lost or published twice (the old and
   the new owner decide by their ownership when their publisher reads it).

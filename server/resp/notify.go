@@ -187,6 +187,9 @@ func eventNames(ev store.Event) []notifyEvent {
 		if ev.Replaced {
 			return nil // the first half of a S*STORE: its own event follows
 		}
+		if ev.Name != "" {
+			return []notifyEvent{{ev.Name, nameClass(ev.Name)}, {"del", 'g'}}
+		}
 		if e, ok := originEvents[ev.Origin]; ok && !storeOrigins[ev.Origin] {
 			return []notifyEvent{e, {"del", 'g'}}
 		}
@@ -203,6 +206,9 @@ func eventNames(ev store.Event) []notifyEvent {
 	case store.EventEvicted:
 		return []notifyEvent{{"evicted", 'e'}}
 	case store.EventCommand:
+		if ev.Name != "" {
+			return []notifyEvent{{ev.Name, nameClass(ev.Name)}}
+		}
 		if e, ok := originEvents[ev.Origin]; ok {
 			return []notifyEvent{e}
 		}
@@ -216,6 +222,19 @@ func eventNames(ev store.Event) []notifyEvent {
 		}
 	}
 	return nil
+}
+
+// nameClass is the notify-keyspace-events class of an event name the
+// store gives (Event.Name): zpopmin, zincr, zremrangeby… (sorted sets),
+// lpop, rpop (lists), xgroup-… (streams).
+func nameClass(name string) byte {
+	switch name[0] {
+	case 'z':
+		return 'z'
+	case 'x':
+		return 't'
+	}
+	return 'l'
 }
 
 // eventName is the first Redis event of a store change ("" when none).

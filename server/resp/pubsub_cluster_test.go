@@ -377,8 +377,10 @@ func placementSegment(key string, m *cluster.PartitionMap) int {
 // its command notifies the command, then "del", the string writes Redis
 // names after themselves (INCRBY, APPEND, SETRANGE, SETBIT, PFADD, PFMERGE
 // as "pfadd"; they used to be "set") or follows with "expire" (SET … EX,
-// SETEX), COPY's "copy_to", and the collection commands logged as another
-// (HINCRBY as HSET, ZINCRBY as ZADD; LINSERT and XSETID published nothing).
+// SETEX), COPY's "copy_to", the collection commands logged as another
+// (HINCRBY as HSET, ZINCRBY as ZADD; LINSERT and XSETID published nothing)
+// and those named by what they did (ZPOPMIN/ZPOPMAX/ZMPOP, ZREMRANGEBY*,
+// ZADD INCR, LMPOP, the XGROUP subcommands).
 func TestKeyspaceEventNamesAsRedis(t *testing.T) {
 	redisAddr := startRedis(t, false)
 	n := startNode(t)
@@ -408,6 +410,14 @@ func TestKeyspaceEventNamesAsRedis(t *testing.T) {
 		{"HDEL", "{s}H", "a", "b", "c"}, {"ZADD", "{s}Z", "1", "a", "2", "b"}, {"ZINCRBY", "{s}Z", "1", "a"}, {"ZREM", "{s}Z", "a", "b"},
 		{"XADD", "{s}X", "1-1", "f", "v"}, {"XADD", "{s}X", "2-1", "f", "v"}, {"XTRIM", "{s}X", "MAXLEN", "1"}, {"XDEL", "{s}X", "2-1"},
 		{"XSETID", "{s}X", "5-0"}, {"GEOADD", "{s}G", "13.36", "38.11", "p"}, {"DEL", "{s}G", "{s}X"},
+		// Named by what the command did, not by its op or logged effect.
+		{"ZADD", "{s}Z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"}, {"ZADD", "{s}Z", "INCR", "1", "b"},
+		{"ZPOPMIN", "{s}Z"}, {"ZPOPMAX", "{s}Z", "2"}, {"ZMPOP", "1", "{s}Z", "MAX"}, {"ZREMRANGEBYRANK", "{s}Z", "0", "0"},
+		{"ZREMRANGEBYSCORE", "{s}Z", "0", "0"}, {"ZADD", "{s}Z5", "0", "m", "0", "n"}, {"ZREMRANGEBYLEX", "{s}Z5", "[m", "[m"},
+		{"ZPOPMIN", "{s}Z", "5"}, {"RPUSH", "{s}L4", "a", "b", "c"}, {"LMPOP", "1", "{s}L4", "RIGHT"}, {"LMPOP", "1", "{s}L4", "LEFT", "5"},
+		{"XADD", "{s}X2", "1-1", "f", "v"}, {"XGROUP", "CREATE", "{s}X2", "g", "0"}, {"XGROUP", "CREATECONSUMER", "{s}X2", "g", "c"},
+		{"XGROUP", "SETID", "{s}X2", "g", "$"}, {"XGROUP", "DELCONSUMER", "{s}X2", "g", "c"}, {"XGROUP", "DESTROY", "{s}X2", "g"},
+		{"XGROUP", "CREATE", "{s}X3", "g", "$", "MKSTREAM"}, {"DEL", "{s}X2", "{s}X3"},
 		{"SET", "{s}end", "1"},
 	}
 	events := func(addr string) []string {

@@ -76,6 +76,10 @@ type execCtx struct {
 	effect   *kv.Cmd     // the mutation to log; nil = nothing changed
 	newValue []byte      // string commands: the record's new value (may alias Segment.scratch)
 	newPaged *pagedValue // string edits of a large value: the new value in pages (newValue nil)
+	// event is Redis's keyspace-event name for the write when neither the
+	// command's op nor its effect's names it (ZPOP's "zpopmin"/"zpopmax",
+	// ZADD INCR's "zincr"): Event.Name.
+	event    string
 	setValue bool
 	delete   bool     // string commands: remove the key (GETDEL)
 	grown    *growBuf // APPEND: the new append buffer newValue is a prefix of
@@ -452,8 +456,8 @@ func (g *Segment) replaceValueLocked(x *execCtx) (version, revision uint64) {
 // collection does not exist), or bumps the record's version and revision,
 // then logs the effect.
 func (g *Segment) commitEffectLocked(x *execCtx, before int64) (version, revision uint64) {
-	g.origin = x.cmd.Op
-	defer func() { g.origin = 0 }()
+	g.origin, g.eventName = x.cmd.Op, x.event
+	defer func() { g.origin, g.eventName = 0, "" }()
 	rec := x.rec
 	if rec != nil && x.coll.count() == 0 {
 		g.settleLocked(x.coll.size() - before) // the elements just removed

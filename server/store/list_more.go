@@ -227,6 +227,10 @@ func lmpop(x *execCtx) kv.Reply {
 	if !ok {
 		return errSyntax
 	}
+	x.event = "rpop"
+	if front {
+		x.event = "lpop"
+	}
 	count, ok := argInt(x.cmd.Args[1])
 	if !ok || count <= 0 {
 		return kv.BadRequest("count should be greater than 0")

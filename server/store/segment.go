@@ -36,6 +36,8 @@ type Segment struct {
 	// expiring is set while a put that gives its key a new expiry (a TTL
 	// or an instant, not KEEPTTL) commits: Event.SetExpiry.
 	expiring bool
+	// eventName is the committing write's execCtx.event: Event.Name.
+	eventName string
 	// writeCtx and writeCmd are the context and command of the write that
 	// holds mu (Exec), reused from write to write: allocated per call they
 	// were two of an LPUSH's allocations (a handler is called through a

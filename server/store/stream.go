@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/zaris-io/zaris/internal/kv"
@@ -1276,6 +1277,7 @@ func xgroup(x *execCtx) kv.Reply {
 	if !ok {
 		return r
 	}
+	x.event = "xgroup-" + strings.ToLower(sub)
 	name := args[1]
 	s := streamOf(x)
 	var g *streamGroup

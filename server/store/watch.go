@@ -75,6 +75,10 @@ type Event struct {
 	// SetExpiry marks a put that gave its key a new expiry (SET … EX,
 	// SETEX; not KEEPTTL): Redis notifies "expire" after "set".
 	SetExpiry bool
+	// Name is Redis's keyspace-event name of the change when the command
+	// that made it says more than its op and effect do ("zpopmax",
+	// "zincr", "xgroup-create"); "" otherwise and on a replica's apply.
+	Name string
 }
 
 // WatchOptions select what a watch sees. Exactly one of Key or Prefix
@@ -450,7 +454,7 @@ func (g *Segment) notifyLocked(kind OpKind, rec *Record, cmd *kv.Cmd) {
 		if g.origin != ev.Command {
 			ev.Origin = g.origin
 		}
-		ev.Replaced, ev.SetExpiry = g.replacing, g.expiring
+		ev.Replaced, ev.SetExpiry, ev.Name = g.replacing, g.expiring, g.eventName
 		if w.opts.IncludeValues && kind == OpPut && rec.coll() == nil {
 			ev.Value = rec.Value()
 		}

@@ -186,6 +186,9 @@ func zadd(x *execCtx) kv.Reply {
 	if f.incr && len(rest) != 2 {
 		return kv.BadRequest("INCR option supports a single increment-element pair")
 	}
+	if f.incr {
+		x.event = "zincr"
+	}
 	var scoreRoom [8]float64 // the scores of a ZADD of a few pairs, on the stack
 	scores := scoreRoom[:0]
 	for i := 0; i < len(rest); i += 2 {

@@ -310,6 +310,9 @@ func zlexCount(x *execCtx) kv.Reply {
 	return kv.IntReply(int64(z.sl.rank(last.score, last.member) - z.sl.rank(first.score, first.member) + 1))
 }
 
+// zremRangeEvents are Redis's event names of ZREMRANGEBY* by range kind.
+var zremRangeEvents = map[string]string{"RANK": "zremrangebyrank", "SCORE": "zremrangebyscore", "LEX": "zremrangebylex"}
+
 func zremRange(x *execCtx) kv.Reply {
 	if !arity(x, 3, 3) {
 		return arityError(x)
@@ -325,6 +328,7 @@ func zremRange(x *execCtx) kv.Reply {
 	}
 	if len(nodes) > 0 {
 		x.changed() // the same range of the same set on a replica: the same members
+		x.event = zremRangeEvents[strings.ToUpper(string(x.cmd.Args[0]))]
 	}
 	return kv.IntReply(int64(len(nodes)))
 }
@@ -340,6 +344,10 @@ func zpop(x *execCtx) kv.Reply {
 		return kv.BadRequest("value is out of range, must be positive")
 	}
 	max := kv.IsOption(x.cmd.Args[0], "MAX")
+	x.event = "zpopmin"
+	if max {
+		x.event = "zpopmax"
+	}
 	z := zsetOf(x)
 	if z == nil || count == 0 {
 		return kv.ArrayReply([]kv.Reply{})
