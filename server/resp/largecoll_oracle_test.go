@@ -158,13 +158,21 @@ func largeCollectionsScript() []oracleRow {
 // TestLargeCollectionsLikeRedis runs largeCollectionsScript on
 // redis-server and on a lone Zaris node and compares every reply.
 func TestLargeCollectionsLikeRedis(t *testing.T) {
+	compareScriptWithRedis(t, largeCollectionsScript())
+}
+
+// compareScriptWithRedis runs script on a fresh redis-server and a lone
+// Zaris node, one command after the other on each, and fails with every
+// reply that differs.
+func compareScriptWithRedis(t *testing.T, script []oracleRow) {
+	t.Helper()
 	redisAddr := startRedis(t, false)
 	n := startNode(t)
 	want := dialRaw(t, redisAddr)
 	got := dialRaw(t, n.RESPAddr().String())
 	require.Equal(t, want.do("FLUSHALL"), got.do("FLUSHALL"))
 	var diffs []string
-	for _, row := range largeCollectionsScript() {
+	for _, row := range script {
 		w := want.do(row.args...)
 		g, err := got.try(row.args...)
 		if err != nil {

@@ -1,12 +1,9 @@
 package resp_test
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
 // largeStringsScript edits strings past the size where Zaris pages them
@@ -77,21 +74,5 @@ func largeStringsScript() []oracleRow {
 // TestLargeStringsLikeRedis runs largeStringsScript on redis-server and on
 // a lone Zaris node and compares every reply byte for byte.
 func TestLargeStringsLikeRedis(t *testing.T) {
-	redisAddr := startRedis(t, false)
-	n := startNode(t)
-	want := dialRaw(t, redisAddr)
-	got := dialRaw(t, n.RESPAddr().String())
-	require.Equal(t, want.do("FLUSHALL"), got.do("FLUSHALL"))
-	var diffs []string
-	for _, row := range largeStringsScript() {
-		w := want.do(row.args...)
-		g, err := got.try(row.args...)
-		if err != nil {
-			t.Fatalf("%.80q: the Zaris connection died (%v)", row.args, err)
-		}
-		if nw, ng := normalise(w, row.mode), normalise(g, row.mode); nw != ng {
-			diffs = append(diffs, fmt.Sprintf("%.120q:\n    redis: %.300q\n    zaris: %.300q", row.args, w, g))
-		}
-	}
-	require.Empty(t, diffs, "replies differ from Redis:\n%s", strings.Join(diffs, "\n"))
+	compareScriptWithRedis(t, largeStringsScript())
 }
