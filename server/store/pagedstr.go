@@ -160,30 +160,27 @@ func (r *Record) ValueLen() int {
 	return int(r.vlen)
 }
 
-// stringEdit is an edit of the string held: patch at off (SETRANGE, SETBIT,
-// APPEND). It is made in place in pages when the result is large enough,
-// else on a flat copy; cur is the flat value when the record is not paged.
+// stringEdit is an edit of the string held: patch at off, zero-filled
+// from its end (SETRANGE, SETBIT, BITFIELD, APPEND to a paged string). A
+// result of pagedMin bytes or more is paged (a flat value is paged first);
+// a smaller one is a flat copy. Past the item cap it writes nothing, as
+// setStringValue; the callers refuse such an edit first.
 func (x *execCtx) stringEdit(off int, patch []byte) {
-	var pv *pagedValue
-	if x.rec != nil {
-		pv = x.rec.paged()
-	}
 	n := max(x.rec.lenOrZero(), off+len(patch))
-	if pv == nil && n < pagedMin {
-		cur := valueOf(x)
-		v := make([]byte, n)
-		copy(v, cur)
-		copy(v[off:], patch)
-		x.setStringValue(v)
+	if n > x.seg.store.cfg.MaxItemBytes {
 		return
 	}
-	if pv == nil {
-		cur := valueOf(x)
-		pv = pagedFrom(cur).edited(off, patch)
-	} else {
+	pv := x.rec.paged()
+	switch {
+	case pv != nil:
 		pv = pv.edited(off, patch)
-	}
-	if n > x.seg.store.cfg.MaxItemBytes {
+	case n >= pagedMin:
+		pv = pagedFrom(valueOf(x)).edited(off, patch)
+	default:
+		v := make([]byte, n)
+		copy(v, valueOf(x))
+		copy(v[off:], patch)
+		x.setStringValue(v)
 		return
 	}
 	x.newPaged, x.setValue = pv, true
