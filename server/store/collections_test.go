@@ -248,27 +248,11 @@ func TestCollectionEffectsReplicate(t *testing.T) {
 			src.SweepOnce()
 		}
 		if i%50 == 0 {
-			for seg := range 2 {
-				log, err := src.Segment(uint16(seg)).OperationsAfter(applied[seg])
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, op := range log {
-					if _, err := dst.Segment(uint16(seg)).ApplyOp(op); err != nil {
-						t.Fatalf("apply %v %v: %v", op.Kind, op.Cmd, err)
-					}
-					applied[seg] = op.Revision()
-				}
-			}
+			shipOpLog(t, src, dst, applied)
 		}
 	}
+	shipOpLog(t, src, dst, applied)
 	for seg := range 2 {
-		log, _ := src.Segment(uint16(seg)).OperationsAfter(applied[seg])
-		for _, op := range log {
-			if _, err := dst.Segment(uint16(seg)).ApplyOp(op); err != nil {
-				t.Fatal(err)
-			}
-		}
 		a, b := src.Segment(uint16(seg)), dst.Segment(uint16(seg))
 		if a.Digest() != b.Digest() {
 			t.Fatalf("segment %d diverged: %+v vs %+v", seg, a.Digest(), b.Digest())
@@ -670,5 +654,24 @@ func TestSMembersOrder(t *testing.T) {
 			t.Fatalf("SMEMBERS answered %q twice or never added", e.Bulk)
 		}
 		delete(want, string(e.Bulk))
+	}
+}
+
+// shipOpLog applies to dst, segment by segment, every operation of src's
+// op-log after applied[seg] (one entry per segment), as a replica's session
+// does, and moves applied on.
+func shipOpLog(t *testing.T, src, dst *Store, applied []uint64) {
+	t.Helper()
+	for seg := range applied {
+		log, err := src.Segment(uint16(seg)).OperationsAfter(applied[seg])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range log {
+			if _, err := dst.Segment(uint16(seg)).ApplyOp(op); err != nil {
+				t.Fatalf("apply %v %v: %v", op.Kind, op.Cmd, err)
+			}
+			applied[seg] = op.Revision()
+		}
 	}
 }

@@ -205,20 +205,6 @@ func TestPagedStringEditsReplicate(t *testing.T) {
 		src.Put("s"+strconv.Itoa(k), bytes.Repeat([]byte{byte('a' + k)}, pagedMin+k*pageSize), nil)
 	}
 	applied := []uint64{0, 0}
-	ship := func() {
-		for seg := range 2 {
-			log, err := src.Segment(uint16(seg)).OperationsAfter(applied[seg])
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, op := range log {
-				if _, err := dst.Segment(uint16(seg)).ApplyOp(op); err != nil {
-					t.Fatalf("apply %v: %v", op.Kind, err)
-				}
-				applied[seg] = op.Revision()
-			}
-		}
-	}
 	for range 600 {
 		k := "s" + strconv.Itoa(rng.IntN(3))
 		off := strconv.Itoa(rng.IntN(pagedMin + 4*pageSize))
@@ -236,7 +222,7 @@ func TestPagedStringEditsReplicate(t *testing.T) {
 		if r := src.Exec(cmd); r.Status != kv.StatusSuccess {
 			t.Fatalf("%v: %v %s", cmd.Op, r.Status, r.Message)
 		}
-		ship() // each op weighs its whole value in the op-log, which trims by bytes
+		shipOpLog(t, src, dst, applied) // each op weighs its whole value in the op-log, which trims by bytes
 	}
 	for k := range 3 {
 		key := "s" + strconv.Itoa(k)
